@@ -1,0 +1,128 @@
+//===- CompileCommand.cpp - `llmc compile` --------------------------------===//
+//
+// Turns a model into IR (and, as the pipeline grows, into an artifact). Each
+// stage can be shown: --emit picks where to stop, --print-ir-after-all dumps
+// the IR after every pass.
+//
+//===----------------------------------------------------------------------===//
+#include "CompileCommand.h"
+
+#include "Frontend/BuiltinModels.h"
+#include "Frontend/StepBuilder.h"
+#include "llmc/Passes/Pipelines.h"
+#include "llmc/runtime/cli/commands.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+
+namespace llmc {
+namespace {
+
+enum class Emit { kMLIR, kKernels, kCUDA, kPTX, kArtifact };
+
+int notYet(const char *what, const char *milestone) {
+  llvm::errs() << "llmc compile: " << what << " is not implemented yet; it arrives with "
+               << milestone << ".\n";
+  return cli::kExitNotImplemented;
+}
+
+} // namespace
+
+int runCompileCommand(int argc, char **argv) {
+  static cl::OptionCategory category("llmc compile options");
+  static cl::opt<std::string> model(cl::Positional, cl::desc("[MODEL: Hugging Face folder or .gguf]"),
+                                    cl::init(""), cl::cat(category));
+  static cl::opt<std::string> builtin(
+      "builtin", cl::desc("compile a built-in synthetic model instead of MODEL (see --list-builtins)"),
+      cl::value_desc("name"), cl::init(""), cl::cat(category));
+  static cl::opt<bool> listBuiltins("list-builtins", cl::desc("list the built-in models and exit"),
+                                    cl::cat(category));
+  static cl::opt<Emit> emit(
+      "emit", cl::desc("what to produce"), cl::init(Emit::kArtifact),
+      cl::values(clEnumValN(Emit::kMLIR, "mlir", "the llm-dialect IR after the pipeline"),
+                 clEnumValN(Emit::kKernels, "kernels", "the fusion groups"),
+                 clEnumValN(Emit::kCUDA, "cuda", "generated CUDA C++"),
+                 clEnumValN(Emit::kPTX, "ptx", "PTX from NVRTC"),
+                 clEnumValN(Emit::kArtifact, "artifact", "a deployable artifact directory")),
+      cl::cat(category));
+  static cl::opt<std::string> output("o", cl::desc("output file or artifact directory"),
+                                     cl::value_desc("path"), cl::init("-"), cl::cat(category));
+  static cl::opt<std::string> dtype("dtype", cl::desc("activation type: f32, f16 or bf16"),
+                                    cl::init("f32"), cl::cat(category));
+  static cl::opt<bool> printAfterAll("print-ir-after-all",
+                                     cl::desc("print the IR after every pass (to stderr)"),
+                                     cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "Compile a transformer model into IR, kernels and an artifact.\n");
+
+  if (listBuiltins) {
+    for (const BuiltinModel &m : builtinModels())
+      llvm::outs() << llvm::formatv("  {0,-20} {1}\n", m.name, m.description);
+    return 0;
+  }
+  if (!model.empty() && !builtin.empty()) {
+    llvm::errs() << "llmc compile: give either MODEL or --builtin, not both\n";
+    return cli::kExitUsage;
+  }
+  if (builtin.empty()) {
+    if (model.empty()) {
+      llvm::errs() << "llmc compile: no model given (MODEL or --builtin=NAME; see --help)\n";
+      return cli::kExitUsage;
+    }
+    return notYet("reading Hugging Face folders and GGUF files",
+                  "the frontend milestone");
+  }
+  const BuiltinModel *spec = findBuiltinModel(builtin);
+  if (!spec) {
+    llvm::errs() << "llmc compile: unknown built-in model '" << builtin
+                 << "' (see --list-builtins)\n";
+    return cli::kExitUsage;
+  }
+  StepBuildOptions options;
+  if (dtype == "f16")
+    options.activations = StepBuildOptions::DType::kF16;
+  else if (dtype == "bf16")
+    options.activations = StepBuildOptions::DType::kBF16;
+  else if (dtype != "f32") {
+    llvm::errs() << "llmc compile: --dtype must be f32, f16 or bf16, got '" << dtype << "'\n";
+    return cli::kExitUsage;
+  }
+  if (emit != Emit::kMLIR)
+    return notYet("--emit other than mlir", "the host end-to-end and CUDA milestones");
+
+  mlir::MLIRContext context;
+  HFNamedCatalog catalog(spec->config, llm::WeightFormat::f32);
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildStepModule(context, spec->config, catalog, options);
+  if (!module)
+    return 1;
+
+  mlir::PassManager pm(&context);
+  if (printAfterAll) {
+    context.disableMultithreading();
+    pm.enableIRPrinting();
+  }
+  buildCompilePipeline(pm);
+  if (mlir::failed(pm.run(*module)))
+    return 1;
+
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> out = mlir::openOutputFile(output, &error);
+  if (!out) {
+    llvm::errs() << "llmc compile: cannot write '" << output << "': " << error << "\n";
+    return 1;
+  }
+  module->print(out->os());
+  out->os() << "\n";
+  out->keep();
+  return 0;
+}
+
+} // namespace llmc

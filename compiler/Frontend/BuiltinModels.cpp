@@ -1,0 +1,83 @@
+//===- BuiltinModels.cpp - synthetic models built into llmc ---------------===//
+#include "BuiltinModels.h"
+
+#include "HFWeightNames.h"
+
+namespace llmc {
+namespace {
+
+ModelConfig tinyLlama() {
+  ModelConfig c;
+  c.architecture = "llama";
+  c.vocab_size = 256;
+  c.hidden_size = 64;
+  c.intermediate_size = 160;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 16;
+  c.max_position = 512;
+  c.tie_word_embeddings = true;
+  return c;
+}
+
+ModelConfig tinyQwen2() {
+  ModelConfig c = tinyLlama();
+  c.architecture = "qwen2";
+  c.vocab_size = 300;
+  c.attention_bias = true;
+  c.tie_word_embeddings = false;
+  c.rope_theta = 1000000.0;
+  c.rms_norm_eps = 1e-6;
+  return c;
+}
+
+// SmolLM2-135M's shape (config.json of HuggingFaceTB/SmolLM2-135M).
+ModelConfig smollm2Shape() {
+  ModelConfig c;
+  c.architecture = "llama";
+  c.vocab_size = 49152;
+  c.hidden_size = 576;
+  c.intermediate_size = 1536;
+  c.num_layers = 30;
+  c.num_heads = 9;
+  c.num_kv_heads = 3;
+  c.head_dim = 64;
+  c.max_position = 8192;
+  c.rope_theta = 100000.0;
+  c.tie_word_embeddings = true;
+  return c;
+}
+
+const BuiltinModel kModels[] = {
+    {"tiny-llama", "2 layers, hidden 64, GQA 4/2 heads, tied embeddings", tinyLlama()},
+    {"tiny-qwen2", "2 layers, hidden 64, QKV bias, untied embeddings, vocab 300", tinyQwen2()},
+    {"smollm2-135m-shape", "SmolLM2-135M's shape: 30 layers, hidden 576, 9/3 heads",
+     smollm2Shape()},
+};
+
+} // namespace
+
+llvm::ArrayRef<BuiltinModel> builtinModels() { return kModels; }
+
+const BuiltinModel *findBuiltinModel(llvm::StringRef name) {
+  for (const BuiltinModel &m : kModels)
+    if (name == m.name)
+      return &m;
+  return nullptr;
+}
+
+std::optional<WeightEntry> HFNamedCatalog::find(WeightRole role, int layer) const {
+  bool isBias = role == WeightRole::kQueryBias || role == WeightRole::kKeyBias ||
+                role == WeightRole::kValueBias;
+  if (isBias && !config.attention_bias)
+    return std::nullopt;
+  if (role == WeightRole::kLMHead && config.tie_word_embeddings)
+    return std::nullopt;
+  // Norms and biases stay in f32 whatever the matrices are stored in.
+  bool vector = isBias || role == WeightRole::kAttnNorm || role == WeightRole::kMlpNorm ||
+                role == WeightRole::kFinalNorm;
+  return WeightEntry{hfWeightName(role, layer), vector ? llm::WeightFormat::f32 : format};
+}
+
+} // namespace llmc

@@ -1,0 +1,42 @@
+//===- BuiltinModels.h - synthetic models built into llmc -------*- C++ -*-===//
+//
+// Small model shapes that need no files, for the demo and the IR tests. Their
+// weights are named as in Hugging Face checkpoints and stored as f32.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_COMPILER_FRONTEND_BUILTINMODELS_H
+#define LLMC_COMPILER_FRONTEND_BUILTINMODELS_H
+
+#include "WeightCatalog.h"
+
+#include "llmc/runtime/model_config.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace llmc {
+
+struct BuiltinModel {
+  const char *name;
+  const char *description;
+  ModelConfig config;
+};
+
+llvm::ArrayRef<BuiltinModel> builtinModels();
+const BuiltinModel *findBuiltinModel(llvm::StringRef name);
+
+// Every weight a config needs, under its Hugging Face name, in `format`.
+class HFNamedCatalog : public WeightCatalog {
+public:
+  HFNamedCatalog(const ModelConfig &config, llm::WeightFormat format)
+      : config(config), format(format) {}
+  std::optional<WeightEntry> find(WeightRole role, int layer) const override;
+
+private:
+  ModelConfig config;
+  llm::WeightFormat format;
+};
+
+} // namespace llmc
+
+#endif // LLMC_COMPILER_FRONTEND_BUILTINMODELS_H

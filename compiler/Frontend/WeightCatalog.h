@@ -1,0 +1,55 @@
+//===- WeightCatalog.h - where the IR builder finds weights -----*- C++ -*-===//
+//
+// The IR builder asks for weights by role and layer; the catalog answers with
+// the weight's name in the store and its storage format. Hugging Face folders,
+// GGUF files and the built-in synthetic models each provide one, so the
+// builder never knows file-format naming schemes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_COMPILER_FRONTEND_WEIGHTCATALOG_H
+#define LLMC_COMPILER_FRONTEND_WEIGHTCATALOG_H
+
+#include "llmc/Dialect/LLM/IR/LLMTypes.h"
+
+#include <optional>
+#include <string>
+
+namespace llmc {
+
+enum class WeightRole {
+  kTokenEmbedding,
+  kAttnNorm,
+  kQuery,
+  kKey,
+  kValue,
+  kQueryBias,
+  kKeyBias,
+  kValueBias,
+  kAttnOutput,
+  kMlpNorm,
+  kGate,
+  kUp,
+  kDown,
+  kFinalNorm,
+  kLMHead,
+};
+
+const char *toString(WeightRole role);
+
+struct WeightEntry {
+  std::string name;
+  llm::WeightFormat format;
+  int64_t group = 0;
+};
+
+class WeightCatalog {
+public:
+  virtual ~WeightCatalog() = default;
+  // The weight playing `role` in `layer` (-1 for model-level weights), or
+  // nullopt if the model has none.
+  virtual std::optional<WeightEntry> find(WeightRole role, int layer) const = 0;
+};
+
+} // namespace llmc
+
+#endif // LLMC_COMPILER_FRONTEND_WEIGHTCATALOG_H

@@ -1,0 +1,392 @@
+//===- LLMOps.td - operations of the llm dialect ------------*- tablegen -*-===//
+#ifndef LLMC_DIALECT_LLM_OPS_TD
+#define LLMC_DIALECT_LLM_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "llmc/Dialect/LLM/IR/LLMBase.td"
+include "llmc/Dialect/LLM/IR/LLMEnums.td"
+include "llmc/Dialect/LLM/IR/LLMAttrs.td"
+include "llmc/Dialect/LLM/IR/LLMTypes.td"
+
+// Activations are [tokens, features] with a dynamic token count.
+def LLM_Activation : 2DTensorOf<[F32, F16, BF16]>;
+def LLM_Logits : 2DTensorOf<[F32]>;
+def LLM_IndexVector : 1DTensorOf<[I32]>;
+def LLM_IndexMatrix : 2DTensorOf<[I32]>;
+
+//===----------------------------------------------------------------------===//
+// Weights and embeddings
+//===----------------------------------------------------------------------===//
+
+def LLM_WeightOp : LLM_Op<"weight", [Pure]> {
+  let summary = "reference a named weight of the weight store";
+  let description = [{
+    Yields a handle to the weight called `name` in the model's weight store
+    (a tensor of the Hugging Face checkpoint or the GGUF file, possibly
+    repacked by passes). The weight's data never appears in the IR.
+
+    ```mlir
+    %w = llm.weight "model.layers.0.mlp.down_proj.weight" : !llm.weight<576x1536, q4_1>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs LLM_WeightType:$result);
+  let assemblyFormat = "$name attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def LLM_EmbedOp : LLM_Op<"embed", [Pure]> {
+  let summary = "gather rows of an embedding table";
+  let description = [{
+    `result[t, :] = table[tokens[t], :]`, dequantized to the result type.
+
+    ```mlir
+    %h = llm.embed %tokens, %table : tensor<?xi32>, !llm.weight<49152x576, q8_0> -> tensor<?x576xf32>
+    ```
+  }];
+  let arguments = (ins LLM_IndexVector:$tokens, LLM_WeightType:$table);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = [{
+    $tokens `,` $table attr-dict `:` type($tokens) `,` qualified(type($table))
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+def LLM_RMSNormOp : LLM_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "root-mean-square normalization over the feature dimension";
+  let description = [{
+    `result = input / sqrt(mean(input^2) + eps) * weight`, per token, with the
+    mean taken in f32.
+
+    ```mlir
+    %y = llm.rms_norm %x, %w eps = 1.0e-05 : tensor<?x576xf32>, !llm.weight<576, f32>
+    ```
+  }];
+  let arguments = (ins LLM_Activation:$input, LLM_WeightType:$weight, F64Attr:$epsilon);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `eps` `=` $epsilon attr-dict `:` type($input) `,`
+    qualified(type($weight))
+  }];
+  let hasVerifier = 1;
+}
+
+def LLM_LayerNormOp : LLM_Op<"layer_norm",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalization over the feature dimension";
+  let description = [{
+    `result = (input - mean) / sqrt(var + eps) * weight + bias`, per token.
+
+    ```mlir
+    %y = llm.layer_norm %x, %w, %b eps = 1.0e-05
+        : tensor<?x768xf32>, !llm.weight<768, f32>, !llm.weight<768, f32>
+    ```
+  }];
+  let arguments = (ins LLM_Activation:$input, LLM_WeightType:$weight,
+                       Optional<LLM_WeightType>:$bias, F64Attr:$epsilon);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `eps` `=` $epsilon attr-dict `:` type($input) `,`
+    qualified(type($weight)) (`,` qualified(type($bias))^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Projections
+//===----------------------------------------------------------------------===//
+
+def LLM_LinearOp : LLM_Op<"linear", [Pure]> {
+  let summary = "y = x W^T (+ b) with a named, possibly quantized weight";
+  let description = [{
+    The weight is `[out_features, in_features]` in any storage format; the
+    kernel dequantizes on the fly and accumulates in f32.
+
+    ```mlir
+    %q = llm.linear %x, %wq bias %bq : tensor<?x896xf32>, !llm.weight<896x896, bf16>,
+        !llm.weight<896, bf16> -> tensor<?x896xf32>
+    ```
+  }];
+  let arguments = (ins LLM_Activation:$input, LLM_WeightType:$weight,
+                       Optional<LLM_WeightType>:$bias);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input) `,`
+    qualified(type($weight)) (`,` qualified(type($bias))^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def LLM_LMHeadOp : LLM_Op<"lm_head", [Pure]> {
+  let summary = "logits of the selected token rows";
+  let description = [{
+    Projects the rows of `input` listed in `rows` (the tokens that need a
+    next-token distribution, usually the last of each sequence) onto the
+    vocabulary: `logits[i, :] = input[rows[i], :] W^T`, in f32.
+
+    ```mlir
+    %logits = llm.lm_head %h[%rows], %w : tensor<?x576xf32>, tensor<?xi32>,
+        !llm.weight<49152x576, q8_0> -> tensor<?x49152xf32>
+    ```
+  }];
+  let arguments = (ins LLM_Activation:$input, LLM_IndexVector:$rows, LLM_WeightType:$weight);
+  let results = (outs LLM_Logits:$logits);
+  let assemblyFormat = [{
+    $input `[` $rows `]` `,` $weight attr-dict `:` type($input) `,` type($rows) `,`
+    qualified(type($weight)) `->` type($logits)
+  }];
+  let hasVerifier = 1;
+}
+
+def LLM_SplitOp : LLM_Op<"split", [Pure]> {
+  let summary = "split the feature dimension into consecutive parts";
+  let description = [{
+    The inverse of merging sibling projections: the output of a fused QKV
+    projection splits back into Q, K and V.
+
+    ```mlir
+    %q, %k, %v = llm.split %qkv : tensor<?x960xf32> -> tensor<?x576xf32>, tensor<?x192xf32>, tensor<?x192xf32>
+    ```
+  }];
+  let arguments = (ins LLM_Activation:$input);
+  let results = (outs Variadic<LLM_Activation>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def LLM_RopeOp : LLM_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding of each head";
+  let description = [{
+    Rotates each `head_dim`-wide head of every token by angles
+    `positions[t] * theta^(-2i/head_dim)`, with an optional frequency scaling.
+
+    ```mlir
+    %q2 = llm.rope %q, %pos heads = 9, head_dim = 64, theta = 1.0e+04, style = half
+        : tensor<?x576xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins LLM_Activation:$input, LLM_IndexVector:$positions,
+                       I64Attr:$heads, I64Attr:$headDim, F64Attr:$theta,
+                       LLM_RopeStyleAttr:$style,
+                       OptionalAttr<LLM_RopeScalingAttr>:$scaling);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = [{
+    $input `,` $positions `heads` `=` $heads `,` `head_dim` `=` $headDim `,`
+    `theta` `=` $theta `,` `style` `=` $style (`scaling` `=` $scaling^)? attr-dict
+    `:` type($input) `,` type($positions)
+  }];
+  let hasVerifier = 1;
+}
+
+def LLM_PagedAttentionOp : LLM_Op<"paged_attention"> {
+  let summary = "causal multi-head attention over a paged KV cache";
+  let description = [{
+    For the flattened ragged batch of this step: writes each new token's key
+    and value into `cache` at `slot_mapping[t]` (block * block_size + offset),
+    then attends every query token to the keys of its own sequence up to and
+    including its position, reading them through `block_tables`. Sequence `s`
+    owns tokens `query_starts[s] .. query_starts[s+1]` and has `context_lens[s]`
+    cached tokens after this step. Grouped-query attention: `heads` must be a
+    multiple of `kv_heads`. With `window`, each query sees only the last
+    `window` keys (sliding window attention).
+
+    ```mlir
+    %o = llm.paged_attention %q, %k, %v into %cache slots(%slots)
+        seqs(%starts, %lens, %tables) heads = 9, kv_heads = 3, head_dim = 64,
+        scale = 1.250000e-01 : tensor<?x576xf32>, tensor<?x192xf32>, tensor<?x192xf32>,
+        !llm.kv_cache<kv_heads = 3, head_dim = 64, f32>, tensor<?xi32>, tensor<?xi32>,
+        tensor<?xi32>, tensor<?x64xi32> -> tensor<?x576xf32>
+    ```
+  }];
+  let arguments = (ins
+    LLM_Activation:$query, LLM_Activation:$key, LLM_Activation:$value,
+    Arg<LLM_KVCacheType, "this layer's cache", [MemRead, MemWrite]>:$cache,
+    LLM_IndexVector:$slotMapping,
+    LLM_IndexVector:$queryStarts, LLM_IndexVector:$contextLens,
+    LLM_IndexMatrix:$blockTables,
+    I64Attr:$heads, I64Attr:$kvHeads, I64Attr:$headDim, F64Attr:$scale,
+    OptionalAttr<I64Attr>:$window);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `into` $cache `slots` `(` $slotMapping `)`
+    `seqs` `(` $queryStarts `,` $contextLens `,` $blockTables `)`
+    `heads` `=` $heads `,` `kv_heads` `=` $kvHeads `,` `head_dim` `=` $headDim `,`
+    `scale` `=` $scale (`window` `=` $window^)? attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `,` qualified(type($cache)) `,`
+    type($slotMapping) `,` type($queryStarts) `,` type($contextLens) `,`
+    type($blockTables) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class LLM_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : LLM_Op<mnemonic, !listconcat(traits, [Pure, Elementwise, SameOperandsAndResultType])> {
+  let arguments = (ins LLM_Activation:$input);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+class LLM_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : LLM_Op<mnemonic, !listconcat(traits, [Pure, Elementwise, SameOperandsAndResultType])> {
+  let arguments = (ins LLM_Activation:$lhs, LLM_Activation:$rhs);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def LLM_SiLUOp : LLM_UnaryOp<"silu"> {
+  let summary = "x * sigmoid(x)";
+  let description = [{
+    ```mlir
+    %y = llm.silu %x : tensor<?x1536xf32>
+    ```
+  }];
+}
+
+def LLM_GELUOp : LLM_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit, exact or tanh-approximated";
+  let description = [{
+    `erf`: `0.5 x (1 + erf(x / sqrt 2))`; `tanh`: the tanh approximation.
+
+    ```mlir
+    %y = llm.gelu %x approx = tanh : tensor<?x3072xf32>
+    ```
+  }];
+  let arguments = (ins LLM_Activation:$input, LLM_GeluApproxAttr:$approx);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = "$input `approx` `=` $approx attr-dict `:` type($result)";
+}
+
+def LLM_MulOp : LLM_BinaryOp<"mul", [Commutative]> {
+  let summary = "elementwise product";
+  let description = [{
+    ```mlir
+    %y = llm.mul %a, %b : tensor<?x1536xf32>
+    ```
+  }];
+}
+
+def LLM_AddOp : LLM_BinaryOp<"add", [Commutative]> {
+  let summary = "elementwise sum (residual connections)";
+  let description = [{
+    ```mlir
+    %y = llm.add %a, %b : tensor<?x576xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives (tensor and pipeline parallelism). Not Pure: they communicate,
+// so they are never erased, merged or reordered across each other.
+//===----------------------------------------------------------------------===//
+
+def LLM_AllReduceOp : LLM_Op<"all_reduce", [SameOperandsAndResultType]> {
+  let summary = "reduce a tensor across the ranks of a tensor-parallel group";
+  let description = [{
+    ```mlir
+    %y = llm.all_reduce sum %x ranks = 2 : tensor<?x576xf32>
+    ```
+  }];
+  let arguments = (ins LLM_Activation:$input, LLM_ReduceKindAttr:$kind, I64Attr:$ranks);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = "$kind $input `ranks` `=` $ranks attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def LLM_AllGatherOp : LLM_Op<"all_gather"> {
+  let summary = "concatenate each rank's shard along a dimension";
+  let description = [{
+    ```mlir
+    %y = llm.all_gather %x dim = 1 ranks = 2 : tensor<?x24576xf32> -> tensor<?x49152xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$dim, I64Attr:$ranks);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `dim` `=` $dim `ranks` `=` $ranks attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def LLM_SendOp : LLM_Op<"send"> {
+  let summary = "send the hidden state to the next pipeline stage";
+  let description = [{
+    ```mlir
+    llm.send %h to 1 : tensor<?x576xf32>
+    ```
+  }];
+  let arguments = (ins LLM_Activation:$input, I64Attr:$peer);
+  let assemblyFormat = "$input `to` $peer attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def LLM_RecvOp : LLM_Op<"recv"> {
+  let summary = "receive the hidden state from the previous pipeline stage";
+  let description = [{
+    ```mlir
+    %h = llm.recv from 0 : tensor<?x576xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$peer);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = "`from` $peer attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def LLM_FusionOp : LLM_Op<"fusion",
+    [IsolatedFromAbove, SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "a group of ops that codegen emits as one kernel";
+  let description = [{
+    The fuse pass gathers an anchor op (a projection, attention, a norm) with
+    the elementwise producers and consumers it absorbs into its prologue and
+    epilogue. The region is isolated from above: its block arguments are the
+    group's inputs, `llm.yield` returns its outputs. `name` is the kernel's
+    name in the artifact.
+
+    ```mlir
+    %y = llm.fusion "mlp_down" (%x, %r) : (tensor<?x1536xf32>, tensor<?x576xf32>) -> tensor<?x576xf32> {
+    ^bb0(%a: tensor<?x1536xf32>, %b: tensor<?x576xf32>):
+      %w = llm.weight "model.layers.0.mlp.down_proj.weight" : !llm.weight<576x1536, f32>
+      %p = llm.linear %a, %w : tensor<?x1536xf32>, !llm.weight<576x1536, f32> -> tensor<?x576xf32>
+      %s = llm.add %p, %b : tensor<?x576xf32>
+      llm.yield %s : tensor<?x576xf32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $name `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def LLM_YieldOp : LLM_Op<"yield",
+    [Pure, Terminator, ReturnLike, HasParent<"FusionOp">]> {
+  let summary = "return the outputs of a fusion group";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+#endif // LLMC_DIALECT_LLM_OPS_TD

@@ -1,0 +1,298 @@
+//===- LLMOps.cpp - verifiers of the llm dialect's ops --------------------===//
+//
+// Every verifier names the operand, dimension or attribute at fault, so that a
+// user editing a dumped IR file by hand learns what to change.
+//
+//===----------------------------------------------------------------------===//
+#include "llmc/Dialect/LLM/IR/LLMOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace llmc::llm;
+
+namespace {
+
+// Two dimensions agree when either is dynamic or both are equal.
+bool dimsAgree(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+std::string dimString(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+
+int64_t tokens(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); }
+int64_t features(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
+Type elementType(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
+
+// Checks that `a` and `b` have the same token count.
+LogicalResult verifySameTokens(Operation *op, Value a, StringRef aName, Value b, StringRef bName) {
+  if (dimsAgree(tokens(a), tokens(b)))
+    return success();
+  return op->emitOpError() << aName << " has " << dimString(tokens(a)) << " tokens but " << bName
+                           << " has " << dimString(tokens(b));
+}
+
+// Checks that a feature dimension (dim 1 of `v`) equals `expected`.
+LogicalResult verifyFeatures(Operation *op, Value v, StringRef name, int64_t expected,
+                             StringRef why) {
+  if (dimsAgree(features(v), expected))
+    return success();
+  return op->emitOpError() << name << " has " << dimString(features(v)) << " features, expected "
+                           << expected << " (" << why << ")";
+}
+
+LogicalResult verifyFloatWeight(Operation *op, WeightType w, StringRef name) {
+  if (!w.isQuantized())
+    return success();
+  return op->emitOpError() << name << " must be stored as f32, f16 or bf16, got "
+                           << stringifyWeightFormat(w.getFormat());
+}
+
+LogicalResult verifyVectorWeight(Operation *op, WeightType w, StringRef name, int64_t size,
+                                 StringRef why) {
+  if (w.getRank() != 1)
+    return op->emitOpError() << name << " must be a vector, got rank " << w.getRank();
+  if (w.getShape()[0] != size)
+    return op->emitOpError() << name << " has " << w.getShape()[0] << " elements, expected " << size
+                             << " (" << why << ")";
+  return verifyFloatWeight(op, w, name);
+}
+
+LogicalResult verifyMatrixWeight(Operation *op, WeightType w, StringRef name) {
+  if (w.getRank() == 2)
+    return success();
+  return op->emitOpError() << name << " must be a matrix [out_features, in_features], got rank "
+                           << w.getRank();
+}
+
+LogicalResult verifyEpsilon(Operation *op, double eps) {
+  if (eps > 0 && eps < 1)
+    return success();
+  return op->emitOpError() << "eps must be in (0, 1), got " << eps;
+}
+
+LogicalResult verifySameElementType(Operation *op, Value a, StringRef aName, Value b,
+                                    StringRef bName) {
+  if (elementType(a) == elementType(b))
+    return success();
+  return op->emitOpError() << aName << " element type " << elementType(a) << " differs from "
+                           << bName << " element type " << elementType(b);
+}
+
+LogicalResult verifyRanks(Operation *op, int64_t ranks) {
+  if (ranks >= 2)
+    return success();
+  return op->emitOpError() << "ranks must be at least 2, got " << ranks;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "weight name must not be empty";
+  return success();
+}
+
+LogicalResult EmbedOp::verify() {
+  WeightType table = getTable().getType();
+  if (failed(verifyMatrixWeight(*this, table, "table")))
+    return failure();
+  if (!dimsAgree(getTokens().getType().getDimSize(0), tokens(getResult())))
+    return emitOpError() << "result has " << dimString(tokens(getResult()))
+                         << " rows but there are "
+                         << dimString(getTokens().getType().getDimSize(0)) << " tokens";
+  return verifyFeatures(*this, getResult(), "result", table.getShape()[1],
+                        "the embedding width of the table");
+}
+
+LogicalResult RMSNormOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+    return failure();
+  return verifyVectorWeight(*this, getWeight().getType(), "weight", features(getInput()),
+                            "one per input feature");
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon().convertToDouble())) ||
+      failed(verifyVectorWeight(*this, getWeight().getType(), "weight", features(getInput()),
+                                "one per input feature")))
+    return failure();
+  if (getBias())
+    return verifyVectorWeight(*this, cast<WeightType>(getBias().getType()), "bias", features(getInput()),
+                              "one per input feature");
+  return success();
+}
+
+LogicalResult LinearOp::verify() {
+  WeightType w = getWeight().getType();
+  if (failed(verifyMatrixWeight(*this, w, "weight")))
+    return failure();
+  int64_t out = w.getShape()[0], in = w.getShape()[1];
+  if (failed(verifyFeatures(*this, getInput(), "input", in, "the weight's in_features")) ||
+      failed(verifyFeatures(*this, getResult(), "result", out, "the weight's out_features")) ||
+      failed(verifySameTokens(*this, getInput(), "input", getResult(), "result")) ||
+      failed(verifySameElementType(*this, getInput(), "input", getResult(), "result")))
+    return failure();
+  if (getBias())
+    return verifyVectorWeight(*this, cast<WeightType>(getBias().getType()), "bias", out, "one per output feature");
+  return success();
+}
+
+LogicalResult LMHeadOp::verify() {
+  WeightType w = getWeight().getType();
+  if (failed(verifyMatrixWeight(*this, w, "weight")))
+    return failure();
+  int64_t vocab = w.getShape()[0], hidden = w.getShape()[1];
+  if (failed(verifyFeatures(*this, getInput(), "input", hidden, "the weight's hidden size")) ||
+      failed(verifyFeatures(*this, getLogits(), "logits", vocab, "the weight's vocabulary size")))
+    return failure();
+  if (!dimsAgree(getRows().getType().getDimSize(0), tokens(getLogits())))
+    return emitOpError() << "logits have " << dimString(tokens(getLogits()))
+                         << " rows but " << dimString(getRows().getType().getDimSize(0))
+                         << " rows are selected";
+  return success();
+}
+
+LogicalResult SplitOp::verify() {
+  if (getResults().empty())
+    return emitOpError() << "needs at least one result";
+  int64_t total = 0;
+  bool allStatic = !ShapedType::isDynamic(features(getInput()));
+  for (auto [i, r] : llvm::enumerate(getResults())) {
+    std::string name = "result #" + std::to_string(i);
+    if (failed(verifySameTokens(*this, getInput(), "input", r, name)) ||
+        failed(verifySameElementType(*this, getInput(), "input", r, name)))
+      return failure();
+    if (ShapedType::isDynamic(features(r)))
+      allStatic = false;
+    else
+      total += features(r);
+  }
+  if (allStatic && total != features(getInput()))
+    return emitOpError() << "result widths add up to " << total << " but the input has "
+                         << features(getInput()) << " features";
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  int64_t heads = getHeads(), headDim = getHeadDim();
+  if (heads <= 0)
+    return emitOpError() << "heads must be positive, got " << heads;
+  if (headDim <= 0 || headDim % 2 != 0)
+    return emitOpError() << "head_dim must be positive and even, got " << headDim;
+  if (!(getTheta().convertToDouble() > 0))
+    return emitOpError() << "theta must be positive, got " << getTheta().convertToDouble();
+  if (!dimsAgree(getPositions().getType().getDimSize(0), tokens(getInput())))
+    return emitOpError() << "there are " << dimString(getPositions().getType().getDimSize(0))
+                         << " positions for " << dimString(tokens(getInput())) << " tokens";
+  return verifyFeatures(*this, getInput(), "input", heads * headDim, "heads * head_dim");
+}
+
+LogicalResult PagedAttentionOp::verify() {
+  int64_t heads = getHeads(), kvHeads = getKvHeads(), headDim = getHeadDim();
+  if (heads <= 0 || kvHeads <= 0)
+    return emitOpError() << "heads and kv_heads must be positive, got " << heads << " and "
+                         << kvHeads;
+  if (heads % kvHeads != 0)
+    return emitOpError() << "heads (" << heads << ") must be a multiple of kv_heads (" << kvHeads
+                         << ")";
+  if (headDim <= 0)
+    return emitOpError() << "head_dim must be positive, got " << headDim;
+  if (!(getScale().convertToDouble() > 0))
+    return emitOpError() << "scale must be positive, got " << getScale().convertToDouble();
+  if (getWindow() && *getWindow() <= 0)
+    return emitOpError() << "window must be positive, got " << *getWindow();
+  KVCacheType cache = getCache().getType();
+  if (cache.getKvHeads() != kvHeads || cache.getHeadDim() != headDim)
+    return emitOpError() << "cache holds " << cache.getKvHeads() << " heads of "
+                         << cache.getHeadDim() << " but the op has kv_heads = " << kvHeads
+                         << ", head_dim = " << headDim;
+  if (failed(verifyFeatures(*this, getQuery(), "query", heads * headDim, "heads * head_dim")) ||
+      failed(verifyFeatures(*this, getKey(), "key", kvHeads * headDim, "kv_heads * head_dim")) ||
+      failed(verifyFeatures(*this, getValue(), "value", kvHeads * headDim,
+                            "kv_heads * head_dim")) ||
+      failed(verifySameTokens(*this, getQuery(), "query", getKey(), "key")) ||
+      failed(verifySameTokens(*this, getQuery(), "query", getValue(), "value")) ||
+      failed(verifySameElementType(*this, getQuery(), "query", getKey(), "key")) ||
+      failed(verifySameElementType(*this, getQuery(), "query", getValue(), "value")))
+    return failure();
+  if (getResult().getType() != getQuery().getType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal the query type " << getQuery().getType();
+  if (!dimsAgree(getSlotMapping().getType().getDimSize(0), tokens(getQuery())))
+    return emitOpError() << "slot_mapping has " << dimString(getSlotMapping().getType().getDimSize(0))
+                         << " slots for " << dimString(tokens(getQuery())) << " tokens";
+  int64_t starts = getQueryStarts().getType().getDimSize(0);
+  int64_t seqs = getContextLens().getType().getDimSize(0);
+  if (!ShapedType::isDynamic(starts) && !dimsAgree(starts - 1, seqs))
+    return emitOpError() << "query_starts must have one more entry than context_lens, got "
+                         << starts << " and " << dimString(seqs);
+  if (!dimsAgree(getBlockTables().getType().getDimSize(0), seqs))
+    return emitOpError() << "block_tables has " << dimString(getBlockTables().getType().getDimSize(0))
+                         << " rows for " << dimString(seqs) << " sequences";
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() { return verifyRanks(*this, getRanks()); }
+
+LogicalResult AllGatherOp::verify() {
+  if (failed(verifyRanks(*this, getRanks())))
+    return failure();
+  auto in = getInput().getType(), out = getResult().getType();
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= in.getRank())
+    return emitOpError() << "dim " << dim << " is out of range for rank " << in.getRank();
+  if (in.getRank() != out.getRank() || in.getElementType() != out.getElementType())
+    return emitOpError() << "result " << out << " must have the rank and element type of the input "
+                         << in;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t expected = in.getDimSize(d);
+    if (d == dim && !ShapedType::isDynamic(expected))
+      expected *= getRanks();
+    if (!dimsAgree(expected, out.getDimSize(d)))
+      return emitOpError() << "result dimension " << d << " is " << dimString(out.getDimSize(d))
+                           << ", expected " << expected;
+  }
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  if (getPeer() < 0)
+    return emitOpError() << "peer rank must be non-negative, got " << getPeer();
+  return success();
+}
+
+LogicalResult RecvOp::verify() {
+  if (getPeer() < 0)
+    return emitOpError() << "peer rank must be non-negative, got " << getPeer();
+  return success();
+}
+
+LogicalResult FusionOp::verifyRegions() {
+  if (getName().empty())
+    return emitOpError() << "fusion name must not be empty";
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError() << "body has " << body.getNumArguments() << " arguments for "
+                         << getInputs().size() << " inputs";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(body.getArgumentTypes(), getInputs().getTypes())))
+    if (std::get<0>(pair) != std::get<1>(pair))
+      return emitOpError() << "body argument #" << i << " has type " << std::get<0>(pair)
+                           << " but input #" << i << " has type " << std::get<1>(pair);
+  auto yield = body.empty() ? YieldOp() : dyn_cast<YieldOp>(body.back());
+  if (!yield)
+    return emitOpError() << "body must end with llm.yield";
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " values whose types differ from the " << getNumResults()
+                         << " results";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "llmc/Dialect/LLM/IR/LLMOps.cpp.inc"

@@ -1,0 +1,69 @@
+//===- Passes.td - llmc passes ------------------------------*- tablegen -*-===//
+//
+// Every llmc pass, grouped under banners. Each is runnable alone in llmc-opt
+// as `--llmc-<verb-noun>` and tested in test/Passes/<Group>/.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_PASSES_TD
+#define LLMC_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Analysis and checking
+//===----------------------------------------------------------------------===//
+
+def VerifyStep : Pass<"llmc-verify-step", "::mlir::ModuleOp"> {
+  let summary = "check that @step has the calling convention of the runtime";
+  let description = [{
+    The runtime calls `@step` with a fixed argument list (docs/architecture.md):
+
+    | # | argument | type |
+    |---|---|---|
+    | 0 | tokens | `tensor<?xi32>` |
+    | 1 | positions | `tensor<?xi32>` |
+    | 2 | query_starts | `tensor<?xi32>` |
+    | 3 | context_lens | `tensor<?xi32>` |
+    | 4 | block_tables | `tensor<?x?xi32>` |
+    | 5 | slot_mapping | `tensor<?xi32>` |
+    | 6 | logits_rows | `tensor<?xi32>` |
+    | 7.. | one cache per layer | `!llm.kv_cache<...>` |
+
+    and it returns the logits, `tensor<?xVOCABxf32>`. This pass fails with a
+    diagnostic naming the argument at fault when the function differs, and
+    when a layer's cache is used by more than one attention op.
+
+    ```mlir
+    func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>,
+                    %query_starts: tensor<?xi32>, %context_lens: tensor<?xi32>,
+                    %block_tables: tensor<?x?xi32>, %slot_mapping: tensor<?xi32>,
+                    %logits_rows: tensor<?xi32>,
+                    %cache0: !llm.kv_cache<kv_heads = 2, head_dim = 16, f32>)
+        -> tensor<?x256xf32>
+    ```
+  }];
+  let dependentDialects = ["::llmc::llm::LLMDialect"];
+}
+
+def PrintModelStats : Pass<"llmc-print-model-stats", "::mlir::ModuleOp"> {
+  let summary = "print layers, heads, op counts and weight bytes per format";
+  let description = [{
+    An analysis for people and FileCheck: it leaves the IR unchanged and
+    prints, for the `@step` function, the number of attention layers with
+    their head counts, the number of each op, and the weights grouped by
+    storage format with their element and byte counts, e.g.
+
+    ```
+    model stats for @step
+      layers: 30 (heads 9, kv_heads 3, head_dim 64)
+      ops: llm.add 60, llm.linear 210, ...
+      weights: 272 (q4_1 210 tensors 86.6 MB, f32 61 tensors 0.1 MB, ...)
+    ```
+  }];
+  let options = [
+    Option<"outputFile", "output", "std::string", /*default=*/"\"-\"",
+           "where to print the statistics ('-' for stdout)">
+  ];
+}
+
+#endif // LLMC_PASSES_TD

@@ -1,0 +1,25 @@
+//===- Pipelines.cpp - llmc pass pipelines --------------------------------===//
+#include "llmc/Passes/Pipelines.h"
+
+#include "llmc/Passes/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace llmc {
+
+void buildImportCleanupStage(mlir::OpPassManager &pm) {
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  pm.addPass(createVerifyStep());
+}
+
+void buildCompilePipeline(mlir::OpPassManager &pm) { buildImportCleanupStage(pm); }
+
+void registerPipelines() {
+  mlir::PassPipelineRegistration<>("llmc-compile-pipeline",
+                                   "the pass pipeline of `llmc compile`",
+                                   [](mlir::OpPassManager &pm) { buildCompilePipeline(pm); });
+}
+
+} // namespace llmc

@@ -1,0 +1,115 @@
+#include "llmc/runtime/cli/commands.h"
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_format.h"
+
+namespace llmc::cli {
+namespace {
+
+// A subcommand whose interface is fixed by DESIGN.md but whose implementation
+// lands with a later issue. It says so plainly and exits non-zero, so scripts
+// never mistake it for success.
+struct PlannedCommand {
+  std::string_view name;
+  std::string_view usage;
+  std::string_view what;
+  std::string_view arrives_with;
+};
+
+constexpr PlannedCommand kPlanned[] = {
+    {"run", "ARTIFACT -p PROMPT [-n TOKENS] [--chat] [sampling flags]",
+     "Generate text from a compiled artifact, streaming tokens as they come.",
+     "the host end-to-end milestone (compile, artifact, paged KV cache, sampler)"},
+    {"serve", "ARTIFACT [--port N]",
+     "Serve an artifact over an OpenAI-compatible HTTP API with continuous batching.",
+     "the serving milestone (scheduler, engine, HTTP server)"},
+    {"bench", "ARTIFACT [--batch N] [--prompt-tokens N] [--gen-tokens N]",
+     "Measure prefill and decode tokens/s of an artifact.",
+     "the host end-to-end milestone"},
+    {"perplexity", "ARTIFACT --file TEXT [--ctx N]",
+     "Compute perplexity over a text file the way llama.cpp's perplexity tool does.",
+     "the host end-to-end milestone"},
+    {"tokenize", "MODEL TEXT [--decode]",
+     "Print the token ids of TEXT (or, with --decode, the text of ids).",
+     "the frontend milestone (tokenizers)"},
+    {"inspect", "ARTIFACT [--json]",
+     "Show an artifact's model config, targets, kernels, buffers and weights.",
+     "the host end-to-end milestone (artifact format)"},
+};
+
+const PlannedCommand* FindPlanned(std::string_view name) {
+  for (const auto& p : kPlanned)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+// argv[0] is "<program> <name>".
+int RunPlanned(int argc, char** argv) {
+  std::string self = argv[0];
+  std::string name = self.substr(self.rfind(' ') + 1);
+  const PlannedCommand* p = FindPlanned(name);
+  if (!p) return kExitUsage;
+  bool help = false;
+  for (int i = 1; i < argc; ++i)
+    help |= std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h";
+  std::string text = absl::StrFormat(
+      "usage: %s %s\n\n%s\n\nstatus: not implemented yet; arrives with %s.\n", self, p->usage,
+      p->what, p->arrives_with);
+  if (help) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "%s: not implemented yet; arrives with %s.\n", self.c_str(),
+               std::string(p->arrives_with).c_str());
+  return kExitNotImplemented;
+}
+
+std::vector<Command> MakeRuntimeCommands() {
+  std::vector<Command> out;
+  for (const auto& p : kPlanned) out.push_back({p.name, p.what, &RunPlanned});
+  return out;
+}
+
+}  // namespace
+
+std::span<const Command> RuntimeCommands() {
+  static const std::vector<Command> commands = MakeRuntimeCommands();
+  return commands;
+}
+
+int Dispatch(std::string_view program, std::string_view description,
+             const std::vector<Command>& commands, int argc, char** argv) {
+  auto print_help = [&](FILE* out) {
+    std::fprintf(out, "usage: %.*s <command> [args] (see %.*s <command> --help)\n\n%.*s\n\ncommands:\n",
+                 int(program.size()), program.data(), int(program.size()), program.data(),
+                 int(description.size()), description.data());
+    for (const Command& c : commands)
+      std::fprintf(out, "  %-12.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()),
+                   c.summary.data());
+  };
+  if (argc < 2) {
+    print_help(stderr);
+    return kExitUsage;
+  }
+  std::string_view sub = argv[1];
+  if (sub == "--help" || sub == "-h" || sub == "help") {
+    print_help(stdout);
+    return 0;
+  }
+  for (const Command& c : commands) {
+    if (c.name != sub) continue;
+    // Re-root argv so the command sees "<program> <name>" as argv[0].
+    std::string self = absl::StrFormat("%s %s", program, sub);
+    std::vector<char*> args(argv + 1, argv + argc);
+    args[0] = self.data();
+    return c.run(int(args.size()), args.data());
+  }
+  std::fprintf(stderr, "%.*s: unknown command '%.*s'\n\n", int(program.size()), program.data(),
+               int(sub.size()), sub.data());
+  print_help(stderr);
+  return kExitUsage;
+}
+
+}  // namespace llmc::cli

@@ -1,0 +1,28 @@
+# lit configuration of llmc's IR and tool tests.
+#
+# Run through ctest (one test per file), or by hand:
+#   python3 /usr/lib/llvm-19/build/utils/lit/lit.py -v \
+#     --param llmc_site_config=build/test/lit.site.cfg.py test/Dialect
+import os
+
+import lit.formats
+
+if not hasattr(config, "llmc_tools_dir"):
+    # Started on the source tree: load the build's site config, which sets the
+    # paths and loads this file again.
+    site = lit_config.params.get("llmc_site_config")
+    if not site:
+        lit_config.fatal("pass --param llmc_site_config=<build>/test/lit.site.cfg.py")
+    lit_config.load_config(config, site)
+else:
+    config.name = "llmc"
+    config.test_format = lit.formats.ShTest(execute_external=False)
+    config.suffixes = [".mlir", ".test"]
+    config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit", "build", "CMakeLists.txt"]
+    config.test_source_root = os.path.join(config.llmc_src_root, "test")
+    config.test_exec_root = os.path.join(config.llmc_obj_root, "test")
+    config.environment["PATH"] = os.pathsep.join(
+        [config.llmc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+    config.substitutions.append(("%llmc_src", config.llmc_src_root))
+    # FileCheck variables do not leak between CHECK-LABEL blocks.
+    config.substitutions.append(("FileCheck", "FileCheck --enable-var-scope"))
