@@ -40,8 +40,9 @@ struct VerifyStepPass : llmc::impl::VerifyStepBase<VerifyStepPass> {
   LogicalResult verifySignature(func::FuncOp step) {
     FunctionType type = step.getFunctionType();
     if (type.getNumInputs() < kNumIndexArguments + 1)
-      return step.emitError() << "@step takes " << type.getNumInputs() << " arguments; expected "
-                              << kNumIndexArguments << " index tensors and one KV cache per layer";
+      return step.emitError() << "@step takes " << type.getNumInputs() << " arguments; expected the "
+                              << kNumIndexArguments
+                              << " index tensors followed by one KV cache per layer";
     for (auto [i, expected] : llvm::enumerate(kIndexArguments)) {
       auto t = dyn_cast<RankedTensorType>(type.getInput(i));
       if (!t || t.getRank() != expected.rank || !t.getElementType().isSignlessInteger(32) ||

@@ -21,6 +21,46 @@ void LLMDialect::registerAttributes() {
       >();
 }
 
+// #llm.rope_scaling<llama3, factor = 8.0, low_freq_factor = 1.0,
+//                   high_freq_factor = 4.0, original_max_position = 8192>
+Attribute RopeScalingAttr::parse(AsmParser &parser, Type) {
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  StringRef kindName;
+  if (parser.parseLess() || parser.parseKeyword(&kindName))
+    return {};
+  std::optional<RopeScalingKind> kind = symbolizeRopeScalingKind(kindName);
+  if (!kind) {
+    parser.emitError(loc) << "unknown rope_scaling kind '" << kindName
+                          << "'; expected none, linear or llama3";
+    return {};
+  }
+  double factor = 0, low = 0, high = 0;
+  int64_t original = 0;
+  auto parseNumber = [&](StringRef key, double &out) {
+    return failure(parser.parseComma() || parser.parseKeyword(key) || parser.parseEqual() ||
+                   parser.parseFloat(out));
+  };
+  if (failed(parseNumber("factor", factor)) || failed(parseNumber("low_freq_factor", low)) ||
+      failed(parseNumber("high_freq_factor", high)) || parser.parseComma() ||
+      parser.parseKeyword("original_max_position") || parser.parseEqual() ||
+      parser.parseInteger(original) || parser.parseGreater())
+    return {};
+  MLIRContext *ctx = parser.getContext();
+  auto f64 = [&](double v) { return FloatAttr::get(Float64Type::get(ctx), v); };
+  return parser.getChecked<RopeScalingAttr>(loc, ctx, *kind, f64(factor), f64(low), f64(high),
+                                            original);
+}
+
+void RopeScalingAttr::print(AsmPrinter &printer) const {
+  printer << "<" << stringifyRopeScalingKind(getKind()) << ", factor = ";
+  printer.printFloat(getFactor().getValue());
+  printer << ", low_freq_factor = ";
+  printer.printFloat(getLowFreqFactor().getValue());
+  printer << ", high_freq_factor = ";
+  printer.printFloat(getHighFreqFactor().getValue());
+  printer << ", original_max_position = " << getOriginalMaxPosition() << ">";
+}
+
 LogicalResult RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                       RopeScalingKind kind, FloatAttr factor,
                                       FloatAttr lowFreqFactor, FloatAttr highFreqFactor,

@@ -180,7 +180,7 @@ LogicalResult SplitOp::verify() {
 }
 
 LogicalResult RopeOp::verify() {
-  int64_t heads = getHeads(), headDim = getHeadDim();
+  int64_t heads = getHeadsAttr().getInt(), headDim = getHeadDimAttr().getInt();
   if (heads <= 0)
     return emitOpError() << "heads must be positive, got " << heads;
   if (headDim <= 0 || headDim % 2 != 0)
@@ -194,7 +194,8 @@ LogicalResult RopeOp::verify() {
 }
 
 LogicalResult PagedAttentionOp::verify() {
-  int64_t heads = getHeads(), kvHeads = getKvHeads(), headDim = getHeadDim();
+  int64_t heads = getHeadsAttr().getInt(), kvHeads = getKvHeadsAttr().getInt(),
+          headDim = getHeadDimAttr().getInt();
   if (heads <= 0 || kvHeads <= 0)
     return emitOpError() << "heads and kv_heads must be positive, got " << heads << " and "
                          << kvHeads;
@@ -205,8 +206,9 @@ LogicalResult PagedAttentionOp::verify() {
     return emitOpError() << "head_dim must be positive, got " << headDim;
   if (!(getScale().convertToDouble() > 0))
     return emitOpError() << "scale must be positive, got " << getScale().convertToDouble();
-  if (getWindow() && *getWindow() <= 0)
-    return emitOpError() << "window must be positive, got " << *getWindow();
+  // Signed reads: ODS's I64Attr getters return uint64_t.
+  if (getWindowAttr() && getWindowAttr().getInt() <= 0)
+    return emitOpError() << "window must be positive, got " << getWindowAttr().getInt();
   KVCacheType cache = getCache().getType();
   if (cache.getKvHeads() != kvHeads || cache.getHeadDim() != headDim)
     return emitOpError() << "cache holds " << cache.getKvHeads() << " heads of "
@@ -238,13 +240,14 @@ LogicalResult PagedAttentionOp::verify() {
   return success();
 }
 
-LogicalResult AllReduceOp::verify() { return verifyRanks(*this, getRanks()); }
+LogicalResult AllReduceOp::verify() { return verifyRanks(*this, getRanksAttr().getInt()); }
 
 LogicalResult AllGatherOp::verify() {
-  if (failed(verifyRanks(*this, getRanks())))
+  int64_t ranks = getRanksAttr().getInt();
+  if (failed(verifyRanks(*this, ranks)))
     return failure();
   auto in = getInput().getType(), out = getResult().getType();
-  int64_t dim = getDim();
+  int64_t dim = getDimAttr().getInt();
   if (dim < 0 || dim >= in.getRank())
     return emitOpError() << "dim " << dim << " is out of range for rank " << in.getRank();
   if (in.getRank() != out.getRank() || in.getElementType() != out.getElementType())
@@ -253,7 +256,7 @@ LogicalResult AllGatherOp::verify() {
   for (int64_t d = 0; d < in.getRank(); ++d) {
     int64_t expected = in.getDimSize(d);
     if (d == dim && !ShapedType::isDynamic(expected))
-      expected *= getRanks();
+      expected *= ranks;
     if (!dimsAgree(expected, out.getDimSize(d)))
       return emitOpError() << "result dimension " << d << " is " << dimString(out.getDimSize(d))
                            << ", expected " << expected;
@@ -262,14 +265,14 @@ LogicalResult AllGatherOp::verify() {
 }
 
 LogicalResult SendOp::verify() {
-  if (getPeer() < 0)
-    return emitOpError() << "peer rank must be non-negative, got " << getPeer();
+  if (getPeerAttr().getInt() < 0)
+    return emitOpError() << "peer rank must be non-negative, got " << getPeerAttr().getInt();
   return success();
 }
 
 LogicalResult RecvOp::verify() {
-  if (getPeer() < 0)
-    return emitOpError() << "peer rank must be non-negative, got " << getPeer();
+  if (getPeerAttr().getInt() < 0)
+    return emitOpError() << "peer rank must be non-negative, got " << getPeerAttr().getInt();
   return success();
 }
 

@@ -49,15 +49,18 @@ def PrintModelStats : Pass<"llmc-print-model-stats", "::mlir::ModuleOp"> {
   let summary = "print layers, heads, op counts and weight bytes per format";
   let description = [{
     An analysis for people and FileCheck: it leaves the IR unchanged and
-    prints, for the `@step` function, the number of attention layers with
-    their head counts, the number of each op, and the weights grouped by
-    storage format with their element and byte counts, e.g.
+    prints, for each function (normally just `@step`), the number of attention
+    layers with their head counts, the number of each `llm` op, and the
+    weights (counted once per name, so tied embeddings count once) grouped by
+    storage format, e.g.
 
     ```
     model stats for @step
       layers: 30 (heads 9, kv_heads 3, head_dim 64)
-      ops: llm.add 60, llm.linear 210, ...
-      weights: 272 (q4_1 210 tensors 86.6 MB, f32 61 tensors 0.1 MB, ...)
+      ops: llm.add 60, llm.embed 1, llm.linear 210, ...
+      weights: 272 tensors, 134515008 parameters, 98103168 bytes
+        f32: 61 tensors, 34560 parameters, 138240 bytes
+        q4_1: 210 tensors, 106168320 parameters, 66355200 bytes
     ```
   }];
   let options = [

@@ -33,11 +33,9 @@ def LLM_RopeScalingAttr : LLM_Attr<"RopeScaling", "rope_scaling"> {
     "::mlir::FloatAttr":$highFreqFactor,
     "int64_t":$originalMaxPosition
   );
-  let assemblyFormat = [{
-    `<` $kind `,` `factor` `=` $factor `,` `low_freq_factor` `=` $lowFreqFactor `,`
-    `high_freq_factor` `=` $highFreqFactor `,` `original_max_position` `=`
-    $originalMaxPosition `>`
-  }];
+  // Custom, so the factors print as plain numbers (FloatAttr parameters would
+  // print with a `: f64` suffix).
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
 

@@ -35,10 +35,6 @@ def LLM_RopeStyle : I32EnumAttr<"RopeStyle", "how RoPE pairs dimensions", [
     // (x[2i], x[2i + 1]): GGML's normal mode on GGUF Llama weights.
     I32EnumAttrCase<"interleaved", 1>]> {
   let cppNamespace = "::llmc::llm";
-  let genSpecializedAttr = 0;
-}
-def LLM_RopeStyleAttr : EnumAttr<LLM_Dialect, LLM_RopeStyle, "rope_style"> {
-  let assemblyFormat = "``$value";
 }
 
 def LLM_RopeScalingKind : I32EnumAttr<"RopeScalingKind", "RoPE frequency scaling", [
@@ -53,20 +49,12 @@ def LLM_GeluApprox : I32EnumAttr<"GeluApprox", "GELU formulation", [
     I32EnumAttrCase<"erf", 0>,
     I32EnumAttrCase<"tanh", 1>]> {
   let cppNamespace = "::llmc::llm";
-  let genSpecializedAttr = 0;
-}
-def LLM_GeluApproxAttr : EnumAttr<LLM_Dialect, LLM_GeluApprox, "gelu_approx"> {
-  let assemblyFormat = "``$value";
 }
 
 def LLM_ReduceKind : I32EnumAttr<"ReduceKind", "reduction of a collective", [
     I32EnumAttrCase<"sum", 0>,
     I32EnumAttrCase<"max", 1>]> {
   let cppNamespace = "::llmc::llm";
-  let genSpecializedAttr = 0;
-}
-def LLM_ReduceKindAttr : EnumAttr<LLM_Dialect, LLM_ReduceKind, "reduce_kind"> {
-  let assemblyFormat = "``$value";
 }
 
 #endif // LLMC_DIALECT_LLM_ENUMS_TD

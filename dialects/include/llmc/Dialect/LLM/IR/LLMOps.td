@@ -176,16 +176,20 @@ def LLM_RopeOp : LLM_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     ```mlir
     %q2 = llm.rope %q, %pos heads = 9, head_dim = 64, theta = 1.0e+04, style = half
         : tensor<?x576xf32>, tensor<?xi32>
+    %k2 = llm.rope %k, %pos heads = 8, head_dim = 128, theta = 5.0e+05,
+        scaling = #llm.rope_scaling<llama3, factor = 8.0, low_freq_factor = 1.0,
+                                    high_freq_factor = 4.0, original_max_position = 8192>,
+        style = half : tensor<?x1024xf32>, tensor<?xi32>
     ```
   }];
   let arguments = (ins LLM_Activation:$input, LLM_IndexVector:$positions,
                        I64Attr:$heads, I64Attr:$headDim, F64Attr:$theta,
-                       LLM_RopeStyleAttr:$style,
+                       LLM_RopeStyle:$style,
                        OptionalAttr<LLM_RopeScalingAttr>:$scaling);
   let results = (outs LLM_Activation:$result);
   let assemblyFormat = [{
     $input `,` $positions `heads` `=` $heads `,` `head_dim` `=` $headDim `,`
-    `theta` `=` $theta `,` `style` `=` $style (`scaling` `=` $scaling^)? attr-dict
+    `theta` `=` $theta `,` (`scaling` `=` qualified($scaling)^ `,`)? `style` `=` $style attr-dict
     `:` type($input) `,` type($positions)
   }];
   let hasVerifier = 1;
@@ -268,7 +272,7 @@ def LLM_GELUOp : LLM_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType]> 
     %y = llm.gelu %x approx = tanh : tensor<?x3072xf32>
     ```
   }];
-  let arguments = (ins LLM_Activation:$input, LLM_GeluApproxAttr:$approx);
+  let arguments = (ins LLM_Activation:$input, LLM_GeluApprox:$approx);
   let results = (outs LLM_Activation:$result);
   let assemblyFormat = "$input `approx` `=` $approx attr-dict `:` type($result)";
 }
@@ -303,7 +307,7 @@ def LLM_AllReduceOp : LLM_Op<"all_reduce", [SameOperandsAndResultType]> {
     %y = llm.all_reduce sum %x ranks = 2 : tensor<?x576xf32>
     ```
   }];
-  let arguments = (ins LLM_Activation:$input, LLM_ReduceKindAttr:$kind, I64Attr:$ranks);
+  let arguments = (ins LLM_Activation:$input, LLM_ReduceKind:$kind, I64Attr:$ranks);
   let results = (outs LLM_Activation:$result);
   let assemblyFormat = "$kind $input `ranks` `=` $ranks attr-dict `:` type($result)";
   let hasVerifier = 1;
