@@ -24,5 +24,16 @@ else:
     config.environment["PATH"] = os.pathsep.join(
         [config.llmc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
     config.substitutions.append(("%llmc_src", config.llmc_src_root))
+    # Tests that need the default model say `REQUIRES: smollm2`; without it
+    # they are reported as unsupported, which ctest counts as skipped.
+    smollm2 = os.path.join(
+        os.environ.get("LLMC_MODEL_DIR", os.path.expanduser("~/.cache/llmc/models")),
+        "SmolLM2-135M-Instruct.Q4_1.gguf")
+    if os.path.exists(smollm2):
+        config.available_features.add("smollm2")
+        config.substitutions.append(("%smollm2", smollm2))
+    else:
+        lit_config.warning("SmolLM2 GGUF not found at %s: tests that need it are skipped "
+                           "(run scripts/fetch-model)" % smollm2)
     # FileCheck variables do not leak between CHECK-LABEL blocks.
     config.substitutions.append(("FileCheck", "FileCheck --enable-var-scope"))

@@ -8,6 +8,7 @@
 #include "CompileCommand.h"
 
 #include "Frontend/BuiltinModels.h"
+#include "Frontend/ModelImporter.h"
 #include "Frontend/StepBuilder.h"
 #include "llmc/Passes/Pipelines.h"
 #include "llmc/runtime/cli/commands.h"
@@ -72,16 +73,12 @@ int runCompileCommand(int argc, char **argv) {
     llvm::errs() << "llmc compile: give either MODEL or --builtin, not both\n";
     return cli::kExitUsage;
   }
-  if (builtin.empty()) {
-    if (model.empty()) {
-      llvm::errs() << "llmc compile: no model given (MODEL or --builtin=NAME; see --help)\n";
-      return cli::kExitUsage;
-    }
-    return notYet("reading Hugging Face folders and GGUF files",
-                  "the frontend milestone");
+  if (builtin.empty() && model.empty()) {
+    llvm::errs() << "llmc compile: no model given (MODEL or --builtin=NAME; see --help)\n";
+    return cli::kExitUsage;
   }
-  const BuiltinModel *spec = findBuiltinModel(builtin);
-  if (!spec) {
+  const BuiltinModel *spec = nullptr;
+  if (!builtin.empty() && !(spec = findBuiltinModel(builtin))) {
     llvm::errs() << "llmc compile: unknown built-in model '" << builtin
                  << "' (see --list-builtins)\n";
     return cli::kExitUsage;
@@ -98,16 +95,41 @@ int runCompileCommand(int argc, char **argv) {
   if (emit != Emit::kMLIR)
     return notYet("--emit other than mlir", "the host end-to-end and CUDA milestones");
 
+  // The model: a built-in shape with f32 weights, or files on disk.
+  std::unique_ptr<ImportedModel> imported;
+  std::unique_ptr<HFNamedCatalog> builtinCatalog;
+  const ModelConfig *config = nullptr;
+  const WeightCatalog *catalog = nullptr;
+  if (spec) {
+    builtinCatalog = std::make_unique<HFNamedCatalog>(spec->config, llm::WeightFormat::f32);
+    config = &spec->config;
+    catalog = builtinCatalog.get();
+  } else {
+    absl::StatusOr<std::unique_ptr<ImportedModel>> opened = importModel(model);
+    if (!opened.ok()) {
+      llvm::errs() << "llmc compile: " << std::string(opened.status().message()) << "\n";
+      return 1;
+    }
+    imported = std::move(*opened);
+    config = &imported->config();
+    catalog = &imported->catalog();
+  }
+
   mlir::MLIRContext context;
-  HFNamedCatalog catalog(spec->config, llm::WeightFormat::f32);
-  mlir::OwningOpRef<mlir::ModuleOp> module = buildStepModule(context, spec->config, catalog, options);
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildStepModule(context, *config, *catalog, options);
   if (!module)
     return 1;
+  (*module)->setAttr("llm.source",
+                     mlir::StringAttr::get(&context, spec ? "builtin:" + builtin.getValue()
+                                                          : model.getValue()));
 
   mlir::PassManager pm(&context);
   if (printAfterAll) {
     context.disableMultithreading();
-    pm.enableIRPrinting();
+    // After every pass, changed or not, so each stage of the pipeline shows.
+    pm.enableIRPrinting(/*shouldPrintBeforePass=*/nullptr,
+                        /*shouldPrintAfterPass=*/[](mlir::Pass *, mlir::Operation *) { return true; },
+                        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
   }
   buildCompilePipeline(pm);
   if (mlir::failed(pm.run(*module)))

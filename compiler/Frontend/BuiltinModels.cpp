@@ -67,7 +67,8 @@ const BuiltinModel *findBuiltinModel(llvm::StringRef name) {
   return nullptr;
 }
 
-std::optional<WeightEntry> HFNamedCatalog::find(WeightRole role, int layer) const {
+absl::StatusOr<std::optional<WeightEntry>>
+HFNamedCatalog::find(WeightRole role, int layer, llvm::ArrayRef<int64_t>) const {
   bool isBias = role == WeightRole::kQueryBias || role == WeightRole::kKeyBias ||
                 role == WeightRole::kValueBias;
   if (isBias && !config.attention_bias)
@@ -78,6 +79,10 @@ std::optional<WeightEntry> HFNamedCatalog::find(WeightRole role, int layer) cons
   bool vector = isBias || role == WeightRole::kAttnNorm || role == WeightRole::kMlpNorm ||
                 role == WeightRole::kFinalNorm;
   return WeightEntry{hfWeightName(role, layer), vector ? llm::WeightFormat::f32 : format};
+}
+
+std::string HFNamedCatalog::describe(WeightRole role, int layer) const {
+  return "tensor '" + hfWeightName(role, layer) + "' of the built-in model";
 }
 
 } // namespace llmc

@@ -30,7 +30,9 @@ class HFNamedCatalog : public WeightCatalog {
 public:
   HFNamedCatalog(const ModelConfig &config, llm::WeightFormat format)
       : config(config), format(format) {}
-  std::optional<WeightEntry> find(WeightRole role, int layer) const override;
+  absl::StatusOr<std::optional<WeightEntry>>
+  find(WeightRole role, int layer, llvm::ArrayRef<int64_t> shape) const override;
+  std::string describe(WeightRole role, int layer) const override;
 
 private:
   ModelConfig config;

@@ -72,12 +72,20 @@ private:
 };
 
 Value StepBuilder::weight(WeightRole role, int layer, ArrayRef<int64_t> shape, bool required) {
-  std::optional<WeightEntry> entry = catalog.find(role, layer);
+  absl::StatusOr<std::optional<WeightEntry>> found = catalog.find(role, layer, shape);
+  if (!found.ok()) {
+    if (!failed)
+      emitError(UnknownLoc::get(&ctx)) << std::string(found.status().message());
+    failed = true;
+    return {};
+  }
+  const std::optional<WeightEntry> &entry = *found;
   if (!entry) {
     if (required && !failed) {
       InFlightDiagnostic d = emitError(UnknownLoc::get(&ctx)) << "model has no " << toString(role);
       if (layer >= 0)
         d << " in layer " << layer;
+      d << ": expected " << catalog.describe(role, layer);
       failed = true;
     }
     return {};

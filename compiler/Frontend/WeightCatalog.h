@@ -11,6 +11,9 @@
 
 #include "llmc/Dialect/LLM/IR/LLMTypes.h"
 
+#include "absl/status/statusor.h"
+#include "llvm/ADT/ArrayRef.h"
+
 #include <optional>
 #include <string>
 
@@ -46,8 +49,14 @@ class WeightCatalog {
 public:
   virtual ~WeightCatalog() = default;
   // The weight playing `role` in `layer` (-1 for model-level weights), or
-  // nullopt if the model has none.
-  virtual std::optional<WeightEntry> find(WeightRole role, int layer) const = 0;
+  // nullopt if the model has none. `shape` is the logical shape the model
+  // config implies ([out, in] for projections); a weight that exists with
+  // another shape or an unusable type is an error naming the file and tensor.
+  virtual absl::StatusOr<std::optional<WeightEntry>>
+  find(WeightRole role, int layer, llvm::ArrayRef<int64_t> shape) const = 0;
+  // Where the weight was looked for, for messages about a missing weight,
+  // e.g. "tensor 'blk.1.ffn_up.weight' in model.gguf".
+  virtual std::string describe(WeightRole role, int layer) const = 0;
 };
 
 } // namespace llmc

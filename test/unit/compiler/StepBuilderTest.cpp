@@ -51,10 +51,11 @@ TEST(StepBuilder, EveryBuiltinModelBuildsAndPassesThePipeline) {
 class MissingWeightCatalog : public HFNamedCatalog {
 public:
   using HFNamedCatalog::HFNamedCatalog;
-  std::optional<WeightEntry> find(WeightRole role, int layer) const override {
+  absl::StatusOr<std::optional<WeightEntry>>
+  find(WeightRole role, int layer, llvm::ArrayRef<int64_t> shape) const override {
     if (role == WeightRole::kUp && layer == 1)
       return std::nullopt;
-    return HFNamedCatalog::find(role, layer);
+    return HFNamedCatalog::find(role, layer, shape);
   }
 };
 
@@ -68,7 +69,8 @@ TEST(StepBuilder, MissingWeightIsNamed) {
     return success();
   });
   EXPECT_FALSE(buildStepModule(ctx, c, catalog));
-  EXPECT_EQ(message, "model has no MLP up projection in layer 1");
+  EXPECT_EQ(message, "model has no MLP up projection in layer 1: expected tensor "
+                     "'model.layers.1.mlp.up_proj.weight' of the built-in model");
 }
 
 TEST(StepBuilder, QuantizedFormatMustFitTheShape) {

@@ -1,0 +1,172 @@
+//===- ModelImporter.cpp - open a model folder or GGUF file ---------------===//
+#include "ModelImporter.h"
+
+#include "GGUFWeightNames.h"
+#include "HFWeightNames.h"
+
+#include "llmc/runtime/format/gguf.h"
+#include "llmc/runtime/format/gguf_config.h"
+#include "llmc/runtime/format/hf_config.h"
+#include "llmc/runtime/format/safetensors.h"
+#include "llmc/runtime/weight_format.h"
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <sys/stat.h>
+
+namespace llmc {
+namespace {
+
+std::string shapeString(llvm::ArrayRef<int64_t> shape) {
+  return "[" + absl::StrJoin(shape.begin(), shape.end(), ", ") + "]";
+}
+
+bool isVectorRole(WeightRole role) {
+  switch (role) {
+  case WeightRole::kAttnNorm:
+  case WeightRole::kMlpNorm:
+  case WeightRole::kFinalNorm:
+  case WeightRole::kQueryBias:
+  case WeightRole::kKeyBias:
+  case WeightRole::kValueBias:
+    return true;
+  default:
+    return false;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// GGUF
+//===----------------------------------------------------------------------===//
+
+class GGUFModel : public ImportedModel, public WeightCatalog {
+public:
+  static absl::StatusOr<std::unique_ptr<ImportedModel>> open(const std::string &path) {
+    auto file = GgufFile::Open(path);
+    if (!file.ok())
+      return file.status();
+    auto config = ModelConfigFromGguf(**file);
+    if (!config.ok())
+      return config.status();
+    auto model = std::unique_ptr<GGUFModel>(new GGUFModel());
+    model->path_ = path;
+    model->config_ = *config;
+    model->file = std::move(*file);
+    return std::unique_ptr<ImportedModel>(std::move(model));
+  }
+
+  ModelSourceKind kind() const override { return ModelSourceKind::kGGUF; }
+  const WeightCatalog &catalog() const override { return *this; }
+
+  absl::StatusOr<std::optional<WeightEntry>>
+  find(WeightRole role, int layer, llvm::ArrayRef<int64_t> shape) const override {
+    std::string name = ggufWeightName(role, layer);
+    const GgufTensorInfo *info = file->FindTensor(name);
+    if (!info)
+      return std::nullopt;
+    // GGML lists dimensions innermost first.
+    std::vector<int64_t> logical(info->ne.rbegin(), info->ne.rend());
+    if (llvm::ArrayRef<int64_t>(logical) != shape)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' has shape %s but the model config implies %s for the %s", path_, name,
+          shapeString(logical), shapeString(shape), toString(role)));
+    std::optional<WeightFormatInfo> format = LookupGgmlType(info->ggml_type);
+    std::optional<llm::WeightFormat> mapped =
+        format ? llm::symbolizeWeightFormat(format->name) : std::nullopt;
+    if (!mapped)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' has GGML type %d, which llmc does not support", path_, name,
+          info->ggml_type));
+    if (isVectorRole(role) && *mapped != llm::WeightFormat::f32 &&
+        *mapped != llm::WeightFormat::f16 && *mapped != llm::WeightFormat::bf16)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' (%s) is stored as %s; norms and biases must be f32, f16 or bf16",
+          path_, name, toString(role), format->name));
+    return WeightEntry{name, *mapped};
+  }
+
+  std::string describe(WeightRole role, int layer) const override {
+    return "tensor '" + ggufWeightName(role, layer) + "' in " + path_;
+  }
+
+private:
+  GGUFModel() = default;
+  std::unique_ptr<GgufFile> file;
+};
+
+//===----------------------------------------------------------------------===//
+// Hugging Face folder
+//===----------------------------------------------------------------------===//
+
+class HFModel : public ImportedModel, public WeightCatalog {
+public:
+  static absl::StatusOr<std::unique_ptr<ImportedModel>> open(const std::string &folder) {
+    auto config = LoadHFConfig(folder);
+    if (!config.ok())
+      return config.status();
+    auto tensors = SafetensorsModel::Open(folder);
+    if (!tensors.ok())
+      return tensors.status();
+    auto model = std::unique_ptr<HFModel>(new HFModel());
+    model->path_ = folder;
+    model->config_ = *config;
+    model->tensors = std::move(*tensors);
+    return std::unique_ptr<ImportedModel>(std::move(model));
+  }
+
+  ModelSourceKind kind() const override { return ModelSourceKind::kHuggingFace; }
+  const WeightCatalog &catalog() const override { return *this; }
+
+  absl::StatusOr<std::optional<WeightEntry>>
+  find(WeightRole role, int layer, llvm::ArrayRef<int64_t> shape) const override {
+    std::string name = hfWeightName(role, layer);
+    const SafetensorsTensor *t = tensors->Find(name);
+    if (!t)
+      return std::nullopt;
+    if (llvm::ArrayRef<int64_t>(t->shape) != shape)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' has shape %s but config.json implies %s for the %s", t->file, name,
+          shapeString(t->shape), shapeString(shape), toString(role)));
+    std::optional<llm::WeightFormat> format;
+    if (t->dtype == "F32")
+      format = llm::WeightFormat::f32;
+    else if (t->dtype == "F16")
+      format = llm::WeightFormat::f16;
+    else if (t->dtype == "BF16")
+      format = llm::WeightFormat::bf16;
+    if (!format)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' has dtype %s; llmc imports F32, F16 and BF16 weights (quantize them "
+          "with --quantize instead of bringing pre-quantized safetensors)",
+          t->file, name, t->dtype));
+    return WeightEntry{name, *format};
+  }
+
+  std::string describe(WeightRole role, int layer) const override {
+    return "tensor '" + hfWeightName(role, layer) + "' in the safetensors of " + path_;
+  }
+
+private:
+  HFModel() = default;
+  std::unique_ptr<SafetensorsModel> tensors;
+};
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<ImportedModel>> importModel(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return absl::NotFoundError(absl::StrFormat("%s: no such file or folder", path));
+  if (S_ISDIR(st.st_mode))
+    return HFModel::open(path);
+  if (llvm::StringRef(path).ends_with_insensitive(".gguf"))
+    return GGUFModel::open(path);
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s: not a model; expected a Hugging Face folder (config.json + *.safetensors) or a .gguf "
+      "file",
+      path));
+}
+
+} // namespace llmc
