@@ -35,5 +35,18 @@ else:
     else:
         lit_config.warning("SmolLM2 GGUF not found at %s: tests that need it are skipped "
                            "(run scripts/fetch-model)" % smollm2)
+    # The synthetic-model writer needs numpy and gguf (scripts/setup installs them).
+    import subprocess
+    import sys
+    config.substitutions.append(
+        ("%synth", "%s %s" % (sys.executable,
+                              os.path.join(config.llmc_src_root, "tools", "synth-model", "synth_model.py"))))
+    config.substitutions.append(("%python", sys.executable))
+    if subprocess.run([sys.executable, "-c", "import numpy, gguf"],
+                      capture_output=True).returncode == 0:
+        config.available_features.add("synth")
+    else:
+        lit_config.warning("python modules numpy/gguf missing: synthetic-model tests are skipped "
+                           "(run scripts/setup)")
     # FileCheck variables do not leak between CHECK-LABEL blocks.
     config.substitutions.append(("FileCheck", "FileCheck --enable-var-scope"))

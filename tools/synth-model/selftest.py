@@ -1,0 +1,619 @@
+#!/usr/bin/env python3
+"""Self-test of synth_model.py. Runs in seconds; exits non-zero on failure.
+
+Checks, for several shapes: byte-identical output for the same seed; an
+independent safetensors parse (layout, alignment, values == make_weights);
+config.json and tokenizer files; GGUF keys, tensor names, shapes, types and
+dequantized values (exact for f32, within the quantization error otherwise);
+GGUF == gguf_from_hf(HF folder) byte for byte; that the GGUF under GGML's
+interleaved RoPE computes the same logits as the HF folder under rotate-half
+RoPE (float64 numpy forward passes); and, when llama-cpp-python is installed,
+that llama.cpp loads each GGUF, tokenizes like the reference BPE and computes
+the same logits.
+
+    python3 tools/synth-model/selftest.py [-v] [--keep DIR] [--no-llama-cpp]
+"""
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import synth_model as sm  # noqa: E402
+
+VERBOSE = False
+try:
+    import regex  # noqa: F401
+    HAVE_REGEX = True
+except ImportError:
+    HAVE_REGEX = False
+RESULTS: list[tuple[str, bool, str]] = []
+
+
+def check(name: str, ok: bool, detail: str = "") -> bool:
+    RESULTS.append((name, bool(ok), detail))
+    if VERBOSE or not ok:
+        print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
+    return ok
+
+
+# Shapes under test.
+SHAPES = {
+    # GQA, tied embeddings, the tool's defaults; HF f32 in 2 shards.
+    "llama-gqa-tied": dict(cfg=dict(arch="llama"), seed=1, shards=2),
+    # Qwen2, QKV bias, untied, vocab 300; HF f16.
+    "qwen2-bias-untied": dict(cfg=dict(arch="qwen2", vocab=300, hidden=64, heads=4,
+                                       kv_heads=2, tie_embeddings=False, dtype="f16",
+                                       intermediate=128, layers=2),
+                              seed=2, shards=1),
+    # head_dim 128 MHA, untied, llama3 RoPE scaling; HF bf16 in 3 shards.
+    "llama-mha-hd128": dict(cfg=dict(arch="llama", vocab=400, hidden=256, heads=2,
+                                     kv_heads=2, head_dim=128, intermediate=320, layers=2,
+                                     tie_embeddings=False, dtype="bf16",
+                                     rope_theta=500000.0,
+                                     rope_scaling="llama3:8,1,4,64",
+                                     max_position=1024),
+                            seed=3, shards=3),
+    # Mistral with a sliding window and linear RoPE scaling; head_dim != hidden/heads.
+    "mistral-swa-linear": dict(cfg=dict(arch="mistral", vocab=320, hidden=96, heads=6,
+                                        kv_heads=2, head_dim=32, intermediate=192,
+                                        layers=3, sliding_window=4096,
+                                        rope_scaling="linear:2", tie_embeddings=False),
+                               seed=4, shards=1),
+    # Llama with attention_bias (zero o_proj bias), tied.
+    "llama-bias": dict(cfg=dict(arch="llama", qkv_bias=True, hidden=64, heads=4,
+                                kv_heads=1, layers=1), seed=5, shards=1),
+}
+
+
+# ---------------------------------------------------------------- safetensors
+
+def parse_safetensors_independently(path: str) -> tuple[dict, dict]:
+    """A separate minimal reader: returns ({name: f64 array}, layout facts)."""
+    data = open(path, "rb").read()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n].decode("utf-8"))
+    base = 8 + n
+    meta = header.pop("__metadata__", None)
+    spans = sorted((v["data_offsets"][0], v["data_offsets"][1], k) for k, v in header.items())
+    contiguous = spans[0][0] == 0 and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    facts = {"data_start_aligned": base % 8 == 0,
+             "contiguous": contiguous,
+             "ends_at_eof": base + spans[-1][1] == len(data),
+             "all_aligned": all((base + s) % 8 == 0 for s, _, _ in spans),
+             "metadata": meta}
+    out = {}
+    for name, v in header.items():
+        s, e = v["data_offsets"]
+        raw = np.frombuffer(data, dtype=np.uint8, count=e - s, offset=base + s)
+        if v["dtype"] == "F32":
+            a = raw.view("<f4").astype(np.float64)
+        elif v["dtype"] == "F16":
+            a = raw.view("<f2").astype(np.float64)
+        elif v["dtype"] == "BF16":
+            a = (raw.view("<u2").astype(np.uint32) << 16).view("<f4").astype(np.float64)
+        else:
+            raise ValueError(v["dtype"])
+        out[name] = a.reshape(v["shape"])
+    return out, facts
+
+
+def check_hf(tag: str, folder: str, cfg: sm.Config, seed: int, shards: int) -> None:
+    files = sorted(os.listdir(folder))
+    want = {"config.json", "generation_config.json", "tokenizer.json",
+            "tokenizer_config.json", "special_tokens_map.json"}
+    if shards == 1:
+        want.add("model.safetensors")
+    else:
+        want.add("model.safetensors.index.json")
+        want.update(f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1))
+    check(f"{tag}/hf/files", set(files) == want, f"{files}")
+
+    weights = sm.make_weights(cfg, seed)
+    got: dict = {}
+    facts_all = []
+    st_files = [f for f in files if f.endswith(".safetensors")]
+    for f in st_files:
+        w, facts = parse_safetensors_independently(os.path.join(folder, f))
+        facts_all.append(facts)
+        got.update(w)
+    check(f"{tag}/hf/safetensors-layout",
+          all(f["data_start_aligned"] and f["contiguous"] and f["ends_at_eof"]
+              and f["metadata"] == {"format": "pt"} for f in facts_all), str(facts_all))
+    check(f"{tag}/hf/safetensors-8byte-aligned", all(f["all_aligned"] for f in facts_all))
+    check(f"{tag}/hf/tensor-names", list(sorted(got)) == sorted(weights),
+          f"{sorted(set(got) ^ set(weights))}")
+    exact = all(got[k].shape == weights[k].shape
+                and np.array_equal(got[k], weights[k].astype(np.float64)) for k in weights)
+    check(f"{tag}/hf/values==make_weights", exact)
+    mine = sm.read_hf_weights(folder)
+    check(f"{tag}/hf/read_hf_weights", all(np.array_equal(mine[k], weights[k]) for k in weights)
+          and set(mine) == set(weights))
+    if shards > 1:
+        idx = json.load(open(os.path.join(folder, "model.safetensors.index.json")))
+        esize = {"f32": 4, "f16": 2, "bf16": 2}[cfg.dtype]
+        check(f"{tag}/hf/index", set(idx["weight_map"]) == set(weights)
+              and idx["metadata"]["total_size"] == sum(w.size * esize for w in weights.values()))
+
+    c = json.load(open(os.path.join(folder, "config.json")))
+    arch_cls = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                "mistral": "MistralForCausalLM"}[cfg.arch]
+    v = sm.build_vocab(cfg.vocab)
+    ok = (c["model_type"] == cfg.arch and c["architectures"] == [arch_cls]
+          and c["vocab_size"] == cfg.vocab and c["hidden_size"] == cfg.hidden
+          and c["intermediate_size"] == cfg.intermediate
+          and c["num_hidden_layers"] == cfg.layers
+          and c["num_attention_heads"] == cfg.heads
+          and c["num_key_value_heads"] == cfg.kv_heads and c["head_dim"] == cfg.head_dim
+          and c["tie_word_embeddings"] == cfg.tie_embeddings
+          and c["torch_dtype"] == sm.HF_DTYPES[cfg.dtype][1]
+          and c["rope_theta"] == cfg.rope_theta and c["rope_scaling"] == cfg.rope_scaling
+          and c["max_position_embeddings"] == cfg.max_position
+          and c["bos_token_id"] == v.bos_id and c["eos_token_id"] == v.eos_id
+          and c["hidden_act"] == "silu" and "rms_norm_eps" in c)
+    if cfg.arch == "qwen2":
+        ok = ok and c["attention_bias"] is True and c["use_sliding_window"] is False
+    if cfg.arch == "mistral":
+        ok = ok and c["sliding_window"] == cfg.sliding_window and "attention_bias" not in c
+    if cfg.arch == "llama":
+        ok = ok and c["attention_bias"] == cfg.qkv_bias
+    check(f"{tag}/hf/config.json", ok, json.dumps(c))
+    check(f"{tag}/hf/config-roundtrip", sm.read_hf_config(folder) == cfg)
+
+    tj = json.load(open(os.path.join(folder, "tokenizer.json")))
+    model = tj["model"]
+    ids = list(model["vocab"].values()) + [a["id"] for a in tj["added_tokens"]]
+    id_to_tok = {i: t for t, i in model["vocab"].items()}
+    id_to_tok.update({a["id"]: a["content"] for a in tj["added_tokens"]})
+    merges_ok = all(len(m.split(" ")) == 2 and m.split(" ")[0] in model["vocab"]
+                    and m.split(" ")[1] in model["vocab"]
+                    and m.replace(" ", "") in model["vocab"] for m in model["merges"])
+    specials = {a["content"]: a["id"] for a in tj["added_tokens"]}
+    check(f"{tag}/hf/tokenizer.json",
+          model["type"] == "BPE" and sorted(ids) == list(range(cfg.vocab))
+          and tj["pre_tokenizer"]["type"] == "ByteLevel" and tj["pre_tokenizer"]["use_regex"]
+          and tj["decoder"]["type"] == "ByteLevel" and merges_ok
+          and [id_to_tok[i] for i in range(256)] == [sm.bytes_to_unicode()[b] for b in range(256)]
+          and specials.get("<|endoftext|>") == cfg.vocab - 3
+          and specials.get("<|im_start|>") == cfg.vocab - 2
+          and specials.get("<|im_end|>") == cfg.vocab - 1,
+          f"{len(ids)} ids, {len(model['merges'])} merges")
+    try:  # the official safetensors library (its validating parser), where installed
+        from safetensors import deserialize
+        off = {}
+        for f in st_files:
+            for name, t in deserialize(open(os.path.join(folder, f), "rb").read()):
+                off[name] = t
+        st_dtype = sm.HF_DTYPES[cfg.dtype][0]
+        same = set(off) == set(weights) and all(
+            off[k]["dtype"].upper() == st_dtype and list(off[k]["shape"]) == list(weights[k].shape)
+            and bytes(off[k]["data"]) == sm._tensor_bytes(weights[k], cfg.dtype)
+            for k in weights)
+        check(f"{tag}/hf/official-safetensors-loads", same)
+    except ImportError:
+        pass
+    except Exception as e:  # noqa: BLE001
+        check(f"{tag}/hf/official-safetensors-loads", False, repr(e))
+    try:  # the official tokenizers library, where installed
+        import tokenizers
+        tk = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+        text = "The compiler reads the text, and 2 + 2 = 4!\nOnce upon a time..."
+        if HAVE_REGEX:  # the reference encoder needs `regex` for non-ASCII text
+            text += " \u00e9\u00e8 \U0001F600 caf\u00e9"
+        ref = sm.build_vocab(cfg.vocab)
+        got_ids = tk.encode(text).ids
+        chat = "<|im_start|>user\nhi<|im_end|>"
+        chat_ids = tk.encode(chat).ids
+        check(f"{tag}/hf/tokenizers-encode==reference",
+              got_ids == ref.encode(text) and tk.decode(got_ids) == text
+              and tk.get_vocab_size() == cfg.vocab
+              and chat_ids[0] == ref.special["<|im_start|>"]
+              and chat_ids[-1] == ref.special["<|im_end|>"],
+              f"{len(got_ids)} tokens" if got_ids == ref.encode(text)
+              else f"{got_ids} vs {ref.encode(text)}; {chat_ids}")
+    except ImportError:
+        pass
+    tc = json.load(open(os.path.join(folder, "tokenizer_config.json")))
+    try:  # the chat template renders as ChatML, where jinja2 is installed
+        import jinja2
+        out = jinja2.Environment().from_string(tc["chat_template"]).render(
+            messages=[{"role": "system", "content": "Be brief."},
+                      {"role": "user", "content": "Hi"}], add_generation_prompt=True)
+        check(f"{tag}/hf/chat_template-renders", out == (
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n"), repr(out))
+    except ImportError:
+        pass
+    check(f"{tag}/hf/tokenizer_config.json",
+          tc["bos_token"] == "<|endoftext|>" and tc["eos_token"] == "<|im_end|>"
+          and "<|im_start|>" in tc["chat_template"] and tc["add_bos_token"] is False)
+
+
+# ----------------------------------------------------------------------- GGUF
+
+def gguf_field(reader, key):
+    f = reader.fields.get(key)
+    if f is None:
+        return None
+    return f.contents() if hasattr(f, "contents") else f.parts[f.data[0]].tolist()
+
+
+def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -> None:
+    import gguf
+    r = gguf.GGUFReader(path)
+    arch = sm.gguf_arch(cfg)
+    v = sm.build_vocab(cfg.vocab)
+    kv = {
+        "general.architecture": arch,
+        f"{arch}.context_length": cfg.max_position,
+        f"{arch}.embedding_length": cfg.hidden,
+        f"{arch}.block_count": cfg.layers,
+        f"{arch}.feed_forward_length": cfg.intermediate,
+        f"{arch}.attention.head_count": cfg.heads,
+        f"{arch}.attention.head_count_kv": cfg.kv_heads,
+        f"{arch}.attention.key_length": cfg.head_dim,
+        f"{arch}.attention.value_length": cfg.head_dim,
+        f"{arch}.rope.dimension_count": cfg.head_dim,
+        f"{arch}.vocab_size": cfg.vocab,
+        "tokenizer.ggml.model": "gpt2",
+        "tokenizer.ggml.pre": "gpt-2",
+        "tokenizer.ggml.bos_token_id": v.bos_id,
+        "tokenizer.ggml.eos_token_id": v.eos_id,
+        "tokenizer.ggml.add_bos_token": False,
+        "tokenizer.chat_template": sm.CHAT_TEMPLATE,
+    }
+    bad = {k: (gguf_field(r, k), want) for k, want in kv.items() if gguf_field(r, k) != want}
+    eps = gguf_field(r, f"{arch}.attention.layer_norm_rms_epsilon")
+    base = gguf_field(r, f"{arch}.rope.freq_base")
+    if not (eps is not None and math.isclose(eps, cfg.rms_norm_eps, rel_tol=1e-6)):
+        bad["eps"] = (eps, cfg.rms_norm_eps)
+    if not (base is not None and math.isclose(base, cfg.rope_theta, rel_tol=1e-6)):
+        bad["freq_base"] = (base, cfg.rope_theta)
+    rs = cfg.rope_scaling
+    if rs and rs["rope_type"] == "linear":
+        if gguf_field(r, f"{arch}.rope.scaling.type") != "linear" or not math.isclose(
+                gguf_field(r, f"{arch}.rope.scaling.factor"), rs["factor"]):
+            bad["rope.scaling"] = "linear keys"
+    if cfg.sliding_window and gguf_field(r, f"{arch}.attention.sliding_window") != cfg.sliding_window:
+        bad["sliding_window"] = gguf_field(r, f"{arch}.attention.sliding_window")
+    check(f"{tag}/gguf-{gguf_type}/keys", not bad, str(bad))
+    toks = gguf_field(r, "tokenizer.ggml.tokens")
+    types = gguf_field(r, "tokenizer.ggml.token_type")
+    merges = gguf_field(r, "tokenizer.ggml.merges")
+    check(f"{tag}/gguf-{gguf_type}/vocab", toks == v.tokens and types == v.token_types
+          and merges == v.merges, f"{len(toks or [])} tokens")
+
+    plan = sm.gguf_tensor_plan(cfg, gguf_type)
+    tensors = {t.name: t for t in r.tensors}
+    check(f"{tag}/gguf-{gguf_type}/tensor-names",
+          list(tensors) == [p["gguf"] for p in plan], f"{list(tensors)}")
+    weights = sm.make_weights(cfg, seed)
+    deq_api = sm.dequantized_weights(cfg, seed, gguf_type)
+    shapes_ok = types_ok = True
+    worst = 0.0
+    exact_api = True
+    for p in plan:
+        t = tensors.get(p["gguf"])
+        if t is None:
+            continue
+        shapes_ok &= [int(x) for x in t.shape] == p["shape"][::-1]
+        types_ok &= t.tensor_type.name.lower() == p["type"]
+        a = gguf.quants.dequantize(t.data, t.tensor_type).reshape(p["shape"]).astype(np.float64)
+        if p["hf"] is None:  # rope_freqs
+            exact_api &= np.array_equal(a, sm.llama3_rope_freqs(cfg))
+            continue
+        if p["permuted"]:
+            a = sm.unpermute_qk(a, cfg.heads,
+                                cfg.heads if ".q_proj." in p["hf"] else cfg.kv_heads)
+        src = weights[p["hf"]].astype(np.float64)
+        exact_api &= np.array_equal(a, deq_api[p["hf"]])
+        if p["type"] in ("f32", "f16", "bf16") or len(p["shape"]) == 1:
+            # Float types: exactly the source rounded to nearest (even).
+            want = sm._round_to_dtype(weights[p["hf"]], p["type"]).astype(np.float64)
+            if not np.array_equal(a, want):
+                worst = math.inf
+        else:
+            # Allowed error per element: one quantization step of its block
+            # (plus the f16 scale's rounding), relative to the block's range.
+            blk = 32
+            rows = src.reshape(-1, blk)
+            rng = np.abs(rows).max(axis=1, keepdims=True) * (2 if p["type"] in ("q4_1", "q5_1") else 1)
+            levels = {"q8_0": 127, "q5_0": 16, "q5_1": 31, "q4_0": 8, "q4_1": 15}[p["type"]]
+            err = np.abs(a.reshape(rows.shape) - rows) / np.maximum(rng / levels, 1e-30)
+            worst = max(worst, float(err.max()))
+    check(f"{tag}/gguf-{gguf_type}/tensor-shapes+types", shapes_ok and types_ok)
+    if gguf_type in ("f32", "f16", "bf16"):
+        check(f"{tag}/gguf-{gguf_type}/values-exact", worst == 0.0)
+    else:
+        check(f"{tag}/gguf-{gguf_type}/values-within-quant-error", worst <= 1.01,
+              f"worst error {worst:.3f} steps")
+    check(f"{tag}/gguf-{gguf_type}/dequantized_weights-api", exact_api)
+
+
+# ----------------------------------------------------------- forward passes
+
+def rope_inv_freq(cfg: sm.Config) -> np.ndarray:
+    d = cfg.head_dim
+    inv = cfg.rope_theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    rs = cfg.rope_scaling
+    if rs and rs["rope_type"] == "linear":
+        inv = inv / rs["factor"]
+    elif rs and rs["rope_type"] == "llama3":
+        inv = inv / sm.llama3_rope_freqs(cfg).astype(np.float64)
+    return inv
+
+
+def forward(cfg: sm.Config, W: dict, tokens: list[int], interleaved: bool) -> np.ndarray:
+    """float64 logits [T, vocab]. interleaved=False: HF semantics (rotate-half
+    RoPE on HF weights). interleaved=True: GGML normal-mode RoPE, pairs
+    (2i, 2i+1), on the weights as the GGUF stores them."""
+    W = {k: np.asarray(v, np.float64) for k, v in W.items()}
+    T, H, nh, nkv, d = len(tokens), cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim
+    eps = cfg.rms_norm_eps
+    ang = np.arange(T)[:, None] * rope_inv_freq(cfg)[None, :]       # [T, d/2]
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+
+    def rope(x):  # [T, heads, d]
+        if interleaved:
+            a, b = x[..., 0::2], x[..., 1::2]
+            out = np.empty_like(x)
+            out[..., 0::2] = a * cos - b * sin
+            out[..., 1::2] = a * sin + b * cos
+            return out
+        a, b = x[..., : d // 2], x[..., d // 2:]
+        return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
+
+    def rms(x, w):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+    x = W["model.embed_tokens.weight"][tokens]
+    mask = np.tril(np.ones((T, T), bool))
+    if cfg.sliding_window:
+        mask &= (np.arange(T)[:, None] - np.arange(T)[None, :]) < cfg.sliding_window
+    for i in range(cfg.layers):
+        p = f"model.layers.{i}."
+        h = rms(x, W[p + "input_layernorm.weight"])
+
+        def lin(name, inp):
+            y = inp @ W[p + name + ".weight"].T
+            return y + W[p + name + ".bias"] if p + name + ".bias" in W else y
+        q = rope(lin("self_attn.q_proj", h).reshape(T, nh, d))
+        k = rope(lin("self_attn.k_proj", h).reshape(T, nkv, d))
+        v = lin("self_attn.v_proj", h).reshape(T, nkv, d)
+        rep = nh // nkv
+        k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+        s = np.einsum("thd,shd->hts", q, k) / math.sqrt(d)
+        s = np.where(mask[None], s, -np.inf)
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        o = np.einsum("hts,shd->thd", s, v).reshape(T, nh * d)
+        x = x + lin("self_attn.o_proj", o)
+        h = rms(x, W[p + "post_attention_layernorm.weight"])
+        g = lin("mlp.gate_proj", h)
+        x = x + lin("mlp.down_proj", g / (1 + np.exp(-g)) * lin("mlp.up_proj", h))
+    x = rms(x, W["model.norm.weight"])
+    head = W.get("lm_head.weight", W["model.embed_tokens.weight"])
+    return x @ head.T
+
+
+def gguf_layout_weights(cfg: sm.Config, W: dict) -> dict:
+    """HF-named weights in the GGUF's row order, read back from the file's view."""
+    return {k: sm._gguf_layout(cfg, k, v) for k, v in W.items()}
+
+
+def check_rope_equivalence(tag: str, cfg: sm.Config, seed: int, tokens: list[int]) -> np.ndarray:
+    W = sm.make_weights(cfg, seed)
+    ref = forward(cfg, W, tokens, interleaved=False)
+    if cfg.arch == "qwen2":  # NEOX RoPE in llama.cpp, no permutation: nothing to compare
+        check(f"{tag}/logits-finite", bool(np.isfinite(ref).all()))
+        return ref
+    g = forward(cfg, gguf_layout_weights(cfg, W), tokens, interleaved=True)
+    err = float(np.abs(g - ref).max() / np.abs(ref).max())
+    check(f"{tag}/permuted-QK+interleaved-RoPE==HF", err < 1e-12, f"rel err {err:.2e}")
+    # And the permutation matters (guards against a no-op permute).
+    wrong = forward(cfg, W, tokens, interleaved=True)
+    check(f"{tag}/unpermuted-would-differ",
+          float(np.abs(wrong - ref).max() / np.abs(ref).max()) > 1e-3)
+    return ref
+
+
+# ---------------------------------------------------------------- llama.cpp
+
+def llama_cpp_check(tag: str, path: str, cfg: sm.Config, ref: np.ndarray | None,
+                    tokens: list[int], text: str, tol: float) -> None:
+    import llama_cpp
+    import llama_cpp.llama_cpp as C
+    if not getattr(C, "_synth_no_extra_bufts", False) and hasattr(
+            C.llama_model_params, "use_extra_bufts"):
+        # llama.cpp's extra buffer types (weight repacking, incl. the AMX one)
+        # are off: on VMs that advertise AMX without enabling its tile state,
+        # the AMX kernels die with SIGILL on quantized matmuls.
+        orig = C.llama_model_default_params
+
+        def params():
+            p = orig()
+            p.use_extra_bufts = False
+            return p
+        C.llama_model_default_params = params
+        C._synth_no_extra_bufts = True
+    kw = dict(model_path=path, n_ctx=64, verbose=False, logits_all=True, n_threads=2)
+    try:
+        llm = llama_cpp.Llama(type_k=0, type_v=0, **kw)  # f32 KV cache
+    except TypeError:
+        llm = llama_cpp.Llama(**kw)
+    v = sm.build_vocab(cfg.vocab)
+    lt = llm.tokenize(text.encode(), add_bos=False, special=False)
+    check(f"{tag}/llama.cpp/tokenize==reference", lt == v.encode(text),
+          f"{len(lt)} tokens" if lt == v.encode(text) else f"{lt} vs {v.encode(text)}")
+    chat = "<|im_start|>user\nhi<|im_end|>"
+    st = llm.tokenize(chat.encode(), add_bos=False, special=True)
+    check(f"{tag}/llama.cpp/special-tokens",
+          st[0] == v.special["<|im_start|>"] and st[-1] == v.special["<|im_end|>"], f"{st}")
+    check(f"{tag}/llama.cpp/n_vocab", llm.n_vocab() == cfg.vocab)
+    llm.reset()
+    llm.eval(tokens)
+    logits = np.array(llm.scores[:len(tokens)], dtype=np.float64)
+    finite = bool(np.isfinite(logits).all())
+    check(f"{tag}/llama.cpp/eval-finite", finite)
+    if ref is not None and finite:
+        err = float(np.abs(logits - ref).max() / np.abs(ref).max())
+        same_argmax = float((logits.argmax(-1) == ref.argmax(-1)).mean())
+        check(f"{tag}/llama.cpp/logits==reference", err < tol,
+              f"max rel err {err:.2e} (tol {tol:g}), argmax agreement {same_argmax:.2f}")
+    del llm
+
+
+# --------------------------------------------------------------------- main
+
+def files_equal(a: str, b: str) -> bool:
+    if os.path.isdir(a):
+        fa, fb = sorted(os.listdir(a)), sorted(os.listdir(b))
+        return fa == fb and all(files_equal(os.path.join(a, f), os.path.join(b, f)) for f in fa)
+    return open(a, "rb").read() == open(b, "rb").read()
+
+
+def run(tmp: str, use_llama_cpp: bool) -> None:
+    try:
+        import gguf  # noqa: F401
+        have_gguf = True
+    except ImportError:
+        have_gguf = False
+    check("gguf package importable", have_gguf, "pip install gguf")
+    have_llama = False
+    if use_llama_cpp:
+        try:
+            import llama_cpp  # noqa: F401
+            have_llama = True
+        except ImportError:
+            pass
+    text = "The compiler reads the text, and 2 + 2 = 4!\nOnce upon a time..."
+    if HAVE_REGEX:
+        text += " \u00e9\u00e8 \U0001F600 caf\u00e9"
+
+    # Vocabulary basics.
+    v = sm.build_vocab(300)
+    ids = v.encode(text)
+    check("vocab/encode-decode-roundtrip", v.decode(ids) == text)
+    check("vocab/prefix-stable", sm.build_vocab(400).tokens[:297] == v.tokens[:297])
+    big = sm.build_vocab(sm.max_merge_vocab() + 5)
+    check("vocab/reserved-filler", big.n_reserved == 5 and len(big.tokens) == sm.max_merge_vocab() + 5)
+    check("vocab/unique-tokens", len(set(big.tokens)) == len(big.tokens))
+
+    for tag, spec in SHAPES.items():
+        cfg = sm.make_config(spec["cfg"])
+        seed, shards = spec["seed"], spec["shards"]
+        hf_a, hf_b, hf_c = (os.path.join(tmp, f"{tag}-hf-{x}") for x in "abc")
+        sm.write_hf(hf_a, cfg, seed, shards)
+        sm.write_hf(hf_b, cfg, seed, shards)
+        sm.write_hf(hf_c, cfg, seed + 1, shards)
+        check(f"{tag}/hf/deterministic", files_equal(hf_a, hf_b))
+        check(f"{tag}/hf/seed-changes-weights", not files_equal(hf_a, hf_c))
+        check_hf(tag, hf_a, cfg, seed, shards)
+        tokens = v.encode(text)[:12] if cfg.vocab >= 300 else [1, 2, 3]
+        ref = check_rope_equivalence(tag, cfg, seed, tokens)
+        if not have_gguf:
+            continue
+        types = ["f32", "q8_0"] if tag != "llama-gqa-tied" else list(sm.GGUF_TYPES)
+        for gt in types:
+            ga = os.path.join(tmp, f"{tag}-{gt}.gguf")
+            gb = os.path.join(tmp, f"{tag}-{gt}-again.gguf")
+            gc = os.path.join(tmp, f"{tag}-{gt}-from-hf.gguf")
+            sm.write_gguf(ga, cfg, seed, gt)
+            sm.write_gguf(gb, cfg, seed, gt)
+            sm.gguf_from_hf(hf_a, gc, gt)
+            check(f"{tag}/gguf-{gt}/deterministic", files_equal(ga, gb))
+            check(f"{tag}/gguf-{gt}/==from-hf", files_equal(ga, gc))
+            check_gguf(tag, ga, cfg, seed, gt)
+            if have_llama and gt in ("f32", "q8_0"):
+                # f32: only float rounding differs from the float64 reference.
+                # q8_0: compare to the reference run on the dequantized weights.
+                r = ref if gt == "f32" else forward(
+                    cfg, sm.dequantized_weights(cfg, seed, gt), tokens, interleaved=False)
+                llama_cpp_check(f"{tag}/{gt}", ga, cfg, r, tokens, text,
+                                tol=1e-3 if gt == "f32" else 5e-2)
+    if not have_llama:
+        print("note: llama-cpp-python not importable: llama.cpp load/eval checks skipped")
+
+    # CLI.
+    S = [sys.executable, os.path.join(HERE, "synth_model.py")]
+    r = subprocess.run(S + ["--format", "gguf", "--describe", "--arch", "qwen2",
+                            "--no-tie-embeddings", "--gguf-type", "q8_0"],
+                       capture_output=True, text=True)
+    ok = r.returncode == 0
+    if ok:
+        d = json.loads(r.stdout)
+        ok = (d["hf_config"]["model_type"] == "qwen2" and d["gguf_arch"] == "qwen2"
+              and any(t["name"] == "blk.0.attn_q.bias" and t["dtype"] == "f32" for t in d["tensors"])
+              and any(t["name"] == "output.weight" and t["dtype"] == "q8_0" for t in d["tensors"]))
+    check("cli/describe", ok, r.stderr[-300:])
+    out1, out2 = os.path.join(tmp, "cli1"), os.path.join(tmp, "cli2")
+    for o in (out1, out2):
+        subprocess.run(S + ["--format", "hf", "--out", o, "--seed", "7", "--dtype", "bf16",
+                            "--shards", "2"], check=True)
+    check("cli/hf-deterministic", files_equal(out1, out2))
+    if have_gguf:
+        g1, g2 = os.path.join(tmp, "cli1.gguf"), os.path.join(tmp, "cli2.gguf")
+        subprocess.run(S + ["--format", "gguf", "--out", g1, "--seed", "7", "--dtype", "bf16",
+                            "--gguf-type", "q4_0"], check=True)
+        subprocess.run(S + ["--format", "gguf", "--from-hf", out1, "--out", g2,
+                            "--gguf-type", "q4_0"], check=True)
+        check("cli/from-hf==direct", files_equal(g1, g2))
+        r = subprocess.run(S + ["--format", "gguf", "--out", os.path.join(tmp, "odd.gguf"),
+                                "--intermediate", "72", "--gguf-type", "q8_0"],
+                           capture_output=True, text=True)
+        check("cli/non-block-rows-fall-back-to-f16", r.returncode == 0
+              and "ffn_down.weight stored as f16" in r.stderr, r.stderr[-300:])
+        r = subprocess.run(S + ["--format", "gguf", "--out", os.path.join(tmp, "k.gguf"),
+                                "--gguf-type", "q4_k"], capture_output=True, text=True)
+        check("cli/rejects --gguf-type q4_k", r.returncode == 2 and "q4_k" in r.stderr
+              and not os.path.exists(os.path.join(tmp, "k.gguf")), r.stderr.strip()[-200:])
+    for bad, why in ((["--arch", "qwen2", "--no-qkv-bias"], "qkv_bias"),
+                     (["--heads", "4", "--kv-heads", "3"], "kv_heads"),
+                     (["--vocab", "100"], "vocab"),
+                     (["--rope-scaling", "yarn:4"], "rope-scaling"),
+                     (["--arch", "llama", "--sliding-window", "8"], "sliding_window")):
+        r = subprocess.run(S + ["--format", "hf", "--out", os.path.join(tmp, "bad")] + bad,
+                           capture_output=True, text=True)
+        check(f"cli/rejects {' '.join(bad)}", r.returncode == 2 and why in r.stderr,
+              r.stderr.strip()[-200:])
+
+
+def main() -> int:
+    global VERBOSE
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--keep", help="write into this folder and keep it")
+    ap.add_argument("--no-llama-cpp", action="store_true")
+    args = ap.parse_args()
+    VERBOSE = args.verbose
+    faulthandler.enable()
+    t0 = time.time()
+    try:
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            run(args.keep, not args.no_llama_cpp)
+        else:
+            with tempfile.TemporaryDirectory(prefix="synth-selftest-") as tmp:
+                run(tmp, not args.no_llama_cpp)
+    except Exception:
+        traceback.print_exc()
+        check("no exception", False)
+    failed = [r for r in RESULTS if not r[1]]
+    print(f"synth-model selftest: {len(RESULTS) - len(failed)} passed, {len(failed)} failed "
+          f"({time.time() - t0:.1f}s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
