@@ -21,6 +21,7 @@ std::string ggufWeightName(WeightRole role, int layer) {
   case WeightRole::kDown: return l + "ffn_down.weight";
   case WeightRole::kFinalNorm: return "output_norm.weight";
   case WeightRole::kLMHead: return "output.weight";
+  case WeightRole::kRopeFreqFactors: return "rope_freqs.weight";
   }
   return "";
 }

@@ -21,6 +21,8 @@ std::string hfWeightName(WeightRole role, int layer) {
   case WeightRole::kDown: return l + "mlp.down_proj.weight";
   case WeightRole::kFinalNorm: return "model.norm.weight";
   case WeightRole::kLMHead: return "lm_head.weight";
+  // HF checkpoints express RoPE scaling in config.json, never as a tensor.
+  case WeightRole::kRopeFreqFactors: return "rope_freqs";
   }
   return "";
 }

@@ -31,6 +31,7 @@ bool isVectorRole(WeightRole role) {
   case WeightRole::kQueryBias:
   case WeightRole::kKeyBias:
   case WeightRole::kValueBias:
+  case WeightRole::kRopeFreqFactors:
     return true;
   default:
     return false;

@@ -31,6 +31,7 @@ const char *toString(WeightRole role) {
   case WeightRole::kDown: return "MLP down projection";
   case WeightRole::kFinalNorm: return "final norm";
   case WeightRole::kLMHead: return "LM head";
+  case WeightRole::kRopeFreqFactors: return "RoPE frequency factors";
   }
   return "?";
 }
@@ -132,8 +133,15 @@ Value StepBuilder::attention(int i, Value hidden) {
                                         c.rope_scaling.original_max_position);
   }
   auto style = c.rope_style == RopeStyle::kHalf ? llm::RopeStyle::half : llm::RopeStyle::interleaved;
+  Value freqFactors;
+  if (c.rope_freq_factors) {
+    freqFactors = weight(WeightRole::kRopeFreqFactors, -1, {c.head_dim / 2});
+    if (failed)
+      return {};
+  }
   auto rope = [&](Value x, int64_t heads) -> Value {
-    return b.create<llm::RopeOp>(l, x.getType(), x, positions, b.getI64IntegerAttr(heads),
+    return b.create<llm::RopeOp>(l, x.getType(), x, positions, freqFactors,
+                                 b.getI64IntegerAttr(heads),
                                  b.getI64IntegerAttr(c.head_dim), b.getF64FloatAttr(c.rope_theta),
                                  llm::RopeStyleAttr::get(&ctx, style), scaling);
   };

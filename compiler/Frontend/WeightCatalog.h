@@ -35,6 +35,7 @@ enum class WeightRole {
   kDown,
   kFinalNorm,
   kLMHead,
+  kRopeFreqFactors,
 };
 
 const char *toString(WeightRole role);

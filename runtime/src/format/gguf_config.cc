@@ -114,13 +114,9 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
                                       "are not supported",
                                       rope_dims, c.head_dim));
   LLMC_ASSIGN_OR_RETURN(c.rope_scaling, ReadRopeScaling(gguf, keys));
-  // Llama 3.1-style frequency factors live in a tensor, not in metadata;
-  // ignoring them would silently change the model.
-  if (gguf.FindTensor("rope_freqs.weight") != nullptr)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: tensor 'rope_freqs.weight' (per-dimension RoPE frequency factors, Llama 3.1 "
-        "style) is not supported yet",
-        path));
+  // Llama 3.1-style frequency factors live in a tensor, not in metadata; the
+  // IR's rope op takes them as a weight.
+  c.rope_freq_factors = gguf.FindTensor("rope_freqs.weight") != nullptr;
   if (keys.Has("attention.sliding_window")) {  // 0: full attention
     LLMC_ASSIGN_OR_RETURN(c.sliding_window, gguf.GetInt(keys.Key("attention.sliding_window")));
     if (c.sliding_window < 0)

@@ -105,6 +105,7 @@ std::string ModelConfigToJson(const ModelConfig& c, int indent) {
       {"tie_word_embeddings", c.tie_word_embeddings},
       {"attention_bias", c.attention_bias},
       {"sliding_window", c.sliding_window},
+      {"rope_freq_factors", c.rope_freq_factors},
   };
   return j.dump(indent);
 }
@@ -165,6 +166,7 @@ absl::StatusOr<ModelConfig> ParseConfig(const json& j) {
   read("tie_word_embeddings", c.tie_word_embeddings);
   read("attention_bias", c.attention_bias);
   read("sliding_window", c.sliding_window);
+  read("rope_freq_factors", c.rope_freq_factors);
   if (!st.ok()) return st;
 
   static const std::pair<const char*, RopeStyle> kStyles[] = {

@@ -796,3 +796,22 @@ func.func @attention_negative_window(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>,
   %o = llm.paged_attention %q, %k, %v into %c slots(%slots) seqs(%starts, %lens, %tables) heads = 4, kv_heads = 2, head_dim = 16, scale = 0.25 window = -5 : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>, !llm.kv_cache<kv_heads = 2, head_dim = 16, f32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32> -> tensor<?x64xf32>
   return %o : tensor<?x64xf32>
 }
+
+// -----
+
+func.func @rope_scaling_and_freq_factors(%x: tensor<?x64xf32>, %pos: tensor<?xi32>, %f: !llm.weight<8, f32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'llm.rope' op takes either scaling or freq_factors, not both}}
+  %y = llm.rope %x, %pos freq_factors(%f : !llm.weight<8, f32>) heads = 4, head_dim = 16, theta = 1.0e4,
+      scaling = #llm.rope_scaling<linear, factor = 2.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>,
+      style = half : tensor<?x64xf32>, tensor<?xi32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @rope_freq_factors_size(%x: tensor<?x64xf32>, %pos: tensor<?xi32>, %f: !llm.weight<16, f32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'llm.rope' op freq_factors has 16 elements, expected 8 (one per rotated pair)}}
+  %y = llm.rope %x, %pos freq_factors(%f : !llm.weight<16, f32>) heads = 4, head_dim = 16, theta = 1.0e4,
+      style = half : tensor<?x64xf32>, tensor<?xi32>
+  return %y : tensor<?x64xf32>
+}

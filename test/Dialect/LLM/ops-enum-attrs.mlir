@@ -103,3 +103,16 @@ func.func @all_reduce_max(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
   %y = llm.all_reduce max %x ranks = 8 : tensor<?x64xbf16>
   return %y : tensor<?x64xbf16>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @rope_freq_factors(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x64xf32>
+// CHECK-SAME: %[[POS:[^:]+]]: tensor<?xi32>
+// CHECK-SAME: %[[F:[^:]+]]: !llm.weight<8, f32>
+// CHECK: llm.rope %[[X]], %[[POS]] freq_factors(%[[F]] : !llm.weight<8, f32>) heads = 4, head_dim = 16, theta = 5.000000e+05, style = interleaved : tensor<?x64xf32>, tensor<?xi32>
+func.func @rope_freq_factors(%x: tensor<?x64xf32>, %pos: tensor<?xi32>, %f: !llm.weight<8, f32>) -> tensor<?x64xf32> {
+  %y = llm.rope %x, %pos freq_factors(%f : !llm.weight<8, f32>) heads = 4, head_dim = 16, theta = 5.0e5,
+      style = interleaved : tensor<?x64xf32>, tensor<?xi32>
+  return %y : tensor<?x64xf32>
+}

@@ -187,6 +187,13 @@ LogicalResult RopeOp::verify() {
     return emitOpError() << "head_dim must be positive and even, got " << headDim;
   if (!(getTheta().convertToDouble() > 0))
     return emitOpError() << "theta must be positive, got " << getTheta().convertToDouble();
+  if (getFreqFactors()) {
+    if (getScaling())
+      return emitOpError() << "takes either scaling or freq_factors, not both";
+    if (failed(verifyVectorWeight(*this, cast<WeightType>(getFreqFactors().getType()),
+                                  "freq_factors", headDim / 2, "one per rotated pair")))
+      return failure();
+  }
   if (!dimsAgree(getPositions().getType().getDimSize(0), tokens(getInput())))
     return emitOpError() << "there are " << dimString(getPositions().getType().getDimSize(0))
                          << " positions for " << dimString(tokens(getInput())) << " tokens";

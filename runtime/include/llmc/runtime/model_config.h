@@ -50,6 +50,9 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // Q/K/V projections carry a bias (Qwen2)
   int64_t sliding_window = 0;   // 0: full attention
+  // RoPE frequencies are divided by per-pair factors stored as a weight
+  // (GGUF's `rope_freqs.weight`, how llama.cpp stores Llama 3.1 scaling).
+  bool rope_freq_factors = false;
 
   int64_t q_size() const { return num_heads * head_dim; }
   int64_t kv_size() const { return num_kv_heads * head_dim; }

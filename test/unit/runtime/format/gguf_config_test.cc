@@ -210,9 +210,18 @@ TEST(GgufConfig, RejectsShapesLlmcCannotRun) {
   EXPECT_EQ(ConfigError(partial_rope),
             "test.gguf: key 'llama.rope.dimension_count' is 8 but the head size is 16; partial "
             "rotary embeddings are not supported");
+}
+
+TEST(GgufConfig, RopeFreqsTensorSetsFreqFactors) {
+  auto without = Model("llama");
+  auto plain = Config(without);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->rope_freq_factors);
   auto freqs = Model("llama");
   freqs.Tensor("rope_freqs.weight", {8}, kF32);
-  EXPECT_NE(ConfigError(freqs).find("test.gguf: tensor 'rope_freqs.weight'"), std::string::npos);
+  auto config = Config(freqs);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->rope_freq_factors);
 }
 
 TEST(GgufConfig, ValidationErrorsNameTheFile) {

@@ -171,7 +171,10 @@ def LLM_RopeOp : LLM_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding of each head";
   let description = [{
     Rotates each `head_dim`-wide head of every token by angles
-    `positions[t] * theta^(-2i/head_dim)`, with an optional frequency scaling.
+    `positions[t] * theta^(-2i/head_dim)`, with an optional frequency scaling:
+    either `scaling` (parameters, as in Hugging Face configs) or
+    `freq_factors`, a weight of `head_dim / 2` factors that divide the
+    frequencies pair by pair (as llama.cpp stores Llama 3.1's scaling).
 
     ```mlir
     %q2 = llm.rope %q, %pos heads = 9, head_dim = 64, theta = 1.0e+04, style = half
@@ -183,12 +186,14 @@ def LLM_RopeOp : LLM_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     ```
   }];
   let arguments = (ins LLM_Activation:$input, LLM_IndexVector:$positions,
+                       Optional<LLM_WeightType>:$freqFactors,
                        I64Attr:$heads, I64Attr:$headDim, F64Attr:$theta,
                        LLM_RopeStyle:$style,
                        OptionalAttr<LLM_RopeScalingAttr>:$scaling);
   let results = (outs LLM_Activation:$result);
   let assemblyFormat = [{
-    $input `,` $positions `heads` `=` $heads `,` `head_dim` `=` $headDim `,`
+    $input `,` $positions (`freq_factors` `(` $freqFactors^ `:` qualified(type($freqFactors)) `)`)?
+    `heads` `=` $heads `,` `head_dim` `=` $headDim `,`
     `theta` `=` $theta `,` (`scaling` `=` qualified($scaling)^ `,`)? `style` `=` $style attr-dict
     `:` type($input) `,` type($positions)
   }];
