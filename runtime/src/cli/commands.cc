@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "tokenize_command.h"
 
 namespace llmc::cli {
 namespace {
@@ -31,9 +32,6 @@ constexpr PlannedCommand kPlanned[] = {
     {"perplexity", "ARTIFACT --file TEXT [--ctx N]",
      "Compute perplexity over a text file the way llama.cpp's perplexity tool does.",
      "the host end-to-end milestone"},
-    {"tokenize", "MODEL TEXT [--decode]",
-     "Print the token ids of TEXT (or, with --decode, the text of ids).",
-     "the frontend milestone (tokenizers)"},
     {"inspect", "ARTIFACT [--json]",
      "Show an artifact's model config, targets, kernels, buffers and weights.",
      "the host end-to-end milestone (artifact format)"},
@@ -66,9 +64,20 @@ int RunPlanned(int argc, char** argv) {
   return kExitNotImplemented;
 }
 
+// The runtime's subcommands in the order `help` lists them: the built ones
+// with their implementation, the rest as planned.
 std::vector<Command> MakeRuntimeCommands() {
   std::vector<Command> out;
-  for (const auto& p : kPlanned) out.push_back({p.name, p.what, &RunPlanned});
+  auto planned = [&out](std::string_view name) {
+    const PlannedCommand* p = FindPlanned(name);
+    out.push_back({p->name, p->what, &RunPlanned});
+  };
+  planned("run");
+  planned("serve");
+  planned("bench");
+  planned("perplexity");
+  out.push_back({"tokenize", kTokenizeSummary, &RunTokenizeCommand});
+  planned("inspect");
   return out;
 }
 

@@ -1,0 +1,156 @@
+#include "llmc/runtime/tokenizer/chat_template.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace llmc {
+namespace {
+
+constexpr char kLlama3Bos[] = "<|begin_of_text|>";
+
+bool Contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+// Jinja's `trim` filter (Python's str.strip()) for the whitespace that
+// occurs in chat messages.
+std::string_view Trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  size_t first = s.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
+}
+
+// The value of a Jinja string literal body: \n, \t, \\, \' and \" escapes.
+std::string UnescapeJinja(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out.push_back(s[i]);
+      continue;
+    }
+    char c = s[++i];
+    out.push_back(c == 'n' ? '\n' : c == 't' ? '\t' : c);
+  }
+  return out;
+}
+
+// A ChatML template that inserts a default system message has it as one
+// string literal: '<|im_start|>system\n...<|im_end|>'. Returns its text, or
+// "" when the template has no such literal.
+std::string DefaultSystemPrompt(std::string_view jinja) {
+  constexpr std::string_view kOpen = "<|im_start|>system";
+  for (size_t at = jinja.find(kOpen); at != std::string_view::npos;
+       at = jinja.find(kOpen, at + 1)) {
+    if (at == 0) continue;
+    const char quote = jinja[at - 1];
+    if (quote != '\'' && quote != '"') continue;
+    std::string_view rest = jinja.substr(at + kOpen.size());
+    if (rest.substr(0, 1) == "\n") {
+      rest.remove_prefix(1);
+    } else if (rest.substr(0, 2) == "\\n") {
+      rest.remove_prefix(2);
+    } else {
+      continue;
+    }
+    size_t end = rest.find("<|im_end|>");
+    if (end == std::string_view::npos) continue;
+    std::string_view body = rest.substr(0, end);
+    // It must all be inside the one literal (no closing quote, no Jinja).
+    if (Contains(body, std::string_view(&quote, 1)) || Contains(body, "{{") || Contains(body, "{%"))
+      continue;
+    return UnescapeJinja(body);
+  }
+  return "";
+}
+
+}  // namespace
+
+const char* ToString(ChatTemplateKind kind) {
+  switch (kind) {
+    case ChatTemplateKind::kChatML:
+      return "chatml";
+    case ChatTemplateKind::kLlama3:
+      return "llama3";
+  }
+  return "?";
+}
+
+std::vector<std::string> KnownChatTemplateNames() { return {"chatml", "llama3"}; }
+
+absl::StatusOr<ChatTemplate> ChatTemplateByName(std::string_view name) {
+  ChatTemplate t;
+  if (name == "chatml") {
+    t.kind = ChatTemplateKind::kChatML;
+  } else if (name == "llama3") {
+    t.kind = ChatTemplateKind::kLlama3;
+    t.bos_token = kLlama3Bos;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("unknown chat template '%s' (known: %s)", std::string(name),
+                        absl::StrJoin(KnownChatTemplateNames(), ", ")));
+  }
+  return t;
+}
+
+absl::StatusOr<ChatTemplate> DetectChatTemplate(std::string_view jinja) {
+  ChatTemplate t;
+  if (Contains(jinja, "<|im_start|>")) {
+    // llama.cpp sends these look-alikes elsewhere: Phi-4 separates role and
+    // content with <|im_sep|>, SmolVLM ends turns with <end_of_utterance>.
+    if (Contains(jinja, "<|im_sep|>") || Contains(jinja, "<end_of_utterance>"))
+      return absl::UnimplementedError(
+          "the model's chat template uses <|im_start|> but is not ChatML (Phi-4/SmolVLM style); "
+          "llmc does not support it");
+    t.kind = ChatTemplateKind::kChatML;
+    t.default_system_prompt = DefaultSystemPrompt(jinja);
+    return t;
+  }
+  if (Contains(jinja, "<|start_header_id|>") && Contains(jinja, "<|end_header_id|>")) {
+    // Llama 3.1+ templates add a dated system message (and tool turns) that
+    // the built-in Llama 3 rendering would silently leave out.
+    if (Contains(jinja, "Cutting Knowledge Date"))
+      return absl::UnimplementedError(
+          "the model's chat template is Llama 3.1-style (it adds a dated system message), which "
+          "llmc does not "
+          "render; pass --chat-template llama3 for the Llama 3.0 format");
+    t.kind = ChatTemplateKind::kLlama3;
+    if (Contains(jinja, "bos_token")) t.bos_token = kLlama3Bos;
+    return t;
+  }
+  if (jinja.empty())
+    return absl::NotFoundError(
+        "the model has no chat template; pass --chat-template NAME (known: chatml, llama3)");
+  return absl::UnimplementedError(absl::StrFormat(
+      "the model's chat template is not one llmc recognises (it looks for <|im_start|> for chatml, "
+      "<|start_header_id|>/<|end_header_id|> for llama3); pass --chat-template NAME (known: %s)",
+      absl::StrJoin(KnownChatTemplateNames(), ", ")));
+}
+
+std::string ApplyChatTemplate(const ChatTemplate& tmpl, absl::Span<const ChatMessage> messages,
+                              bool add_generation_prompt) {
+  std::string out;
+  switch (tmpl.kind) {
+    case ChatTemplateKind::kChatML:
+      if (!messages.empty() && messages[0].role != "system" && !tmpl.default_system_prompt.empty())
+        absl::StrAppend(&out, "<|im_start|>system\n", tmpl.default_system_prompt, "<|im_end|>\n");
+      for (const ChatMessage& m : messages)
+        absl::StrAppend(&out, "<|im_start|>", m.role, "\n", m.content, "<|im_end|>\n");
+      if (add_generation_prompt) absl::StrAppend(&out, "<|im_start|>assistant\n");
+      break;
+    case ChatTemplateKind::kLlama3:
+      if (!messages.empty()) out += tmpl.bos_token;
+      for (const ChatMessage& m : messages) {
+        std::string_view content = Trim(m.content);
+        absl::StrAppend(&out, "<|start_header_id|>", m.role, "<|end_header_id|>\n\n",
+                        absl::string_view(content.data(), content.size()), "<|eot_id|>");
+      }
+      if (add_generation_prompt)
+        absl::StrAppend(&out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+      break;
+  }
+  return out;
+}
+
+}  // namespace llmc
