@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "CompileCommand.h"
 
+#include "Artifact/ArtifactBuilder.h"
 #include "Frontend/BuiltinModels.h"
 #include "Frontend/ModelImporter.h"
 #include "Frontend/StepBuilder.h"
@@ -20,6 +21,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <unistd.h>
 
 namespace cl = llvm::cl;
 
@@ -57,6 +60,16 @@ int runCompileCommand(int argc, char **argv) {
                                      cl::value_desc("path"), cl::init("-"), cl::cat(category));
   static cl::opt<std::string> dtype("dtype", cl::desc("activation type: f32, f16 or bf16"),
                                     cl::init("f32"), cl::cat(category));
+  static cl::opt<std::string> target("target", cl::desc("comma-separated targets: host (sm_XX later)"),
+                                     cl::init("host"), cl::cat(category));
+  static cl::opt<std::string> hostCpu(
+      "host-cpu", cl::desc("-march for the host kernels: x86-64-v3 (AVX2/FMA), native, ..."),
+      cl::init("x86-64-v3"), cl::cat(category));
+  static cl::opt<std::string> hostCompiler("host-compiler",
+                                           cl::desc("C++ compiler that builds the host kernels"),
+                                           cl::init("c++"), cl::cat(category));
+  static cl::opt<bool> noCache("no-cache", cl::desc("rebuild host kernels even if cached"),
+                               cl::cat(category));
   static cl::opt<bool> printAfterAll("print-ir-after-all",
                                      cl::desc("print the IR after every pass (to stderr)"),
                                      cl::cat(category));
@@ -92,8 +105,24 @@ int runCompileCommand(int argc, char **argv) {
     llvm::errs() << "llmc compile: --dtype must be f32, f16 or bf16, got '" << dtype << "'\n";
     return cli::kExitUsage;
   }
-  if (emit != Emit::kMLIR)
-    return notYet("--emit other than mlir", "the host end-to-end and CUDA milestones");
+  if (emit == Emit::kCUDA || emit == Emit::kPTX)
+    return notYet("--emit=cuda/ptx", "the CUDA milestone");
+  llvm::SmallVector<llvm::StringRef> targets;
+  llvm::StringRef(target.getValue()).split(targets, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef t : targets) {
+    if (t == "host")
+      continue;
+    if (t.starts_with("sm_"))
+      return notYet("--target=sm_*", "the CUDA milestone");
+    llvm::errs() << "llmc compile: unknown target '" << t << "' (expected host or sm_XX)\n";
+    return cli::kExitUsage;
+  }
+  if (emit == Emit::kArtifact && (spec || output == "-")) {
+    llvm::errs() << (spec ? "llmc compile: built-in models have no weights; compile a model file "
+                            "(tools/synth-model writes synthetic ones) or use --emit=mlir\n"
+                          : "llmc compile: an artifact needs -o DIR\n");
+    return cli::kExitUsage;
+  }
 
   // The model: a built-in shape with f32 weights, or files on disk.
   std::unique_ptr<ImportedModel> imported;
@@ -124,6 +153,7 @@ int runCompileCommand(int argc, char **argv) {
                                                           : model.getValue()));
 
   mlir::PassManager pm(&context);
+  pm.enableVerifier(true);
   if (printAfterAll) {
     context.disableMultithreading();
     // After every pass, changed or not, so each stage of the pipeline shows.
@@ -131,9 +161,34 @@ int runCompileCommand(int argc, char **argv) {
                         /*shouldPrintAfterPass=*/[](mlir::Pass *, mlir::Operation *) { return true; },
                         /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
   }
-  buildCompilePipeline(pm);
+  // --emit=mlir stops after import cleanup; kernels and artifacts need every stage.
+  if (emit == Emit::kMLIR)
+    buildImportCleanupStage(pm);
+  else
+    buildCompilePipeline(pm);
   if (mlir::failed(pm.run(*module)))
     return 1;
+
+  if (emit == Emit::kArtifact) {
+    ArtifactOptions options;
+    options.output = output;
+    options.hostCpu = hostCpu;
+    options.hostCompiler = hostCompiler;
+    options.useCache = !noCache;
+    bool tty = ::isatty(2);
+    options.progress = [&](const std::string &what) {
+      llvm::errs() << (tty ? "\r\x1b[K" : "") << "llmc compile: " << what << (tty ? "" : "\n");
+    };
+    absl::Status st = buildArtifact(*module, *imported, options);
+    if (tty)
+      llvm::errs() << "\r\x1b[K";
+    if (!st.ok()) {
+      llvm::errs() << "llmc compile: " << std::string(st.message()) << "\n";
+      return 1;
+    }
+    llvm::errs() << "llmc compile: wrote " << output << "\n";
+    return 0;
+  }
 
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> out = mlir::openOutputFile(output, &error);

@@ -6,6 +6,7 @@
 
 #include "llmc/runtime/format/gguf.h"
 #include "llmc/runtime/format/gguf_config.h"
+#include "llmc/runtime/format/gguf_writer.h"
 #include "llmc/runtime/format/hf_config.h"
 #include "llmc/runtime/format/safetensors.h"
 #include "llmc/runtime/weight_format.h"
@@ -13,6 +14,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <sys/stat.h>
 
@@ -92,6 +95,27 @@ public:
     return "tensor '" + ggufWeightName(role, layer) + "' in " + path_;
   }
 
+  std::optional<RawTensor> rawTensor(const std::string &name) const override {
+    const GgufTensorInfo *info = file->FindTensor(name);
+    if (!info)
+      return std::nullopt;
+    return RawTensor{file->TensorData(*info), info->byte_size};
+  }
+
+  absl::StatusOr<std::string> exportTokenizer(const std::string &dir) const override {
+    std::vector<std::pair<std::string, GgufValue>> keys;
+    for (const auto &[key, value] : file->metadata())
+      if (llvm::StringRef(key).starts_with("tokenizer.") || key == "general.architecture")
+        keys.emplace_back(key, value);
+    if (keys.size() <= 1)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: the file has no tokenizer (no tokenizer.* keys)", path_));
+    absl::Status st = WriteGgufMetadata(dir + "/tokenizer.gguf", keys);
+    if (!st.ok())
+      return st;
+    return std::string("tokenizer.gguf");
+  }
+
 private:
   GGUFModel() = default;
   std::unique_ptr<GgufFile> file;
@@ -147,6 +171,30 @@ public:
 
   std::string describe(WeightRole role, int layer) const override {
     return "tensor '" + hfWeightName(role, layer) + "' in the safetensors of " + path_;
+  }
+
+  std::optional<RawTensor> rawTensor(const std::string &name) const override {
+    const SafetensorsTensor *t = tensors->Find(name);
+    if (!t)
+      return std::nullopt;
+    return RawTensor{t->data, t->byte_size};
+  }
+
+  absl::StatusOr<std::string> exportTokenizer(const std::string &dir) const override {
+    for (const char *name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
+      llvm::SmallString<256> from(path_);
+      llvm::sys::path::append(from, name);
+      if (!llvm::sys::fs::exists(from)) {
+        if (llvm::StringRef(name) == "tokenizer.json")
+          return absl::NotFoundError(absl::StrFormat(
+              "%s: no tokenizer.json; llmc needs the tokenizer next to the weights", path_));
+        continue;
+      }
+      if (std::error_code ec = llvm::sys::fs::copy_file(from, dir + "/" + name))
+        return absl::InternalError(
+            absl::StrFormat("cannot copy %s into the artifact: %s", from.str(), ec.message()));
+    }
+    return std::string("tokenizer.json");
   }
 
 private:

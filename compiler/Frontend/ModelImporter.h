@@ -33,6 +33,19 @@ public:
   const ModelConfig &config() const { return config_; }
   virtual const WeightCatalog &catalog() const = 0;
 
+  // The stored bytes of a weight named in the catalog (mmap'd, in its file
+  // format), or nullopt if there is none.
+  struct RawTensor {
+    const uint8_t *data;
+    uint64_t size;
+  };
+  virtual std::optional<RawTensor> rawTensor(const std::string &name) const = 0;
+
+  // Writes the model's tokenizer into `dir` and returns the path of the file
+  // the runtime loads, relative to `dir`: tokenizer.json (+ its config) for
+  // HF folders, a metadata-only tokenizer.gguf for GGUF files.
+  virtual absl::StatusOr<std::string> exportTokenizer(const std::string &dir) const = 0;
+
 protected:
   std::string path_;
   ModelConfig config_;

@@ -14,7 +14,15 @@ void buildImportCleanupStage(mlir::OpPassManager &pm) {
   pm.addPass(createVerifyStep());
 }
 
-void buildCompilePipeline(mlir::OpPassManager &pm) { buildImportCleanupStage(pm); }
+void buildKernelStage(mlir::OpPassManager &pm) {
+  pm.addPass(createOutlineKernels());
+  pm.addPass(createPlanMemory());
+}
+
+void buildCompilePipeline(mlir::OpPassManager &pm) {
+  buildImportCleanupStage(pm);
+  buildKernelStage(pm);
+}
 
 void registerPipelines() {
   mlir::PassPipelineRegistration<>("llmc-compile-pipeline",

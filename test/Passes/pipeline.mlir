@@ -1,9 +1,9 @@
-// --llmc-compile-pipeline (canonicalize, cse, llmc-verify-step for now) keeps a
+// The import cleanup stage (canonicalize, cse, llmc-verify-step) keeps a
 // valid @step valid, merges duplicate weight references, folds one-part
 // splits, drops dead pure ops, and keeps collectives and attention (which
 // communicate or write the cache) even when duplicated or unused.
 //
-// RUN: llmc-opt %s --split-input-file --llmc-compile-pipeline --verify-diagnostics | FileCheck %s
+// RUN: llmc-opt %s --split-input-file --canonicalize --cse --llmc-verify-step --verify-diagnostics | FileCheck %s
 
 // CHECK-LABEL: func.func @step(
 // CHECK-SAME: %[[TOKENS:[^:]+]]: tensor<?xi32>

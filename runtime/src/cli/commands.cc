@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "run_command.h"
 #include "tokenize_command.h"
 
 namespace llmc::cli {
@@ -20,21 +21,12 @@ struct PlannedCommand {
 };
 
 constexpr PlannedCommand kPlanned[] = {
-    {"run", "ARTIFACT -p PROMPT [-n TOKENS] [--chat] [sampling flags]",
-     "Generate text from a compiled artifact, streaming tokens as they come.",
-     "the host end-to-end milestone (compile, artifact, paged KV cache, sampler)"},
     {"serve", "ARTIFACT [--port N]",
      "Serve an artifact over an OpenAI-compatible HTTP API with continuous batching.",
      "the serving milestone (scheduler, engine, HTTP server)"},
     {"bench", "ARTIFACT [--batch N] [--prompt-tokens N] [--gen-tokens N]",
      "Measure prefill and decode tokens/s of an artifact.",
      "the host end-to-end milestone"},
-    {"perplexity", "ARTIFACT --file TEXT [--ctx N]",
-     "Compute perplexity over a text file the way llama.cpp's perplexity tool does.",
-     "the host end-to-end milestone"},
-    {"inspect", "ARTIFACT [--json]",
-     "Show an artifact's model config, targets, kernels, buffers and weights.",
-     "the host end-to-end milestone (artifact format)"},
 };
 
 const PlannedCommand* FindPlanned(std::string_view name) {
@@ -72,12 +64,13 @@ std::vector<Command> MakeRuntimeCommands() {
     const PlannedCommand* p = FindPlanned(name);
     out.push_back({p->name, p->what, &RunPlanned});
   };
-  planned("run");
+  out.push_back({"run", kRunSummary, &RunRunCommand});
   planned("serve");
   planned("bench");
-  planned("perplexity");
+  out.push_back({"perplexity", kPerplexitySummary, &RunPerplexityCommand});
   out.push_back({"tokenize", kTokenizeSummary, &RunTokenizeCommand});
-  planned("inspect");
+  out.push_back({"inspect", kInspectSummary, &RunInspectCommand});
+  out.push_back({"logits", kLogitsSummary, &RunLogitsCommand});
   return out;
 }
 

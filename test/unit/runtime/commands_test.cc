@@ -20,7 +20,7 @@ TEST(Commands, RuntimeProvidesEveryPlannedSubcommand) {
   std::vector<std::string> names;
   for (const Command& c : RuntimeCommands()) names.emplace_back(c.name);
   EXPECT_EQ(names, (std::vector<std::string>{"run", "serve", "bench", "perplexity", "tokenize",
-                                             "inspect"}));
+                                             "inspect", "logits"}));
 }
 
 TEST(Commands, UnimplementedCommandSaysSoAndFails) {

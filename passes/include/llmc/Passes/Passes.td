@@ -69,4 +69,52 @@ def PrintModelStats : Pass<"llmc-print-model-stats", "::mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+def OutlineKernels : Pass<"llmc-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "wrap every compute op of @step that no fusion group holds in its own llm.fusion";
+  let description = [{
+    Codegen emits one kernel per `llm.fusion` group. The fuse pass forms the
+    multi-op groups; this pass gives every op left outside a group a group of
+    its own, so that after it `@step` is a sequence of kernels. Weights used
+    by an op are re-created inside its group (the region is isolated from
+    above); the group is named after the op's location, e.g.
+    `layers.0.attn.linear_3`.
+
+    ```mlir
+    %y = llm.silu %x : tensor<?x160xf32>
+    // becomes
+    %y = llm.fusion "layers.0.mlp.silu_7" (%x) : (tensor<?x160xf32>) -> tensor<?x160xf32> {
+    ^bb0(%a: tensor<?x160xf32>):
+      %0 = llm.silu %a : tensor<?x160xf32>
+      llm.yield %0 : tensor<?x160xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::llmc::llm::LLMDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+def PlanMemory : Pass<"llmc-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "assign activation buffers to kernel results, reusing them when lifetimes allow";
+  let description = [{
+    Runs after outlining. Every tensor produced by an `llm.fusion` group gets
+    a buffer; a buffer is reused by a later value once every reader of its
+    previous value has run. A buffer holds either one row per token of the
+    step (`tokens`) or one row per requested logits row (`logits`), so its
+    size is a function of the step; `row_bytes` is the widest row it holds.
+
+    The plan is recorded as attributes: each group gets
+    `llm.result_buffers = [i, ...]`, the module gets
+    `llm.buffers = [{rows = "tokens", row_bytes = 2304, dtype = f32}, ...]`,
+    and `@step` gets `llm.logits_buffer = i`.
+  }];
+  let dependentDialects = ["::llmc::llm::LLMDialect"];
+}
+
 #endif // LLMC_PASSES_TD

@@ -16,7 +16,11 @@ namespace llmc {
 // outlining append their stages after it as they land.
 void buildImportCleanupStage(mlir::OpPassManager &pm);
 
-// The whole compile pipeline used by `llmc compile`.
+// Stage 2: turn @step into a sequence of kernels (one llm.fusion group each)
+// and plan their activation buffers. The fuse pass will run first here.
+void buildKernelStage(mlir::OpPassManager &pm);
+
+// The whole compile pipeline used by `llmc compile`: every stage in order.
 void buildCompilePipeline(mlir::OpPassManager &pm);
 
 // Registers the pipelines with the pass registry (`--llmc-compile-pipeline`).

@@ -1,0 +1,243 @@
+//===- HostEmitter.cpp - C++ for the host kernels of a model --------------===//
+#include "HostEmitter.h"
+
+#include "llmc/Dialect/LLM/IR/LLMOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace llmc::llm;
+
+namespace llmc {
+namespace {
+
+// Index of the first KV cache among @step's arguments (docs/architecture.md).
+constexpr unsigned kFirstCacheArgument = 7;
+
+std::string formatTag(WeightType w) {
+  return "llmc::host::fmt::" + stringifyWeightFormat(w.getFormat()).str();
+}
+
+std::string number(double v) { return llvm::formatv("{0:e16}", v).str(); }
+
+// What one group binds, gathered while its call is written.
+struct Bindings {
+  std::vector<int64_t> buffers;
+  std::vector<std::string> weights;
+  std::vector<int64_t> caches;
+};
+
+class GroupEmitter {
+public:
+  GroupEmitter(FusionOp group, const llvm::DenseMap<Value, int64_t> &bufferOf)
+      : group(group), bufferOf(bufferOf) {}
+
+  // Writes the kernel body (the statements inside the function) and fills
+  // the bindings; fails on an op the host templates do not cover.
+  LogicalResult emit(std::string &body, std::string &ops, Bindings &bindings);
+
+private:
+  // The expression for a value used inside the group: a bound buffer.
+  std::string input(Value inner, Bindings &b);
+  std::string output(unsigned resultIndex, Bindings &b);
+  std::string weight(Value inner, Bindings &b);
+
+  FusionOp group;
+  const llvm::DenseMap<Value, int64_t> &bufferOf;
+};
+
+std::string GroupEmitter::input(Value inner, Bindings &b) {
+  auto arg = cast<BlockArgument>(inner);
+  Value outer = group.getInputs()[arg.getArgNumber()];
+  b.buffers.push_back(bufferOf.lookup(outer));
+  return llvm::formatv("static_cast<const float *>(a->buffers[{0}])", b.buffers.size() - 1).str();
+}
+
+std::string GroupEmitter::output(unsigned resultIndex, Bindings &b) {
+  b.buffers.push_back(bufferOf.lookup(group.getResult(resultIndex)));
+  return llvm::formatv("static_cast<float *>(a->buffers[{0}])", b.buffers.size() - 1).str();
+}
+
+std::string GroupEmitter::weight(Value inner, Bindings &b) {
+  b.weights.push_back(inner.getDefiningOp<WeightOp>().getName().str());
+  return llvm::formatv("a->weights[{0}]", b.weights.size() - 1).str();
+}
+
+LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, Bindings &b) {
+  SmallVector<Operation *> compute;
+  for (Operation &op : group.getBody().front())
+    if (!isa<WeightOp, YieldOp>(op))
+      compute.push_back(&op);
+  if (compute.size() != 1)
+    return group.emitError() << "host codegen emits single-op groups for now; '" << group.getName()
+                             << "' holds " << compute.size() << " ops";
+  Operation *op = compute.front();
+  llvm::raw_string_ostream os(body);
+  auto width = [](Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); };
+
+  if (auto e = dyn_cast<EmbedOp>(op)) {
+    WeightType t = e.getTable().getType();
+    std::string w = weight(e.getTable(), b);
+    os << llvm::formatv("  llmc::host::embed<{0}, {1}, {2}>(a->step, {3}, {4});\n", formatTag(t),
+                        t.getShape()[0], t.getShape()[1], w, output(0, b));
+    ops = llvm::formatv("embed {0} {1}x{2}", stringifyWeightFormat(t.getFormat()), t.getShape()[0],
+                        t.getShape()[1]);
+  } else if (auto n = dyn_cast<RMSNormOp>(op)) {
+    std::string in = input(n.getInput(), b);
+    std::string w = weight(n.getWeight(), b);
+    os << llvm::formatv("  llmc::host::rms_norm<{0}, {1}>(a->step, {2}, {3}, {4}, {5});\n",
+                        width(n.getInput()), formatTag(n.getWeight().getType()), in, w,
+                        output(0, b), number(n.getEpsilon().convertToDouble()));
+    ops = llvm::formatv("rms_norm {0}", width(n.getInput()));
+  } else if (auto l = dyn_cast<LinearOp>(op)) {
+    WeightType t = l.getWeight().getType();
+    std::string in = input(l.getInput(), b);
+    std::string w = weight(l.getWeight(), b);
+    std::string bias = "nullptr";
+    if (l.getBias()) {
+      if (cast<WeightType>(l.getBias().getType()).getFormat() != WeightFormat::f32)
+        return l.emitError() << "host codegen takes f32 biases only";
+      bias = weight(l.getBias(), b);
+    }
+    os << llvm::formatv("  llmc::host::linear<{0}, {1}, {2}, {3}>(a->step, {4}, {5}, {6}, {7});\n",
+                        formatTag(t), t.getShape()[0], t.getShape()[1],
+                        l.getBias() ? "true" : "false", in, w, bias, output(0, b));
+    ops = llvm::formatv("linear {0} {1}x{2}{3}", stringifyWeightFormat(t.getFormat()),
+                        t.getShape()[0], t.getShape()[1], l.getBias() ? " +bias" : "");
+  } else if (auto h = dyn_cast<LMHeadOp>(op)) {
+    WeightType t = h.getWeight().getType();
+    std::string in = input(h.getInput(), b);
+    std::string w = weight(h.getWeight(), b);
+    os << llvm::formatv("  llmc::host::lm_head<{0}, {1}, {2}>(a->step, {3}, {4}, {5});\n",
+                        formatTag(t), t.getShape()[0], t.getShape()[1], in, w, output(0, b));
+    ops = llvm::formatv("lm_head {0} {1}x{2}", stringifyWeightFormat(t.getFormat()),
+                        t.getShape()[0], t.getShape()[1]);
+  } else if (auto r = dyn_cast<RopeOp>(op)) {
+    std::string in = input(r.getInput(), b);
+    std::string out = output(0, b);
+    std::string freqs = "nullptr";
+    if (r.getFreqFactors())
+      freqs = "static_cast<const float *>(" + weight(r.getFreqFactors(), b) + ")";
+    RopeScalingAttr s = r.getScalingAttr();
+    std::string kind = !s ? "none" : stringifyRopeScalingKind(s.getKind()).str();
+    os << llvm::formatv(
+        "  llmc::host::rope<{0}, {1}, llmc::host::rope_style::{2}>(a->step, {3}, {4}, {5}, "
+        "llmc::host::rope_scaling{{llmc::host::rope_scaling_kind::{6}, {7}, {8}, {9}, {10}}, "
+        "{11});\n",
+        r.getHeadsAttr().getInt(), r.getHeadDimAttr().getInt(), stringifyRopeStyle(r.getStyle()),
+        in, out, number(r.getTheta().convertToDouble()), kind,
+        number(s ? s.getFactor().getValueAsDouble() : 1.0),
+        number(s ? s.getLowFreqFactor().getValueAsDouble() : 1.0),
+        number(s ? s.getHighFreqFactor().getValueAsDouble() : 1.0),
+        s ? s.getOriginalMaxPosition() : 0, freqs);
+    ops = llvm::formatv("rope {0}x{1} {2}", r.getHeadsAttr().getInt(), r.getHeadDimAttr().getInt(),
+                        stringifyRopeStyle(r.getStyle()));
+  } else if (auto p = dyn_cast<PagedAttentionOp>(op)) {
+    std::string q = input(p.getQuery(), b), k = input(p.getKey(), b), v = input(p.getValue(), b);
+    std::string out = output(0, b);
+    auto cacheArg = dyn_cast<BlockArgument>(group.getInputs()[cast<BlockArgument>(p.getCache()).getArgNumber()]);
+    if (!cacheArg || cacheArg.getArgNumber() < kFirstCacheArgument)
+      return p.emitError() << "host codegen expects the KV cache to be an argument of @step";
+    b.caches.push_back(cacheArg.getArgNumber() - kFirstCacheArgument);
+    int64_t window = p.getWindowAttr() ? p.getWindowAttr().getInt() : 0;
+    os << llvm::formatv(
+        "  llmc::host::paged_attention<{0}, {1}, {2}>(a->step, {3}, {4}, {5}, "
+        "static_cast<float *>(a->caches[0]), static_cast<float *>(a->caches[1]), {6}, {7}f, {8});\n",
+        p.getHeadsAttr().getInt(), p.getKvHeadsAttr().getInt(), p.getHeadDimAttr().getInt(), q, k,
+        v, out, number(p.getScale().convertToDouble()), window);
+    ops = llvm::formatv("paged_attention {0}/{1}x{2}", p.getHeadsAttr().getInt(),
+                        p.getKvHeadsAttr().getInt(), p.getHeadDimAttr().getInt());
+  } else if (auto s = dyn_cast<SiLUOp>(op)) {
+    std::string in = input(s.getInput(), b);
+    os << llvm::formatv("  llmc::host::silu<{0}>(a->step, {1}, {2});\n", width(s.getInput()), in,
+                        output(0, b));
+    ops = llvm::formatv("silu {0}", width(s.getInput()));
+  } else if (auto g = dyn_cast<GELUOp>(op)) {
+    std::string in = input(g.getInput(), b);
+    bool tanh = g.getApprox() == GeluApprox::tanh;
+    os << llvm::formatv("  llmc::host::gelu<{0}, llmc::host::gelu_approx::{1}>(a->step, {2}, {3});\n",
+                        width(g.getInput()), tanh ? "tanh" : "erf", in, output(0, b));
+    ops = llvm::formatv("gelu {0}", width(g.getInput()));
+  } else if (isa<MulOp, AddOp>(op)) {
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    std::string x = input(lhs, b), y = input(rhs, b);
+    const char *fn = isa<MulOp>(op) ? "mul" : "add";
+    os << llvm::formatv("  llmc::host::{0}<{1}>(a->step, {2}, {3}, {4});\n", fn, width(lhs), x, y,
+                        output(0, b));
+    ops = llvm::formatv("{0} {1}", fn, width(lhs));
+  } else {
+    return op->emitError() << "host codegen does not support " << op->getName() << " yet";
+  }
+  return success();
+}
+
+const char *kPrologue = R"(// Generated by llmc: host kernels of one model. Each kernel is one fusion
+// group of the compiled @step; the step plan in manifest.json says which
+// buffers, weights and caches each launch binds (in the order used below).
+#include "llmc_host_kernels.h"
+
+extern "C" {
+)";
+
+} // namespace
+
+FailureOr<HostKernelPlan> emitHostKernels(ModuleOp module) {
+  auto step = module.lookupSymbol<func::FuncOp>("step");
+  auto table = module->getAttrOfType<ArrayAttr>("llm.buffers");
+  auto logits = step ? step->getAttrOfType<IntegerAttr>("llm.logits_buffer") : IntegerAttr();
+  if (!step || !table || !logits)
+    return module.emitError() << "host codegen needs a planned @step (run the kernel stage)";
+
+  HostKernelPlan plan;
+  plan.logitsBuffer = logits.getInt();
+  for (auto [i, entry] : llvm::enumerate(table.getAsRange<DictionaryAttr>())) {
+    ManifestBuffer buf;
+    buf.name = "b" + std::to_string(i);
+    buf.rows = entry.getAs<StringAttr>("rows").str();
+    buf.row_bytes = entry.getAs<IntegerAttr>("row_bytes").getInt();
+    Type elem = entry.getAs<TypeAttr>("dtype").getValue();
+    std::string dtype;
+    llvm::raw_string_ostream(dtype) << elem;
+    buf.dtype = dtype;
+    buf.row_elems = buf.row_bytes / ((elem.getIntOrFloatBitWidth() + 7) / 8);
+    plan.buffers.push_back(buf);
+  }
+
+  llvm::DenseMap<Value, int64_t> bufferOf;
+  llvm::StringMap<int64_t> kernelOfBody;
+  std::string source = kPrologue;
+  for (FusionOp group : step.getBody().getOps<FusionOp>()) {
+    auto assigned = group->getAttrOfType<DenseI64ArrayAttr>("llm.result_buffers");
+    if (!assigned || assigned.size() != int64_t(group.getNumResults()))
+      return group.emitError() << "group has no buffer plan (run llmc-plan-memory)";
+    for (auto [result, buffer] : llvm::zip(group.getResults(), assigned.asArrayRef()))
+      bufferOf[result] = buffer;
+
+    std::string body, ops;
+    Bindings bindings;
+    if (failed(GroupEmitter(group, bufferOf).emit(body, ops, bindings)))
+      return failure();
+    auto [it, inserted] = kernelOfBody.try_emplace(body, int64_t(plan.kernels.size()));
+    if (inserted) {
+      ManifestKernel k;
+      k.name = ops;
+      k.target = "host";
+      k.symbol = "llmc_host_k" + std::to_string(plan.kernels.size());
+      k.ops = ops;
+      k.launch = "parallel over rows (T tokens) or output features";
+      source += "// " + ops + " (first used by " + group.getName().str() + ")\n";
+      source += "void " + k.symbol + "(const llmc_host_args *a) {\n" + body + "}\n\n";
+      plan.kernels.push_back(std::move(k));
+    }
+    plan.launches.push_back({group.getName().str(), it->second, bindings.buffers,
+                             bindings.weights, bindings.caches});
+  }
+  source += "}  // extern \"C\"\n";
+  plan.source = std::move(source);
+  return plan;
+}
+
+} // namespace llmc

@@ -1,0 +1,131 @@
+// The artifact contract: what `llmc compile` writes into model.llmc/ and the
+// runtime reads back. It lives on the runtime side (the compiler includes it,
+// never the reverse), and both sides serialize through the functions here, so
+// the JSON has exactly one definition.
+//
+// model.llmc/
+//   manifest.json            this struct, as JSON
+//   weights/rank0.bin        every weight in its packed format, 64-byte aligned
+//   kernels/host/kernels.so  the host kernels (symbols listed in `kernels`)
+//   kernels/host/src/...     the generated C++ they were built from
+//   tokenizer/...            tokenizer.json (+ tokenizer_config.json) or tokenizer.gguf
+#ifndef LLMC_RUNTIME_ARTIFACT_MANIFEST_H_
+#define LLMC_RUNTIME_ARTIFACT_MANIFEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "llmc/runtime/model_config.h"
+
+namespace llmc {
+
+// Bumped on every incompatible change of the layout below.
+inline constexpr int kArtifactFormatVersion = 1;
+inline constexpr const char* kManifestFile = "manifest.json";
+inline constexpr uint64_t kWeightAlignment = 64;
+
+struct ManifestTensor {
+  std::string name;
+  std::string format;          // weight_format.h name: f32, q4_1, i4, ...
+  std::vector<int64_t> shape;  // logical, outermost first
+  int64_t group = 0;           // i8/i4 quantization group
+  uint64_t offset = 0;         // into the weight file, kWeightAlignment-aligned
+  uint64_t bytes = 0;
+};
+
+struct ManifestWeights {
+  std::string file;            // relative to the artifact root
+  uint64_t size = 0;           // bytes of the whole file
+  std::string checksum;        // ChecksumHex() of the whole file
+  std::vector<ManifestTensor> tensors;
+};
+
+// An activation buffer. Its size depends on the step: `rows` is "tokens"
+// (T rows) or "logits" (one row per logits_rows entry).
+struct ManifestBuffer {
+  std::string name;
+  std::string rows;            // "tokens" | "logits"
+  int64_t row_bytes = 0;
+  std::string dtype;           // element type, for inspection: f32, f16, bf16
+  int64_t row_elems = 0;
+};
+
+struct ManifestKernel {
+  std::string name;            // the fusion group's name
+  std::string target;          // "host" (later "sm_90", ...)
+  std::string symbol;          // entry point in the target's library
+  std::string ops;             // what it computes, e.g. "linear q4_1 576x576"
+  std::string launch;          // its launch shape as a function of T and S
+};
+
+// One kernel launch of the step plan, with what it binds, in ABI order.
+struct ManifestStep {
+  int64_t kernel = 0;                // index into `kernels`
+  std::vector<int64_t> buffers;      // indices into `buffers`
+  std::vector<int64_t> weights;      // indices into `weights.tensors`
+  std::vector<int64_t> caches;       // layer indices (K and V are passed together)
+};
+
+struct Manifest {
+  int format_version = kArtifactFormatVersion;
+  int host_abi_version = 0;
+  std::string compiler;              // "llmc <version>"
+  std::string source;                // the model it was compiled from
+  ModelConfig model;
+  std::vector<std::string> targets;  // "host", "sm_90", ...
+  std::string activation_dtype;      // f32 | f16 | bf16
+  std::string kv_dtype;
+  ManifestWeights weights;
+  std::vector<ManifestBuffer> buffers;
+  std::vector<ManifestKernel> kernels;
+  std::vector<ManifestStep> steps;
+  int64_t logits_buffer = -1;        // the buffer holding the step's logits
+  std::string host_library;          // e.g. "kernels/host/kernels.so"
+  std::string tokenizer;             // e.g. "tokenizer/tokenizer.json"
+  int64_t bos_id = -1, eos_id = -1;
+};
+
+std::string ManifestToJson(const Manifest& manifest);
+// Parses and checks a manifest: version, index ranges, offsets within the
+// weight file, alignment. `path` names the file in errors.
+absl::StatusOr<Manifest> ManifestFromJson(const std::string& json, const std::string& path);
+
+// 64-bit checksum of a byte range (fast, not cryptographic), as 16 hex digits.
+std::string ChecksumHex(const uint8_t* data, uint64_t size);
+
+// The checksum behind ChecksumHex, fed piece by piece (the weight writer
+// hashes as it writes): Update(a); Update(b) gives the value of a + b.
+//
+// The algorithm ("llmc-hash64", fixed by format_version; little-endian loads,
+// so every machine agrees): four 64-bit lanes each take every fourth 8-byte
+// word of 32-byte blocks with XXH64's round, acc = rotl(acc + w * P2, 31) * P1;
+// then the lanes, the length, the tail's whole words and its last 1-7 bytes
+// (zero-padded) are folded in and the result avalanched. Every step is a
+// bijection of the word it takes, so two inputs of one length that differ in a
+// single aligned 8-byte word (any one-bit flip) never collide. Not XXH64's
+// values: only its structure. About 4 bytes per cycle per core.
+class Checksum64 {
+ public:
+  Checksum64();
+  void Update(const uint8_t* data, uint64_t size);
+  uint64_t Value() const;   // of everything so far; Update may continue after
+  std::string Hex() const;  // Value() as 16 lowercase hex digits
+  uint64_t size() const { return total_; }
+
+ private:
+  uint64_t lanes_[4];
+  uint8_t pending_[32];
+  uint64_t num_pending_ = 0;
+  uint64_t total_ = 0;
+};
+
+// Checks one manifest already in memory (what ManifestFromJson checks after
+// parsing). `path` names the file in errors.
+absl::Status ValidateManifest(const Manifest& manifest, const std::string& path);
+
+}  // namespace llmc
+
+#endif  // LLMC_RUNTIME_ARTIFACT_MANIFEST_H_

@@ -1,0 +1,70 @@
+// Executes an artifact's step plan on the host: the kernels of the host
+// shared object, in the manifest's order, over activation buffers sized for
+// the largest batch and a KV cache held in host memory.
+#ifndef LLMC_RUNTIME_EXEC_HOST_RUNNER_H_
+#define LLMC_RUNTIME_EXEC_HOST_RUNNER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "llmc/runtime/artifact/artifact.h"
+#include "llmc/runtime/artifact/host_abi.h"
+#include "llmc/runtime/exec/step_batch.h"
+#include "llmc/runtime/host/thread_pool.h"
+
+namespace llmc {
+
+struct RunnerOptions {
+  int threads = 0;                 // 0: one per core
+  int64_t max_batch_tokens = 512;  // T of the largest step
+  int64_t max_logits = 0;          // rows of logits per step; 0: max_batch_tokens
+  int64_t block_size = 16;         // tokens per KV block
+  int64_t num_blocks = 0;          // 0: enough for max_position tokens of one sequence
+};
+
+class HostRunner {
+ public:
+  static absl::StatusOr<std::unique_ptr<HostRunner>> Create(const Artifact& artifact,
+                                                            const RunnerOptions& options);
+  ~HostRunner();
+
+  // Runs @step once. Returns the logits, [batch.logits_rows.size(), vocab],
+  // valid until the next call.
+  absl::StatusOr<const float*> Step(const StepBatch& batch);
+
+  int64_t block_size() const { return options_.block_size; }
+  int64_t num_blocks() const { return options_.num_blocks; }
+  int64_t vocab_size() const { return vocab_; }
+  int64_t max_batch_tokens() const { return options_.max_batch_tokens; }
+  int64_t max_logits() const { return options_.max_logits; }
+  int threads() const { return pool_->size(); }
+  // Bytes of the KV cache (all layers, K and V).
+  int64_t kv_cache_bytes() const;
+
+ private:
+  HostRunner() = default;
+  absl::Status Validate(const StepBatch& batch) const;
+
+  const Artifact* artifact_ = nullptr;
+  RunnerOptions options_;
+  int64_t vocab_ = 0;
+  void* library_ = nullptr;  // dlopen handle
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<llmc_host_kernel_fn> kernels_;       // per manifest kernel
+  std::vector<std::vector<float>> buffers_;        // per manifest buffer (f32 activations)
+  std::vector<std::vector<float>> caches_;         // 2 per layer: K, V
+  // Per step entry, the pointer arrays its launch passes (rebuilt once).
+  struct Launch {
+    llmc_host_kernel_fn fn;
+    std::vector<void*> buffers;
+    std::vector<const void*> weights;
+    std::vector<void*> caches;
+  };
+  std::vector<Launch> launches_;
+};
+
+}  // namespace llmc
+
+#endif  // LLMC_RUNTIME_EXEC_HOST_RUNNER_H_

@@ -1,0 +1,28 @@
+// The inputs of one execution of @step: a flattened ragged batch, exactly the
+// argument list of docs/architecture.md. The engine fills it from the
+// scheduler's decision and the KV-cache manager's block tables.
+#ifndef LLMC_RUNTIME_EXEC_STEP_BATCH_H_
+#define LLMC_RUNTIME_EXEC_STEP_BATCH_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace llmc {
+
+struct StepBatch {
+  std::vector<int32_t> tokens;        // [T]
+  std::vector<int32_t> positions;     // [T]
+  std::vector<int32_t> query_starts;  // [S + 1]
+  std::vector<int32_t> context_lens;  // [S]
+  std::vector<int32_t> block_tables;  // [S * max_blocks], row-major
+  int64_t max_blocks = 0;
+  std::vector<int32_t> slot_mapping;  // [T]
+  std::vector<int32_t> logits_rows;   // rows of `tokens` whose logits are wanted
+
+  int64_t num_tokens() const { return int64_t(tokens.size()); }
+  int64_t num_seqs() const { return int64_t(context_lens.size()); }
+};
+
+}  // namespace llmc
+
+#endif  // LLMC_RUNTIME_EXEC_STEP_BATCH_H_

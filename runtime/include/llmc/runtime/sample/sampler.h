@@ -1,0 +1,166 @@
+// Token sampling for one sequence: greedy, temperature, top-k, top-p, min-p,
+// repetition penalty, seeded and reproducible, with logprobs.
+//
+// Order (llama.cpp's default sampler chain, common/sampling.cpp):
+//
+//   repetition penalty → top-k → top-p → min-p → temperature → softmax → draw
+//
+// - The penalty comes first because it changes which tokens are likely; the
+//   truncations must see the penalized logits.
+// - top-k, top-p and min-p look at the temperature-1 distribution, and
+//   temperature only reshapes the survivors. So temperature changes how
+//   adventurous the draw is among plausible tokens without letting a high
+//   temperature pull in the long tail (the reason llama.cpp puts it last;
+//   vLLM applies temperature first, so a high temperature widens its top-p
+//   set).
+// - top-p renormalizes over the top-k survivors before accumulating mass
+//   (as llama.cpp does). min-p compares against the most likely token, which
+//   every step keeps, so it does not care about normalization; top-p then
+//   min-p keeps exactly the intersection of the two sets.
+// - Greedy (temperature 0) is the argmax of the penalized logits, ties to the
+//   lowest id; the truncations cannot change it, so they are skipped.
+//
+// Randomness: every non-greedy Sample() consumes exactly one 64-bit output
+// of the sequence's std::mt19937_64 (whose output the C++ standard fixes),
+// turned into a double in [0, 1) by our own arithmetic, never by
+// <random>'s implementation-defined distributions. The draw walks the
+// survivors in an order that depends only on logits and ids (with top-k:
+// descending logit, then id; without: id order, or for top-p, groups of
+// descending logit ranges), and every selection uses a strict total order,
+// so the same seed gives the same tokens everywhere, up to last-bit
+// differences of expf between C libraries.
+//
+// Cost, vocabulary V: one pass over the logits for top-k with k <= 1024 (a
+// k-entry heap; the logits are not copied), plus O(k log k); a larger k
+// gathers all candidates and finds the k-th by nth_element. Without top-k,
+// top-p needs no sort: a pass of expf over V sorting candidates into buckets
+// of logit, then rounds over the bucket where the mass crosses top_p. The
+// final softmax is over the survivors only. Logprobs add one pass of expf
+// over V. Scratch buffers live in a SamplerScratch and are reused: once they
+// have grown to what the rows need, Sample() allocates nothing
+// (top_logprobs reuses the capacity of the caller's SampleResult).
+//
+// NaN logits count as -inf (masked), +inf as the largest float.
+#ifndef LLMC_RUNTIME_SAMPLE_SAMPLER_H_
+#define LLMC_RUNTIME_SAMPLE_SAMPLER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "llmc/runtime/sample/sampling_params.h"
+
+namespace llmc {
+
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0;
+};
+
+struct SampleResult {
+  int32_t token = -1;
+  // Logprobs are the log-softmax of the raw logits, before the penalty,
+  // temperature and truncation: the model's own distribution over the whole
+  // vocabulary (vLLM V1's default, logprobs_mode "raw_logprobs").
+  // They are defined for greedy requests too, and exp() of all V of them
+  // sums to 1. Only filled when params.logprobs > 0: `logprob` (NaN
+  // otherwise) is the chosen token's, `top_logprobs` the params.logprobs most
+  // likely tokens, best first (ties: lowest id). An API that wants the chosen
+  // token's logprob alone asks for 1 and ignores top_logprobs.
+  float logprob = 0;
+  std::vector<TokenLogprob> top_logprobs;
+};
+
+// A token and the probability the final draw gives it.
+struct TokenProb {
+  int32_t token = -1;
+  float prob = 0;
+};
+
+namespace sample_internal {
+
+struct Candidate {
+  float logit;
+  int32_t id;
+};
+
+// [0, 1) from the top 53 bits: exact in a double, the same on every machine.
+inline double UnitInterval(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+}  // namespace sample_internal
+
+// Buffers that Sample() reuses from call to call, sized by the vocabulary at
+// worst. Samplers of one thread may share one (an engine sampling 256
+// sequences needs one, not 256); never use one from two threads at once.
+class SamplerScratch {
+ public:
+  SamplerScratch() = default;
+  SamplerScratch(const SamplerScratch&) = delete;
+  SamplerScratch& operator=(const SamplerScratch&) = delete;
+
+ private:
+  friend class Sampler;
+  std::vector<sample_internal::Candidate> candidates;  // survivors
+  std::vector<sample_internal::Candidate> penalized;   // window tokens, by id
+  std::vector<sample_internal::Candidate> top;         // top-N logprobs heap
+  std::vector<sample_internal::Candidate> crossing;    // top-p bucket rounds
+  std::vector<uint32_t> bucket_counts;
+  std::vector<double> bucket_masses;
+  std::vector<float> values;    // large top-k threshold
+  std::vector<double> weights;  // final draw weights
+};
+
+class Sampler {
+ public:
+  // Validates `params` first.
+  static absl::StatusOr<Sampler> Create(const SamplingParams& params,
+                                        SamplerScratch* scratch = nullptr);
+  // `params` must pass Validate(). `scratch` (not owned) must outlive the
+  // sampler; nullptr: the sampler owns its own.
+  explicit Sampler(const SamplingParams& params, SamplerScratch* scratch = nullptr);
+  Sampler(Sampler&&) noexcept = default;
+  Sampler& operator=(Sampler&&) noexcept = default;
+  ~Sampler();
+
+  // Picks the next token from one row of logits (one entry per vocabulary
+  // id). `previous_tokens`: the sequence so far (prompt and output), of which
+  // the repetition penalty reads the last repeat_last_n; ids outside the
+  // vocabulary are ignored. Returns the token (also in out->token when `out`
+  // is given), or -1 when `logits` is empty. When every logit is masked
+  // (-inf), returns 0.
+  int32_t Sample(std::span<const float> logits, std::span<const int32_t> previous_tokens,
+                 SampleResult* out = nullptr);
+
+  // The distribution Sample() would draw from now, without drawing: the
+  // surviving tokens and their probabilities (summing to 1), in the order the
+  // draw visits them. For tests and debugging; does not touch the RNG.
+  void Distribution(std::span<const float> logits, std::span<const int32_t> previous_tokens,
+                    std::vector<TokenProb>* out);
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  void BuildPenalties(std::span<const float> logits, std::span<const int32_t> previous);
+  int32_t Greedy(std::span<const float> logits) const;
+  // Leaves the survivors in scratch_->candidates and their unnormalized
+  // final weights in scratch_->weights; returns the weights' sum.
+  double Prepare(std::span<const float> logits);
+  void SelectTopK(std::span<const float> logits, bool* sorted);
+  // top-p over scratch_->candidates; return how many of them survive.
+  size_t TopPSorted(float max_logit) const;
+  size_t TopPUnsorted(float max_logit);
+  void ComputeLogprobs(std::span<const float> logits, int32_t token, SampleResult* out);
+
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<SamplerScratch> owned_scratch_;
+  SamplerScratch* scratch_;
+};
+
+}  // namespace llmc
+
+#endif  // LLMC_RUNTIME_SAMPLE_SAMPLER_H_

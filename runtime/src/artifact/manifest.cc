@@ -1,0 +1,679 @@
+// manifest.json: serialization (ManifestToJson / ManifestFromJson) and the
+// checks a manifest must pass before the runtime trusts any index or offset
+// in it (ValidateManifest).
+#include "llmc/runtime/artifact/manifest.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
+
+#include "../format/json_parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "llmc/runtime/weight_format.h"
+#include "manifest_internal.h"
+
+namespace llmc {
+namespace {
+
+using format_internal::DescribeJson;
+using format_internal::ParseJson;
+using nlohmann::json;
+// Output keeps the order fields are set in: format_version first.
+using ojson = nlohmann::ordered_json;
+
+// Nesting beyond this is never a manifest; capping it keeps every later walk
+// over the tree (nlohmann's dump is recursive) shallow.
+constexpr int kMaxJsonDepth = 32;
+
+// The deepest [ / { nesting of `text`, outside strings; stops counting at
+// `cap + 1`.
+int JsonDepth(std::string_view text, int cap) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > cap) return deepest;
+    } else if (c == ']' || c == '}') {
+      if (depth > 0) --depth;
+    }
+  }
+  return deepest;
+}
+
+std::string Field(const std::string& prefix, std::string_view key) {
+  return prefix.empty() ? std::string(key)
+                        : absl::StrCat(prefix, ".", absl::string_view(key.data(), key.size()));
+}
+
+// "model config: field 'x' ..." from model_config.cc, as "<path>: model: field 'x' ...".
+absl::Status ModelError(const std::string& path, const absl::Status& status) {
+  absl::string_view message = status.message();
+  absl::string_view prefix = "model config: ";
+  if (message.substr(0, prefix.size()) == prefix) message.remove_prefix(prefix.size());
+  return absl::InvalidArgumentError(absl::StrCat(path, ": model: ", message));
+}
+
+std::string Indexed(const std::string& prefix, size_t i) {
+  return absl::StrCat(prefix, "[", i, "]");
+}
+
+// Reads the fields of one JSON object; every error names the manifest file
+// and the dotted path of the field.
+class Reader {
+ public:
+  explicit Reader(const std::string& path) : path_(path) {}
+
+  absl::Status Error(const std::string& field, const std::string& why) const {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": ", field, " ", why));
+  }
+
+  // The member `key` of `obj`, which must be present.
+  absl::StatusOr<const json*> Member(const json& obj, const std::string& prefix,
+                                     std::string_view key) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) return Error(Field(prefix, key), "is missing");
+    return &*it;
+  }
+
+  absl::Status Read(const json& obj, const std::string& prefix, std::string_view key,
+                    std::string* out) const {
+    auto v = Member(obj, prefix, key);
+    if (!v.ok()) return v.status();
+    return ReadValue(**v, Field(prefix, key), out);
+  }
+  template <typename T>
+  absl::Status Read(const json& obj, const std::string& prefix, std::string_view key,
+                    T* out) const {
+    auto v = Member(obj, prefix, key);
+    if (!v.ok()) return v.status();
+    return ReadValue(**v, Field(prefix, key), out);
+  }
+
+  absl::Status ReadValue(const json& v, const std::string& field, std::string* out) const {
+    if (!v.is_string()) return Error(field, "must be a string, got " + DescribeJson(v));
+    *out = v.get_ref<const std::string&>();
+    return absl::OkStatus();
+  }
+  absl::Status ReadValue(const json& v, const std::string& field, int64_t* out) const {
+    if (v.is_number_unsigned()) {
+      uint64_t u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        return Error(field, "is too large, got " + DescribeJson(v));
+      *out = static_cast<int64_t>(u);
+      return absl::OkStatus();
+    }
+    if (!v.is_number_integer()) return Error(field, "must be an integer, got " + DescribeJson(v));
+    *out = v.get<int64_t>();
+    return absl::OkStatus();
+  }
+  absl::Status ReadValue(const json& v, const std::string& field, int* out) const {
+    int64_t wide = 0;
+    if (auto st = ReadValue(v, field, &wide); !st.ok()) return st;
+    if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max())
+      return Error(field, "is out of range, got " + DescribeJson(v));
+    *out = static_cast<int>(wide);
+    return absl::OkStatus();
+  }
+  absl::Status ReadValue(const json& v, const std::string& field, uint64_t* out) const {
+    if (!v.is_number_unsigned())
+      return Error(field, "must be a non-negative integer, got " + DescribeJson(v));
+    *out = v.get<uint64_t>();
+    return absl::OkStatus();
+  }
+  template <typename T>
+  absl::Status ReadValue(const json& v, const std::string& field, std::vector<T>* out) const {
+    if (!v.is_array()) return Error(field, "must be an array, got " + DescribeJson(v));
+    out->clear();
+    out->reserve(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      T item{};
+      if (auto st = ReadValue(v[i], Indexed(field, i), &item); !st.ok()) return st;
+      out->push_back(std::move(item));
+    }
+    return absl::OkStatus();
+  }
+
+  // The member `key`, which must be an array of objects; calls
+  // parse(element, "<field>[i]", &out[i]) for each.
+  template <typename T, typename Parse>
+  absl::Status ReadObjects(const json& obj, const std::string& prefix, std::string_view key,
+                           std::vector<T>* out, Parse parse) const {
+    auto v = Member(obj, prefix, key);
+    if (!v.ok()) return v.status();
+    std::string field = Field(prefix, key);
+    if (!(*v)->is_array()) return Error(field, "must be an array, got " + DescribeJson(**v));
+    out->clear();
+    out->reserve((*v)->size());
+    for (size_t i = 0; i < (*v)->size(); ++i) {
+      const json& item = (**v)[i];
+      std::string item_field = Indexed(field, i);
+      if (!item.is_object())
+        return Error(item_field, "must be an object, got " + DescribeJson(item));
+      T parsed{};
+      if (auto st = parse(item, item_field, &parsed); !st.ok()) return st;
+      out->push_back(std::move(parsed));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::string& path_;
+};
+
+#define LLMC_READ(reader, obj, prefix, key, out) \
+  if (auto st = (reader).Read((obj), (prefix), (key), (out)); !st.ok()) return st
+
+absl::StatusOr<Manifest> ParseManifest(const json& j, const std::string& path) {
+  Reader r(path);
+  if (!j.is_object())
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": expected a JSON object, got ", DescribeJson(j)));
+  Manifest m;
+  // The version first: a manifest of another version may differ in any field.
+  if (j.find("format_version") == j.end())
+    return r.Error("format_version", "is missing: this is not an llmc manifest");
+  LLMC_READ(r, j, "", "format_version", &m.format_version);
+  if (m.format_version != kArtifactFormatVersion)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: format_version %d is not supported by this runtime (it reads version %d); "
+        "recompile the model with this llmc",
+        path, m.format_version, kArtifactFormatVersion));
+
+  LLMC_READ(r, j, "", "host_abi_version", &m.host_abi_version);
+  LLMC_READ(r, j, "", "compiler", &m.compiler);
+  LLMC_READ(r, j, "", "source", &m.source);
+  {
+    auto model = r.Member(j, "", "model");
+    if (!model.ok()) return model.status();
+    if (!(*model)->is_object())
+      return r.Error("model", "must be an object, got " + DescribeJson(**model));
+    auto config = ModelConfigFromJson((*model)->dump());
+    if (!config.ok()) return ModelError(path, config.status());
+    m.model = *std::move(config);
+  }
+  LLMC_READ(r, j, "", "targets", &m.targets);
+  LLMC_READ(r, j, "", "activation_dtype", &m.activation_dtype);
+  LLMC_READ(r, j, "", "kv_dtype", &m.kv_dtype);
+
+  {
+    auto weights = r.Member(j, "", "weights");
+    if (!weights.ok()) return weights.status();
+    const json& w = **weights;
+    if (!w.is_object()) return r.Error("weights", "must be an object, got " + DescribeJson(w));
+    LLMC_READ(r, w, "weights", "file", &m.weights.file);
+    LLMC_READ(r, w, "weights", "size", &m.weights.size);
+    LLMC_READ(r, w, "weights", "checksum", &m.weights.checksum);
+    auto st = r.ReadObjects(w, "weights", "tensors", &m.weights.tensors,
+                            [&](const json& t, const std::string& f, ManifestTensor* out) {
+                              LLMC_READ(r, t, f, "name", &out->name);
+                              LLMC_READ(r, t, f, "format", &out->format);
+                              LLMC_READ(r, t, f, "shape", &out->shape);
+                              LLMC_READ(r, t, f, "group", &out->group);
+                              LLMC_READ(r, t, f, "offset", &out->offset);
+                              LLMC_READ(r, t, f, "bytes", &out->bytes);
+                              return absl::OkStatus();
+                            });
+    if (!st.ok()) return st;
+  }
+  {
+    auto st = r.ReadObjects(j, "", "buffers", &m.buffers,
+                            [&](const json& b, const std::string& f, ManifestBuffer* out) {
+                              LLMC_READ(r, b, f, "name", &out->name);
+                              LLMC_READ(r, b, f, "rows", &out->rows);
+                              LLMC_READ(r, b, f, "row_bytes", &out->row_bytes);
+                              LLMC_READ(r, b, f, "dtype", &out->dtype);
+                              LLMC_READ(r, b, f, "row_elems", &out->row_elems);
+                              return absl::OkStatus();
+                            });
+    if (!st.ok()) return st;
+  }
+  {
+    auto st = r.ReadObjects(j, "", "kernels", &m.kernels,
+                            [&](const json& k, const std::string& f, ManifestKernel* out) {
+                              LLMC_READ(r, k, f, "name", &out->name);
+                              LLMC_READ(r, k, f, "target", &out->target);
+                              LLMC_READ(r, k, f, "symbol", &out->symbol);
+                              LLMC_READ(r, k, f, "ops", &out->ops);
+                              LLMC_READ(r, k, f, "launch", &out->launch);
+                              return absl::OkStatus();
+                            });
+    if (!st.ok()) return st;
+  }
+  {
+    auto st = r.ReadObjects(j, "", "steps", &m.steps,
+                            [&](const json& s, const std::string& f, ManifestStep* out) {
+                              LLMC_READ(r, s, f, "kernel", &out->kernel);
+                              LLMC_READ(r, s, f, "buffers", &out->buffers);
+                              LLMC_READ(r, s, f, "weights", &out->weights);
+                              LLMC_READ(r, s, f, "caches", &out->caches);
+                              return absl::OkStatus();
+                            });
+    if (!st.ok()) return st;
+  }
+  LLMC_READ(r, j, "", "logits_buffer", &m.logits_buffer);
+  LLMC_READ(r, j, "", "host_library", &m.host_library);
+  LLMC_READ(r, j, "", "tokenizer", &m.tokenizer);
+  LLMC_READ(r, j, "", "bos_id", &m.bos_id);
+  LLMC_READ(r, j, "", "eos_id", &m.eos_id);
+  return m;
+}
+
+#undef LLMC_READ
+
+// ---- validation -----------------------------------------------------------
+
+bool IsTarget(const std::string& t) {
+  if (t == "host") return true;
+  // sm_<digits>[a-z]: sm_80, sm_90, sm_90a.
+  if (t.size() < 4 || t.compare(0, 3, "sm_") != 0) return false;
+  size_t i = 3;
+  while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+  if (i == 3) return false;
+  return i == t.size() || (i + 1 == t.size() && t[i] >= 'a' && t[i] <= 'z');
+}
+
+bool IsIdentifier(const std::string& s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  for (char c : s) {
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Bytes per element of a buffer's dtype (MLIR's spelling); 0 if unknown.
+int64_t DtypeBytes(const std::string& dtype) {
+  if (dtype == "f64" || dtype == "i64") return 8;
+  if (dtype == "f32" || dtype == "i32") return 4;
+  if (dtype == "f16" || dtype == "bf16" || dtype == "i16") return 2;
+  if (dtype == "i8") return 1;
+  return 0;
+}
+
+bool IsFloatDtype(const std::string& dtype) {
+  return dtype == "f32" || dtype == "f16" || dtype == "bf16";
+}
+
+// A path inside the artifact: relative, no "..", no empty components.
+std::string RelativePathProblem(const std::string& p) {
+  if (p.empty()) return "is empty";
+  if (p.find('\0') != std::string::npos) return "contains a NUL byte";
+  if (p[0] == '/')
+    return absl::StrCat("'", p, "' is absolute; it must be relative to the artifact");
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string::npos) end = p.size();
+    std::string_view part(p.data() + start, end - start);
+    if (part == "..") return absl::StrCat("'", p, "' leaves the artifact (contains '..')");
+    if (part.empty() || part == ".") return absl::StrCat("'", p, "' is not a plain relative path");
+    start = end + 1;
+  }
+  return "";
+}
+
+class Validator {
+ public:
+  Validator(const Manifest& m, const std::string& path) : m_(m), path_(path) {}
+
+  absl::Status Error(const std::string& field, const std::string& why) const {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": ", field, " ", why));
+  }
+
+  absl::Status Run() {
+    if (m_.format_version != kArtifactFormatVersion)
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%s: format_version %d is not supported by this runtime (it reads version %d); "
+          "recompile the model with this llmc",
+          path_, m_.format_version, kArtifactFormatVersion));
+    if (m_.host_abi_version < 0)
+      return Error("host_abi_version", absl::StrCat("must be >= 0, got ", m_.host_abi_version));
+    if (auto st = ValidateModelConfig(m_.model); !st.ok()) return ModelError(path_, st);
+    using Check = absl::Status (Validator::*)();
+    for (Check check :
+         {&Validator::Targets, &Validator::Dtypes, &Validator::Weights, &Validator::Buffers,
+          &Validator::Kernels, &Validator::Steps, &Validator::Rest}) {
+      if (auto st = (this->*check)(); !st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Targets() {
+    if (m_.targets.empty()) return Error("targets", "is empty: the artifact has no kernels to run");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < m_.targets.size(); ++i) {
+      const std::string& t = m_.targets[i];
+      if (!IsTarget(t))
+        return Error(Indexed("targets", i),
+                     absl::StrCat("'", t, "' is not a target (host, sm_80, sm_90, ...)"));
+      if (!seen.insert(t).second)
+        return Error(Indexed("targets", i), absl::StrCat("'", t, "' is listed twice"));
+      if (t == "host") has_host_ = true;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Dtypes() {
+    for (auto [field, value] : {std::pair{"activation_dtype", &m_.activation_dtype},
+                                std::pair{"kv_dtype", &m_.kv_dtype}}) {
+      if (!IsFloatDtype(*value))
+        return Error(field, absl::StrCat("is '", *value, "'; expected f32, f16 or bf16"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Weights() {
+    const ManifestWeights& w = m_.weights;
+    if (std::string why = RelativePathProblem(w.file); !why.empty())
+      return Error("weights.file", why);
+    bool hex = w.checksum.size() == 16 &&
+               std::all_of(w.checksum.begin(), w.checksum.end(),
+                           [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    if (!hex)
+      return Error("weights.checksum",
+                   absl::StrCat("'", w.checksum, "' is not 16 lowercase hex digits"));
+    std::set<std::string> names;
+    for (size_t i = 0; i < w.tensors.size(); ++i) {
+      if (auto st = Tensor(i); !st.ok()) return st;
+      if (!names.insert(w.tensors[i].name).second)
+        return Error(TensorField(i, "name"), "is used by an earlier tensor too");
+    }
+    // No two tensors share a byte.
+    std::vector<size_t> order(w.tensors.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return w.tensors[a].offset != w.tensors[b].offset ? w.tensors[a].offset < w.tensors[b].offset
+                                                        : a < b;
+    });
+    for (size_t k = 1; k < order.size(); ++k) {
+      const ManifestTensor& prev = w.tensors[order[k - 1]];
+      const ManifestTensor& next = w.tensors[order[k]];
+      if (prev.offset + prev.bytes > next.offset) {
+        size_t a = std::min(order[k - 1], order[k]), b = std::max(order[k - 1], order[k]);
+        return Error(
+            TensorField(b, "offset"),
+            absl::StrFormat("overlaps weights.tensors[%d] ('%s'): bytes [%d, %d) and [%d, %d)", a,
+                            w.tensors[a].name, w.tensors[a].offset,
+                            w.tensors[a].offset + w.tensors[a].bytes, w.tensors[b].offset,
+                            w.tensors[b].offset + w.tensors[b].bytes));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::string TensorField(size_t i, const char* key) const {
+    return absl::StrCat("weights.tensors[", i, "] ('", m_.weights.tensors[i].name, "').", key);
+  }
+
+  absl::Status Tensor(size_t i) {
+    const ManifestTensor& t = m_.weights.tensors[i];
+    if (t.name.empty()) return Error(absl::StrCat("weights.tensors[", i, "].name"), "is empty");
+    std::string field, why;
+    if (!artifact_internal::CheckTensorLayout(t, &field, &why))
+      return Error(TensorField(i, field.c_str()), why);
+    if (t.offset % kWeightAlignment != 0)
+      return Error(TensorField(i, "offset"),
+                   absl::StrCat(t.offset, " is not a multiple of ", kWeightAlignment));
+    if (t.offset > m_.weights.size || t.bytes > m_.weights.size - t.offset)
+      return Error(TensorField(i, "offset"),
+                   absl::StrCat(t.offset, " + ", t.bytes, " bytes runs past the end of ",
+                                m_.weights.file, " (weights.size ", m_.weights.size, ")"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Buffers() {
+    std::set<std::string> names;
+    for (size_t i = 0; i < m_.buffers.size(); ++i) {
+      const ManifestBuffer& b = m_.buffers[i];
+      std::string f = Indexed("buffers", i);
+      if (b.name.empty()) return Error(f + ".name", "is empty");
+      if (!names.insert(b.name).second)
+        return Error(f + ".name", absl::StrCat("'", b.name, "' is used by an earlier buffer too"));
+      if (b.rows != "tokens" && b.rows != "logits")
+        return Error(f + ".rows", absl::StrCat("is '", b.rows, "'; expected tokens or logits"));
+      int64_t elem = DtypeBytes(b.dtype);
+      if (elem == 0)
+        return Error(
+            f + ".dtype",
+            absl::StrCat("is '", b.dtype, "'; expected f32, f16, bf16, f64 or i8/i16/i32/i64"));
+      if (b.row_elems <= 0 || b.row_elems > (int64_t{1} << 40))
+        return Error(f + ".row_elems", absl::StrCat("must be positive, got ", b.row_elems));
+      if (b.row_bytes < b.row_elems * elem || b.row_bytes > (int64_t{1} << 44))
+        return Error(f + ".row_bytes",
+                     absl::StrCat("is ", b.row_bytes, " but ", b.row_elems, " ", b.dtype,
+                                  " elements take ", b.row_elems * elem));
+    }
+    if (m_.logits_buffer < 0 || m_.logits_buffer >= static_cast<int64_t>(m_.buffers.size()))
+      return Error("logits_buffer",
+                   absl::StrCat(m_.logits_buffer, " is out of range: the manifest has ",
+                                m_.buffers.size(), " buffers"));
+    const ManifestBuffer& logits = m_.buffers[m_.logits_buffer];
+    if (logits.rows != "logits" || logits.dtype != "f32" || logits.row_elems != m_.model.vocab_size)
+      return Error(
+          "logits_buffer",
+          absl::StrCat("names buffer '", logits.name, "' (rows ", logits.rows, ", ", logits.dtype,
+                       " x ", logits.row_elems, "); the logits are rows 'logits' of f32 x ",
+                       m_.model.vocab_size, " (vocab_size)"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Kernels() {
+    for (size_t i = 0; i < m_.kernels.size(); ++i) {
+      const ManifestKernel& k = m_.kernels[i];
+      std::string f = Indexed("kernels", i);
+      if (k.name.empty()) return Error(f + ".name", "is empty");
+      if (std::find(m_.targets.begin(), m_.targets.end(), k.target) == m_.targets.end())
+        return Error(f + ".target", absl::StrCat("'", k.target, "' is not one of targets (",
+                                                 absl::StrJoin(m_.targets, ", "), ")"));
+      if (!IsIdentifier(k.symbol))
+        return Error(f + ".symbol", absl::StrCat("'", k.symbol, "' is not a C identifier"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Steps() {
+    auto check = [&](const std::string& field, int64_t value, size_t count, const char* what) {
+      if (value >= 0 && static_cast<uint64_t>(value) < count) return absl::OkStatus();
+      return Error(field,
+                   absl::StrCat(value, " is out of range: ", what, " has ", count, " entries"));
+    };
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      const ManifestStep& s = m_.steps[i];
+      std::string f = Indexed("steps", i);
+      if (auto st = check(f + ".kernel", s.kernel, m_.kernels.size(), "kernels"); !st.ok())
+        return st;
+      for (size_t k = 0; k < s.buffers.size(); ++k)
+        if (auto st = check(Indexed(f + ".buffers", k), s.buffers[k], m_.buffers.size(), "buffers");
+            !st.ok())
+          return st;
+      for (size_t k = 0; k < s.weights.size(); ++k)
+        if (auto st = check(Indexed(f + ".weights", k), s.weights[k], m_.weights.tensors.size(),
+                            "weights.tensors");
+            !st.ok())
+          return st;
+      for (size_t k = 0; k < s.caches.size(); ++k)
+        if (auto st = check(Indexed(f + ".caches", k), s.caches[k],
+                            static_cast<size_t>(m_.model.num_layers), "the model's layer list");
+            !st.ok())
+          return st;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Rest() {
+    if (has_host_) {
+      if (m_.host_library.empty())
+        return Error("host_library", "is empty, but targets include host");
+    }
+    if (!m_.host_library.empty()) {
+      if (std::string why = RelativePathProblem(m_.host_library); !why.empty())
+        return Error("host_library", why);
+    }
+    if (!m_.tokenizer.empty()) {
+      if (std::string why = RelativePathProblem(m_.tokenizer); !why.empty())
+        return Error("tokenizer", why);
+    }
+    for (auto [field, id] : {std::pair{"bos_id", m_.bos_id}, std::pair{"eos_id", m_.eos_id}}) {
+      if (id < -1 || id >= m_.model.vocab_size)
+        return Error(field,
+                     absl::StrCat(id, " is out of range: -1 (none) or a token id below vocab_size ",
+                                  m_.model.vocab_size));
+    }
+    return absl::OkStatus();
+  }
+
+  const Manifest& m_;
+  const std::string& path_;
+  bool has_host_ = false;
+};
+
+}  // namespace
+
+namespace artifact_internal {
+
+bool CheckTensorLayout(const ManifestTensor& t, std::string* field, std::string* why) {
+  auto fail = [&](const char* f, std::string w) {
+    *field = f;
+    *why = std::move(w);
+    return false;
+  };
+  auto info = LookupWeightFormat(t.format);
+  if (!info) return fail("format", absl::StrCat("'", t.format, "' is not a weight format"));
+  if (t.shape.empty()) return fail("shape", "is empty");
+  constexpr int64_t kMaxElements = int64_t{1} << 48;
+  int64_t elements = 1;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] <= 0)
+      return fail("shape", absl::StrCat("dimension ", d, " is ", t.shape[d],
+                                        "; dimensions must be positive"));
+    if (t.shape[d] > kMaxElements / elements) return fail("shape", "has more than 2^48 elements");
+    elements *= t.shape[d];
+  }
+  if (info->grouped) {
+    if (t.group <= 0 || t.group % 2 != 0)
+      return fail("group", absl::StrCat("is ", t.group, "; format ", t.format,
+                                        " needs a positive even quantization group (32, 64, 128)"));
+  } else if (t.group != 0) {
+    return fail("group", absl::StrCat("is ", t.group, "; it must be 0 for format ", t.format));
+  }
+  int64_t block = info->grouped ? t.group : info->block_elems;
+  if (t.shape.back() % block != 0)
+    return fail("shape",
+                absl::StrCat("innermost dimension ", t.shape.back(), " is not a multiple of ",
+                             block, " (the block of ", t.format, ")"));
+  int64_t expected = WeightByteSize(t.format, elements, t.group);
+  if (expected < 0 || static_cast<uint64_t>(expected) != t.bytes)
+    return fail("bytes", absl::StrCat("is ", t.bytes, " but ", elements, " elements of ", t.format,
+                                      info->grouped ? absl::StrCat(" (group ", t.group, ")") : "",
+                                      " take ", expected));
+  return true;
+}
+
+}  // namespace artifact_internal
+
+std::string ManifestToJson(const Manifest& m) {
+  // Callers may be built without exceptions: none may leave (only bad_alloc
+  // could; strings that are not UTF-8 are written with U+FFFD instead).
+  try {
+    ojson tensors = ojson::array();
+    for (const ManifestTensor& t : m.weights.tensors)
+      tensors.push_back({{"name", t.name},
+                         {"format", t.format},
+                         {"shape", t.shape},
+                         {"group", t.group},
+                         {"offset", t.offset},
+                         {"bytes", t.bytes}});
+    ojson buffers = ojson::array();
+    for (const ManifestBuffer& b : m.buffers)
+      buffers.push_back({{"name", b.name},
+                         {"rows", b.rows},
+                         {"row_bytes", b.row_bytes},
+                         {"dtype", b.dtype},
+                         {"row_elems", b.row_elems}});
+    ojson kernels = ojson::array();
+    for (const ManifestKernel& k : m.kernels)
+      kernels.push_back({{"name", k.name},
+                         {"target", k.target},
+                         {"symbol", k.symbol},
+                         {"ops", k.ops},
+                         {"launch", k.launch}});
+    ojson steps = ojson::array();
+    for (const ManifestStep& s : m.steps)
+      steps.push_back({{"kernel", s.kernel},
+                       {"buffers", s.buffers},
+                       {"weights", s.weights},
+                       {"caches", s.caches}});
+    // Our own output, so it parses; the config's JSON has one definition.
+    ojson model = ojson::parse(ModelConfigToJson(m.model, -1), nullptr, /*allow_exceptions=*/false);
+    ojson j = ojson::object();
+    j["format_version"] = m.format_version;
+    j["host_abi_version"] = m.host_abi_version;
+    j["compiler"] = m.compiler;
+    j["source"] = m.source;
+    j["model"] = std::move(model);
+    j["targets"] = m.targets;
+    j["activation_dtype"] = m.activation_dtype;
+    j["kv_dtype"] = m.kv_dtype;
+    j["weights"] = {{"file", m.weights.file},
+                    {"size", m.weights.size},
+                    {"checksum", m.weights.checksum},
+                    {"tensors", std::move(tensors)}};
+    j["buffers"] = std::move(buffers);
+    j["kernels"] = std::move(kernels);
+    j["steps"] = std::move(steps);
+    j["logits_buffer"] = m.logits_buffer;
+    j["host_library"] = m.host_library;
+    j["tokenizer"] = m.tokenizer;
+    j["bos_id"] = m.bos_id;
+    j["eos_id"] = m.eos_id;
+    // Invalid UTF-8 in a string is written as U+FFFD rather than thrown.
+    return j.dump(2, ' ', /*ensure_ascii=*/false, ojson::error_handler_t::replace) + "\n";
+  } catch (...) {
+    return "{\"error\": \"ManifestToJson failed\"}\n";
+  }
+}
+
+absl::Status ValidateManifest(const Manifest& manifest, const std::string& path) {
+  return Validator(manifest, path).Run();
+}
+
+absl::StatusOr<Manifest> ManifestFromJson(const std::string& text, const std::string& path) {
+  if (JsonDepth(text, kMaxJsonDepth) > kMaxJsonDepth)
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": invalid JSON: nested deeper than ", kMaxJsonDepth, " levels"));
+  try {
+    std::string duplicate;
+    auto parsed = ParseJson(text, path, &duplicate);
+    if (!parsed.ok()) return parsed.status();
+    if (!duplicate.empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": field '", duplicate, "' occurs twice"));
+    auto manifest = ParseManifest(*parsed, path);
+    if (!manifest.ok()) return manifest.status();
+    if (auto st = ValidateManifest(*manifest, path); !st.ok()) return st;
+    return manifest;
+  } catch (const std::exception& e) {  // nlohmann's, or bad_alloc: never past this library
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", e.what()));
+  }
+}
+
+}  // namespace llmc

@@ -1,0 +1,25 @@
+// `llmc run`, `llmc perplexity` and `llmc inspect`: the subcommands that
+// execute or read a compiled artifact.
+#ifndef LLMC_RUNTIME_CLI_RUN_COMMAND_H_
+#define LLMC_RUNTIME_CLI_RUN_COMMAND_H_
+
+namespace llmc::cli {
+
+inline constexpr const char* kRunSummary =
+    "Generate text from a compiled artifact, streaming tokens as they come.";
+inline constexpr const char* kPerplexitySummary =
+    "Compute perplexity over a text file the way llama.cpp's perplexity tool does.";
+inline constexpr const char* kInspectSummary =
+    "Show an artifact's model config, targets, kernels, buffers and weights.";
+
+inline constexpr const char* kLogitsSummary =
+    "Write teacher-forced logits of a token sequence, for comparison with a reference.";
+
+int RunRunCommand(int argc, char** argv);
+int RunLogitsCommand(int argc, char** argv);
+int RunPerplexityCommand(int argc, char** argv);
+int RunInspectCommand(int argc, char** argv);
+
+}  // namespace llmc::cli
+
+#endif  // LLMC_RUNTIME_CLI_RUN_COMMAND_H_

@@ -1,0 +1,176 @@
+#include "llmc/runtime/engine/generator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_format.h"
+#include "llmc/runtime/format/gguf.h"
+#include "llmc/runtime/sample/sampler.h"
+#include "llmc/runtime/status_macros.h"
+
+namespace llmc {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const Artifact& artifact) {
+  const std::string& rel = artifact.manifest().tokenizer;
+  std::string path = artifact.Path(rel);
+  if (rel.size() >= 5 && rel.substr(rel.size() - 5) == ".gguf") {
+    LLMC_ASSIGN_OR_RETURN(auto gguf, GgufFile::Open(path));
+    return Tokenizer::FromGguf(*gguf);
+  }
+  return Tokenizer::FromHFFolder(path.substr(0, path.rfind('/')));
+}
+
+// Length of the longest prefix of `text` that ends on a whole UTF-8 character.
+size_t CompleteUtf8Prefix(std::string_view text) {
+  size_t n = text.size();
+  for (size_t back = 1; back <= std::min<size_t>(4, n); ++back) {
+    unsigned char c = static_cast<unsigned char>(text[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    return back >= len ? n : n - back;
+  }
+  return n;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Generator>> Generator::Create(const std::string& dir,
+                                                             const GeneratorOptions& options) {
+  auto g = std::unique_ptr<Generator>(new Generator());
+  Artifact::OpenOptions open;
+  open.verify_checksum = options.verify_checksum;
+  LLMC_ASSIGN_OR_RETURN(g->artifact_, Artifact::Open(dir, open));
+  LLMC_ASSIGN_OR_RETURN(g->tokenizer_, LoadTokenizer(*g->artifact_));
+  LLMC_ASSIGN_OR_RETURN(g->runner_, HostRunner::Create(*g->artifact_, options.runner));
+  LLMC_ASSIGN_OR_RETURN(g->pool_, BlockPool::Create(int32_t(g->runner_->num_blocks()),
+                                                    int32_t(g->runner_->block_size())));
+  KVCacheManager::Options kv;
+  kv.enable_prefix_caching = false;  // one sequence at a time: nothing to share
+  g->kv_ = std::make_unique<KVCacheManager>(*g->pool_, kv);
+  return g;
+}
+
+int64_t Generator::max_context() const {
+  return std::min(artifact_->manifest().model.max_position,
+                  runner_->num_blocks() * runner_->block_size());
+}
+
+absl::StatusOr<const float*> Generator::Forward(RequestId id, std::span<const int32_t> tokens,
+                                                const std::vector<int32_t>& rows) {
+  LLMC_ASSIGN_OR_RETURN(int32_t first, kv_->num_tokens(id));
+  LLMC_RETURN_IF_ERROR(kv_->AppendTokens(id, absl::MakeConstSpan(tokens.data(), tokens.size())));
+  StepBatch b;
+  int32_t n = int32_t(tokens.size());
+  b.tokens.assign(tokens.begin(), tokens.end());
+  for (int32_t i = 0; i < n; ++i) b.positions.push_back(first + i);
+  b.query_starts = {0, n};
+  b.context_lens = {first + n};
+  LLMC_ASSIGN_OR_RETURN(absl::Span<const int32_t> table, kv_->block_table(id));
+  b.block_tables.assign(table.begin(), table.end());
+  b.max_blocks = int64_t(table.size());
+  LLMC_ASSIGN_OR_RETURN(b.slot_mapping, kv_->SlotMapping(id, first, n));
+  b.logits_rows = rows;
+  return runner_->Step(b);
+}
+
+absl::StatusOr<GenerationResult> Generator::Generate(
+    std::span<const int32_t> prompt, const SamplingParams& params,
+    const std::function<void(std::string_view)>& on_text) {
+  LLMC_RETURN_IF_ERROR(params.Validate());
+  if (prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
+  int64_t limit = max_context();
+  if (int64_t(prompt.size()) >= limit)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the prompt has %d tokens but the context holds %d (model max_position %d, KV cache "
+        "%d blocks of %d)",
+        prompt.size(), limit, artifact_->manifest().model.max_position, runner_->num_blocks(),
+        runner_->block_size()));
+
+  RequestId id = next_id_++;
+  LLMC_RETURN_IF_ERROR(kv_->AddRequest(id));
+  struct FreeOnExit {
+    KVCacheManager* kv;
+    RequestId id;
+    ~FreeOnExit() { (void)kv->Free(id); }
+  } free_on_exit{kv_.get(), id};
+
+  GenerationResult result;
+  result.prompt_tokens = int64_t(prompt.size());
+  Sampler sampler(params);
+  std::vector<int32_t> eos;
+  for (int32_t t = 0; t < int32_t(tokenizer_->vocab_size()); ++t)
+    if (tokenizer_->IsEndOfGeneration(t)) eos.push_back(t);
+  StopChecker stop(params, eos);
+  std::vector<int32_t> context(prompt.begin(), prompt.end());
+  int64_t vocab = runner_->vocab_size();
+  int64_t chunk = runner_->max_batch_tokens();
+
+  // Prefill in chunks; only the last chunk's last row needs logits.
+  auto start = std::chrono::steady_clock::now();
+  const float* logits = nullptr;
+  for (size_t at = 0; at < prompt.size(); at += size_t(chunk)) {
+    size_t n = std::min(prompt.size() - at, size_t(chunk));
+    LLMC_ASSIGN_OR_RETURN(logits, Forward(id, prompt.subspan(at, n), {int32_t(n - 1)}));
+  }
+  result.prefill_seconds = Seconds(start);
+
+  start = std::chrono::steady_clock::now();
+  std::string decoded;  // detokenized output so far
+  size_t shown = 0;     // bytes of `decoded` already fed to the stop checker
+  for (;;) {
+    int32_t token = sampler.Sample(std::span<const float>(logits, size_t(vocab)), context);
+    result.tokens.push_back(token);
+    context.push_back(token);
+    decoded = tokenizer_->Decode(absl::MakeConstSpan(result.tokens));
+    size_t ready = CompleteUtf8Prefix(decoded);
+    std::string_view piece = ready > shown ? std::string_view(decoded).substr(shown, ready - shown)
+                                           : std::string_view();
+    shown = std::max(shown, ready);
+    FinishReason reason = stop.AppendToken(token, piece);
+    if (reason == FinishReason::kNone && int64_t(context.size()) >= limit) {
+      stop.Finish(FinishReason::kLength);
+      reason = FinishReason::kLength;
+    }
+    if (std::string_view out = stop.TakeReady(); !out.empty() && on_text) on_text(out);
+    if (reason != FinishReason::kNone) break;
+    LLMC_ASSIGN_OR_RETURN(logits, Forward(id, std::span<const int32_t>(&context.back(), 1), {0}));
+  }
+  result.decode_seconds = Seconds(start);
+  result.reason = stop.finish_reason();
+  result.text = std::string(stop.text());
+  return result;
+}
+
+absl::Status Generator::Score(std::span<const int32_t> tokens, int64_t prefill,
+                              const std::function<void(int64_t, std::span<const float>)>& on_logits) {
+  if (int64_t(tokens.size()) > max_context())
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%d tokens do not fit the context of %d", tokens.size(), max_context()));
+  RequestId id = next_id_++;
+  LLMC_RETURN_IF_ERROR(kv_->AddRequest(id));
+  struct FreeOnExit {
+    KVCacheManager* kv;
+    RequestId id;
+    ~FreeOnExit() { (void)kv->Free(id); }
+  } free_on_exit{kv_.get(), id};
+  int64_t vocab = runner_->vocab_size();
+  int64_t chunk = std::min(runner_->max_batch_tokens(), runner_->max_logits());
+  if (prefill <= 0 || prefill > int64_t(tokens.size())) prefill = int64_t(tokens.size());
+  for (size_t at = 0; at < tokens.size();) {
+    size_t n = at < size_t(prefill) ? std::min(size_t(prefill) - at, size_t(chunk)) : 1;
+    std::vector<int32_t> rows(n);
+    for (size_t i = 0; i < n; ++i) rows[i] = int32_t(i);
+    LLMC_ASSIGN_OR_RETURN(const float* logits, Forward(id, tokens.subspan(at, n), rows));
+    for (size_t i = 0; i < n; ++i)
+      on_logits(int64_t(at + i), std::span<const float>(logits + i * size_t(vocab), size_t(vocab)));
+    at += n;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace llmc

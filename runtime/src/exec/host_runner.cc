@@ -1,0 +1,161 @@
+#include "llmc/runtime/exec/host_runner.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "llmc/runtime/status_macros.h"
+
+namespace llmc {
+
+HostRunner::~HostRunner() {
+  pool_.reset();
+  if (library_ != nullptr) dlclose(library_);
+}
+
+int64_t HostRunner::kv_cache_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& c : caches_) bytes += int64_t(c.size() * sizeof(float));
+  return bytes;
+}
+
+absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& artifact,
+                                                               const RunnerOptions& options) {
+  const Manifest& m = artifact.manifest();
+  const ModelConfig& c = m.model;
+  if (std::find(m.targets.begin(), m.targets.end(), "host") == m.targets.end())
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s: the artifact has no host kernels (targets: %s)", artifact.dir(),
+                        m.targets.empty() ? "none" : m.targets.front()));
+  if (m.host_abi_version != LLMC_HOST_ABI_VERSION)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: host kernels use ABI version %d, this runtime speaks %d; recompile the model",
+        artifact.dir(), m.host_abi_version, LLMC_HOST_ABI_VERSION));
+  if (m.activation_dtype != "f32" || m.kv_dtype != "f32")
+    return absl::UnimplementedError(absl::StrFormat(
+        "%s: the host backend runs f32 activations and KV cache, the artifact has %s/%s",
+        artifact.dir(), m.activation_dtype, m.kv_dtype));
+
+  auto runner = std::unique_ptr<HostRunner>(new HostRunner());
+  runner->artifact_ = &artifact;
+  runner->options_ = options;
+  RunnerOptions& o = runner->options_;
+  if (o.threads <= 0) o.threads = std::max(1u, std::thread::hardware_concurrency());
+  if (o.max_batch_tokens <= 0) return absl::InvalidArgumentError("max_batch_tokens must be positive");
+  if (o.max_logits <= 0) o.max_logits = o.max_batch_tokens;
+  if (o.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
+  if (o.num_blocks <= 0) o.num_blocks = (c.max_position + o.block_size - 1) / o.block_size + 1;
+  runner->vocab_ = c.vocab_size;
+
+  std::string lib = artifact.Path(m.host_library);
+  runner->library_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (runner->library_ == nullptr)
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s: cannot load host kernels: %s", lib, dlerror()));
+  for (const ManifestKernel& k : m.kernels) {
+    if (k.target != "host") {
+      runner->kernels_.push_back(nullptr);
+      continue;
+    }
+    void* sym = dlsym(runner->library_, k.symbol.c_str());
+    if (sym == nullptr)
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%s: kernel '%s' (symbol %s) is missing from the host library", lib, k.name, k.symbol));
+    runner->kernels_.push_back(reinterpret_cast<llmc_host_kernel_fn>(sym));
+  }
+
+  for (const ManifestBuffer& b : m.buffers) {
+    int64_t rows = b.rows == "logits" ? o.max_logits : o.max_batch_tokens;
+    runner->buffers_.emplace_back(size_t(rows * b.row_bytes / int64_t(sizeof(float))));
+  }
+  size_t cache_elems = size_t(o.num_blocks * o.block_size * c.num_kv_heads * c.head_dim);
+  for (int64_t l = 0; l < 2 * c.num_layers; ++l) runner->caches_.emplace_back(cache_elems);
+
+  for (const ManifestStep& s : m.steps) {
+    Launch launch;
+    launch.fn = runner->kernels_[size_t(s.kernel)];
+    if (launch.fn == nullptr)
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%s: step uses kernel '%s', which has no host build", artifact.dir(),
+          m.kernels[size_t(s.kernel)].name));
+    for (int64_t b : s.buffers) launch.buffers.push_back(runner->buffers_[size_t(b)].data());
+    for (int64_t w : s.weights) launch.weights.push_back(artifact.weight_data(w));
+    for (int64_t layer : s.caches) {
+      if (layer < 0 || layer >= c.num_layers)
+        return absl::FailedPreconditionError(
+            absl::StrFormat("%s: step binds KV cache %d of %d layers", artifact.dir(), layer,
+                            c.num_layers));
+      launch.caches.push_back(runner->caches_[size_t(2 * layer)].data());
+      launch.caches.push_back(runner->caches_[size_t(2 * layer + 1)].data());
+    }
+    runner->launches_.push_back(std::move(launch));
+  }
+  runner->pool_ = std::make_unique<ThreadPool>(o.threads);
+  return runner;
+}
+
+absl::Status HostRunner::Validate(const StepBatch& b) const {
+  int64_t t = b.num_tokens(), s = b.num_seqs();
+  auto bad = [](const std::string& why) { return absl::InvalidArgumentError("step batch: " + why); };
+  if (t <= 0 || t > options_.max_batch_tokens)
+    return bad(absl::StrFormat("%d tokens; the runner takes 1 to %d", t, options_.max_batch_tokens));
+  if (int64_t(b.positions.size()) != t || int64_t(b.slot_mapping.size()) != t)
+    return bad("positions and slot_mapping must have one entry per token");
+  if (int64_t(b.query_starts.size()) != s + 1 || b.query_starts.front() != 0 ||
+      b.query_starts.back() != t)
+    return bad("query_starts must run from 0 to the token count, one entry per sequence + 1");
+  if (int64_t(b.block_tables.size()) != s * b.max_blocks)
+    return bad("block_tables must hold max_blocks entries per sequence");
+  int64_t rows = int64_t(b.logits_rows.size());
+  if (rows <= 0 || rows > options_.max_logits) return bad("logits_rows count out of range");
+  for (int32_t r : b.logits_rows)
+    if (r < 0 || r >= t) return bad(absl::StrFormat("logits row %d is not a token of the step", r));
+  int64_t slots = options_.num_blocks * options_.block_size;
+  for (int32_t slot : b.slot_mapping)
+    if (slot < 0 || slot >= slots) return bad(absl::StrFormat("slot %d is outside the KV cache", slot));
+  for (int32_t block : b.block_tables)
+    if (block < -1 || block >= options_.num_blocks)
+      return bad(absl::StrFormat("block %d is outside the KV cache", block));
+  for (int64_t i = 0; i < s; ++i) {
+    int32_t begin = b.query_starts[size_t(i)], end = b.query_starts[size_t(i + 1)];
+    if (end < begin) return bad("query_starts must not decrease");
+    int64_t ctx = b.context_lens[size_t(i)];
+    if (ctx < end - begin || ctx > b.max_blocks * options_.block_size)
+      return bad(absl::StrFormat("sequence %d: context length %d does not fit its block table", i, ctx));
+    for (int32_t j = begin; j < end; ++j)
+      if (b.positions[size_t(j)] < 0 || b.positions[size_t(j)] >= ctx)
+        return bad(absl::StrFormat("token %d: position %d outside its context of %d", j,
+                                   b.positions[size_t(j)], ctx));
+  }
+  for (int32_t tok : b.tokens)
+    if (tok < 0 || tok >= vocab_) return bad(absl::StrFormat("token id %d outside the vocabulary", tok));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const float*> HostRunner::Step(const StepBatch& batch) {
+  LLMC_RETURN_IF_ERROR(Validate(batch));
+  llmc_host_step_info info{};
+  info.num_tokens = batch.num_tokens();
+  info.num_seqs = batch.num_seqs();
+  info.num_logits = int64_t(batch.logits_rows.size());
+  info.tokens = batch.tokens.data();
+  info.positions = batch.positions.data();
+  info.query_starts = batch.query_starts.data();
+  info.context_lens = batch.context_lens.data();
+  info.block_tables = batch.block_tables.data();
+  info.max_blocks = batch.max_blocks;
+  info.slot_mapping = batch.slot_mapping.data();
+  info.logits_rows = batch.logits_rows.data();
+  info.block_size = options_.block_size;
+  info.pool = pool_.get();
+  info.parallel_for = &ThreadPool::ParallelForC;
+  for (const Launch& l : launches_) {
+    llmc_host_args args{&info, l.buffers.data(), l.weights.data(), l.caches.data()};
+    l.fn(&args);
+  }
+  return buffers_[size_t(artifact_->manifest().logits_buffer)].data();
+}
+
+}  // namespace llmc

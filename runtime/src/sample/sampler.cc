@@ -1,0 +1,404 @@
+#include "llmc/runtime/sample/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <utility>
+
+#include "llmc/runtime/status_macros.h"
+
+namespace llmc {
+namespace {
+
+using sample_internal::Candidate;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kMaxFloat = std::numeric_limits<float>::max();
+// Up to this k, top-k keeps a k-entry heap while scanning the logits; above
+// it, all candidates are gathered and the k-th value found by nth_element.
+constexpr size_t kHeapMaxK = 1024;
+// Top-p without top-k: candidates are split into this many buckets of logit
+// per round; a round's first bucket range is this wide (nats below the
+// best); rounds stop when this few candidates are left to sort.
+constexpr size_t kBuckets = 1024;
+constexpr float kFirstBucketSpan = 32.0f;
+constexpr size_t kSortSmall = 64;
+
+// NaN counts as masked; +inf as the largest float, so that differences to the
+// maximum stay finite.
+inline float Clean(float v) {
+  if (v != v) return kNegInf;
+  return v < kMaxFloat ? v : kMaxFloat;
+}
+
+// A strict total order (higher logit first, then lower id), so that every
+// selection and sort below has one answer whatever the standard library.
+inline bool Better(const Candidate& a, const Candidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// Calls fn(id, logit) for every id in ascending order, with the penalized
+// logit for the ids in `penalized` (sorted by id, unique), the cleaned raw
+// logit otherwise. Walking the gaps between penalized ids costs no lookup per
+// token and needs no copy of the logits.
+template <typename Fn>
+void ForEachLogit(std::span<const float> logits, std::span<const Candidate> penalized, Fn&& fn) {
+  size_t i = 0;
+  for (const Candidate& p : penalized) {
+    const size_t end = static_cast<size_t>(p.id);
+    for (; i < end; ++i) fn(static_cast<int32_t>(i), Clean(logits[i]));
+    fn(p.id, p.logit);
+    i = end + 1;
+  }
+  for (; i < logits.size(); ++i) fn(static_cast<int32_t>(i), Clean(logits[i]));
+}
+
+// Keeps the k best candidates offered so far in `heap`, whose front is the
+// worst of them.
+inline void HeapOffer(std::vector<Candidate>& heap, size_t k, Candidate c) {
+  if (heap.size() < k) {
+    heap.push_back(c);
+    std::push_heap(heap.begin(), heap.end(), Better);
+  } else if (Better(c, heap.front())) {
+    std::pop_heap(heap.begin(), heap.end(), Better);
+    heap.back() = c;
+    std::push_heap(heap.begin(), heap.end(), Better);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Sampler> Sampler::Create(const SamplingParams& params, SamplerScratch* scratch) {
+  LLMC_RETURN_IF_ERROR(params.Validate());
+  return Sampler(params, scratch);
+}
+
+Sampler::Sampler(const SamplingParams& params, SamplerScratch* scratch)
+    : params_(params),
+      rng_(params.seed),
+      owned_scratch_(scratch ? nullptr : std::make_unique<SamplerScratch>()),
+      scratch_(scratch ? scratch : owned_scratch_.get()) {}
+
+Sampler::~Sampler() = default;
+
+void Sampler::BuildPenalties(std::span<const float> logits, std::span<const int32_t> previous) {
+  std::vector<Candidate>& penalized = scratch_->penalized;
+  penalized.clear();
+  const float penalty = params_.repetition_penalty;
+  if (penalty == 1.0f || params_.repeat_last_n == 0) return;
+  if (params_.repeat_last_n > 0 && previous.size() > static_cast<size_t>(params_.repeat_last_n))
+    previous = previous.last(static_cast<size_t>(params_.repeat_last_n));
+  const int64_t vocab = static_cast<int64_t>(logits.size());
+  for (int32_t t : previous) {
+    if (t >= 0 && t < vocab) penalized.push_back({0.0f, t});
+  }
+  std::sort(penalized.begin(), penalized.end(),
+            [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+  penalized.erase(std::unique(penalized.begin(), penalized.end(),
+                              [](const Candidate& a, const Candidate& b) { return a.id == b.id; }),
+                  penalized.end());
+  // Once per distinct token however often it occurs, as llama.cpp does.
+  for (Candidate& p : penalized) {
+    const float v = Clean(logits[static_cast<size_t>(p.id)]);
+    p.logit = Clean(v > 0 ? v / penalty : v * penalty);
+  }
+}
+
+int32_t Sampler::Greedy(std::span<const float> logits) const {
+  float best = kNegInf;
+  int32_t best_id = 0;
+  ForEachLogit(logits, scratch_->penalized, [&](int32_t id, float v) {
+    if (v > best) {  // strict: the first (lowest) id wins ties
+      best = v;
+      best_id = id;
+    }
+  });
+  return best_id;
+}
+
+void Sampler::SelectTopK(std::span<const float> logits, bool* sorted) {
+  std::vector<Candidate>& cand = scratch_->candidates;
+  cand.clear();
+  const size_t vocab = logits.size();
+  const size_t k = params_.top_k > 0 ? static_cast<size_t>(params_.top_k) : vocab;
+  if (k < vocab && k <= kHeapMaxK) {
+    // Ids come in ascending order, so a later token must beat the worst kept
+    // one strictly; `floor` is that logit once the heap is full.
+    float floor = kNegInf;
+    ForEachLogit(logits, scratch_->penalized, [&](int32_t id, float v) {
+      if (!(v > floor)) return;
+      HeapOffer(cand, k, {v, id});
+      if (cand.size() == k) floor = cand.front().logit;
+    });
+    std::sort(cand.begin(), cand.end(), Better);
+    *sorted = true;
+    return;
+  }
+  // Masked tokens can never be drawn: leave them out.
+  ForEachLogit(logits, scratch_->penalized, [&](int32_t id, float v) {
+    if (v != kNegInf) cand.push_back({v, id});
+  });
+  *sorted = false;
+  if (k >= cand.size()) return;
+  // A large k: find the k-th best value on a copy, then filter in place so
+  // that the survivors stay in id order (which nth_element's implementation-
+  // defined arrangement would not give).
+  std::vector<float>& values = scratch_->values;
+  values.resize(cand.size());
+  for (size_t i = 0; i < cand.size(); ++i) values[i] = cand[i].logit;
+  std::nth_element(values.begin(), values.begin() + static_cast<ptrdiff_t>(k - 1), values.end(),
+                   std::greater<float>());
+  const float kth = values[k - 1];
+  const size_t above = static_cast<size_t>(
+      std::count_if(values.begin(), values.begin() + static_cast<ptrdiff_t>(k - 1),
+                    [kth](float v) { return v > kth; }));
+  size_t ties_left = k - above;  // tokens equal to the k-th value: lowest ids first
+  size_t out = 0;
+  for (const Candidate& c : cand) {
+    if (c.logit > kth) {
+      cand[out++] = c;
+    } else if (c.logit == kth && ties_left > 0) {
+      cand[out++] = c;
+      --ties_left;
+    }
+  }
+  cand.resize(out);
+}
+
+double Sampler::Prepare(std::span<const float> logits) {
+  bool sorted = false;
+  SelectTopK(logits, &sorted);
+  std::vector<Candidate>& cand = scratch_->candidates;
+  std::vector<double>& weights = scratch_->weights;
+  weights.clear();
+  if (cand.empty()) return 0;
+
+  float max_logit = cand[0].logit;
+  if (!sorted) {
+    for (const Candidate& c : cand) max_logit = std::max(max_logit, c.logit);
+  }
+
+  // top-p: the shortest descending prefix of the top-k distribution whose
+  // mass reaches top_p; the token that crosses the line is kept.
+  if (params_.top_p < 1.0f && cand.size() > 1) {
+    if (!sorted && cand.size() <= kSortSmall) {
+      std::sort(cand.begin(), cand.end(), Better);
+      sorted = true;
+    }
+    cand.resize(sorted ? TopPSorted(max_logit) : TopPUnsorted(max_logit));
+  }
+
+  // min-p: p >= min_p * p_max, i.e. logit >= max + log(min_p) (llama.cpp's
+  // test). It compares with the best token, which top-p always keeps, so
+  // applying it after top-p keeps the intersection of the two sets.
+  // remove_if is stable.
+  if (params_.min_p > 0) {
+    const float threshold = max_logit + std::log(params_.min_p);
+    cand.erase(std::remove_if(cand.begin(), cand.end(),
+                              [threshold](const Candidate& c) { return c.logit < threshold; }),
+               cand.end());
+  }
+
+  // Temperature, then the (unnormalized) softmax the draw uses.
+  const float temperature = params_.temperature;
+  weights.resize(cand.size());
+  double sum = 0;
+  for (size_t i = 0; i < cand.size(); ++i) {
+    const double w = std::exp((cand[i].logit - max_logit) / temperature);
+    weights[i] = w;
+    sum += w;
+  }
+  return sum;
+}
+
+size_t Sampler::TopPSorted(float max_logit) const {
+  const std::vector<Candidate>& cand = scratch_->candidates;
+  double mass = 0;
+  for (const Candidate& c : cand) mass += std::exp(c.logit - max_logit);
+  const double target = static_cast<double>(params_.top_p) * mass;
+  double cum = 0;
+  for (size_t i = 0; i < cand.size(); ++i) {
+    cum += std::exp(cand[i].logit - max_logit);
+    if (cum >= target) return i + 1;
+  }
+  return cand.size();
+}
+
+// Without top-k the candidates are the whole vocabulary, in id order, and a
+// sort would cost O(V log V). Instead: bucket the unresolved candidates by
+// logit (the first round also sums the mass), accept every bucket above the
+// one where the mass crosses top_p, drop those below, and repeat inside the
+// crossing bucket, bucketed over its own range, until few enough remain to
+// sort. Survivors end up at the front: each round's accepted buckets in id
+// order, then the sorted rest.
+size_t Sampler::TopPUnsorted(float max_logit) {
+  std::vector<Candidate>& cand = scratch_->candidates;
+  std::vector<Candidate>& crossing = scratch_->crossing;
+  std::vector<uint32_t>& counts = scratch_->bucket_counts;
+  std::vector<double>& masses = scratch_->bucket_masses;
+  size_t begin = 0;          // cand[0, begin): accepted
+  size_t end = cand.size();  // cand[begin, end): undecided
+  double accepted = 0;       // mass of cand[0, begin)
+  double target = 0;
+  // Round 0 spans [max - kFirstBucketSpan, max] (lower logits share the last
+  // bucket); later rounds span their candidates' own range.
+  float hi = max_logit;
+  float lo = max_logit - kFirstBucketSpan;
+  bool all_equal = false;
+  for (bool first = true; end - begin > kSortSmall; first = false) {
+    if (!first) {
+      hi = lo = cand[begin].logit;
+      for (size_t i = begin; i < end; ++i) {
+        hi = std::max(hi, cand[i].logit);
+        lo = std::min(lo, cand[i].logit);
+      }
+      if (hi == lo) {  // all equal: id order is the descending order
+        all_equal = true;
+        break;
+      }
+    }
+    const double scale = static_cast<double>(kBuckets) / (static_cast<double>(hi) - lo);
+    auto bucket_of = [&](float logit) {
+      const double b = (static_cast<double>(hi) - logit) * scale;
+      return b < static_cast<double>(kBuckets - 1) ? static_cast<size_t>(b) : kBuckets - 1;
+    };
+    counts.assign(kBuckets, 0);
+    masses.assign(kBuckets, 0.0);
+    for (size_t i = begin; i < end; ++i) {
+      const size_t b = bucket_of(cand[i].logit);
+      ++counts[b];
+      masses[b] += std::exp(cand[i].logit - max_logit);
+    }
+    if (first) {
+      double mass = 0;
+      for (double m : masses) mass += m;
+      target = static_cast<double>(params_.top_p) * mass;
+    }
+    size_t cross = kBuckets;
+    double above = accepted;
+    for (size_t b = 0; b < kBuckets; ++b) {
+      if (counts[b] == 0) continue;
+      if (above + masses[b] >= target) {
+        cross = b;
+        break;
+      }
+      above += masses[b];
+    }
+    if (cross == kBuckets) return end;  // rounding: the mass never got there
+    // Stable partition: accepted buckets stay in place, the crossing bucket
+    // goes after them, lower buckets are dropped.
+    crossing.clear();
+    size_t out = begin;
+    for (size_t i = begin; i < end; ++i) {
+      const size_t b = bucket_of(cand[i].logit);
+      if (b < cross) {
+        cand[out++] = cand[i];
+      } else if (b == cross) {
+        crossing.push_back(cand[i]);
+      }
+    }
+    std::copy(crossing.begin(), crossing.end(), cand.begin() + static_cast<ptrdiff_t>(out));
+    // Round 0's fixed range can hold everything in one bucket; later rounds
+    // have a candidate at each end of their range, so they always shrink.
+    const bool stuck = !first && out == begin && crossing.size() == end - begin;
+    begin = out;
+    end = out + crossing.size();
+    accepted = above;
+    if (stuck) break;
+  }
+  if (!all_equal) {
+    std::sort(cand.begin() + static_cast<ptrdiff_t>(begin),
+              cand.begin() + static_cast<ptrdiff_t>(end), Better);
+  }
+  double cum = accepted;
+  for (size_t i = begin; i < end; ++i) {
+    cum += std::exp(cand[i].logit - max_logit);
+    if (cum >= target) return i + 1;
+  }
+  return end;
+}
+
+int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> previous_tokens,
+                        SampleResult* out) {
+  if (out != nullptr) {
+    out->token = -1;
+    out->logprob = std::numeric_limits<float>::quiet_NaN();
+    out->top_logprobs.clear();
+  }
+  if (logits.empty()) return -1;
+  BuildPenalties(logits, previous_tokens);
+  int32_t token = 0;
+  if (params_.temperature <= 0) {
+    token = Greedy(logits);
+  } else {
+    // One draw per token whatever survives, so that the n-th token always
+    // uses the n-th random number.
+    const double u = sample_internal::UnitInterval(rng_());
+    const double sum = Prepare(logits);
+    const std::vector<Candidate>& cand = scratch_->candidates;
+    const std::vector<double>& weights = scratch_->weights;
+    if (sum > 0) {
+      const double target = u * sum;
+      double acc = 0;
+      for (size_t i = 0; i < cand.size(); ++i) {
+        if (weights[i] <= 0) continue;
+        acc += weights[i];
+        token = cand[i].id;  // the last positive one if rounding leaves acc short
+        if (target < acc) break;
+      }
+    }
+  }
+  if (out != nullptr) {
+    out->token = token;
+    if (params_.logprobs > 0) ComputeLogprobs(logits, token, out);
+  }
+  return token;
+}
+
+void Sampler::Distribution(std::span<const float> logits, std::span<const int32_t> previous_tokens,
+                           std::vector<TokenProb>* out) {
+  out->clear();
+  if (logits.empty()) return;
+  BuildPenalties(logits, previous_tokens);
+  if (params_.temperature <= 0) {
+    out->push_back({Greedy(logits), 1.0f});
+    return;
+  }
+  const double sum = Prepare(logits);
+  const std::vector<Candidate>& cand = scratch_->candidates;
+  if (cand.empty()) {
+    out->push_back({0, 1.0f});
+    return;
+  }
+  for (size_t i = 0; i < cand.size(); ++i)
+    out->push_back({cand[i].id, static_cast<float>(scratch_->weights[i] / sum)});
+}
+
+void Sampler::ComputeLogprobs(std::span<const float> logits, int32_t token, SampleResult* out) {
+  const size_t n = std::min(static_cast<size_t>(params_.logprobs), logits.size());
+  std::vector<Candidate>& top = scratch_->top;
+  top.clear();
+  float max_logit = kNegInf;
+  float floor = kNegInf;  // as in SelectTopK
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float v = Clean(logits[i]);
+    max_logit = std::max(max_logit, v);
+    if (!(v > floor)) continue;
+    HeapOffer(top, n, {v, static_cast<int32_t>(i)});
+    if (top.size() == n) floor = top.front().logit;
+  }
+  if (max_logit == kNegInf) {  // everything masked: no distribution
+    out->logprob = kNegInf;
+    return;
+  }
+  double sum = 0;
+  for (float v : logits) sum += std::exp(Clean(v) - max_logit);
+  const double log_z = static_cast<double>(max_logit) + std::log(sum);
+  out->logprob = static_cast<float>(Clean(logits[static_cast<size_t>(token)]) - log_z);
+  std::sort(top.begin(), top.end(), Better);
+  for (const Candidate& c : top)
+    out->top_logprobs.push_back({c.id, static_cast<float>(c.logit - log_z)});
+}
+
+}  // namespace llmc

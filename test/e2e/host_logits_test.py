@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""End-to-end check of the host backend against the float64 reference.
+
+For several synthetic model shapes, in both Hugging Face and GGUF (f32) form:
+write the model with tools/synth-model, `llmc compile` it to an artifact, ask
+`llmc logits` for the teacher-forced logits of a prompt (one chunked prefill)
+followed by 32 single-token decode steps through the paged KV cache (block
+size 5, which divides neither the prompt nor the total length), and compare
+every row with test/reference's float64 forward pass.
+
+Tolerance: max |llmc - ref| / max |ref| < 1e-4 per row (f32 kernels against a
+float64 reference). Prints one line per case and ends with
+"N passed, M failed"; exits 1 on any failure.
+
+  python3 test/e2e/host_logits_test.py --llmc build/bin/llmc [--keep DIR] [-k NAME]
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "synth-model"))
+import reference_forward as rf  # noqa: E402
+
+SYNTH = os.path.join(ROOT, "tools", "synth-model", "synth_model.py")
+TOLERANCE = 1e-4
+PROMPT = 14
+DECODE = 32
+BLOCK_SIZE = 5
+
+# name -> synth_model.py options. Together they cover GQA and MHA, QKV bias,
+# tied and untied embeddings, head_dim 64 and 128, vocabularies that are not
+# powers of two, RoPE scaling and a sliding window shorter than the sequence.
+SHAPES = {
+    "llama-gqa-tied-hd64": ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4",
+                            "--kv-heads", "2", "--head-dim", "64", "--intermediate", "384",
+                            "--layers", "2", "--tie-embeddings"],
+    "llama-mha-untied-hd128": ["--arch", "llama", "--vocab", "500", "--hidden", "256", "--heads", "2",
+                               "--kv-heads", "2", "--head-dim", "128", "--intermediate", "320",
+                               "--layers", "2", "--no-tie-embeddings"],
+    "qwen2-bias-untied": ["--arch", "qwen2", "--vocab", "300", "--hidden", "128", "--heads", "4",
+                          "--kv-heads", "2", "--intermediate", "256", "--layers", "2",
+                          "--no-tie-embeddings", "--rope-theta", "1000000"],
+    "llama3-scaled-gqa": ["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "8",
+                          "--kv-heads", "2", "--intermediate", "256", "--layers", "3",
+                          "--rope-scaling", "llama3:8,1,4,16", "--max-position", "512"],
+    "mistral-window": ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4",
+                       "--kv-heads", "1", "--intermediate", "256", "--layers", "2",
+                       "--sliding-window", "9"],
+}
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return r
+
+
+def check(llmc, name, opts, form, work):
+    model = os.path.join(work, f"{name}.{form}" if form == "gguf" else f"{name}-hf")
+    args = [sys.executable, SYNTH, "--format", form, "--out", model, "--seed", "7"] + opts
+    if form == "gguf":
+        args += ["--gguf-type", "f32"]
+    run(args)
+    art = os.path.join(work, f"{name}-{form}.llmc")
+    run([llmc, "compile", model, "-o", art])
+    ref = rf.ReferenceModel.from_gguf(model) if form == "gguf" else rf.ReferenceModel.from_hf_folder(model)
+    vocab = ref.cfg.vocab
+    rng = np.random.default_rng(abs(hash(name)) % (2**32))
+    tokens = [int(t) for t in rng.integers(0, vocab, PROMPT + DECODE)]
+    out = os.path.join(work, f"{name}-{form}.f32")
+    run([llmc, "logits", art, "--tokens", ",".join(map(str, tokens)), "--prefill", str(PROMPT),
+         "--block-size", str(BLOCK_SIZE), "--threads", "2", "-o", out])
+    got = np.fromfile(out, dtype=np.float32).reshape(len(tokens), vocab).astype(np.float64)
+    want = ref.forward(tokens)
+    err = np.abs(got - want).max(axis=1) / np.abs(want).max(axis=1)
+    worst = float(err.max())
+    top1 = float((got.argmax(axis=1) == want.argmax(axis=1)).mean())
+    ok = worst < TOLERANCE
+    print(f"{'PASS' if ok else 'FAIL'} {name} [{form}]: max rel err {worst:.2e} "
+          f"(prefill {err[:PROMPT].max():.2e}, decode {err[PROMPT:].max():.2e}), top-1 agree {top1:.3f}")
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llmc", default=os.path.join(ROOT, "build", "bin", "llmc"))
+    ap.add_argument("--keep", help="keep models and artifacts in DIR")
+    ap.add_argument("-k", help="only shapes whose name contains this")
+    a = ap.parse_args()
+    work = a.keep or tempfile.mkdtemp(prefix="llmc-e2e-")
+    os.makedirs(work, exist_ok=True)
+    passed = failed = 0
+    try:
+        for name, opts in SHAPES.items():
+            if a.k and a.k not in name:
+                continue
+            for form in ("hf", "gguf"):
+                try:
+                    ok = check(a.llmc, name, opts, form, work)
+                except Exception as e:  # a crash or a refused model is a failure, with its reason
+                    print(f"FAIL {name} [{form}]: {e}")
+                    ok = False
+                passed += ok
+                failed += not ok
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

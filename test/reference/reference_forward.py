@@ -1,0 +1,772 @@
+#!/usr/bin/env python3
+"""An independent float64 reference forward pass for Llama-family decoders.
+
+Pure numpy. It shares no code with llmc (neither the compiler's codegen nor the
+runtime): tests use it to check llmc's logits. It computes what Hugging Face
+transformers computes for LlamaForCausalLM, MistralForCausalLM and
+Qwen2ForCausalLM (see README.md beside this file for the exact semantics and
+the places where it deliberately differs, e.g. float64 everywhere).
+
+    import sys; sys.path.insert(0, "test/reference")
+    import reference_forward as rf
+
+    m = rf.ReferenceModel.from_hf_folder("/tmp/tiny-llama")
+    m = rf.ReferenceModel.from_gguf("/tmp/tiny-llama.gguf")      # dequantized, Q/K unpermuted
+    m = rf.ReferenceModel.from_synth({"arch": "qwen2"}, seed=2, gguf_type="q8_0")
+    full = m.forward([1, 2, 3])            # [3, vocab] float64, no state
+    pre = m.prefill([1, 2], seq_id=0)      # [2, vocab]; starts sequence 0 afresh
+    dec = m.decode(3, seq_id=0)            # [vocab]; == full[2] to ~1e-15
+    flat = m.step([(0, [4]), (7, [5, 6, 7])])   # ragged batch -> [4, vocab]
+
+CLI:
+    reference_forward.py MODEL --tokens 1,2,3 [--decode-steps N] [--out logits.npy]
+MODEL is an HF folder, a .gguf file, or 'synth:{"arch": "llama", "seed": 1}'.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import re
+import sys
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SYNTH_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "tools", "synth-model"))
+
+
+class ReferenceError(Exception):
+    """A config, weight set or request the reference cannot evaluate; the
+    message says what is wrong."""
+
+
+# --------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class RefConfig:
+    """The model constants the forward pass needs, normalized."""
+    model_type: str
+    vocab: int
+    hidden: int
+    intermediate: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    rms_norm_eps: float
+    rope_theta: float
+    rope_scaling: dict | None          # HF dict with "rope_type"; None = default RoPE
+    hidden_act: str
+    tie_embeddings: bool
+    layer_windows: list                # per layer: sliding window (int) or None
+    max_position: int
+    # llama.cpp's rope_freqs tensor (GGUF llama3 scaling): per frequency, the
+    # divisor of the default inverse frequency. When set it replaces
+    # rope_scaling's llama3 rule, as llama.cpp does.
+    rope_freqs: np.ndarray | None = None
+
+    def summary(self) -> str:
+        win = sorted({w for w in self.layer_windows if w})
+        return (f"{self.model_type}: vocab {self.vocab}, hidden {self.hidden}, "
+                f"ffn {self.intermediate}, layers {self.layers}, heads {self.heads}/"
+                f"{self.kv_heads} x {self.head_dim}, act {self.hidden_act}, "
+                f"theta {self.rope_theta:g}, scaling {self.rope_scaling}, "
+                f"{'tied' if self.tie_embeddings else 'untied'}"
+                + (f", window {win}" if win else ""))
+
+
+def _norm_rope_scaling(rs: dict | None) -> dict | None:
+    if rs is None:
+        return None
+    rs = dict(rs)
+    if "rope_type" not in rs and "type" in rs:  # HF's backward-compatible key
+        rs["rope_type"] = rs.pop("type")
+    kind = rs.get("rope_type", "default")
+    if kind == "default":
+        return None
+    if kind == "linear":
+        if "factor" not in rs:
+            raise ReferenceError("rope_scaling: linear lacks 'factor'")
+    elif kind == "llama3":
+        need = ("factor", "low_freq_factor", "high_freq_factor",
+                "original_max_position_embeddings")
+        missing = [k for k in need if k not in rs]
+        if missing:
+            raise ReferenceError(f"rope_scaling: llama3 lacks {', '.join(missing)}")
+    else:
+        raise ReferenceError(f"rope_scaling: rope_type {kind!r} is not supported "
+                             "(default, linear and llama3 are)")
+    return rs
+
+
+def config_from_hf(d: dict) -> RefConfig:
+    """A RefConfig from a Hugging Face config.json dict (Llama, Mistral, Qwen2)."""
+    try:
+        hidden, heads = int(d["hidden_size"]), int(d["num_attention_heads"])
+        layers = int(d["num_hidden_layers"])
+        vocab, inter = int(d["vocab_size"]), int(d["intermediate_size"])
+    except KeyError as e:
+        raise ReferenceError(f"config.json: missing {e.args[0]}") from None
+    model_type = d.get("model_type", "llama")
+    kv = int(d.get("num_key_value_heads") or heads)
+    head_dim = int(d.get("head_dim") or hidden // heads)
+    # Sliding windows, per layer, as transformers decides them.
+    sw = d.get("sliding_window")
+    if d.get("layer_types") is not None:
+        windows = [sw if t == "sliding_attention" else None for t in d["layer_types"]]
+    elif model_type == "mistral":
+        windows = [sw] * layers
+    elif model_type == "qwen2":
+        # Qwen2: only with use_sliding_window, and only layers >= max_window_layers.
+        on = bool(d.get("use_sliding_window", False)) and sw is not None
+        mwl = int(d.get("max_window_layers", layers))
+        windows = [sw if on and i >= mwl else None for i in range(layers)]
+    else:
+        windows = [None] * layers
+    windows = [int(w) if w else None for w in windows]
+    if len(windows) != layers:
+        raise ReferenceError(f"config.json: layer_types has {len(windows)} entries "
+                             f"for {layers} layers")
+    return RefConfig(
+        model_type=model_type, vocab=vocab, hidden=hidden, intermediate=inter,
+        layers=layers, heads=heads, kv_heads=kv, head_dim=head_dim,
+        rms_norm_eps=float(d.get("rms_norm_eps", 1e-6)),
+        rope_theta=float(d.get("rope_theta", 10000.0)),
+        rope_scaling=_norm_rope_scaling(d.get("rope_scaling")),
+        hidden_act=d.get("hidden_act", "silu"),
+        tie_embeddings=bool(d.get("tie_word_embeddings", False)),
+        layer_windows=windows,
+        max_position=int(d.get("max_position_embeddings", 2048)))
+
+
+def config_from_synth(d: dict) -> RefConfig:
+    """A RefConfig from synth_model's Config fields (a filled-in Config dict)."""
+    head_dim = d.get("head_dim") or d["hidden"] // d["heads"]
+    rs = d.get("rope_scaling")
+    if isinstance(rs, str):
+        raise ReferenceError("config: pass synth configs through synth_model.make_config "
+                             "first (rope_scaling is still a CLI string)")
+    return RefConfig(
+        model_type=d.get("arch", "llama"), vocab=d["vocab"], hidden=d["hidden"],
+        intermediate=d["intermediate"], layers=d["layers"], heads=d["heads"],
+        kv_heads=d.get("kv_heads") or d["heads"], head_dim=head_dim,
+        rms_norm_eps=float(d.get("rms_norm_eps", 1e-5)),
+        rope_theta=float(d.get("rope_theta", 10000.0)),
+        rope_scaling=_norm_rope_scaling(rs), hidden_act="silu",
+        tie_embeddings=bool(d.get("tie_embeddings", True)),
+        layer_windows=[d.get("sliding_window")] * d["layers"],
+        max_position=int(d.get("max_position", 512)))
+
+
+def normalize_config(cfg: Any) -> RefConfig:
+    """Accepts a RefConfig, an HF config.json dict, or synth_model Config
+    (object or dict of its fields)."""
+    if isinstance(cfg, RefConfig):
+        return cfg
+    if dataclasses.is_dataclass(cfg):
+        cfg = dataclasses.asdict(cfg)
+    if not isinstance(cfg, dict):
+        raise ReferenceError(f"config: expected a dict, got {type(cfg).__name__}")
+    if "hidden_size" in cfg:
+        return config_from_hf(cfg)
+    if "hidden" in cfg:
+        return config_from_synth(cfg)
+    raise ReferenceError("config: neither an HF config.json dict (hidden_size) "
+                         "nor a synth_model Config (hidden)")
+
+
+# --------------------------------------------------------------------------
+# Primitive math (float64)
+# --------------------------------------------------------------------------
+
+def rope_inv_freq(c: RefConfig) -> np.ndarray:
+    """Inverse frequencies [head_dim/2], as transformers' ROPE_INIT_FUNCTIONS
+    compute them (here in float64): default, linear (inv_freq / factor) and
+    llama3 (_compute_llama3_parameters). With c.rope_freqs (GGUF), llama.cpp's
+    rule: default inv_freq / rope_freqs."""
+    d = c.head_dim
+    inv = 1.0 / (c.rope_theta ** (np.arange(0, d, 2, dtype=np.float64) / d))
+    if c.rope_freqs is not None:
+        f = np.asarray(c.rope_freqs, np.float64)
+        if f.shape != inv.shape:
+            raise ReferenceError(f"rope_freqs: shape {f.shape}, want {inv.shape}")
+        inv = inv / f
+        if c.rope_scaling and c.rope_scaling["rope_type"] == "linear":
+            inv = inv / float(c.rope_scaling["factor"])
+        return inv
+    rs = c.rope_scaling
+    if rs is None:
+        return inv
+    if rs["rope_type"] == "linear":
+        return inv / float(rs["factor"])
+    # llama3
+    factor = float(rs["factor"])
+    lo, hi = float(rs["low_freq_factor"]), float(rs["high_freq_factor"])
+    old = float(rs["original_max_position_embeddings"])
+    lo_wl, hi_wl = old / lo, old / hi
+    wavelen = 2 * math.pi / inv
+    scaled = np.where(wavelen > lo_wl, inv / factor, inv)
+    smooth = (old / wavelen - lo) / (hi - lo)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < hi_wl) & ~(wavelen > lo_wl)
+    return np.where(medium, smoothed, scaled)
+
+
+def rope_cos_sin(inv_freq: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """cos, sin [n, head_dim] as HF builds them: emb = cat(freqs, freqs)."""
+    freqs = np.asarray(positions, np.float64)[:, None] * inv_freq[None, :]
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    return np.cos(emb), np.sin(emb)
+
+
+def apply_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """x [n, heads, head_dim]; HF's rotate-half convention:
+    x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1)."""
+    half = x.shape[-1] // 2
+    rot = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return x * cos[:, None, :] + rot * sin[:, None, :]
+
+
+def rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    """HF LlamaRMSNorm: w * x / sqrt(mean(x^2) + eps)."""
+    var = np.mean(x * x, axis=-1, keepdims=True)
+    return w * (x / np.sqrt(var + eps))
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)), accurate in relative terms on both sides, no overflow."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def activation(name: str, x: np.ndarray) -> np.ndarray:
+    """transformers' ACT2FN for the activations decoders use."""
+    if name in ("silu", "swish"):
+        return x * _sigmoid(x)
+    if name == "gelu":  # exact (erf)
+        return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64))
+    if name in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast"):  # tanh approximation
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi)
+                                        * (x + 0.044715 * x * x * x)))
+    if name == "quick_gelu":
+        return x * _sigmoid(1.702 * x)
+    if name == "relu":
+        return np.maximum(x, 0.0)
+    raise ReferenceError(f"hidden_act: {name!r} is not supported")
+
+
+def softmax_masked(scores: np.ndarray, visible: np.ndarray) -> np.ndarray:
+    s = np.where(visible, scores, -np.inf)
+    s = np.exp(s - s.max(axis=-1, keepdims=True))
+    return s / s.sum(axis=-1, keepdims=True)
+
+
+def visible_mask(q_pos: np.ndarray, k_pos: np.ndarray, window: int | None) -> np.ndarray:
+    """[nq, nk]: causal, and with a window (Mistral semantics) only keys at
+    positions > q_pos - window, i.e. the last `window` keys including itself."""
+    q, k = np.asarray(q_pos)[:, None], np.asarray(k_pos)[None, :]
+    m = k <= q
+    if window:
+        m &= k > q - window
+    return m
+
+
+# --------------------------------------------------------------------------
+# Weights
+# --------------------------------------------------------------------------
+
+_LAYER_TENSORS = {  # HF suffix -> (shape as a function of config, required)
+    "input_layernorm.weight": (lambda c: (c.hidden,), True),
+    "self_attn.q_proj.weight": (lambda c: (c.heads * c.head_dim, c.hidden), True),
+    "self_attn.k_proj.weight": (lambda c: (c.kv_heads * c.head_dim, c.hidden), True),
+    "self_attn.v_proj.weight": (lambda c: (c.kv_heads * c.head_dim, c.hidden), True),
+    "self_attn.o_proj.weight": (lambda c: (c.hidden, c.heads * c.head_dim), True),
+    "self_attn.q_proj.bias": (lambda c: (c.heads * c.head_dim,), False),
+    "self_attn.k_proj.bias": (lambda c: (c.kv_heads * c.head_dim,), False),
+    "self_attn.v_proj.bias": (lambda c: (c.kv_heads * c.head_dim,), False),
+    "self_attn.o_proj.bias": (lambda c: (c.hidden,), False),
+    "post_attention_layernorm.weight": (lambda c: (c.hidden,), True),
+    "mlp.gate_proj.weight": (lambda c: (c.intermediate, c.hidden), True),
+    "mlp.up_proj.weight": (lambda c: (c.intermediate, c.hidden), True),
+    "mlp.down_proj.weight": (lambda c: (c.hidden, c.intermediate), True),
+    "mlp.gate_proj.bias": (lambda c: (c.intermediate,), False),   # mlp_bias
+    "mlp.up_proj.bias": (lambda c: (c.intermediate,), False),
+    "mlp.down_proj.bias": (lambda c: (c.hidden,), False),
+}
+_IGNORED = re.compile(r"model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq")
+
+
+def _check_weights(c: RefConfig, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """float64 copies of the weights; every tensor must be known and used, and
+    every required one present with the right shape."""
+    want: dict[str, tuple[tuple[int, ...], bool]] = {
+        "model.embed_tokens.weight": ((c.vocab, c.hidden), True),
+        "model.norm.weight": ((c.hidden,), True),
+        "lm_head.weight": ((c.vocab, c.hidden), not c.tie_embeddings),
+    }
+    for i in range(c.layers):
+        for suffix, (shape, req) in _LAYER_TENSORS.items():
+            want[f"model.layers.{i}.{suffix}"] = (shape(c), req)
+    problems = []
+    out = {}
+    for name, a in weights.items():
+        if _IGNORED.fullmatch(name):
+            continue
+        if name not in want:
+            problems.append(f"{name}: not a tensor this reference uses")
+            continue
+        a = np.asarray(a)
+        if tuple(a.shape) != tuple(want[name][0]):
+            problems.append(f"{name}: shape {tuple(a.shape)}, config says {want[name][0]}")
+            continue
+        out[name] = a.astype(np.float64)
+    for name, (_, req) in want.items():
+        if req and name not in out and not any(p.startswith(name + ":") for p in problems):
+            problems.append(f"{name}: missing")
+    if problems:
+        raise ReferenceError("weights: " + "; ".join(problems[:8])
+                             + (f" (+{len(problems) - 8} more)" if len(problems) > 8 else ""))
+    if c.tie_embeddings:
+        out.pop("lm_head.weight", None)   # HF ties lm_head to the embedding
+    return out
+
+
+# --------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------
+
+class _Seq:
+    """One sequence's KV cache: per layer, K (after RoPE) and V, [len, kv_heads, head_dim]."""
+
+    def __init__(self, c: RefConfig):
+        e = np.zeros((0, c.kv_heads, c.head_dim))
+        self.k = [e] * c.layers
+        self.v = [e] * c.layers
+        self.tokens: list[int] = []
+
+    def copy(self) -> "_Seq":
+        s = _Seq.__new__(_Seq)
+        s.k, s.v, s.tokens = list(self.k), list(self.v), list(self.tokens)
+        return s
+
+
+class ReferenceModel:
+    """float64 Llama-family decoder with HF transformers semantics.
+
+    Stateless: forward(tokens). Stateful, per sequence id (the semantic view
+    of a paged KV cache): prefill, extend, decode, step (ragged batch), fork,
+    truncate, free, kv, context_len.
+    """
+
+    def __init__(self, cfg_dict: Any, weights: dict[str, np.ndarray]):
+        self.cfg = normalize_config(cfg_dict)
+        c = self.cfg
+        if c.heads % c.kv_heads:
+            raise ReferenceError(f"config: kv_heads {c.kv_heads} does not divide heads {c.heads}")
+        if c.head_dim % 2:
+            raise ReferenceError(f"config: head_dim {c.head_dim} is odd")
+        activation(c.hidden_act, np.zeros(1))   # rejects unknown activations early
+        self.W = _check_weights(c, weights)
+        self.inv_freq = rope_inv_freq(c)
+        self._seqs: dict[Any, _Seq] = {}
+
+    # ------------------------------------------------------------- loaders
+    @classmethod
+    def from_hf_folder(cls, path: str) -> "ReferenceModel":
+        """config.json + model*.safetensors (f32/f16/bf16) of an HF folder."""
+        sm = _synth()
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            d = json.load(f)
+        return cls(d, sm.read_hf_weights(path))
+
+    @classmethod
+    def from_synth(cls, cfg: Any, seed: int, gguf_type: str | None = None) -> "ReferenceModel":
+        """synth_model's model for (cfg, seed): the HF weights, or with gguf_type
+        what a GGUF of that type holds (dequantized, in HF layout)."""
+        sm = _synth()
+        c = sm.make_config(cfg)
+        W = sm.make_weights(c, seed) if gguf_type is None else sm.dequantized_weights(
+            c, seed, gguf_type)
+        return cls(sm.hf_config_json(c), W)
+
+    @classmethod
+    def from_gguf(cls, path: str, use_sliding_window: bool = True) -> "ReferenceModel":
+        """A GGUF (llama or qwen2 architecture), every tensor dequantized by
+        gguf-py and brought back to HF names and layout: Q/K rows unpermuted
+        for llama (convert_hf_to_gguf permutes them for GGML's interleaved
+        RoPE). A llama3 rope_freqs tensor is used as llama.cpp uses it.
+        use_sliding_window: apply `llama.attention.sliding_window` (a Mistral
+        model's window; llama.cpp's llama architecture ignores it)."""
+        cfg, W = read_gguf(path, use_sliding_window)
+        return cls(cfg, W)
+
+    # ----------------------------------------------------------- helpers
+    def _lin(self, p: str, name: str, x: np.ndarray) -> np.ndarray:
+        y = x @ self.W[p + name + ".weight"].T
+        b = self.W.get(p + name + ".bias")
+        return y if b is None else y + b
+
+    def _tokens(self, tokens: Iterable[int]) -> np.ndarray:
+        t = np.asarray(list(tokens), dtype=np.int64)
+        if t.ndim != 1:
+            raise ReferenceError("tokens: must be a flat list of ids")
+        if t.size and (t.min() < 0 or t.max() >= self.cfg.vocab):
+            raise ReferenceError(f"tokens: ids must be in [0, {self.cfg.vocab}), got "
+                                 f"{int(t.min())}..{int(t.max())}")
+        return t
+
+    def _head(self, x: np.ndarray) -> np.ndarray:
+        x = rms_norm(x, self.W["model.norm.weight"], self.cfg.rms_norm_eps)
+        head = self.W.get("lm_head.weight", self.W["model.embed_tokens.weight"])
+        return x @ head.T
+
+    def _mlp(self, p: str, x: np.ndarray) -> np.ndarray:
+        c = self.cfg
+        h = rms_norm(x, self.W[p + "post_attention_layernorm.weight"], c.rms_norm_eps)
+        g = activation(c.hidden_act, self._lin(p, "mlp.gate_proj", h))
+        return x + self._lin(p, "mlp.down_proj", g * self._lin(p, "mlp.up_proj", h))
+
+    # ------------------------------------------------------ full sequence
+    def forward(self, tokens: Sequence[int], trace: dict | None = None) -> np.ndarray:
+        """Logits [len, vocab] of one whole sequence from position 0, without
+        any cache (full T x T causal mask, KV heads repeated as HF's repeat_kv).
+        trace: if a dict, receives named intermediates (embed, L{i}.attn_norm,
+        L{i}.q/k (after RoPE), L{i}.v, L{i}.attn (before o_proj), L{i}.h_attn
+        (residual after attention), L{i}.h_mlp, final_norm)."""
+        c = self.cfg
+        t = self._tokens(tokens)
+        T = len(t)
+        pos = np.arange(T)
+        cos, sin = rope_cos_sin(self.inv_freq, pos)
+        rep = c.heads // c.kv_heads
+        x = self.W["model.embed_tokens.weight"][t]
+        tr = trace if trace is not None else {}
+        tr["embed"] = x
+        for i in range(c.layers):
+            p = f"model.layers.{i}."
+            h = rms_norm(x, self.W[p + "input_layernorm.weight"], c.rms_norm_eps)
+            q = apply_rope(self._lin(p, "self_attn.q_proj", h).reshape(T, c.heads, c.head_dim), cos, sin)
+            k = apply_rope(self._lin(p, "self_attn.k_proj", h).reshape(T, c.kv_heads, c.head_dim), cos, sin)
+            v = self._lin(p, "self_attn.v_proj", h).reshape(T, c.kv_heads, c.head_dim)
+            kr, vr = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)  # repeat_kv
+            s = np.einsum("thd,shd->hts", q, kr) / math.sqrt(c.head_dim)
+            a = softmax_masked(s, visible_mask(pos, pos, c.layer_windows[i])[None])
+            o = np.einsum("hts,shd->thd", a, vr).reshape(T, c.heads * c.head_dim)
+            tr.update({f"L{i}.attn_norm": h, f"L{i}.q": q, f"L{i}.k": k, f"L{i}.v": v,
+                       f"L{i}.attn": o})
+            x = x + self._lin(p, "self_attn.o_proj", o)
+            tr[f"L{i}.h_attn"] = x
+            x = self._mlp(p, x)
+            tr[f"L{i}.h_mlp"] = x
+        tr["final_norm"] = rms_norm(x, self.W["model.norm.weight"], c.rms_norm_eps)
+        return self._head(x)
+
+    # ---------------------------------------------------- cached (paged) API
+    def step(self, batch: Sequence[tuple[Any, Sequence[int]]],
+             logits_rows: Sequence[int] | None = None) -> np.ndarray:
+        """One runtime step over a ragged batch: [(seq_id, new tokens), ...].
+
+        A seq_id not seen before starts a new sequence at position 0; a known
+        one continues where its cache ends. The tokens are flattened sequence
+        after sequence, as the runtime's `tokens` argument; the projections
+        and the MLP run on all rows together, attention per sequence against
+        its cache (which receives this step's K/V first). Returns logits
+        [T, vocab] for all rows, or [len(logits_rows), vocab]."""
+        c = self.cfg
+        ids = [sid for sid, _ in batch]
+        if len(set(ids)) != len(ids):
+            raise ReferenceError(f"step: a sequence appears twice in one batch: {ids}")
+        toks = [self._tokens(tk) for _, tk in batch]
+        if any(len(tk) == 0 for tk in toks):
+            raise ReferenceError("step: every batch entry needs at least one token")
+        seqs = [self._seqs.get(sid) or _Seq(c) for sid in ids]  # new ids start empty
+        starts = np.cumsum([0] + [len(tk) for tk in toks])
+        T = int(starts[-1])
+        flat = np.concatenate(toks)
+        pos = np.concatenate([np.arange(len(s.tokens), len(s.tokens) + len(tk))
+                              for s, tk in zip(seqs, toks)])
+        cos, sin = rope_cos_sin(self.inv_freq, pos)
+        rep = c.heads // c.kv_heads
+        scale = 1.0 / math.sqrt(c.head_dim)
+        # Work on copies of the cache lists so that an error leaves state intact.
+        new_k = [list(s.k) for s in seqs]
+        new_v = [list(s.v) for s in seqs]
+        x = self.W["model.embed_tokens.weight"][flat]
+        for i in range(c.layers):
+            p = f"model.layers.{i}."
+            h = rms_norm(x, self.W[p + "input_layernorm.weight"], c.rms_norm_eps)
+            q = apply_rope(self._lin(p, "self_attn.q_proj", h).reshape(T, c.heads, c.head_dim), cos, sin)
+            k = apply_rope(self._lin(p, "self_attn.k_proj", h).reshape(T, c.kv_heads, c.head_dim), cos, sin)
+            v = self._lin(p, "self_attn.v_proj", h).reshape(T, c.kv_heads, c.head_dim)
+            o = np.empty((T, c.heads, c.head_dim))
+            for j in range(len(seqs)):
+                a, b = starts[j], starts[j + 1]
+                # Write this step's K/V into the cache (slot_mapping), then attend.
+                K = np.concatenate([new_k[j][i], k[a:b]])
+                V = np.concatenate([new_v[j][i], v[a:b]])
+                new_k[j][i], new_v[j][i] = K, V
+                qs = q[a:b].reshape(b - a, c.kv_heads, rep, c.head_dim)  # head = g*rep + r
+                s = np.einsum("ngrd,lgd->grnl", qs, K) * scale
+                vis = visible_mask(pos[a:b], np.arange(len(K)), c.layer_windows[i])
+                w = softmax_masked(s, vis[None, None])
+                o[a:b] = np.einsum("grnl,lgd->ngrd", w, V).reshape(b - a, c.heads, c.head_dim)
+            x = x + self._lin(p, "self_attn.o_proj", o.reshape(T, c.heads * c.head_dim))
+            x = self._mlp(p, x)
+        if logits_rows is not None:
+            rows = np.asarray(list(logits_rows), dtype=np.int64)
+            if rows.size and (rows.min() < 0 or rows.max() >= T):
+                raise ReferenceError(f"logits_rows: rows must be in [0, {T})")
+            x = x[rows]
+        out = self._head(x)
+        for j, (sid, s) in enumerate(zip(ids, seqs)):
+            s.k, s.v = new_k[j], new_v[j]
+            s.tokens.extend(int(t) for t in toks[j])
+            self._seqs[sid] = s
+        return out
+
+    def batch_inputs(self, batch: Sequence[tuple[Any, Sequence[int]]]) -> dict:
+        """The runtime's semantic step inputs for `batch` given the current
+        state (call before step): tokens, positions, query_starts, context_lens."""
+        toks = [list(map(int, tk)) for _, tk in batch]
+        past = [self.context_len(sid) for sid, _ in batch]
+        qs = np.cumsum([0] + [len(t) for t in toks]).astype(np.int32)
+        return {
+            "tokens": np.array([t for tk in toks for t in tk], np.int32),
+            "positions": np.array([p + i for p, tk in zip(past, toks)
+                                   for i in range(len(tk))], np.int32),
+            "query_starts": qs,
+            "context_lens": np.array([p + len(tk) for p, tk in zip(past, toks)], np.int32),
+        }
+
+    @staticmethod
+    def split_rows(batch: Sequence[tuple[Any, Sequence[int]]], flat: np.ndarray) -> dict:
+        """{seq_id: its rows of step()'s full [T, vocab] result}."""
+        out, a = {}, 0
+        for sid, tk in batch:
+            out[sid] = flat[a:a + len(tk)]
+            a += len(tk)
+        return out
+
+    def extend(self, tokens: Sequence[int], seq_id: Any = 0) -> np.ndarray:
+        """Appends tokens to a sequence (chunked prefill); logits [n, vocab]."""
+        return self.step([(seq_id, tokens)])
+
+    def prefill(self, tokens: Sequence[int], seq_id: Any = 0) -> np.ndarray:
+        """Starts seq_id afresh (dropping any cache it had); logits [n, vocab]."""
+        self._seqs.pop(seq_id, None)
+        return self.step([(seq_id, tokens)])
+
+    def decode(self, token: int, seq_id: Any = 0) -> np.ndarray:
+        """One token appended to seq_id; logits [vocab]."""
+        if seq_id not in self._seqs:
+            raise ReferenceError(f"decode: sequence {seq_id!r} has no prefill")
+        return self.step([(seq_id, [token])])[0]
+
+    def fork(self, src: Any, dst: Any) -> None:
+        """dst gets a copy of src's cache (prefix sharing / copy-on-write)."""
+        if src not in self._seqs:
+            raise ReferenceError(f"fork: no sequence {src!r}")
+        self._seqs[dst] = self._seqs[src].copy()
+
+    def truncate(self, seq_id: Any, length: int) -> None:
+        """Keeps the first `length` cached tokens of seq_id."""
+        s = self._seqs[seq_id]
+        s.k = [k[:length] for k in s.k]
+        s.v = [v[:length] for v in s.v]
+        s.tokens = s.tokens[:length]
+
+    def free(self, seq_id: Any) -> None:
+        self._seqs.pop(seq_id, None)
+
+    def reset(self) -> None:
+        self._seqs.clear()
+
+    def context_len(self, seq_id: Any) -> int:
+        s = self._seqs.get(seq_id)
+        return 0 if s is None else len(s.tokens)
+
+    def seq_tokens(self, seq_id: Any) -> list[int]:
+        return list(self._seqs[seq_id].tokens)
+
+    def kv(self, seq_id: Any, layer: int) -> tuple[np.ndarray, np.ndarray]:
+        """(K after RoPE, V) of one layer, [len, kv_heads, head_dim], HF
+        rotate-half layout (a GGUF-layout cache holds K's halves interleaved)."""
+        s = self._seqs[seq_id]
+        return s.k[layer], s.v[layer]
+
+
+# --------------------------------------------------------------------------
+# GGUF reading (gguf-py), independent of synth_model's writer
+# --------------------------------------------------------------------------
+
+_GGUF_TO_HF_LAYER = {
+    "attn_norm.weight": "input_layernorm.weight",
+    "attn_q.weight": "self_attn.q_proj.weight",
+    "attn_q.bias": "self_attn.q_proj.bias",
+    "attn_k.weight": "self_attn.k_proj.weight",
+    "attn_k.bias": "self_attn.k_proj.bias",
+    "attn_v.weight": "self_attn.v_proj.weight",
+    "attn_v.bias": "self_attn.v_proj.bias",
+    "attn_output.weight": "self_attn.o_proj.weight",
+    "attn_output.bias": "self_attn.o_proj.bias",
+    "ffn_norm.weight": "post_attention_layernorm.weight",
+    "ffn_gate.weight": "mlp.gate_proj.weight",
+    "ffn_up.weight": "mlp.up_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight",
+}
+
+
+def _unpermute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """Inverse of convert_hf_to_gguf's LlamaModel.permute: within each head,
+    GGML's interleaved pair rows (2i, 2i+1) back to rotate-half rows (i, i+d/2)."""
+    return (w.reshape(n_head, w.shape[0] // n_head // 2, 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, dict]:
+    """(RefConfig, {HF name: float32 array in HF layout}) of a GGUF file."""
+    try:
+        import gguf
+    except ImportError:
+        raise ReferenceError("reading GGUF needs the PyPI `gguf` package") from None
+    r = gguf.GGUFReader(path)
+
+    def field(key, default=None):
+        f = r.fields.get(key)
+        if f is None:
+            return default
+        if hasattr(f, "contents"):
+            return f.contents()
+        return f.parts[f.data[0]].tolist()
+
+    arch = field("general.architecture")
+    if arch not in ("llama", "qwen2"):
+        raise ReferenceError(f"{path}: general.architecture {arch!r} is not llama or qwen2")
+    raw = {}
+    for t in r.tensors:
+        shape = [int(x) for x in t.shape][::-1]   # GGML order reversed = numpy order
+        raw[t.name] = gguf.quants.dequantize(t.data, t.tensor_type).reshape(shape).astype(np.float32)
+    hidden = int(field(f"{arch}.embedding_length"))
+    heads = int(field(f"{arch}.attention.head_count"))
+    kv = int(field(f"{arch}.attention.head_count_kv", heads))
+    head_dim = int(field(f"{arch}.attention.key_length", hidden // heads))
+    layers = int(field(f"{arch}.block_count"))
+    vocab = raw["token_embd.weight"].shape[0]
+    rs = None
+    if field(f"{arch}.rope.scaling.type") == "linear":
+        rs = {"rope_type": "linear", "factor": float(field(f"{arch}.rope.scaling.factor"))}
+    elif field(f"{arch}.rope.scaling.type") not in (None, "none"):
+        raise ReferenceError(f"{path}: rope.scaling.type "
+                             f"{field(f'{arch}.rope.scaling.type')!r} is not supported")
+    sw = field(f"{arch}.attention.sliding_window") if use_sliding_window else None
+    cfg = RefConfig(
+        model_type=arch, vocab=vocab, hidden=hidden,
+        intermediate=int(field(f"{arch}.feed_forward_length")), layers=layers,
+        heads=heads, kv_heads=kv, head_dim=head_dim,
+        rms_norm_eps=float(field(f"{arch}.attention.layer_norm_rms_epsilon")),
+        rope_theta=float(field(f"{arch}.rope.freq_base", 10000.0)),
+        rope_scaling=rs, hidden_act="silu",
+        tie_embeddings="output.weight" not in raw,
+        layer_windows=[int(sw) if sw else None] * layers,
+        max_position=int(field(f"{arch}.context_length", 2048)),
+        rope_freqs=raw.pop("rope_freqs.weight", None))
+    W = {}
+    for name, a in raw.items():
+        if name == "token_embd.weight":
+            W["model.embed_tokens.weight"] = a
+        elif name == "output_norm.weight":
+            W["model.norm.weight"] = a
+        elif name == "output.weight":
+            W["lm_head.weight"] = a
+        else:
+            m = re.fullmatch(r"blk\.(\d+)\.(.+)", name)
+            if not m or m.group(2) not in _GGUF_TO_HF_LAYER:
+                raise ReferenceError(f"{path}: tensor {name!r} is not one this reference knows")
+            hf = _GGUF_TO_HF_LAYER[m.group(2)]
+            if arch == "llama" and m.group(2).startswith(("attn_q.", "attn_k.")):
+                a = _unpermute(a, heads if m.group(2).startswith("attn_q.") else kv)
+            W[f"model.layers.{m.group(1)}.{hf}"] = a
+    return cfg, W
+
+
+def _synth():
+    if SYNTH_DIR not in sys.path:
+        sys.path.insert(0, SYNTH_DIR)
+    import synth_model
+    return synth_model
+
+
+# --------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------
+
+def load_model(spec: str) -> ReferenceModel:
+    """An HF folder, a .gguf file, or 'synth:{json}' (make_config fields plus
+    "seed" and optional "gguf_type")."""
+    if spec.startswith("synth:"):
+        d = json.loads(spec[len("synth:"):] or "{}")
+        seed = int(d.pop("seed", 0))
+        gt = d.pop("gguf_type", None)
+        return ReferenceModel.from_synth(d, seed, gt)
+    if os.path.isdir(spec):
+        return ReferenceModel.from_hf_folder(spec)
+    if spec.endswith(".gguf") and os.path.isfile(spec):
+        return ReferenceModel.from_gguf(spec)
+    raise ReferenceError(f"MODEL: {spec!r} is not an HF folder, a .gguf file or synth:{{...}}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model", metavar="MODEL",
+                    help="HF folder, .gguf file, or 'synth:{\"arch\": \"qwen2\", \"seed\": 2}'")
+    ap.add_argument("--tokens", required=True, help="comma-separated prompt token ids")
+    ap.add_argument("--decode-steps", type=int, default=0,
+                    help="greedy decode steps after the prompt (each feeds the argmax)")
+    ap.add_argument("--out", help="save all logits [prompt + steps, vocab] float64 as .npy")
+    ap.add_argument("--top", type=int, default=5, help="how many top tokens to print")
+    args = ap.parse_args(argv)
+    try:
+        tokens = [int(x) for x in args.tokens.split(",") if x.strip()]
+    except ValueError:
+        print(f"error: --tokens: not a comma-separated list of integers: {args.tokens!r}",
+              file=sys.stderr)
+        return 2
+    if not tokens:
+        print("error: --tokens: empty", file=sys.stderr)
+        return 2
+    try:
+        m = load_model(args.model)
+        print(f"# {m.cfg.summary()}")
+        rows = list(m.prefill(tokens))
+        fed = list(tokens)
+        for _ in range(args.decode_steps):
+            nxt = int(np.argmax(rows[-1]))
+            fed.append(nxt)
+            rows.append(m.decode(nxt))
+    except (ReferenceError, OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    logits = np.stack(rows)
+    for i, row in enumerate(logits):
+        top = np.argsort(-row, kind="stable")[:args.top]
+        kind = "prompt" if i < len(tokens) else "decode"
+        nxt = f" -> next {fed[i + 1]}" if i + 1 < len(fed) else ""
+        print(f"pos {i:4d} {kind} token {fed[i]:6d}{nxt}: "
+              + "  ".join(f"{int(t)}:{row[t]:.6f}" for t in top))
+    if args.out:
+        np.save(args.out, logits)
+        print(f"# wrote {args.out}: {logits.shape} float64")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,485 @@
+#!/usr/bin/env python3
+"""Self-checks of reference_forward.py. Plain script; exit status 1 on failure.
+
+    python3 test/reference/test_reference.py [-q] [--no-llama-cpp] [--keep DIR]
+
+1. incremental (prefill + decode, chunked prefill) == full forward, 1e-12
+2. a ragged multi-sequence batch (with fork / truncate) == per-sequence runs
+3. llama.cpp (llama-cpp-python, when importable) on f32 GGUFs from
+   synth_model.write_gguf: prompt + decode logits within 1e-4 relative
+   (and one q8_0 model, against the reference on the dequantized weights)
+4. HF folder and GGUF of the same seed give the same reference logits
+5. sliding-window semantics, GQA head grouping, llama3 frequencies, real HF
+   configs, the CLI
+Relative error everywhere: max |a - b| / max |b|.
+"""
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tools", "synth-model"))
+import reference_forward as rf  # noqa: E402
+import synth_model as sm  # noqa: E402
+
+QUIET = False
+RESULTS: list[tuple[str, bool, str]] = []
+
+
+def check(name: str, ok: bool, detail: str = "") -> bool:
+    RESULTS.append((name, bool(ok), detail))
+    if not QUIET or not ok:
+        print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
+    return ok
+
+
+def rel(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+SHAPES = {
+    "llama-gqa-tied": (dict(arch="llama"), 1),
+    "qwen2-bias-untied": (dict(arch="qwen2", vocab=300, hidden=64, heads=4, kv_heads=2,
+                               intermediate=128, tie_embeddings=False), 2),
+    "llama-mha-hd128": (dict(arch="llama", vocab=400, hidden=256, heads=2, kv_heads=2,
+                             head_dim=128, intermediate=320, tie_embeddings=False,
+                             rope_theta=500000.0, dtype="bf16"), 3),
+    "llama3-scaled": (dict(arch="llama", vocab=350, hidden=128, heads=4, kv_heads=2,
+                           head_dim=64, intermediate=256, tie_embeddings=False,
+                           rope_theta=500000.0, rope_scaling="llama3:8,1,4,32",
+                           max_position=1024), 6),
+    "mistral-swa5-linear": (dict(arch="mistral", vocab=320, hidden=96, heads=6, kv_heads=2,
+                                 head_dim=32, intermediate=192, layers=3, sliding_window=5,
+                                 rope_scaling="linear:2", tie_embeddings=False), 4),
+    "llama-bias-mqa": (dict(arch="llama", qkv_bias=True, hidden=64, heads=4, kv_heads=1,
+                            layers=1), 5),
+}
+
+
+def toks(n: int, vocab: int, seed: int) -> list[int]:
+    return [int(x) for x in np.random.default_rng(seed).integers(0, vocab, n)]
+
+
+# ------------------------------------------------------------------ (1), (2)
+
+def check_incremental(tag: str, m: rf.ReferenceModel) -> None:
+    t = toks(16, m.cfg.vocab, 11)
+    full = m.forward(t)
+    pre = m.prefill(t[:6], seq_id="s")
+    dec = [m.decode(x, seq_id="s") for x in t[6:]]
+    inc = np.vstack([pre] + [d[None] for d in dec])
+    e = rel(inc, full)
+    check(f"{tag}/1/prefill+decode==forward", e < 1e-12, f"rel err {e:.1e}")
+    m.prefill(t[:3], seq_id="c")
+    chunks = [m.extend(t[3:8], "c"), m.extend(t[8:9], "c"), m.extend(t[9:], "c")]
+    e2 = rel(np.vstack(chunks), full[3:])
+    check(f"{tag}/1/chunked-prefill==forward", e2 < 1e-12, f"rel err {e2:.1e}")
+    K, V = m.kv("s", 0)
+    check(f"{tag}/1/kv-shape", K.shape == (16, m.cfg.kv_heads, m.cfg.head_dim)
+          and V.shape == K.shape and m.context_len("s") == 16 and m.seq_tokens("s") == t)
+    # prefill restarts a sequence.
+    again = m.prefill(t[:6], seq_id="s")
+    check(f"{tag}/1/prefill-restarts", rel(again, full[:6]) < 1e-12 and m.context_len("s") == 6)
+    m.reset()
+
+
+def check_ragged(tag: str, m: rf.ReferenceModel) -> None:
+    V = m.cfg.vocab
+    A, B, C, X = toks(12, V, 21), toks(14, V, 22), toks(9, V, 23), toks(6, V, 24)
+    m.reset()
+    got: dict = {k: [] for k in "ABCD"}
+    plan = [
+        [("A", A[:5]), ("B", B[:3])],
+        [("A", A[5:6]), ("B", B[3:7]), ("C", C[:6])],
+        [("C", C[6:7]), ("A", A[6:7]), ("B", B[7:8])],
+        "fork A D",
+        [("D", X[:1]), ("A", A[7:8]), ("B", B[8:14]), ("C", C[7:9])],
+        [("A", A[8:12]), ("D", X[1:6])],
+    ]
+    inputs_ok = True
+    for st in plan:
+        if isinstance(st, str):
+            m.fork("A", "D")
+            got["D"] = list(got["A"])
+            continue
+        bi = m.batch_inputs(st)
+        flat = m.step(st)
+        T = sum(len(tk) for _, tk in st)
+        inputs_ok &= (flat.shape == (T, V) and len(bi["tokens"]) == T
+                      and list(bi["query_starts"]) == list(np.cumsum([0] + [len(tk) for _, tk in st]))
+                      and all(bi["context_lens"][j] == m.context_len(sid)
+                              for j, (sid, _) in enumerate(st)))
+        for sid, rows in m.split_rows(st, flat).items():
+            got[sid].append(rows)
+    seqs = {"A": A, "B": B, "C": C, "D": A[:7] + X}
+    worst = 0.0
+    for sid, want_toks in seqs.items():
+        worst = max(worst, rel(np.vstack(got[sid]), m.forward(want_toks)))
+    check(f"{tag}/2/ragged-batch==per-sequence", worst < 1e-12,
+          f"4 seqs (one forked), 5 steps, rel err {worst:.1e}")
+    check(f"{tag}/2/batch-inputs+shapes", bool(inputs_ok))
+    # logits_rows picks rows of the flattened batch.
+    m.reset()
+    st = [("P", A[:4]), ("Q", B[:5])]
+    sel = m.step(st, logits_rows=[3, 8])
+    want = np.vstack([m.forward(A[:4])[3], m.forward(B[:5])[4]])
+    check(f"{tag}/2/logits_rows", sel.shape == (2, V) and rel(sel, want) < 1e-12)
+    # truncate (preemption / rollback) then continue with other tokens.
+    m.truncate("P", 2)
+    cont = m.extend(C[:3], "P")
+    e = rel(cont, m.forward(A[:2] + C[:3])[2:])
+    check(f"{tag}/2/truncate+extend", e < 1e-12 and m.context_len("P") == 5, f"rel err {e:.1e}")
+    # A failing step leaves the state unchanged.
+    try:
+        m.step([("P", [0]), ("Q", [V + 5])])
+        raised = False
+    except rf.ReferenceError:
+        raised = True
+    check(f"{tag}/2/bad-token-rejected-state-kept", raised and m.context_len("P") == 5
+          and m.context_len("Q") == 5)
+    m.reset()
+
+
+# ------------------------------------------------------------------ (3) llama.cpp
+
+def patch_llama_cpp():
+    """Turns llama.cpp's extra buffer types off (as tools/synth-model/selftest.py
+    does): on VMs that advertise AMX without enabling its tile state, the AMX
+    repacking kernels die with SIGILL on quantized matmuls."""
+    import llama_cpp
+    import llama_cpp.llama_cpp as C
+    if not getattr(C, "_ref_no_extra_bufts", False) and hasattr(
+            C.llama_model_params, "use_extra_bufts"):
+        orig = C.llama_model_default_params
+
+        def params():
+            p = orig()
+            p.use_extra_bufts = False
+            return p
+        C.llama_model_default_params = params
+        C._ref_no_extra_bufts = True
+    return llama_cpp
+
+
+def llama_cpp_logits(path: str, prompt: list[int], steps: list[int]) -> np.ndarray:
+    """[len(prompt) + len(steps), vocab]: the prompt in one eval (all-position
+    logits via logits_all), then one eval per decode token."""
+    llama_cpp = patch_llama_cpp()
+    kw = dict(model_path=path, n_ctx=64, n_batch=64, verbose=False, logits_all=True,
+              n_threads=1, n_threads_batch=1)
+    try:
+        llm = llama_cpp.Llama(type_k=0, type_v=0, **kw)  # f32 KV cache
+    except TypeError:
+        llm = llama_cpp.Llama(**kw)
+    llm.reset()
+    llm.eval(prompt)
+    rows = [np.array(llm.scores[i], np.float64) for i in range(len(prompt))]
+    for t in steps:
+        llm.eval([t])
+        rows.append(np.array(llm.scores[llm.n_tokens - 1], np.float64))
+    del llm
+    return np.vstack(rows)
+
+
+LLAMA_CPP_SHAPES = {
+    "llama-gqa-tied": SHAPES["llama-gqa-tied"],
+    "qwen2-bias-untied": SHAPES["qwen2-bias-untied"],
+    "llama-mha-hd128": (dict(SHAPES["llama-mha-hd128"][0], dtype="f32"), 3),
+    "llama3-scaled": SHAPES["llama3-scaled"],
+    # llama.cpp's llama architecture ignores the window, so none here.
+    "mistral-linear": (dict(SHAPES["mistral-swa5-linear"][0], sliding_window=None), 4),
+    "llama-bias-mqa": SHAPES["llama-bias-mqa"],
+}
+
+
+def check_llama_cpp(tmp: str) -> None:
+    for tag, (cd, seed) in LLAMA_CPP_SHAPES.items():
+        c = sm.make_config(cd)
+        path = os.path.join(tmp, f"lc-{tag}.gguf")
+        sm.write_gguf(path, c, seed, "f32")
+        t = toks(14, c.vocab, 31)
+        prompt, steps = t[:10], t[10:]
+        got = llama_cpp_logits(path, prompt, steps)
+        m = rf.ReferenceModel.from_synth(c, seed)
+        ref = np.vstack([m.prefill(prompt)] + [m.decode(x)[None] for x in steps])
+        e = rel(got, ref)
+        e_dec = rel(got[len(prompt):], ref[len(prompt):])
+        agree = float((got.argmax(-1) == ref.argmax(-1)).mean())
+        check(f"{tag}/3/llama.cpp-f32==reference", e < 1e-4,
+              f"rel err {e:.1e} (decode rows {e_dec:.1e}), 10-token prompt + 4 decode, "
+              f"argmax agreement {agree:.2f}")
+        if c.rope_scaling:  # the scaling must matter, or the check above proves little
+            plain = rf.ReferenceModel.from_synth(sm.make_config(c, rope_scaling=None), seed)
+            d = rel(got, plain.forward(t))
+            check(f"{tag}/3/rope-scaling-matters", d > 1e-3,
+                  f"llama.cpp vs unscaled reference: rel diff {d:.1e}")
+    # One quantized model: the reference on what the q8_0 file holds.
+    tag, (cd, seed) = "llama-gqa-tied", SHAPES["llama-gqa-tied"]
+    c = sm.make_config(cd)
+    path = os.path.join(tmp, "lc-q8_0.gguf")
+    sm.write_gguf(path, c, seed, "q8_0")
+    t = toks(14, c.vocab, 32)
+    got = llama_cpp_logits(path, t[:10], t[10:])
+    ref = rf.ReferenceModel.from_gguf(path).forward(t)
+    e = rel(got, ref)
+    check(f"{tag}/3/llama.cpp-q8_0==reference(dequantized)", e < 5e-2,
+          f"rel err {e:.1e} (llama.cpp also quantizes activations to 8 bits)")
+
+
+# ------------------------------------------------------------------ (4) HF vs GGUF
+
+def check_hf_vs_gguf(tmp: str) -> None:
+    for tag, (cd, seed) in SHAPES.items():
+        c = sm.make_config(cd)
+        hf = os.path.join(tmp, f"{tag}-hf")
+        gg = os.path.join(tmp, f"{tag}.gguf")
+        sm.write_hf(hf, c, seed, shards=2 if tag == "llama-gqa-tied" else 1)
+        sm.write_gguf(gg, c, seed, "f32")
+        mh, mg = rf.ReferenceModel.from_hf_folder(hf), rf.ReferenceModel.from_gguf(gg)
+        same_w = set(mh.W) == set(mg.W) and all(np.array_equal(mh.W[k], mg.W[k]) for k in mh.W)
+        t = toks(20, c.vocab, 41)
+        e = rel(mg.forward(t), mh.forward(t))
+        # The GGUF stores rms_norm_eps as f32 (1e-5 -> 9.99999975e-06); with the
+        # HF value the two must agree to the last bit (llama3 aside).
+        mg.cfg.rms_norm_eps = mh.cfg.rms_norm_eps
+        e_eps = rel(mg.forward(t), mh.forward(t))
+        if c.rope_scaling and c.rope_scaling["rope_type"] == "llama3":
+            # The GGUF carries llama3 as f32 rope_freqs divisors; HF recomputes
+            # them in full precision, so the two differ by f32 rounding.
+            check(f"{tag}/4/hf==gguf-f32", same_w and e < 1e-6,
+                  f"weights identical: {same_w}, rel err {e:.1e} "
+                  f"({e_eps:.1e} with HF's eps; tol 1e-6: f32 rope_freqs vs float64 llama3 rule)")
+        else:
+            check(f"{tag}/4/hf==gguf-f32", same_w and e < 1e-12 and e_eps == 0.0,
+                  f"weights identical (Q/K unpermuted): {same_w}, rel err {e:.1e} "
+                  f"(f32 eps in the GGUF), {e_eps:.1e} with HF's eps")
+        ms = rf.ReferenceModel.from_synth(c, seed)
+        check(f"{tag}/4/from_synth==from_hf_folder",
+              all(np.array_equal(ms.W[k], mh.W[k]) for k in mh.W) and set(ms.W) == set(mh.W)
+              and ms.cfg == mh.cfg)
+    # Quantized GGUFs: from_gguf's dequantization == synth's dequantized_weights.
+    c, seed = sm.make_config(SHAPES["llama-gqa-tied"][0]), 1
+    for gt in ("q8_0", "q4_0", "q5_1"):
+        gg = os.path.join(tmp, f"gqa-{gt}.gguf")
+        sm.write_gguf(gg, c, seed, gt)
+        mg = rf.ReferenceModel.from_gguf(gg)
+        ms = rf.ReferenceModel.from_synth(c, seed, gguf_type=gt)
+        same = set(mg.W) == set(ms.W) and all(np.array_equal(mg.W[k], ms.W[k]) for k in ms.W)
+        t = toks(8, c.vocab, 42)
+        check(f"llama-gqa-tied/4/gguf-{gt}==from_synth(gguf_type)",
+              same and rel(mg.forward(t), ms.forward(t)) < 1e-12)
+
+
+# ------------------------------------------------------------------ (5) semantics
+
+def check_semantics() -> None:
+    # Sliding window: RoPE scores depend only on q_pos - k_pos, so in a 1-layer
+    # model the output at position i with window W equals a full-attention run
+    # over the W tokens ending at i (the window's own off-by-one included).
+    W_ = 4
+    cd = dict(arch="mistral", vocab=300, hidden=64, heads=4, kv_heads=2, layers=1,
+              sliding_window=W_, tie_embeddings=False)
+    m = rf.ReferenceModel.from_synth(cd, 7)
+    full = rf.ReferenceModel.from_synth(dict(cd, sliding_window=None), 7)
+    t = toks(12, 300, 51)
+    got = m.forward(t)
+    want = np.vstack([full.forward(t[max(0, i - W_ + 1):i + 1])[-1] for i in range(len(t))])
+    e = rel(got, want)
+    wrong = np.vstack([full.forward(t[max(0, i - W_):i + 1])[-1] for i in range(len(t))])
+    check("semantics/sliding-window==last-W-keys", e < 1e-10 and rel(got, wrong) > 1e-3,
+          f"window {W_}, rel err {e:.1e}; a window of W+1 keys differs by {rel(got, wrong):.1e}")
+    check("semantics/sliding-window-matters", rel(got, full.forward(t)) > 1e-3)
+    # GQA grouping: query head h uses KV head h // (heads / kv_heads) (HF
+    # repeat_kv). An MHA model with K/V rows copied that way must agree.
+    c = sm.make_config(dict(arch="llama", hidden=64, heads=4, kv_heads=2, layers=2,
+                            qkv_bias=True))
+    Wg = sm.make_weights(c, 8)
+    Wm = dict(Wg)
+    d, rep = c.head_dim, c.heads // c.kv_heads
+    for i in range(c.layers):
+        for n in ("k_proj.weight", "k_proj.bias", "v_proj.weight", "v_proj.bias"):
+            key = f"model.layers.{i}.self_attn.{n}"
+            a = Wg[key].reshape(c.kv_heads, d, *Wg[key].shape[1:])
+            Wm[key] = np.repeat(a, rep, axis=0).reshape(c.heads * d, *Wg[key].shape[1:])
+    cm = sm.hf_config_json(sm.make_config(c, kv_heads=c.heads))
+    t = toks(10, c.vocab, 52)
+    mg = rf.ReferenceModel(sm.hf_config_json(c), Wg)
+    e = rel(rf.ReferenceModel(cm, Wm).forward(t), mg.forward(t))
+    check("semantics/gqa==mha-with-repeated-kv", e < 1e-12, f"rel err {e:.1e}")
+    inc = np.vstack([mg.prefill(t[:4])] + [mg.decode(x)[None] for x in t[4:]])
+    check("semantics/gqa-cached-path==mha", rel(inc, rf.ReferenceModel(cm, Wm).forward(t)) < 1e-12)
+    # llama3: the HF rule here vs synth_model's rope_freqs (convert_hf_to_gguf's rule).
+    c = sm.make_config(SHAPES["llama3-scaled"][0])
+    m = rf.ReferenceModel.from_synth(c, 6)
+    base = 1.0 / (c.rope_theta ** (np.arange(0, c.head_dim, 2) / c.head_dim))
+    div = base / m.inv_freq
+    f32 = sm.llama3_rope_freqs(c).astype(np.float64)
+    bands = (int((div == 1).sum()), int(((div > 1) & (div < 8)).sum()), int((div == 8).sum()))
+    check("semantics/llama3-inv_freq==rope_freqs", rel(div, f32) < 1e-6 and min(bands) > 0,
+          f"rel diff {rel(div, f32):.1e}; unscaled/smoothed/scaled bands {bands}")
+    # linear: inv_freq / factor == positions / factor.
+    cl = sm.make_config(SHAPES["mistral-swa5-linear"][0])
+    ml = rf.ReferenceModel.from_synth(cl, 4)
+    check("semantics/linear-inv_freq", np.allclose(
+        ml.inv_freq * 2.0, 1.0 / (cl.rope_theta ** (np.arange(0, 32, 2) / 32)), rtol=1e-15))
+    # Activations.
+    x = np.linspace(-30, 30, 61)
+    ok = (np.allclose(rf.activation("silu", x), x / (1 + np.exp(-x)), rtol=1e-14, atol=1e-300)
+          and abs(rf.activation("gelu", np.array([1.0]))[0] - 0.8413447460685429) < 1e-15
+          and abs(rf.activation("gelu_pytorch_tanh", np.array([1.0]))[0] - 0.8411919906082768) < 1e-15)
+    check("semantics/activations", ok)
+    # trace: the recorded intermediates are the ones the logits come from.
+    m = rf.ReferenceModel.from_synth(SHAPES["qwen2-bias-untied"][0], 2)
+    tr: dict = {}
+    t = toks(7, 300, 53)
+    lg = m.forward(t, trace=tr)
+    keys = {"embed", "final_norm"} | {f"L{i}.{k}" for i in range(2) for k in
+                                      ("attn_norm", "q", "k", "v", "attn", "h_attn", "h_mlp")}
+    check("semantics/trace", keys <= set(tr) and tr["L0.q"].shape == (7, 4, 16)
+          and rel(tr["final_norm"] @ m.W["lm_head.weight"].T, lg) < 1e-15)
+
+
+def check_hf_configs() -> None:
+    d = os.path.join(ROOT, "test", "data", "hf_configs")
+    if not os.path.isdir(d):
+        return
+    got = {}
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".json"):
+            with open(os.path.join(d, f)) as fh:
+                got[f[:-5]] = rf.normalize_config(json.load(fh))
+    ok = True
+    detail = []
+    if "llama-3.1-8b" in got:
+        c = got["llama-3.1-8b"]
+        ok &= (c.rope_scaling["rope_type"] == "llama3" and c.kv_heads == 8
+               and c.head_dim == 128 and c.layer_windows == [None] * 32)
+    if "mistral-7b-v0.1" in got:
+        c = got["mistral-7b-v0.1"]
+        ok &= c.layer_windows == [4096] * 32
+    if "qwen2-0.5b" in got:
+        c = got["qwen2-0.5b"]
+        ok &= c.layer_windows == [None] * c.layers and c.tie_embeddings
+    for k, c in got.items():
+        detail.append(f"{k}: {c.heads}/{c.kv_heads}x{c.head_dim}")
+    check("semantics/real-hf-configs-parse", bool(ok) and len(got) > 0, "; ".join(detail))
+
+
+# ------------------------------------------------------------------ CLI, errors
+
+def check_cli(tmp: str) -> None:
+    out = os.path.join(tmp, "cli.npy")
+    spec = 'synth:{"arch": "qwen2", "seed": 2, "vocab": 300, "tie_embeddings": false}'
+    r = subprocess.run([sys.executable, os.path.join(HERE, "reference_forward.py"), spec,
+                        "--tokens", "5,6,7", "--decode-steps", "2", "--out", out],
+                       capture_output=True, text=True)
+    ok = r.returncode == 0 and os.path.exists(out)
+    if ok:
+        a = np.load(out)
+        m = rf.ReferenceModel.from_synth(dict(arch="qwen2", vocab=300, tie_embeddings=False), 2)
+        fed = [5, 6, 7]
+        ref = [m.prefill(fed)]
+        for _ in range(2):
+            fed.append(int(np.argmax(ref[-1][-1])))
+            ref.append(m.decode(fed[-1])[None])
+        lines = [ln for ln in r.stdout.splitlines() if ln.startswith("pos ")]
+        ok = a.shape == (5, 300) and rel(a, np.vstack(ref)) < 1e-12 and len(lines) == 5 \
+            and len(re.findall(r"\b\d+:-?\d+\.\d+", lines[0])) == 5
+    check("cli/synth-prompt+decode", ok, (r.stderr or "")[-300:])
+    r = subprocess.run([sys.executable, os.path.join(HERE, "reference_forward.py"),
+                        os.path.join(tmp, "nope"), "--tokens", "1"], capture_output=True, text=True)
+    check("cli/bad-model-exit-2", r.returncode == 2 and "MODEL" in r.stderr, r.stderr[-200:])
+
+
+def check_errors() -> None:
+    c = sm.make_config()
+    W = sm.make_weights(c, 1)
+    cases = []
+    bad = dict(W)
+    del bad["model.layers.1.mlp.up_proj.weight"]
+    cases.append(("missing tensor", sm.hf_config_json(c), bad, "up_proj.weight: missing"))
+    bad = dict(W, **{"model.layers.0.self_attn.q_norm.weight": np.ones(16, np.float32)})
+    cases.append(("unknown tensor", sm.hf_config_json(c), bad, "q_norm"))
+    cfg = dict(sm.hf_config_json(c), rope_scaling={"rope_type": "yarn", "factor": 4.0})
+    cases.append(("yarn", cfg, W, "yarn"))
+    ok = True
+    for name, cfg, w, want in cases:
+        try:
+            rf.ReferenceModel(cfg, w)
+            ok = False
+        except rf.ReferenceError as e:
+            ok &= want in str(e)
+    check("errors/rejected-with-names", ok)
+
+
+# ------------------------------------------------------------------ main
+
+def run(tmp: str, use_llama_cpp: bool) -> None:
+    for tag, (cd, seed) in SHAPES.items():
+        m = rf.ReferenceModel.from_synth(cd, seed)
+        check_incremental(tag, m)
+        if tag in ("llama-gqa-tied", "qwen2-bias-untied", "mistral-swa5-linear",
+                   "llama-bias-mqa"):
+            check_ragged(tag, m)
+    have = False
+    if use_llama_cpp:
+        try:
+            import llama_cpp  # noqa: F401
+            have = True
+        except ImportError:
+            print("note: llama_cpp not importable: llama.cpp comparisons skipped")
+    if have:
+        check_llama_cpp(tmp)
+    try:
+        import gguf  # noqa: F401
+        check_hf_vs_gguf(tmp)
+    except ImportError:
+        print("note: gguf not importable: GGUF checks skipped")
+    check_semantics()
+    check_hf_configs()
+    check_errors()
+    check_cli(tmp)
+
+
+def main() -> int:
+    global QUIET
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-q", "--quiet", action="store_true", help="print only failures")
+    ap.add_argument("--no-llama-cpp", action="store_true")
+    ap.add_argument("--keep", help="write the models into this folder and keep them")
+    args = ap.parse_args()
+    QUIET = args.quiet
+    faulthandler.enable()
+    t0 = time.time()
+    try:
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            run(args.keep, not args.no_llama_cpp)
+        else:
+            with tempfile.TemporaryDirectory(prefix="reference-selftest-") as tmp:
+                run(tmp, not args.no_llama_cpp)
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        check("no exception", False)
+    failed = sum(1 for r in RESULTS if not r[1])
+    print(f"# {time.time() - t0:.1f}s")
+    print(f"reference selftest: {len(RESULTS) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
