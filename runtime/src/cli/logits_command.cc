@@ -47,7 +47,7 @@ int RunLogitsCommand(int argc, char** argv) {
     return kExitUsage;
   }
   if (prefill <= 0 || prefill > int64_t(tokens.size())) prefill = int64_t(tokens.size());
-  auto gen = Generator::Create(flags.positional()[0], runner.Options());
+  auto gen = Generator::Create(flags.positional()[0], runner.Options(/*logits_rows=*/0));
   if (!gen.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(gen.status().message()).c_str());
     return 1;

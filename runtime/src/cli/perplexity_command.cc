@@ -49,7 +49,7 @@ int RunPerplexityCommand(int argc, char** argv) {
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  GeneratorOptions options = runner.Options();
+  GeneratorOptions options = runner.Options(/*logits_rows=*/0);
   options.runner.max_batch_tokens = std::min<int64_t>(runner.batch, ctx);
   options.runner.num_blocks = (ctx + options.runner.block_size - 1) / options.runner.block_size;
   auto gen = Generator::Create(flags.positional()[0], options);

@@ -88,6 +88,7 @@ int RunRunCommand(int argc, char** argv) {
     std::fflush(stdout);
   });
   std::fputc('\n', stdout);
+  std::fflush(stdout);
   if (!result.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(result.status().message()).c_str());
     return 1;

@@ -23,8 +23,11 @@ struct RunnerFlags {
     flags.AddInt("ctx", &ctx, "KV-cache capacity in tokens (0: the model's max_position)", 'c');
     flags.AddBool("no-verify", &no_verify, "skip the weight checksum at load");
   }
-  GeneratorOptions Options() const {
+  // `logits_rows`: most rows of logits one step returns (generation needs 1,
+  // scoring needs a whole batch); the logits buffer is sized by it.
+  GeneratorOptions Options(int64_t logits_rows = 1) const {
     GeneratorOptions o;
+    o.runner.max_logits = logits_rows > 0 ? logits_rows : batch;
     o.runner.threads = int(threads);
     o.runner.block_size = block_size;
     o.runner.max_batch_tokens = batch;

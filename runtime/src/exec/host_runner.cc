@@ -1,6 +1,7 @@
 #include "llmc/runtime/exec/host_runner.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <thread>
@@ -12,12 +13,13 @@ namespace llmc {
 
 HostRunner::~HostRunner() {
   pool_.reset();
+  for (const CacheRegion& c : caches_) munmap(c.data, c.bytes);
   if (library_ != nullptr) dlclose(library_);
 }
 
 int64_t HostRunner::kv_cache_bytes() const {
   int64_t bytes = 0;
-  for (const auto& c : caches_) bytes += int64_t(c.size() * sizeof(float));
+  for (const auto& c : caches_) bytes += int64_t(c.bytes);
   return bytes;
 }
 
@@ -70,8 +72,16 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
     int64_t rows = b.rows == "logits" ? o.max_logits : o.max_batch_tokens;
     runner->buffers_.emplace_back(size_t(rows * b.row_bytes / int64_t(sizeof(float))));
   }
-  size_t cache_elems = size_t(o.num_blocks * o.block_size * c.num_kv_heads * c.head_dim);
-  for (int64_t l = 0; l < 2 * c.num_layers; ++l) runner->caches_.emplace_back(cache_elems);
+  size_t cache_bytes =
+      size_t(o.num_blocks * o.block_size * c.num_kv_heads * c.head_dim) * sizeof(float);
+  for (int64_t l = 0; l < 2 * c.num_layers; ++l) {
+    void* p = mmap(nullptr, cache_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "cannot reserve %d bytes for the KV cache of layer %d (%d blocks of %d tokens); lower "
+          "--ctx", cache_bytes, l / 2, o.num_blocks, o.block_size));
+    runner->caches_.push_back({static_cast<float*>(p), cache_bytes});
+  }
 
   for (const ManifestStep& s : m.steps) {
     Launch launch;
@@ -87,8 +97,8 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
         return absl::FailedPreconditionError(
             absl::StrFormat("%s: step binds KV cache %d of %d layers", artifact.dir(), layer,
                             c.num_layers));
-      launch.caches.push_back(runner->caches_[size_t(2 * layer)].data());
-      launch.caches.push_back(runner->caches_[size_t(2 * layer + 1)].data());
+      launch.caches.push_back(runner->caches_[size_t(2 * layer)].data);
+      launch.caches.push_back(runner->caches_[size_t(2 * layer + 1)].data);
     }
     runner->launches_.push_back(std::move(launch));
   }

@@ -54,7 +54,14 @@ class HostRunner {
   std::unique_ptr<ThreadPool> pool_;
   std::vector<llmc_host_kernel_fn> kernels_;       // per manifest kernel
   std::vector<std::vector<float>> buffers_;        // per manifest buffer (f32 activations)
-  std::vector<std::vector<float>> caches_;         // 2 per layer: K, V
+  // 2 per layer: K, V. Anonymous mappings, so blocks never written take no
+  // memory: the cache is sized for the whole context but only the blocks a
+  // sequence reaches become resident.
+  struct CacheRegion {
+    float* data = nullptr;
+    size_t bytes = 0;
+  };
+  std::vector<CacheRegion> caches_;
   // Per step entry, the pointer arrays its launch passes (rebuilt once).
   struct Launch {
     llmc_host_kernel_fn fn;
