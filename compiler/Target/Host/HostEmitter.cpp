@@ -37,7 +37,8 @@ public:
 
   // Writes the kernel body (the statements inside the function) and fills
   // the bindings; fails on an op the host templates do not cover.
-  LogicalResult emit(std::string &body, std::string &ops, Bindings &bindings);
+  LogicalResult emit(std::string &body, std::string &ops, std::string &launch,
+                     Bindings &bindings);
 
 private:
   // The expression for a value used inside the group: a bound buffer.
@@ -66,7 +67,8 @@ std::string GroupEmitter::weight(Value inner, Bindings &b) {
   return llvm::formatv("a->weights[{0}]", b.weights.size() - 1).str();
 }
 
-LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, Bindings &b) {
+LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::string &launch,
+                                 Bindings &b) {
   SmallVector<Operation *> compute;
   for (Operation &op : group.getBody().front())
     if (!isa<WeightOp, YieldOp>(op))
@@ -85,6 +87,7 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, Bindings &
                         t.getShape()[0], t.getShape()[1], w, output(0, b));
     ops = llvm::formatv("embed {0} {1}x{2}", stringifyWeightFormat(t.getFormat()), t.getShape()[0],
                         t.getShape()[1]);
+    launch = "T tokens, one row each";
   } else if (auto n = dyn_cast<RMSNormOp>(op)) {
     std::string in = input(n.getInput(), b);
     std::string w = weight(n.getWeight(), b);
@@ -92,6 +95,7 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, Bindings &
                         width(n.getInput()), formatTag(n.getWeight().getType()), in, w,
                         output(0, b), number(n.getEpsilon().convertToDouble()));
     ops = llvm::formatv("rms_norm {0}", width(n.getInput()));
+    launch = "T tokens, one row each";
   } else if (auto l = dyn_cast<LinearOp>(op)) {
     WeightType t = l.getWeight().getType();
     std::string in = input(l.getInput(), b);
@@ -107,6 +111,7 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, Bindings &
                         l.getBias() ? "true" : "false", in, w, bias, output(0, b));
     ops = llvm::formatv("linear {0} {1}x{2}{3}", stringifyWeightFormat(t.getFormat()),
                         t.getShape()[0], t.getShape()[1], l.getBias() ? " +bias" : "");
+    launch = llvm::formatv("{0} output rows split across threads, x T tokens", t.getShape()[0]);
   } else if (auto h = dyn_cast<LMHeadOp>(op)) {
     WeightType t = h.getWeight().getType();
     std::string in = input(h.getInput(), b);
@@ -115,6 +120,8 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, Bindings &
                         formatTag(t), t.getShape()[0], t.getShape()[1], in, w, output(0, b));
     ops = llvm::formatv("lm_head {0} {1}x{2}", stringifyWeightFormat(t.getFormat()),
                         t.getShape()[0], t.getShape()[1]);
+    launch = llvm::formatv("{0} vocabulary rows split across threads, x logits rows",
+                           t.getShape()[0]);
   } else if (auto r = dyn_cast<RopeOp>(op)) {
     std::string in = input(r.getInput(), b);
     std::string out = output(0, b);
@@ -135,6 +142,7 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, Bindings &
         s ? s.getOriginalMaxPosition() : 0, freqs);
     ops = llvm::formatv("rope {0}x{1} {2}", r.getHeadsAttr().getInt(), r.getHeadDimAttr().getInt(),
                         stringifyRopeStyle(r.getStyle()));
+    launch = llvm::formatv("T tokens x {0} heads", r.getHeadsAttr().getInt());
   } else if (auto p = dyn_cast<PagedAttentionOp>(op)) {
     std::string q = input(p.getQuery(), b), k = input(p.getKey(), b), v = input(p.getValue(), b);
     std::string out = output(0, b);
@@ -150,17 +158,21 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, Bindings &
         v, out, number(p.getScale().convertToDouble()), window);
     ops = llvm::formatv("paged_attention {0}/{1}x{2}", p.getHeadsAttr().getInt(),
                         p.getKvHeadsAttr().getInt(), p.getHeadDimAttr().getInt());
+    launch = llvm::formatv("T tokens x {0} KV heads, online softmax over each context",
+                           p.getKvHeadsAttr().getInt());
   } else if (auto s = dyn_cast<SiLUOp>(op)) {
     std::string in = input(s.getInput(), b);
     os << llvm::formatv("  llmc::host::silu<{0}>(a->step, {1}, {2});\n", width(s.getInput()), in,
                         output(0, b));
     ops = llvm::formatv("silu {0}", width(s.getInput()));
+    launch = llvm::formatv("T x {0} elements", width(s.getInput()));
   } else if (auto g = dyn_cast<GELUOp>(op)) {
     std::string in = input(g.getInput(), b);
     bool tanh = g.getApprox() == GeluApprox::tanh;
     os << llvm::formatv("  llmc::host::gelu<{0}, llmc::host::gelu_approx::{1}>(a->step, {2}, {3});\n",
                         width(g.getInput()), tanh ? "tanh" : "erf", in, output(0, b));
     ops = llvm::formatv("gelu {0}", width(g.getInput()));
+    launch = llvm::formatv("T x {0} elements", width(g.getInput()));
   } else if (isa<MulOp, AddOp>(op)) {
     Value lhs = op->getOperand(0), rhs = op->getOperand(1);
     std::string x = input(lhs, b), y = input(rhs, b);
@@ -168,6 +180,7 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, Bindings &
     os << llvm::formatv("  llmc::host::{0}<{1}>(a->step, {2}, {3}, {4});\n", fn, width(lhs), x, y,
                         output(0, b));
     ops = llvm::formatv("{0} {1}", fn, width(lhs));
+    launch = llvm::formatv("T x {0} elements", width(lhs));
   } else {
     return op->emitError() << "host codegen does not support " << op->getName() << " yet";
   }
@@ -216,9 +229,9 @@ FailureOr<HostKernelPlan> emitHostKernels(ModuleOp module) {
     for (auto [result, buffer] : llvm::zip(group.getResults(), assigned.asArrayRef()))
       bufferOf[result] = buffer;
 
-    std::string body, ops;
+    std::string body, ops, launch;
     Bindings bindings;
-    if (failed(GroupEmitter(group, bufferOf).emit(body, ops, bindings)))
+    if (failed(GroupEmitter(group, bufferOf).emit(body, ops, launch, bindings)))
       return failure();
     auto [it, inserted] = kernelOfBody.try_emplace(body, int64_t(plan.kernels.size()));
     if (inserted) {
@@ -227,7 +240,7 @@ FailureOr<HostKernelPlan> emitHostKernels(ModuleOp module) {
       k.target = "host";
       k.symbol = "llmc_host_k" + std::to_string(plan.kernels.size());
       k.ops = ops;
-      k.launch = "parallel over rows (T tokens) or output features";
+      k.launch = launch;
       source += "// " + ops + " (first used by " + group.getName().str() + ")\n";
       source += "void " + k.symbol + "(const llmc_host_args *a) {\n" + body + "}\n\n";
       plan.kernels.push_back(std::move(k));
