@@ -759,8 +759,12 @@ void CheckAttention(const std::vector<SeqSpec>& seqs, int64_t block_size, int64_
 // Prefill chunks and decode tokens of several sequences in one step; one
 // sequence with no new token.
 const std::vector<SeqSpec> kRagged = {{7, 7}, {20, 1}, {13, 5}, {1, 1}, {9, 0}, {40, 3}, {33, 2}};
-// Decode only (few work items: attention splits per query head).
+// Decode only, short contexts (few work items, but too few keys to split).
 const std::vector<SeqSpec> kDecode = {{50, 1}, {3, 1}, {17, 1}};
+// Decode with long contexts: fewer than 32 (token, kv head) items and >= 256
+// keys, so each item's keys are split into ranges merged afterwards; the
+// 5-token sequence leaves some of its ranges empty.
+const std::vector<SeqSpec> kLongDecode = {{600, 1}, {5, 1}, {1000, 1}, {300, 1}};
 
 TEST(HostAttentionTest, MultiHead) {
   uint32_t seed = 1000;
@@ -773,8 +777,6 @@ TEST(HostAttentionTest, MultiHead) {
 }
 
 TEST(HostAttentionTest, GroupedQuery) {
-  // T * KvHeads >= 32 for kRagged (query heads of a kv head processed
-  // together), < 32 for kDecode (split per query head).
   uint32_t seed = 2000;
   for (Pool p : kAllPools)
     for (int64_t bs : {1, 3, 16})
@@ -795,6 +797,17 @@ TEST(HostAttentionTest, OddHeadDimsAndLargeScores) {
       CheckAttention<2, 1, 36>(kRagged, bs, 0, 1.0f, 2.0f, p, seed++);
       CheckAttention<2, 2, 36>(kDecode, bs, 7, 0.3f, 2.0f, p, seed++);
     }
+}
+
+TEST(HostAttentionTest, LongContextDecodeSplitsKeys) {
+  uint32_t seed = 3500;
+  for (Pool p : kAllPools)
+    for (int64_t bs : {3, 16})
+      for (int64_t window : {0, 300}) {
+        CheckAttention<8, 2, 64>(kLongDecode, bs, window, 0.125f, 1.0f, p, seed++);
+        CheckAttention<4, 4, 32>(kLongDecode, bs, window, 0.17f, 1.0f, p, seed++);
+        CheckAttention<4, 1, 40>(kLongDecode, bs, window, 1.0f, 2.0f, p, seed++);
+      }
 }
 
 TEST(HostAttentionTest, WindowLongerThanContextAndLongContext) {

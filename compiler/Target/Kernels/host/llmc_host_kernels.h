@@ -27,7 +27,9 @@
 //    dequantizers up to the rounding of one fused multiply-add.
 //  - Work is split with the runtime's thread pool through step->parallel_for;
 //    a null parallel_for runs everything on the calling thread. Kernels never
-//    allocate heap memory and never call parallel_for from inside a chunk.
+//    call parallel_for from inside a chunk and use stack scratch only, except
+//    paged_attention's split path, which reuses a buffer owned by the calling
+//    thread (grown on demand, kept for the next call).
 //
 // See README.md next to this file for the list of templates and performance
 // notes.
@@ -308,21 +310,50 @@ LLMC_HOST_INLINE void i8x32_to_ps(__m256i b, __m256* o) {
   o[2] = i8x8_to_ps(hi);
   o[3] = i8x8_to_ps(_mm_unpackhi_epi64(hi, hi));
 }
-// 16 bytes of nibble pairs -> 32 bytes: the low nibbles (elements 0..15),
-// then the high nibbles (elements 16..31), as ggml's q4_0/q4_1/q5_* order.
-LLMC_HOST_INLINE __m256i nibbles16(const uint8_t* p) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m128i m = _mm_set1_epi8(0x0F);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), m), _mm_and_si128(raw, m));
+// The low 8 uint8 lanes of `a` as floats.
+LLMC_HOST_INLINE __m256 u8x8_to_ps(__m128i a) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(a));
 }
-// Byte j = 0xFF where bit j of the 32-bit word at p is set, else 0.
-LLMC_HOST_INLINE __m256i bits32_to_bytes(const uint8_t* p) {
-  const uint32_t x = load_u32(p);
-  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-                                         0x0101010101010101, 0x0000000000000000);
-  __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), shuf);
-  bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
-  return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
+LLMC_HOST_INLINE __m128i load8b(const uint8_t* p) {
+  return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+}
+// The nibble formats are unpacked in 8-byte pieces (each in the low half of
+// an xmm register): masks and shifts run on any ALU port and only the final
+// byte->dword widening uses the shuffle port, with no cross-lane extracts.
+// 16 bytes of nibble pairs at p -> elements 0-7, 8-15 (low nibbles of bytes
+// 0-7, 8-15) and 16-23, 24-31 (high nibbles), ggml's q4_0/q4_1/q5_* order.
+LLMC_HOST_INLINE void nibbles16(const uint8_t* p, __m128i* o) {
+  const __m128i m = _mm_set1_epi8(0x0F);
+  const __m128i c0 = load8b(p), c1 = load8b(p + 8);
+  o[0] = _mm_and_si128(c0, m);
+  o[1] = _mm_and_si128(c1, m);
+  o[2] = _mm_and_si128(_mm_srli_epi16(c0, 4), m);
+  o[3] = _mm_and_si128(_mm_srli_epi16(c1, 4), m);
+}
+// Byte i of entry b is 0x10 where bit i of b is set: the fifth bit of q5
+// quants, 8 at a time, from a load instead of shuffles.
+struct bit4_table {
+  uint64_t v[256];
+};
+constexpr bit4_table make_bit4_table() {
+  bit4_table t{};
+  for (int b = 0; b < 256; ++b) {
+    uint64_t x = 0;
+    for (int i = 0; i < 8; ++i)
+      if ((b >> i) & 1) x |= uint64_t{0x10} << (8 * i);
+    t.v[b] = x;
+  }
+  return t;
+}
+inline constexpr bit4_table kBit4 = make_bit4_table();
+LLMC_HOST_INLINE __m128i bit4_bytes(uint32_t bits) {
+  return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&kBit4.v[bits & 0xFF]));
+}
+// Two consecutive f16 values at p (d and m) converted together.
+LLMC_HOST_INLINE void load_half2(const uint8_t* p, __m256* a, __m256* b) {
+  const __m128 v = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load_u32(p))));
+  *a = _mm256_broadcastss_ps(v);
+  *b = _mm256_broadcastss_ps(_mm_movehdup_ps(v));
 }
 LLMC_HOST_INLINE __m256i srl16(__m256i a, int n) {
   return _mm256_srl_epi16(a, _mm_cvtsi32_si128(n));
@@ -460,11 +491,12 @@ struct q4_0 : format_base<q4_0, 32, 18, false> {
   template <class F>
   static LLMC_HOST_INLINE void decode_simd(const uint8_t* x, F& f) {
     const __m256 d = _mm256_set1_ps(detail::load_half(x));
-    const __m256i q = _mm256_sub_epi8(detail::nibbles16(x + 2), _mm256_set1_epi8(8));
-    __m256 t[4];
-    detail::i8x32_to_ps(q, t);
-    const detail::vf w[4] = {{_mm256_mul_ps(t[0], d)}, {_mm256_mul_ps(t[1], d)},
-                             {_mm256_mul_ps(t[2], d)}, {_mm256_mul_ps(t[3], d)}};
+    const __m128i eight = _mm_set1_epi8(8);
+    __m128i q[4];
+    detail::nibbles16(x + 2, q);
+    detail::vf w[4];
+    for (int i = 0; i < 4; ++i)
+      w[i].v = _mm256_mul_ps(detail::i8x8_to_ps(_mm_sub_epi8(q[i], eight)), d);
     f(0, w);
   }
 #endif
@@ -487,12 +519,12 @@ struct q4_1 : format_base<q4_1, 32, 20, false> {
 #if LLMC_HOST_SIMD
   template <class F>
   static LLMC_HOST_INLINE void decode_simd(const uint8_t* x, F& f) {
-    const __m256 d = _mm256_set1_ps(detail::load_half(x));
-    const __m256 m = _mm256_set1_ps(detail::load_half(x + 2));
-    __m256 t[4];
-    detail::i8x32_to_ps(detail::nibbles16(x + 4), t);
-    const detail::vf w[4] = {{_mm256_fmadd_ps(t[0], d, m)}, {_mm256_fmadd_ps(t[1], d, m)},
-                             {_mm256_fmadd_ps(t[2], d, m)}, {_mm256_fmadd_ps(t[3], d, m)}};
+    __m256 d, m;
+    detail::load_half2(x, &d, &m);
+    __m128i q[4];
+    detail::nibbles16(x + 4, q);
+    detail::vf w[4];
+    for (int i = 0; i < 4; ++i) w[i].v = _mm256_fmadd_ps(detail::u8x8_to_ps(q[i]), d, m);
     f(0, w);
   }
 #endif
@@ -517,13 +549,16 @@ struct q5_0 : format_base<q5_0, 32, 22, false> {
   template <class F>
   static LLMC_HOST_INLINE void decode_simd(const uint8_t* x, F& f) {
     const __m256 d = _mm256_set1_ps(detail::load_half(x));
-    const __m256i hb = _mm256_and_si256(detail::bits32_to_bytes(x + 2), _mm256_set1_epi8(16));
-    const __m256i q = _mm256_sub_epi8(_mm256_or_si256(detail::nibbles16(x + 6), hb),
-                                      _mm256_set1_epi8(16));
-    __m256 t[4];
-    detail::i8x32_to_ps(q, t);
-    const detail::vf w[4] = {{_mm256_mul_ps(t[0], d)}, {_mm256_mul_ps(t[1], d)},
-                             {_mm256_mul_ps(t[2], d)}, {_mm256_mul_ps(t[3], d)}};
+    const uint32_t qh = detail::load_u32(x + 2);
+    const __m128i sixteen = _mm_set1_epi8(16);
+    __m128i q[4];
+    detail::nibbles16(x + 6, q);
+    detail::vf w[4];
+    for (int i = 0; i < 4; ++i)
+      w[i].v = _mm256_mul_ps(
+          detail::i8x8_to_ps(
+              _mm_sub_epi8(_mm_or_si128(q[i], detail::bit4_bytes(qh >> (8 * i))), sixteen)),
+          d);
     f(0, w);
   }
 #endif
@@ -549,13 +584,15 @@ struct q5_1 : format_base<q5_1, 32, 24, false> {
 #if LLMC_HOST_SIMD
   template <class F>
   static LLMC_HOST_INLINE void decode_simd(const uint8_t* x, F& f) {
-    const __m256 d = _mm256_set1_ps(detail::load_half(x));
-    const __m256 m = _mm256_set1_ps(detail::load_half(x + 2));
-    const __m256i hb = _mm256_and_si256(detail::bits32_to_bytes(x + 4), _mm256_set1_epi8(16));
-    __m256 t[4];
-    detail::i8x32_to_ps(_mm256_or_si256(detail::nibbles16(x + 8), hb), t);
-    const detail::vf w[4] = {{_mm256_fmadd_ps(t[0], d, m)}, {_mm256_fmadd_ps(t[1], d, m)},
-                             {_mm256_fmadd_ps(t[2], d, m)}, {_mm256_fmadd_ps(t[3], d, m)}};
+    __m256 d, m;
+    detail::load_half2(x, &d, &m);
+    const uint32_t qh = detail::load_u32(x + 4);
+    __m128i q[4];
+    detail::nibbles16(x + 8, q);
+    detail::vf w[4];
+    for (int i = 0; i < 4; ++i)
+      w[i].v = _mm256_fmadd_ps(
+          detail::u8x8_to_ps(_mm_or_si128(q[i], detail::bit4_bytes(qh >> (8 * i)))), d, m);
     f(0, w);
   }
 #endif
@@ -1106,44 +1143,48 @@ LLMC_HOST_INLINE void dot4_f32(const float* q, const float* k0, const float* k1,
 }
 
 inline constexpr int kAttnTile = 32;  // keys per online-softmax update
-// Below this many (token, kv head) items, attention is split per query head
-// (more parallelism for small decode batches); above, the query heads that
-// share a kv head are processed together (each K/V row is read once).
-inline constexpr int64_t kAttnGroupMinItems = 32;
+// Work items wanted per attention call: when a step has fewer (token, kv
+// head) pairs, each pair's keys are split into ranges that run in parallel
+// (flash-decoding) and are merged afterwards.
+inline constexpr int64_t kAttnMinItems = 32;
+inline constexpr int64_t kAttnMinKeysPerSplit = 128;
 
-// Attention of token t for the GH query heads h0 .. h0+GH-1 (all sharing kv
-// head kvh): online softmax over the token's visible keys in tiles of 32.
-template <int64_t Heads, int64_t KvHeads, int64_t D, int GH>
-inline void attend(const llmc_host_step_info* step, int64_t t, int64_t kvh, int64_t h0,
-                   const float* q, const float* kc, const float* vc, float* out, float scale,
-                   int64_t window) {
-  constexpr int64_t QW = Heads * D, KVW = KvHeads * D;
-  constexpr int TILE = kAttnTile;
-  float* o = out + t * QW + h0 * D;
+// The cache positions token t attends to: [*start, *end] of sequence *seq.
+// False when the token belongs to no sequence or sees no key.
+inline bool attn_range(const llmc_host_step_info* step, int64_t t, int64_t window, int64_t* seq,
+                       int64_t* start, int64_t* end) {
   const int64_t s = seq_of(step, t);
   const int64_t bs = step->block_size;
-  int64_t start = 0, end = -1;
-  if (s >= 0 && bs > 0 && step->positions != nullptr) {
-    const int64_t pos = step->positions[t];
-    const int64_t ctx = step->context_lens[s];
-    end = std::min({pos, ctx - 1, step->max_blocks * bs - 1});
-    start = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
-  }
-  if (s < 0 || end < start) {
-    std::fill(o, o + GH * D, 0.0f);
-    return;
-  }
-  const int32_t* bt = step->block_tables + s * step->max_blocks;
+  if (s < 0 || bs <= 0 || step->positions == nullptr || step->context_lens == nullptr)
+    return false;
+  const int64_t pos = step->positions[t];
+  *seq = s;
+  *end = std::min({pos, static_cast<int64_t>(step->context_lens[s]) - 1,
+                   step->max_blocks * bs - 1});
+  *start = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+  return *end >= *start;
+}
 
+// Online softmax of token t for the GH query heads h0 .. h0+GH-1 (all sharing
+// kv head kvh) over the cache positions [start, end] of sequence s, in tiles
+// of 32 keys: on return m[g] is the running maximum score, l[g] the sum of
+// exp(score - m[g]) and acc[g*D ..] the exp-weighted sum of V rows.
+template <int64_t Heads, int64_t KvHeads, int64_t D, int GH>
+inline void attend_range(const llmc_host_step_info* step, int64_t s, int64_t t, int64_t kvh,
+                         int64_t h0, const float* q, const float* kc, const float* vc,
+                         float scale, int64_t start, int64_t end, float* m, float* l,
+                         float* acc) {
+  constexpr int64_t QW = Heads * D, KVW = KvHeads * D;
+  constexpr int TILE = kAttnTile;
+  const int64_t bs = step->block_size;
+  const int32_t* bt = step->block_tables + s * step->max_blocks;
   alignas(32) float qs[GH][D];
-  alignas(32) float acc[GH][D];
   alignas(32) float sc[GH][TILE];
-  float m[GH], l[GH];
   for (int g = 0; g < GH; ++g) {
     const float* qh = q + t * QW + (h0 + g) * D;
     for (int64_t d = 0; d < D; ++d) {
       qs[g][d] = qh[d] * scale;
-      acc[g][d] = 0.0f;
+      acc[g * D + d] = 0.0f;
     }
     m[g] = -std::numeric_limits<float>::infinity();
     l[g] = 0.0f;
@@ -1169,7 +1210,7 @@ inline void attend(const llmc_host_step_info* step, int64_t t, int64_t kvh, int6
       for (; j + 4 <= n; j += 4) dot4_f32<D>(qs[g], kp[j], kp[j + 1], kp[j + 2], kp[j + 3], sg + j);
       for (; j < n; ++j) sg[j] = dot_f32<D>(qs[g], kp[j]);
       for (; j < TILE; ++j) sg[j] = -std::numeric_limits<float>::infinity();
-      // Online softmax update.
+      // Online softmax update: one rescale of the accumulator per tile.
       vf mx = vload(sg);
       for (int v = 8; v < TILE; v += 8) mx = vmax(mx, vload(sg + v));
       const float mnew = std::max(m[g], vhmax(mx));
@@ -1184,7 +1225,7 @@ inline void attend(const llmc_host_step_info* step, int64_t t, int64_t kvh, int6
       }
       l[g] = l[g] * alpha + vhsum(ps);
       m[g] = mnew;
-      float* ag = acc[g];
+      float* ag = acc + g * D;
       if (alpha != 1.0f) {
         const vf av = vset1(alpha);
         int64_t d = 0;
@@ -1221,10 +1262,22 @@ inline void attend(const llmc_host_step_info* step, int64_t t, int64_t kvh, int6
       }
     }
   }
-  for (int g = 0; g < GH; ++g) {
-    const float inv = 1.0f / l[g];
-    for (int64_t d = 0; d < D; ++d) o[g * D + d] = acc[g][d] * inv;
+}
+
+// Scratch of the split path: owned by the thread that calls the kernel (the
+// pool's workers write into it while that thread waits in parallel_for).
+inline float* attn_scratch(size_t floats) {
+  thread_local struct buffer {
+    float* p = nullptr;
+    size_t n = 0;
+    ~buffer() { delete[] p; }
+  } buf;
+  if (buf.n < floats) {
+    delete[] buf.p;
+    buf.p = new float[floats];
+    buf.n = floats;
   }
+  return buf.p;
 }
 
 // Inverse RoPE frequencies of the P pairs, in double.
@@ -1258,9 +1311,9 @@ template <class VecOp, class ScalarOp>
 inline void map_elems(const llmc_host_step_info* step, int64_t total, const VecOp& vop,
                       const ScalarOp& sop) {
   auto body = [&](int64_t b, int64_t e) {
-    int64_t i = b;
-    for (; i + 8 <= e; i += 8) vop(i);
-    for (; i < e; ++i) sop(i);
+    const int64_t vend = b + (e - b) / 8 * 8;
+    for (int64_t i = b; i < vend; i += 8) vop(i);
+    for (int64_t i = vend; i < e; ++i) sop(i);
   };
   if (total >= kParallelElems)
     parallel_for(step, total, kElemGrain, body);
@@ -1544,13 +1597,19 @@ void rope(const llmc_host_step_info* step, const Act* x, Act* out, double theta,
 // context_lens[s] - 1), or the last `window` of them when window > 0, through
 // block_tables[s, pos / block_size]. Online softmax in f32; `scale` multiplies
 // q.k. A token outside every sequence, or with no visible key, gets zeros.
+//
+// Work items are (token, kv head) with all Heads/KvHeads query heads that
+// share it, so each K/V row is read once per step. With fewer than 32 items
+// (small decode batches) each item's keys are split into ranges of at least
+// 128 keys that run in parallel, and the partial softmax states are merged.
 template <int64_t Heads, int64_t KvHeads, int64_t HeadDim, class Act = float>
 void paged_attention(const llmc_host_step_info* step, const Act* q, const Act* k, const Act* v,
                      Act* kcache, Act* vcache, Act* out, float scale, int64_t window = 0) {
   LLMC_HOST_CHECK_ACT(Act);
   static_assert(Heads > 0 && KvHeads > 0 && Heads % KvHeads == 0,
                 "heads must be a multiple of kv_heads");
-  constexpr int64_t G = Heads / KvHeads, KVW = KvHeads * HeadDim;
+  constexpr int64_t G = Heads / KvHeads, D = HeadDim, QW = Heads * D, KVW = KvHeads * D;
+  constexpr int GH = static_cast<int>(G);
   const int64_t T = step->num_tokens;
   if (T <= 0) return;
   const int32_t* slots = step->slot_mapping;
@@ -1562,23 +1621,91 @@ void paged_attention(const llmc_host_step_info* step, const Act* q, const Act* k
       std::memcpy(vcache + slot * KVW, v + t * KVW, sizeof(float) * KVW);
     }
   });
-  if (G > 1 && T * KvHeads >= detail::kAttnGroupMinItems) {
-    parallel_for(step, T * KvHeads, 1, [&](int64_t b, int64_t e) {
+
+  const int64_t items = T * KvHeads;
+  int64_t splits = 1;
+  if (items < detail::kAttnMinItems) {
+    int64_t longest = 0, s, b, e;
+    for (int64_t t = 0; t < T; ++t)
+      if (detail::attn_range(step, t, window, &s, &b, &e)) longest = std::max(longest, e - b + 1);
+    splits = std::min((detail::kAttnMinItems + items - 1) / items,
+                      longest / detail::kAttnMinKeysPerSplit);
+    splits = std::max<int64_t>(splits, 1);
+  }
+
+  if (splits == 1) {
+    parallel_for(step, items, 1, [&](int64_t b, int64_t e) {
+      alignas(32) float acc[G * D];
+      float m[G], l[G];
       for (int64_t it = b; it < e; ++it) {
         const int64_t t = it / KvHeads, kvh = it % KvHeads;
-        detail::attend<Heads, KvHeads, HeadDim, static_cast<int>(G)>(
-            step, t, kvh, kvh * G, q, kcache, vcache, out, scale, window);
+        float* o = out + t * QW + kvh * G * D;
+        int64_t s, start, end;
+        if (!detail::attn_range(step, t, window, &s, &start, &end)) {
+          std::fill(o, o + G * D, 0.0f);
+          continue;
+        }
+        detail::attend_range<Heads, KvHeads, D, GH>(step, s, t, kvh, kvh * G, q, kcache, vcache,
+                                                    scale, start, end, m, l, acc);
+        for (int64_t g = 0; g < G; ++g) {
+          const float inv = 1.0f / l[g];
+          for (int64_t d = 0; d < D; ++d) o[g * D + d] = acc[g * D + d] * inv;
+        }
       }
     });
-  } else {
-    parallel_for(step, T * Heads, 1, [&](int64_t b, int64_t e) {
-      for (int64_t it = b; it < e; ++it) {
-        const int64_t t = it / Heads, h = it % Heads;
-        detail::attend<Heads, KvHeads, HeadDim, 1>(step, t, h / G, h, q, kcache, vcache, out,
-                                                   scale, window);
-      }
-    });
+    return;
   }
+
+  // Split path: partial (m, l, acc) per (item, split), then a merge per item.
+  constexpr int64_t PW = G * (D + 2);  // one partial: m[G], l[G], acc[G*D]
+  float* part = detail::attn_scratch(static_cast<size_t>(items * splits * PW));
+  parallel_for(step, items * splits, 1, [&](int64_t b, int64_t e) {
+    for (int64_t it = b; it < e; ++it) {
+      const int64_t item = it / splits, sp = it % splits;
+      const int64_t t = item / KvHeads, kvh = item % KvHeads;
+      float* pm = part + it * PW;
+      float* pl = pm + G;
+      int64_t s, start, end;
+      if (!detail::attn_range(step, t, window, &s, &start, &end)) {
+        for (int64_t g = 0; g < G; ++g) pl[g] = 0.0f;
+        continue;
+      }
+      const int64_t chunk = (end - start + splits) / splits;  // ceil(len / splits)
+      const int64_t lo = start + sp * chunk, hi = std::min(end, lo + chunk - 1);
+      if (lo > hi) {
+        for (int64_t g = 0; g < G; ++g) pl[g] = 0.0f;
+        continue;
+      }
+      detail::attend_range<Heads, KvHeads, D, GH>(step, s, t, kvh, kvh * G, q, kcache, vcache,
+                                                  scale, lo, hi, pm, pl, pl + G);
+    }
+  });
+  parallel_for(step, items, 1, [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t t = item / KvHeads, kvh = item % KvHeads;
+      for (int64_t g = 0; g < G; ++g) {
+        float* o = out + t * QW + (kvh * G + g) * D;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t sp = 0; sp < splits; ++sp) {
+          const float* pm = part + (item * splits + sp) * PW;
+          if (pm[G + g] > 0.0f) mx = std::max(mx, pm[g]);
+        }
+        std::fill(o, o + D, 0.0f);
+        if (mx == -std::numeric_limits<float>::infinity()) continue;  // no visible key
+        float den = 0.0f;
+        for (int64_t sp = 0; sp < splits; ++sp) {
+          const float* pm = part + (item * splits + sp) * PW;
+          if (!(pm[G + g] > 0.0f)) continue;
+          const float w = std::exp(pm[g] - mx);
+          den += w * pm[G + g];
+          const float* pa = pm + 2 * G + g * D;
+          for (int64_t d = 0; d < D; ++d) o[d] += w * pa[d];
+        }
+        const float inv = 1.0f / den;
+        for (int64_t d = 0; d < D; ++d) o[d] *= inv;
+      }
+    }
+  });
 }
 
 // Elementwise kernels on [T, N]; out may alias an input.
