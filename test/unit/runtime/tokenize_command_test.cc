@@ -2,6 +2,7 @@
 // (and the SmolLM2 GGUF when present): ids out, text back, flags, and the
 // exit codes of each kind of error.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -37,7 +38,9 @@ Result RunTokenize(std::vector<std::string> args) {
 class TokenizeCommand : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) / "llmc_tokenize_command";
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+        ("llmc_tokenize_command_" + std::to_string(::getpid()) + "_" +
+         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
     std::ofstream(dir_ / "tokenizer.json") << R"({
       "added_tokens": [{"id": 0, "content": "<|im_start|>", "special": true},

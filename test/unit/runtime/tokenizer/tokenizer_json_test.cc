@@ -2,6 +2,7 @@
 // maps to, BOS/EOS and the chat template from the config, the folder loader,
 // and errors that name the file and the field.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -139,7 +140,9 @@ TEST(TokenizerJson, ConfigGivesBosEosAndChatTemplate) {
 }
 
 TEST(TokenizerJson, FolderLoaderReadsAllThreeFiles) {
-  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "llmc_tokenizer_folder";
+  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+        ("llmc_tokenizer_folder_" + std::to_string(::getpid()) + "_" +
+         ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "tokenizer.json") << ByteLevelJson(ByteLevel(true)).dump();
   std::ofstream(dir / "tokenizer_config.json") << json{{"eos_token", "<|end_of_text|>"}}.dump();
