@@ -46,6 +46,9 @@ absl::StatusOr<std::unique_ptr<Generator>> Generator::Create(const std::string& 
   open.verify_checksum = options.verify_checksum;
   LLMC_ASSIGN_OR_RETURN(g->artifact_, Artifact::Open(dir, open));
   LLMC_ASSIGN_OR_RETURN(g->tokenizer_, LoadTokenizer(*g->artifact_));
+  // The end-of-generation tokens, found once rather than per request.
+  for (int32_t t = 0; t < int32_t(g->tokenizer_->vocab_size()); ++t)
+    if (g->tokenizer_->IsEndOfGeneration(t)) g->eos_ids_.push_back(t);
   LLMC_ASSIGN_OR_RETURN(g->runner_, HostRunner::Create(*g->artifact_, options.runner));
   LLMC_ASSIGN_OR_RETURN(g->pool_, BlockPool::Create(int32_t(g->runner_->num_blocks()),
                                                     int32_t(g->runner_->block_size())));
@@ -102,10 +105,7 @@ absl::StatusOr<GenerationResult> Generator::Generate(
   GenerationResult result;
   result.prompt_tokens = int64_t(prompt.size());
   Sampler sampler(params);
-  std::vector<int32_t> eos;
-  for (int32_t t = 0; t < int32_t(tokenizer_->vocab_size()); ++t)
-    if (tokenizer_->IsEndOfGeneration(t)) eos.push_back(t);
-  StopChecker stop(params, eos);
+  StopChecker stop(params, eos_ids_);
   std::vector<int32_t> context(prompt.begin(), prompt.end());
   int64_t vocab = runner_->vocab_size();
   int64_t chunk = runner_->max_batch_tokens();

@@ -80,6 +80,7 @@ class Generator {
   std::unique_ptr<BlockPool> pool_;
   std::unique_ptr<KVCacheManager> kv_;
   RequestId next_id_ = 0;
+  std::vector<int32_t> eos_ids_;
 };
 
 }  // namespace llmc
