@@ -73,6 +73,9 @@ int runCompileCommand(int argc, char **argv) {
   static cl::opt<bool> printAfterAll("print-ir-after-all",
                                      cl::desc("print the IR after every pass (to stderr)"),
                                      cl::cat(category));
+  static cl::opt<bool> noFuse("no-fuse",
+                              cl::desc("skip the fuse pass: one kernel per op (the baseline)"),
+                              cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "Compile a transformer model into IR, kernels and an artifact.\n");
@@ -152,6 +155,9 @@ int runCompileCommand(int argc, char **argv) {
                      mlir::StringAttr::get(&context, spec ? "builtin:" + builtin.getValue()
                                                           : model.getValue()));
 
+  CompilePipelineOptions pipelineOptions;
+  pipelineOptions.fuse = !noFuse;
+
   mlir::PassManager pm(&context);
   pm.enableVerifier(true);
   if (printAfterAll) {
@@ -165,7 +171,7 @@ int runCompileCommand(int argc, char **argv) {
   if (emit == Emit::kMLIR)
     buildImportCleanupStage(pm);
   else
-    buildCompilePipeline(pm);
+    buildCompilePipeline(pm, pipelineOptions);
   if (mlir::failed(pm.run(*module)))
     return 1;
 

@@ -14,14 +14,17 @@ void buildImportCleanupStage(mlir::OpPassManager &pm) {
   pm.addPass(createVerifyStep());
 }
 
-void buildKernelStage(mlir::OpPassManager &pm) {
+void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &options) {
+  // QUANTIZE-HOOK: the quantize pass goes here when options.quantize != "none".
+  // FUSE-HOOK: the fuse pass goes here when options.fuse.
+  (void)options;
   pm.addPass(createOutlineKernels());
   pm.addPass(createPlanMemory());
 }
 
-void buildCompilePipeline(mlir::OpPassManager &pm) {
+void buildCompilePipeline(mlir::OpPassManager &pm, const CompilePipelineOptions &options) {
   buildImportCleanupStage(pm);
-  buildKernelStage(pm);
+  buildKernelStage(pm, options);
 }
 
 void registerPipelines() {

@@ -95,6 +95,19 @@ LogicalResult verifyRanks(Operation *op, int64_t ranks) {
 LogicalResult WeightOp::verify() {
   if (getName().empty())
     return emitOpError() << "weight name must not be empty";
+  if (std::optional<ArrayAttr> parts = getParts()) {
+    if (parts->size() < 2)
+      return emitOpError() << "concat needs at least two parts, got " << parts->size();
+    for (Attribute a : *parts)
+      if (cast<StringAttr>(a).getValue().empty())
+        return emitOpError() << "concat part names must not be empty";
+    if (getType().getShape().size() != 2)
+      return emitOpError() << "concat makes a matrix, but the result type has rank "
+                           << getType().getShape().size();
+  }
+  if (std::optional<StringRef> from = getFrom())
+    if (!symbolizeWeightFormat(*from))
+      return emitOpError() << "from: unknown weight format '" << *from << "'";
   return success();
 }
 

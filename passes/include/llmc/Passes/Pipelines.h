@@ -9,7 +9,26 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 namespace llmc {
+
+// What `llmc compile` (and `--llmc-compile-pipeline` in llmc-opt) can vary.
+struct CompilePipelineOptions {
+  // Weight quantization of float weights: "none", "w8a16" or "w4a16".
+  std::string quantize = "none";
+  // Elements per quantization group (32, 64 or 128).
+  int64_t quantizeGroup = 128;
+  // Weights kept in their original precision: a weight is skipped when its
+  // name contains one of these (e.g. "lm_head", "output", "embed").
+  std::vector<std::string> quantizeSkip;
+  // Run the fuse pass (merge sibling projections, form prologue/epilogue
+  // groups). Off gives one kernel per op, the baseline fusion is measured
+  // against.
+  bool fuse = true;
+};
 
 // Stage 1: clean up the imported IR and check the runtime's calling
 // convention. Quantization, partitioning, fusion, memory planning and
@@ -17,11 +36,12 @@ namespace llmc {
 void buildImportCleanupStage(mlir::OpPassManager &pm);
 
 // Stage 2: turn @step into a sequence of kernels (one llm.fusion group each)
-// and plan their activation buffers. The fuse pass will run first here.
-void buildKernelStage(mlir::OpPassManager &pm);
+// and plan their activation buffers: quantize (when asked), fuse, outline the
+// remaining ops, plan memory.
+void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &options = {});
 
 // The whole compile pipeline used by `llmc compile`: every stage in order.
-void buildCompilePipeline(mlir::OpPassManager &pm);
+void buildCompilePipeline(mlir::OpPassManager &pm, const CompilePipelineOptions &options = {});
 
 // Registers the pipelines with the pass registry (`--llmc-compile-pipeline`).
 void registerPipelines();

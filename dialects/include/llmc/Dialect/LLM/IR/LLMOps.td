@@ -31,10 +31,32 @@ def LLM_WeightOp : LLM_Op<"weight", [Pure]> {
     ```mlir
     %w = llm.weight "model.layers.0.mlp.down_proj.weight" : !llm.weight<576x1536, q4_1>
     ```
+
+    Passes derive new weights from stored ones without copying data into the
+    IR; the weight store materializes them when the artifact is packed:
+
+    - `concat [...]`: the rows of the named stored weights, one after the
+      other (the fuse pass merges sibling projections this way). `name` is
+      then a new name for the result.
+    - `from "fmt"`: the stored tensor is in format `fmt` and is converted into
+      the result's format (the quantize pass sets it, e.g. bf16 to i4).
+
+    ```mlir
+    %qkv = llm.weight "blk.0.attn_qkv.weight" concat ["blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"] : !llm.weight<960x576, q4_1>
+    %d = llm.weight "model.layers.0.mlp.down_proj.weight" from "bf16" : !llm.weight<576x1536, i4, 128>
+    ```
   }];
-  let arguments = (ins StrAttr:$name);
+  let arguments = (ins StrAttr:$name, OptionalAttr<StrArrayAttr>:$parts,
+                       OptionalAttr<StrAttr>:$from);
   let results = (outs LLM_WeightType:$result);
-  let assemblyFormat = "$name attr-dict `:` qualified(type($result))";
+  let assemblyFormat = [{
+    $name (`concat` $parts^)? (`from` $from^)? attr-dict `:` qualified(type($result))
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$type, "::llvm::StringRef":$name), [{
+      build($_builder, $_state, type, name, /*parts=*/nullptr, /*from=*/nullptr);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
