@@ -1,6 +1,7 @@
 //===- ArtifactBuilder.cpp - write model.llmc -----------------------------===//
 #include "ArtifactBuilder.h"
 
+#include "Artifact/WeightStore.h"
 #include "Target/Host/HostEmitter.h"
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
 #include "llmc/runtime/artifact/artifact_writer.h"
@@ -127,8 +128,9 @@ absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOp
       buildHostLibrary(srcDir, plan->source, tmp + "/kernels/host/kernels.so", options));
 
   // Weights, in the order the step plan first binds them.
-  llvm::StringMap<llm::WeightType> types;
-  module.walk([&](llm::WeightOp w) { types[w.getName()] = w.getType(); });
+  llvm::StringMap<llm::WeightOp> weightOps;
+  module.walk([&](llm::WeightOp w) { weightOps.try_emplace(w.getName(), w); });
+  WeightStore store(model);
   WeightFileWriter writer;
   LLMC_RETURN_IF_ERROR(writer.Open(tmp + "/weights/rank0.bin"));
   llvm::StringMap<int64_t> tensorIndex;
@@ -141,14 +143,15 @@ absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOp
     for (const std::string &name : launch.weights) {
       auto [it, inserted] = tensorIndex.try_emplace(name, int64_t(tensorIndex.size()));
       if (inserted) {
-        std::optional<ImportedModel::RawTensor> raw = model.rawTensor(name);
-        if (!raw)
-          return absl::NotFoundError(absl::StrFormat("%s: tensor '%s' vanished", model.path(), name));
-        llm::WeightType t = types.lookup(name);
+        llm::WeightOp op = weightOps.lookup(name);
+        if (!op)
+          return absl::InternalError(absl::StrFormat("no llm.weight op names '%s'", name));
+        LLMC_ASSIGN_OR_RETURN(WeightStore::Bytes raw, store.materialize(op));
+        llm::WeightType t = op.getType();
         std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
         LLMC_ASSIGN_OR_RETURN(ManifestTensor entry,
                               writer.Add(name, llm::stringifyWeightFormat(t.getFormat()).str(),
-                                         shape, t.getGroup(), raw->data, raw->size));
+                                         shape, t.getGroup(), raw.data, raw.size));
         (void)entry;
       }
       step.weights.push_back(it->second);
