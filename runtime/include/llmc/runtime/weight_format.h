@@ -30,6 +30,7 @@ std::optional<WeightFormatInfo> LookupGgmlType(int ggml_type);
 
 // Bytes of one group of `group` elements in a group-wise format: the packed
 // integers plus an f16 scale (and an f16 zero point for the asymmetric i4).
+// The byte layout inside a group is documented in format/quantize.h.
 int64_t GroupwiseBlockBytes(std::string_view name, int64_t group);
 
 // Total bytes of a weight of `num_elements` elements whose innermost dimension
