@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "llmc/runtime/format/dequantize.h"
+#include "llmc/runtime/format/quantize.h"
 #include "llmc_host_kernels.h"
 
 namespace {
@@ -148,9 +149,10 @@ std::vector<float> RandomFloats(size_t n, std::mt19937& rng, float lo = -1.0f, f
   return v;
 }
 
-// Offsets of the f16 scale fields (d, m/dmin) inside a block.
+// Offsets of the f16 scale fields (d, m/dmin; s, z) inside a block.
 std::vector<int> ScaleOffsets(std::string_view name) {
-  if (name == "q8_0" || name == "q4_0" || name == "q5_0") return {0};
+  if (name == "q8_0" || name == "q4_0" || name == "q5_0" || name == "i8") return {0};
+  if (name == "i4") return {0, 2};
   if (name == "q4_1" || name == "q5_1" || name == "q4_k" || name == "q5_k") return {0, 2};
   if (name == "q2_k") return {80, 82};
   if (name == "q3_k") return {108};
@@ -192,10 +194,20 @@ std::vector<uint8_t> RandomWeights(int64_t rows, int64_t k, std::mt19937& rng) {
   return w;
 }
 
+// The runtime's dequantizer for Fmt: llmc::Dequantize, or for the group-wise
+// i8<G>/i4<G> tags (which have a `group`) llmc::DequantizeGroupwise.
+template <class Fmt>
+absl::Status RuntimeDequantize(const uint8_t* src, size_t bytes, int64_t count, float* dst) {
+  if constexpr (requires { Fmt::group; })
+    return llmc::DequantizeGroupwise(Fmt::name, Fmt::group, src, bytes, count, dst);
+  else
+    return llmc::Dequantize(Fmt::name, src, bytes, count, dst);
+}
+
 template <class Fmt>
 std::vector<float> Reference(const std::vector<uint8_t>& w, int64_t count) {
   std::vector<float> out(static_cast<size_t>(count));
-  const absl::Status st = llmc::Dequantize(Fmt::name, w.data(), w.size(), count, out.data());
+  const absl::Status st = RuntimeDequantize<Fmt>(w.data(), w.size(), count, out.data());
   EXPECT_TRUE(st.ok()) << st.message();
   return out;
 }
@@ -240,21 +252,25 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 template <class Fmt>
 constexpr int64_t TestK() {
-  // k-quants: two super-blocks; 32-blocks: three; plain: not a multiple of 32
-  // (exercises the tail).
-  return Fmt::block_elems == 256 ? 512 : Fmt::block_elems == 32 ? 96 : 100;
+  // k-quants: two super-blocks; 32-blocks and groups: three; plain: not a
+  // multiple of 32 (exercises the tail).
+  return Fmt::block_elems == 256 ? 512 : Fmt::block_elems == 1 ? 100 : 3 * Fmt::block_elems;
 }
 
 template <class Fmt>
 class HostFormatTest : public ::testing::Test {};
 using AllFormats = ::testing::Types<fmt::f32, fmt::f16, fmt::bf16, fmt::q8_0, fmt::q4_0, fmt::q4_1,
                                     fmt::q5_0, fmt::q5_1, fmt::q2_k, fmt::q3_k, fmt::q4_k,
-                                    fmt::q5_k, fmt::q6_k>;
+                                    fmt::q5_k, fmt::q6_k, fmt::i8<32>, fmt::i8<128>,
+                                    fmt::i4<32>, fmt::i4<64>, fmt::i4<128>>;
 class FormatNames {
  public:
   template <class T>
   static std::string GetName(int) {
-    return T::name;
+    if constexpr (requires { T::group; })
+      return std::string(T::name) + "_g" + std::to_string(T::group);
+    else
+      return T::name;
   }
 };
 TYPED_TEST_SUITE(HostFormatTest, AllFormats, FormatNames);
@@ -277,9 +293,8 @@ TYPED_TEST(HostFormatTest, LayoutMatchesRuntimeTable) {
   // so the tag's block_bytes is exactly the runtime's.
   std::vector<uint8_t> w(Fmt::block_bytes);
   std::vector<float> out(Fmt::block_elems);
-  EXPECT_TRUE(llmc::Dequantize(Fmt::name, w.data(), w.size(), Fmt::block_elems, out.data()).ok());
-  EXPECT_FALSE(
-      llmc::Dequantize(Fmt::name, w.data(), w.size() - 1, Fmt::block_elems, out.data()).ok());
+  EXPECT_TRUE(RuntimeDequantize<Fmt>(w.data(), w.size(), Fmt::block_elems, out.data()).ok());
+  EXPECT_FALSE(RuntimeDequantize<Fmt>(w.data(), w.size() - 1, Fmt::block_elems, out.data()).ok());
   EXPECT_EQ(Fmt::row_bytes(Fmt::block_elems * 3), 3 * Fmt::block_bytes);
 }
 

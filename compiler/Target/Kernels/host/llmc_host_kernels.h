@@ -907,6 +907,73 @@ struct q6_k : format_base<q6_k, 256, 210, false> {
 #endif
 };
 
+// llmc's group-wise integers (the quantize pass; layout in the runtime's
+// format/quantize.h). A block is one quantization group of G = 32, 64 or 128
+// elements, so the tags are templates on G.
+// i8<G>: f16 s, G int8; y = q * s.
+template <int64_t G>
+struct i8 : format_base<i8<G>, G, G + 2, false> {
+  static_assert(G == 32 || G == 64 || G == 128, "group must be 32, 64 or 128");
+  static constexpr const char* name = "i8";
+  static constexpr int64_t group = G;
+  static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
+    const float s = detail::load_half(x);
+    const int8_t* qs = reinterpret_cast<const int8_t*>(x + 2);
+    for (int j = 0; j < G; ++j) y[j] = static_cast<float>(qs[j]) * s;
+  }
+#if LLMC_HOST_SIMD
+  template <class F>
+  static LLMC_HOST_INLINE void decode_simd(const uint8_t* x, F& f) {
+    const __m256 s = _mm256_set1_ps(detail::load_half(x));
+    LLMC_HOST_UNROLL
+    for (int c = 0; c < G / 32; ++c) {
+      detail::vf w[4];
+      for (int i = 0; i < 4; ++i)
+        w[i].v = _mm256_mul_ps(detail::i8x8_to_ps(detail::load8b(x + 2 + 32 * c + 8 * i)), s);
+      f(32 * c, w);
+    }
+  }
+#endif
+};
+
+// i4<G>: f16 s, f16 z (an integer 0..15), G/2 bytes of nibbles in 16-byte
+// chunks of 32 elements (low nibbles: elements 0..15 of the chunk, high:
+// 16..31, as q4_0); y = (q - z) * s, the subtraction exact in f32.
+template <int64_t G>
+struct i4 : format_base<i4<G>, G, G / 2 + 4, false> {
+  static_assert(G == 32 || G == 64 || G == 128, "group must be 32, 64 or 128");
+  static constexpr const char* name = "i4";
+  static constexpr int64_t group = G;
+  static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
+    const float s = detail::load_half(x);
+    const float z = detail::load_half(x + 2);
+    for (int c = 0; c < G / 32; ++c) {
+      const uint8_t* qs = x + 4 + 16 * c;
+      float* yc = y + 32 * c;
+      for (int j = 0; j < 16; ++j) {
+        yc[j] = (static_cast<float>(qs[j] & 0x0F) - z) * s;
+        yc[j + 16] = (static_cast<float>(qs[j] >> 4) - z) * s;
+      }
+    }
+  }
+#if LLMC_HOST_SIMD
+  template <class F>
+  static LLMC_HOST_INLINE void decode_simd(const uint8_t* x, F& f) {
+    __m256 s, z;
+    detail::load_half2(x, &s, &z);
+    LLMC_HOST_UNROLL
+    for (int c = 0; c < G / 32; ++c) {
+      __m128i q[4];
+      detail::nibbles16(x + 4 + 16 * c, q);
+      detail::vf w[4];
+      for (int i = 0; i < 4; ++i)
+        w[i].v = _mm256_mul_ps(_mm256_sub_ps(detail::u8x8_to_ps(q[i]), z), s);
+      f(32 * c, w);
+    }
+  }
+#endif
+};
+
 }  // namespace fmt
 
 namespace detail {
