@@ -14,7 +14,7 @@ int RunRunCommand(int argc, char** argv) {
   std::string prompt, system, chat_template, stop;
   int64_t max_tokens = 64, top_k = 40, seed = 0, repeat_last_n = 64;
   double temperature = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0;
-  bool chat = false, greedy = false, no_stats = false;
+  bool chat = false, greedy = false, no_stats = false, ignore_eos = false;
   RunnerFlags runner;
   FlagSet flags(std::string(argv[0]) + " ARTIFACT -p PROMPT [flags]", kRunSummary);
   flags.AddString("prompt", &prompt, "the prompt text", 'p');
@@ -31,6 +31,9 @@ int RunRunCommand(int argc, char** argv) {
   flags.AddInt("repeat-last-n", &repeat_last_n, "tokens the repetition penalty looks back over");
   flags.AddInt("seed", &seed, "random seed", 's');
   flags.AddString("stop", &stop, "stop generating before this text");
+  flags.AddBool("ignore-eos", &ignore_eos,
+                "never sample end-of-generation tokens, so generation runs to -n tokens "
+                "(llama.cpp's --ignore-eos)");
   flags.AddBool("no-stats", &no_stats, "do not print timings to stderr");
   runner.Register(flags);
   if (auto st = flags.Parse(argc, argv); !st.ok()) {
@@ -77,6 +80,7 @@ int RunRunCommand(int argc, char** argv) {
   params.repeat_last_n = int(repeat_last_n);
   params.seed = uint64_t(seed);
   params.max_tokens = int(max_tokens);
+  params.ignore_eos = ignore_eos;
   if (!stop.empty()) params.stop.push_back(stop);
 
   if (!chat) {

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 #include "llmc/runtime/format/gguf.h"
 #include "llmc/runtime/sample/sampler.h"
 #include "llmc/runtime/status_macros.h"
+#include "llmc/runtime/tokenizer/incremental_detokenizer.h"
 
 namespace llmc {
 namespace {
@@ -23,18 +25,6 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const Artifact& artifac
     return Tokenizer::FromGguf(*gguf);
   }
   return Tokenizer::FromHFFolder(path.substr(0, path.rfind('/')));
-}
-
-// Length of the longest prefix of `text` that ends on a whole UTF-8 character.
-size_t CompleteUtf8Prefix(std::string_view text) {
-  size_t n = text.size();
-  for (size_t back = 1; back <= std::min<size_t>(4, n); ++back) {
-    unsigned char c = static_cast<unsigned char>(text[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-    return back >= len ? n : n - back;
-  }
-  return n;
 }
 
 }  // namespace
@@ -120,18 +110,25 @@ absl::StatusOr<GenerationResult> Generator::Generate(
   result.prefill_seconds = Seconds(start);
 
   start = std::chrono::steady_clock::now();
-  std::string decoded;  // detokenized output so far
-  size_t shown = 0;     // bytes of `decoded` already fed to the stop checker
+  // The prompt is the detokenizer's context, so the output's text continues
+  // the prompt's (a SentencePiece model keeps the first token's space).
+  IncrementalDetokenizer detok(*tokenizer_, absl::MakeConstSpan(prompt.data(), prompt.size()));
+  std::vector<float> masked;  // the logits with the end-of-generation tokens masked out
   for (;;) {
-    int32_t token = sampler.Sample(std::span<const float>(logits, size_t(vocab)), context);
+    std::span<const float> row(logits, size_t(vocab));
+    if (params.ignore_eos) {
+      // As llama.cpp's --ignore-eos (a logit bias of -inf on every
+      // end-of-generation token): the text goes on as if the model had
+      // never wanted to stop, rather than past an end-of-turn token.
+      masked.assign(row.begin(), row.end());
+      for (int32_t t : eos_ids_)
+        if (t < vocab) masked[size_t(t)] = -std::numeric_limits<float>::infinity();
+      row = masked;
+    }
+    int32_t token = sampler.Sample(row, context);
     result.tokens.push_back(token);
     context.push_back(token);
-    decoded = tokenizer_->Decode(absl::MakeConstSpan(result.tokens));
-    size_t ready = CompleteUtf8Prefix(decoded);
-    std::string_view piece = ready > shown ? std::string_view(decoded).substr(shown, ready - shown)
-                                           : std::string_view();
-    shown = std::max(shown, ready);
-    FinishReason reason = stop.AppendToken(token, piece);
+    FinishReason reason = stop.AppendToken(token, detok.Append(token));
     if (reason == FinishReason::kNone && int64_t(context.size()) >= limit) {
       stop.Finish(FinishReason::kLength);
       reason = FinishReason::kLength;

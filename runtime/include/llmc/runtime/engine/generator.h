@@ -52,6 +52,11 @@ class Generator {
 
   // Generates a continuation of `prompt`; `on_text` receives the output as it
   // becomes safe to show (whole UTF-8 characters, never part of a stop string).
+  // The text is detokenized incrementally (a few tokens per step, not the
+  // whole output again), as the continuation of the prompt's text.
+  // params.ignore_eos masks the end-of-generation tokens out of every
+  // sampling step, as llama.cpp's --ignore-eos does, so generation runs to
+  // max_tokens (or the end of the context); stop strings still apply.
   absl::StatusOr<GenerationResult> Generate(std::span<const int32_t> prompt,
                                             const SamplingParams& params,
                                             const std::function<void(std::string_view)>& on_text);
