@@ -24,9 +24,6 @@ constexpr PlannedCommand kPlanned[] = {
     {"serve", "ARTIFACT [--port N]",
      "Serve an artifact over an OpenAI-compatible HTTP API with continuous batching.",
      "the serving milestone (scheduler, engine, HTTP server)"},
-    {"bench", "ARTIFACT [--batch N] [--prompt-tokens N] [--gen-tokens N]",
-     "Measure prefill and decode tokens/s of an artifact.",
-     "the host end-to-end milestone"},
 };
 
 const PlannedCommand* FindPlanned(std::string_view name) {
@@ -66,7 +63,7 @@ std::vector<Command> MakeRuntimeCommands() {
   };
   out.push_back({"run", kRunSummary, &RunRunCommand});
   planned("serve");
-  planned("bench");
+  out.push_back({"bench", kBenchSummary, &RunBenchCommand});
   out.push_back({"perplexity", kPerplexitySummary, &RunPerplexityCommand});
   out.push_back({"tokenize", kTokenizeSummary, &RunTokenizeCommand});
   out.push_back({"inspect", kInspectSummary, &RunInspectCommand});

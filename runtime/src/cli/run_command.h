@@ -1,4 +1,4 @@
-// `llmc run`, `llmc perplexity` and `llmc inspect`: the subcommands that
+// `llmc run`, `bench`, `perplexity`, `logits` and `inspect`: the subcommands that
 // execute or read a compiled artifact.
 #ifndef LLMC_RUNTIME_CLI_RUN_COMMAND_H_
 #define LLMC_RUNTIME_CLI_RUN_COMMAND_H_
@@ -15,7 +15,11 @@ inline constexpr const char* kInspectSummary =
 inline constexpr const char* kLogitsSummary =
     "Write teacher-forced logits of a token sequence, for comparison with a reference.";
 
+inline constexpr const char* kBenchSummary =
+    "Measure prefill and decode tokens/s of an artifact for one sequence, as llama-bench does.";
+
 int RunRunCommand(int argc, char** argv);
+int RunBenchCommand(int argc, char** argv);
 int RunLogitsCommand(int argc, char** argv);
 int RunPerplexityCommand(int argc, char** argv);
 int RunInspectCommand(int argc, char** argv);
