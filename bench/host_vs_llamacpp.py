@@ -16,7 +16,7 @@ KV-cache bytes for --ctx.
 
 llama.cpp runs WITHOUT its extra buffer types (weight repacking, including the
 AMX path): on VMs that advertise AMX without enabling it, those kernels die with
-SIGILL on quantized matmuls (see tools/synth-model/selftest.py). Its numbers are
+SIGILL on quantized matmuls (see tools/llamacpp/llamacpp_compat.py). Its numbers are
 therefore those of ggml's plain CPU kernels, which may be slower than a llama.cpp
 build on a machine where repacking works.
 
@@ -44,8 +44,9 @@ DEFAULT_MODEL = os.path.expanduser("~/.cache/llmc/models/SmolLM2-135M-Instruct.Q
 
 # Prompt material: plain prose without newlines or special tokens, repeated as
 # needed and cut at a word boundary to exactly P tokens. Prose that keeps going
-# makes an early end-of-sequence in the greedy decode unlikely (llmc run has no
-# --ignore-eos; the actual generated count is reported and checked).
+# makes an early end-of-sequence in the greedy decode unlikely (llmc run is not
+# given --ignore-eos, which masks EOS where the llama.cpp loop below feeds it
+# back; the actual generated count is reported and checked).
 PASSAGE = (
     "The lighthouse keeper climbed the narrow stairs every evening at dusk, counting "
     "the steps as his father had taught him, one hundred and twelve of them, worn "
@@ -101,26 +102,14 @@ def machine_info() -> dict:
 # ---------------------------------------------------------------- llama.cpp
 
 def import_llama_cpp():
+    # llama.cpp's extra buffer types (weight repacking, incl. the AMX one) are
+    # off: tools/llamacpp/llamacpp_compat.py says why.
+    sys.path.insert(0, os.path.join(REPO, "tools", "llamacpp"))
+    from llamacpp_compat import import_llama_cpp
     try:
-        import llama_cpp
-        import llama_cpp.llama_cpp as C
+        return import_llama_cpp()
     except ImportError as e:
         die(f"cannot import llama_cpp (pip install llama-cpp-python): {e}")
-    if not getattr(C, "_synth_no_extra_bufts", False) and hasattr(
-            C.llama_model_params, "use_extra_bufts"):
-        # Same workaround as tools/synth-model/selftest.py: llama.cpp's extra
-        # buffer types (weight repacking, incl. the AMX one) are off; on VMs that
-        # advertise AMX without enabling its tile state, the AMX kernels die with
-        # SIGILL on quantized matmuls.
-        orig = C.llama_model_default_params
-
-        def params():
-            p = orig()
-            p.use_extra_bufts = False
-            return p
-        C.llama_model_default_params = params
-        C._synth_no_extra_bufts = True
-    return llama_cpp, C
 
 
 class LlamaCppEngine:
@@ -367,8 +356,8 @@ def main() -> int:
         short = [r for r in lm if r["decode_steps"] < args.gen_tokens]
         if short:
             print(f"WARNING: llmc stopped early ({short[0]['finish']}) after "
-                  f"{short[0]['decode_steps']} decode steps < {args.gen_tokens}: llmc run has "
-                  "no --ignore-eos; its decode rate covers fewer steps")
+                  f"{short[0]['decode_steps']} decode steps < {args.gen_tokens} (EOS is not masked, to "
+                  "match llama.cpp's greedy text); its decode rate covers fewer steps")
         # Sanity: both engines should produce the same greedy continuation
         # (modulo float summation order; a divergence late in the text is normal).
         lc_text = vocab.detokenize(lc[-1]["tokens"][:lm[-1]["generated"]]).decode(

@@ -52,8 +52,8 @@ llama.cpp settings: n_ctx 2048 (the model's trained context is 8192), n_batch
 512, n_threads 2, logits_all, float32 KV cache (type_k = type_v = F32), flash
 attention off, and use_extra_bufts = False: llama.cpp's extra buffer types
 (weight repacking, incl. the AMX path) die with SIGILL on VMs that advertise
-AMX without enabling its tile state (same workaround as
-tools/synth-model/selftest.py). Matmuls still quantize activations to q8_1 /
+AMX without enabling its tile state (the shared workaround in
+tools/llamacpp/llamacpp_compat.py). Matmuls still quantize activations to q8_1 /
 q8_0 for the integer dot products, as llama.cpp always does on CPU.
 """
 
@@ -87,19 +87,10 @@ PROMPTS = [
 
 
 def load_llama(path: str, n_ctx: int):
-    import llama_cpp
-    import llama_cpp.llama_cpp as C
-    if not getattr(C, "_llmc_no_extra_bufts", False) and hasattr(
-            C.llama_model_params, "use_extra_bufts"):
-        # See the docstring: the AMX repack path dies with SIGILL on this kind of VM.
-        orig = C.llama_model_default_params
-
-        def params():
-            p = orig()
-            p.use_extra_bufts = False
-            return p
-        C.llama_model_default_params = params
-        C._llmc_no_extra_bufts = True
+    # See the docstring: the AMX repack path dies with SIGILL on this kind of VM.
+    sys.path.insert(0, str(ROOT / "tools" / "llamacpp"))
+    from llamacpp_compat import import_llama_cpp
+    llama_cpp, _ = import_llama_cpp()
     return llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_batch=512, n_threads=2,
                            n_threads_batch=2, logits_all=True, verbose=False,
                            type_k=0, type_v=0, flash_attn=False)

@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools", "synth-model"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "llamacpp"))
 import reference_forward as rf  # noqa: E402
 import synth_model as sm  # noqa: E402
 
@@ -157,22 +158,10 @@ def check_ragged(tag: str, m: rf.ReferenceModel) -> None:
 # ------------------------------------------------------------------ (3) llama.cpp
 
 def patch_llama_cpp():
-    """Turns llama.cpp's extra buffer types off (as tools/synth-model/selftest.py
-    does): on VMs that advertise AMX without enabling its tile state, the AMX
-    repacking kernels die with SIGILL on quantized matmuls."""
-    import llama_cpp
-    import llama_cpp.llama_cpp as C
-    if not getattr(C, "_ref_no_extra_bufts", False) and hasattr(
-            C.llama_model_params, "use_extra_bufts"):
-        orig = C.llama_model_default_params
-
-        def params():
-            p = orig()
-            p.use_extra_bufts = False
-            return p
-        C.llama_model_default_params = params
-        C._ref_no_extra_bufts = True
-    return llama_cpp
+    """llama_cpp with its extra buffer types off (tools/llamacpp/llamacpp_compat.py
+    says why)."""
+    from llamacpp_compat import import_llama_cpp
+    return import_llama_cpp()[0]
 
 
 def llama_cpp_logits(path: str, prompt: list[int], steps: list[int]) -> np.ndarray:

@@ -432,21 +432,11 @@ def check_rope_equivalence(tag: str, cfg: sm.Config, seed: int, tokens: list[int
 
 def llama_cpp_check(tag: str, path: str, cfg: sm.Config, ref: np.ndarray | None,
                     tokens: list[int], text: str, tol: float) -> None:
-    import llama_cpp
-    import llama_cpp.llama_cpp as C
-    if not getattr(C, "_synth_no_extra_bufts", False) and hasattr(
-            C.llama_model_params, "use_extra_bufts"):
-        # llama.cpp's extra buffer types (weight repacking, incl. the AMX one)
-        # are off: on VMs that advertise AMX without enabling its tile state,
-        # the AMX kernels die with SIGILL on quantized matmuls.
-        orig = C.llama_model_default_params
-
-        def params():
-            p = orig()
-            p.use_extra_bufts = False
-            return p
-        C.llama_model_default_params = params
-        C._synth_no_extra_bufts = True
+    # llama.cpp's extra buffer types (weight repacking, incl. the AMX one) are
+    # off: tools/llamacpp/llamacpp_compat.py says why.
+    sys.path.insert(0, os.path.join(HERE, "..", "llamacpp"))
+    from llamacpp_compat import import_llama_cpp
+    llama_cpp, _ = import_llama_cpp()
     kw = dict(model_path=path, n_ctx=64, verbose=False, logits_all=True, n_threads=2)
     try:
         llm = llama_cpp.Llama(type_k=0, type_v=0, **kw)  # f32 KV cache
