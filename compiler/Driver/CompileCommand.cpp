@@ -76,6 +76,19 @@ int runCompileCommand(int argc, char **argv) {
   static cl::opt<bool> noFuse("no-fuse",
                               cl::desc("skip the fuse pass: one kernel per op (the baseline)"),
                               cl::cat(category));
+  // Weight-only quantization, named as vLLM/TensorRT-LLM name it (w4a16 =
+  // 4-bit weights, 16-bit-or-wider activations); see the quantize pass.
+  static cl::opt<std::string> quantize(
+      "quantize", cl::desc("weight quantization of float weights: none, w8a16 or w4a16"),
+      cl::value_desc("mode"), cl::init("none"), cl::cat(category));
+  static cl::opt<int64_t> quantizeGroup(
+      "quantize-group", cl::desc("input features per quantization group: 32, 64 or 128"),
+      cl::value_desc("n"), cl::init(128), cl::cat(category));
+  static cl::opt<std::string> quantizeSkip(
+      "quantize-skip",
+      cl::desc("comma-separated weights kept in their precision (name substrings; lm_head is "
+               "the lm_head's weight, tied or not)"),
+      cl::value_desc("a,b"), cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "Compile a transformer model into IR, kernels and an artifact.\n");
@@ -108,6 +121,32 @@ int runCompileCommand(int argc, char **argv) {
     llvm::errs() << "llmc compile: --dtype must be f32, f16 or bf16, got '" << dtype << "'\n";
     return cli::kExitUsage;
   }
+  if (quantize != "none" && quantize != "w8a16" && quantize != "w4a16") {
+    llvm::errs() << "llmc compile: --quantize must be none, w8a16 or w4a16, got '" << quantize
+                 << "'\n";
+    return cli::kExitUsage;
+  }
+  if (quantizeGroup != 32 && quantizeGroup != 64 && quantizeGroup != 128) {
+    llvm::errs() << "llmc compile: --quantize-group must be 32, 64 or 128, got "
+                 << quantizeGroup << "\n";
+    return cli::kExitUsage;
+  }
+  if (quantize == "none" &&
+      (quantizeGroup.getNumOccurrences() || quantizeSkip.getNumOccurrences())) {
+    llvm::errs() << "llmc compile: --quantize-group and --quantize-skip need "
+                    "--quantize=w8a16 or w4a16\n";
+    return cli::kExitUsage;
+  }
+  llvm::SmallVector<llvm::StringRef> skipped;
+  llvm::StringRef(quantizeSkip.getValue()).split(skipped, ',', -1, /*KeepEmpty=*/true);
+  if (quantizeSkip.empty())
+    skipped.clear();
+  for (llvm::StringRef s : skipped)
+    if (s.trim().empty()) {
+      llvm::errs() << "llmc compile: --quantize-skip has an empty entry in '" << quantizeSkip
+                   << "'\n";
+      return cli::kExitUsage;
+    }
   if (emit == Emit::kCUDA || emit == Emit::kPTX)
     return notYet("--emit=cuda/ptx", "the CUDA milestone");
   llvm::SmallVector<llvm::StringRef> targets;
@@ -157,6 +196,10 @@ int runCompileCommand(int argc, char **argv) {
 
   CompilePipelineOptions pipelineOptions;
   pipelineOptions.fuse = !noFuse;
+  pipelineOptions.quantize = quantize;
+  pipelineOptions.quantizeGroup = quantizeGroup;
+  for (llvm::StringRef s : skipped)
+    pipelineOptions.quantizeSkip.push_back(s.trim().str());
 
   mlir::PassManager pm(&context);
   pm.enableVerifier(true);

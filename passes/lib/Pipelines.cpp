@@ -15,7 +15,13 @@ void buildImportCleanupStage(mlir::OpPassManager &pm) {
 }
 
 void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &options) {
-  // QUANTIZE-HOOK: the quantize pass goes here when options.quantize != "none".
+  if (options.quantize != "none") {
+    QuantizeOptions q;
+    q.mode = options.quantize;
+    q.group = options.quantizeGroup;
+    q.skip = options.quantizeSkip;
+    pm.addPass(createQuantize(q));
+  }
   // FUSE-HOOK: the fuse pass goes here when options.fuse.
   (void)options;
   pm.addPass(createOutlineKernels());

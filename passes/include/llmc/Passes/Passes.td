@@ -70,6 +70,68 @@ def PrintModelStats : Pass<"llmc-print-model-stats", "::mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+def Quantize : Pass<"llmc-quantize", "::mlir::ModuleOp"> {
+  let summary = "weight-only group-wise quantization of float projection weights (w8a16, w4a16)";
+  let description = [{
+    Changes the storage format of float weights to llmc's group-wise integers,
+    round-to-nearest per group of `group` consecutive input features:
+
+    - `w8a16`: `i8`, symmetric: `y = q * s`, `q` in [-127, 127];
+    - `w4a16`: `i4`, asymmetric: `y = (q - z) * s`, `q` in [0, 15], an integer
+      zero point `z` per group (the range always includes 0, as GPTQ's RTN);
+    - `none`: nothing changes.
+
+    Scales (and zero points) are f16; activations stay f32. The byte layout is
+    in `runtime/include/llmc/runtime/format/quantize.h`.
+
+    Which weights: those read as the weight of `llm.linear` or `llm.lm_head`,
+    stored as `f32`, `f16` or `bf16`. A weight that is also the table of an
+    `llm.embed` (tied embeddings) is quantized for both: the embedding then
+    reads the quantized table, as it does for GGUF files; skip `embed` or
+    `lm_head` to keep it. Everything else keeps its format: norms, biases,
+    untied embedding tables, and GGUF's block formats (`q4_1`, `q6_k`, ...),
+    which are already quantized and which the host kernels read as they are
+    stored (so no repacking is needed on the host target).
+
+    The group is the one asked for when the weight's input width is a
+    multiple of it; otherwise the largest of 64 and 32 that divides it (e.g.
+    SmolLM2's width 576 takes group 64 under `group=128`), and a weight whose
+    width is not a multiple of 32 keeps its format with a warning.
+
+    `skip` keeps weights in their original precision: an entry matches a
+    weight whose name contains it, and `lm_head` also matches whatever weight
+    `llm.lm_head` reads (e.g. a tied `model.embed_tokens.weight`).
+
+    The IR and the weight store change together: the op's result type gets
+    the new format and the op gets `from "<old format>"`, which tells the
+    weight store to convert the stored tensor when the artifact is packed
+    (concatenated weights are converted part by part).
+
+    ```mlir
+    %w = llm.weight "model.layers.0.mlp.down_proj.weight" : !llm.weight<576x1536, bf16>
+    // --llmc-quantize="mode=w4a16 group=128" makes it
+    %w = llm.weight "model.layers.0.mlp.down_proj.weight" from "bf16" : !llm.weight<576x1536, i4, group = 128>
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"w4a16\"",
+           "none, w8a16 (i8, symmetric) or w4a16 (i4, asymmetric)">,
+    Option<"group", "group", "int64_t", /*default=*/"128",
+           "input features per quantization group: 32, 64 or 128">,
+    ListOption<"skip", "skip", "std::string",
+               "weights kept in their precision (name substrings; lm_head: the lm_head's weight)">
+  ];
+  let statistics = [
+    Statistic<"numQuantized", "quantized-weights", "weights converted to i8 or i4">,
+    Statistic<"numSmallerGroup", "smaller-group", "weights given a smaller group than asked">
+  ];
+  let dependentDialects = ["::llmc::llm::LLMDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
 
