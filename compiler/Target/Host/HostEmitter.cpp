@@ -17,8 +17,13 @@ namespace {
 // Index of the first KV cache among @step's arguments (docs/architecture.md).
 constexpr unsigned kFirstCacheArgument = 7;
 
+// The host library's tag for a weight format; llmc's group-wise formats are
+// templates on the group (fmt::i4<128>).
 std::string formatTag(WeightType w) {
-  return "llmc::host::fmt::" + stringifyWeightFormat(w.getFormat()).str();
+  std::string tag = "llmc::host::fmt::" + stringifyWeightFormat(w.getFormat()).str();
+  if (w.getGroup() != 0)
+    tag += "<" + std::to_string(w.getGroup()) + ">";
+  return tag;
 }
 
 std::string number(double v) { return llvm::formatv("{0:e16}", v).str(); }
