@@ -22,8 +22,8 @@ void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &opt
     q.skip = options.quantizeSkip;
     pm.addPass(createQuantize(q));
   }
-  // FUSE-HOOK: the fuse pass goes here when options.fuse.
-  (void)options;
+  if (options.fuse)
+    pm.addPass(createFuse());
   pm.addPass(createOutlineKernels());
   pm.addPass(createPlanMemory());
 }

@@ -1,5 +1,6 @@
 //===- HostEmitter.cpp - C++ for the host kernels of a model --------------===//
 #include "HostEmitter.h"
+#include "HostFusedGroup.h"
 
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
 
@@ -12,10 +13,6 @@ using namespace mlir;
 using namespace llmc::llm;
 
 namespace llmc {
-namespace {
-
-// Index of the first KV cache among @step's arguments (docs/architecture.md).
-constexpr unsigned kFirstCacheArgument = 7;
 
 // The host library's tag for a weight format; llmc's group-wise formats are
 // templates on the group (fmt::i4<128>).
@@ -26,14 +23,14 @@ std::string formatTag(WeightType w) {
   return tag;
 }
 
+namespace {
+
+// Index of the first KV cache among @step's arguments (docs/architecture.md).
+constexpr unsigned kFirstCacheArgument = 7;
+
 std::string number(double v) { return llvm::formatv("{0:e16}", v).str(); }
 
-// What one group binds, gathered while its call is written.
-struct Bindings {
-  std::vector<int64_t> buffers;
-  std::vector<std::string> weights;
-  std::vector<int64_t> caches;
-};
+using Bindings = HostBindings;
 
 class GroupEmitter {
 public:
@@ -78,9 +75,15 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::strin
   for (Operation &op : group.getBody().front())
     if (!isa<WeightOp, YieldOp>(op))
       compute.push_back(&op);
-  if (compute.size() != 1)
-    return group.emitError() << "host codegen emits single-op groups for now; '" << group.getName()
-                             << "' holds " << compute.size() << " ops";
+  if (compute.size() != 1) {
+    HostKernelText text;
+    if (failed(emitFusedGroup(group, bufferOf, text, b)))
+      return failure();
+    body = std::move(text.body);
+    ops = std::move(text.ops);
+    launch = std::move(text.launch);
+    return success();
+  }
   Operation *op = compute.front();
   llvm::raw_string_ostream os(body);
   auto width = [](Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); };

@@ -44,6 +44,7 @@
 #include <limits>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 #include "host_abi.h"
 
@@ -1459,6 +1460,19 @@ void embed(const llmc_host_step_info* step, const void* table, Act* out) {
     body(0, T);
 }
 
+// One row of rms_norm (below); also the norm of fused prologues.
+template <int64_t Hidden, class WFmt>
+LLMC_HOST_INLINE void rms_norm_row(const float* xr, const void* weight, float eps, float* o) {
+  const float ms = detail::sum_squares(xr, Hidden) / static_cast<float>(Hidden);
+  const float r = 1.0f / std::sqrt(ms + eps);
+  const detail::vf rv = detail::vset1(r);
+  constexpr int64_t V = Hidden / 8 * 8;
+  for (int64_t i = 0; i < V; i += 8)
+    detail::vstore(o + i, detail::vmul(detail::load8_plain<WFmt>(weight, i),
+                                       detail::vmul(detail::vload(xr + i), rv)));
+  for (int64_t i = V; i < Hidden; ++i) o[i] = detail::load_plain<WFmt>(weight, i) * (xr[i] * r);
+}
+
 // out = x / sqrt(mean(x^2) + eps) * weight per token (mean in f32, as HF:
 // out = w * (x * r)). WFmt: f32, f16 or bf16. In place (out == x) allowed.
 template <int64_t Hidden, class WFmt = fmt::f32, class Act = float>
@@ -1470,21 +1484,47 @@ void rms_norm(const llmc_host_step_info* step, const Act* x, const void* weight,
   if (T <= 0) return;
   const float feps = static_cast<float>(eps);
   auto body = [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const float* xr = x + t * Hidden;
-      float* o = out + t * Hidden;
-      const float ms = detail::sum_squares(xr, Hidden) / static_cast<float>(Hidden);
-      const float r = 1.0f / std::sqrt(ms + feps);
-      const detail::vf rv = detail::vset1(r);
-      constexpr int64_t V = Hidden / 8 * 8;
-      for (int64_t i = 0; i < V; i += 8)
-        detail::vstore(o + i, detail::vmul(detail::load8_plain<WFmt>(weight, i),
-                                           detail::vmul(detail::vload(xr + i), rv)));
-      for (int64_t i = V; i < Hidden; ++i)
-        o[i] = detail::load_plain<WFmt>(weight, i) * (xr[i] * r);
-    }
+    for (int64_t t = t0; t < t1; ++t)
+      rms_norm_row<Hidden, WFmt>(x + t * Hidden, weight, feps, out + t * Hidden);
   };
   parallel_for(step, T, detail::token_grain(Hidden), body);
+}
+
+// One row of layer_norm (below); also the norm of fused prologues.
+template <int64_t Hidden, bool HasBias, class WFmt, class BFmt>
+LLMC_HOST_INLINE void layer_norm_row(const float* xr, const void* weight, const void* bias,
+                                     float feps, float* o) {
+  (void)bias;
+  const float mean = detail::sum(xr, Hidden) / static_cast<float>(Hidden);
+  const detail::vf mv = detail::vset1(mean);
+  detail::vf a0 = detail::vzero(), a1 = detail::vzero();
+  int64_t i = 0;
+  for (; i + 16 <= Hidden; i += 16) {
+    const detail::vf c0 = detail::vsub(detail::vload(xr + i), mv);
+    const detail::vf c1 = detail::vsub(detail::vload(xr + i + 8), mv);
+    a0 = detail::vfma(c0, c0, a0);
+    a1 = detail::vfma(c1, c1, a1);
+  }
+  for (; i + 8 <= Hidden; i += 8) {
+    const detail::vf c0 = detail::vsub(detail::vload(xr + i), mv);
+    a0 = detail::vfma(c0, c0, a0);
+  }
+  float ss = detail::vhsum(detail::vadd(a0, a1));
+  for (; i < Hidden; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
+  const float r = 1.0f / std::sqrt(ss / static_cast<float>(Hidden) + feps);
+  const detail::vf rv = detail::vset1(r);
+  constexpr int64_t V = Hidden / 8 * 8;
+  for (i = 0; i < V; i += 8) {
+    detail::vf y = detail::vmul(detail::vmul(detail::vsub(detail::vload(xr + i), mv), rv),
+                                detail::load8_plain<WFmt>(weight, i));
+    if constexpr (HasBias) y = detail::vadd(y, detail::load8_plain<BFmt>(bias, i));
+    detail::vstore(o + i, y);
+  }
+  for (i = V; i < Hidden; ++i) {
+    float y = (xr[i] - mean) * r * detail::load_plain<WFmt>(weight, i);
+    if constexpr (HasBias) y += detail::load_plain<BFmt>(bias, i);
+    o[i] = y;
+  }
 }
 
 // out = (x - mean) / sqrt(var + eps) * weight (+ bias) per token, mean and
@@ -1499,40 +1539,9 @@ void layer_norm(const llmc_host_step_info* step, const Act* x, const void* weigh
   if (T <= 0) return;
   const float feps = static_cast<float>(eps);
   auto body = [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const float* xr = x + t * Hidden;
-      float* o = out + t * Hidden;
-      const float mean = detail::sum(xr, Hidden) / static_cast<float>(Hidden);
-      const detail::vf mv = detail::vset1(mean);
-      detail::vf a0 = detail::vzero(), a1 = detail::vzero();
-      int64_t i = 0;
-      for (; i + 16 <= Hidden; i += 16) {
-        const detail::vf c0 = detail::vsub(detail::vload(xr + i), mv);
-        const detail::vf c1 = detail::vsub(detail::vload(xr + i + 8), mv);
-        a0 = detail::vfma(c0, c0, a0);
-        a1 = detail::vfma(c1, c1, a1);
-      }
-      for (; i + 8 <= Hidden; i += 8) {
-        const detail::vf c0 = detail::vsub(detail::vload(xr + i), mv);
-        a0 = detail::vfma(c0, c0, a0);
-      }
-      float ss = detail::vhsum(detail::vadd(a0, a1));
-      for (; i < Hidden; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
-      const float r = 1.0f / std::sqrt(ss / static_cast<float>(Hidden) + feps);
-      const detail::vf rv = detail::vset1(r);
-      constexpr int64_t V = Hidden / 8 * 8;
-      for (i = 0; i < V; i += 8) {
-        detail::vf y = detail::vmul(detail::vmul(detail::vsub(detail::vload(xr + i), mv), rv),
-                                    detail::load8_plain<WFmt>(weight, i));
-        if constexpr (HasBias) y = detail::vadd(y, detail::load8_plain<BFmt>(bias, i));
-        detail::vstore(o + i, y);
-      }
-      for (i = V; i < Hidden; ++i) {
-        float y = (xr[i] - mean) * r * detail::load_plain<WFmt>(weight, i);
-        if constexpr (HasBias) y += detail::load_plain<BFmt>(bias, i);
-        o[i] = y;
-      }
-    }
+    for (int64_t t = t0; t < t1; ++t)
+      layer_norm_row<Hidden, HasBias, WFmt, BFmt>(x + t * Hidden, weight, bias, feps,
+                                                  out + t * Hidden);
   };
   parallel_for(step, T, detail::token_grain(Hidden), body);
 }
@@ -1595,6 +1604,63 @@ void lm_head(const llmc_host_step_info* step, const Act* x, const void* w, float
 // freq_factors[i] when given (llama.cpp semantics; HeadDim/2 f32 values).
 // Frequencies, angles, cos and sin are computed in double and rounded once to
 // float: the result is within a few float ulps of exact, at any position.
+namespace detail {
+
+// cos/sin of one position for the HeadDim/2 pairs, laid out for Style: half
+// keeps one value per pair; interleaved repeats it for both lanes of the pair
+// with s = (-sin, sin) so that a pair rotates with one swap and one FMA.
+template <int64_t HeadDim, rope_style Style>
+LLMC_HOST_INLINE void rope_cos_sin(double pos, const double* inv, float* c, float* s) {
+  constexpr int64_t P = HeadDim / 2;
+  for (int64_t i = 0; i < P; ++i) {
+    const double a = pos * inv[i];
+    const float ci = static_cast<float>(std::cos(a)), si = static_cast<float>(std::sin(a));
+    if constexpr (Style == rope_style::half) {
+      c[i] = ci;
+      s[i] = si;
+    } else {
+      c[2 * i] = c[2 * i + 1] = ci;
+      s[2 * i] = -si;
+      s[2 * i + 1] = si;
+    }
+  }
+}
+
+// Rotates `heads` consecutive heads of one token from xi into o (o == xi allowed).
+template <int64_t HeadDim, rope_style Style>
+LLMC_HOST_INLINE void rope_heads(const float* xi, float* o, int64_t heads, const float* c,
+                                 const float* s) {
+  constexpr int64_t P = HeadDim / 2;
+  for (int64_t h = 0; h < heads; ++h, xi += HeadDim, o += HeadDim) {
+    int64_t i = 0;
+    if constexpr (Style == rope_style::half) {
+      for (; i + 8 <= P; i += 8) {
+        const vf x0 = vload(xi + i), x1 = vload(xi + P + i);
+        const vf cv = vload(c + i), sv = vload(s + i);
+        vstore(o + i, vsub(vmul(x0, cv), vmul(x1, sv)));
+        vstore(o + P + i, vfma(x0, sv, vmul(x1, cv)));
+      }
+      for (; i < P; ++i) {
+        const float x0 = xi[i], x1 = xi[P + i];
+        o[i] = x0 * c[i] - x1 * s[i];
+        o[P + i] = x1 * c[i] + x0 * s[i];
+      }
+    } else {
+      for (; i + 8 <= HeadDim; i += 8) {
+        const vf xv = vload(xi + i);
+        vstore(o + i, vfma(vswap_pairs(xv), vload(s + i), vmul(xv, vload(c + i))));
+      }
+      for (; i < HeadDim; i += 2) {
+        const float x0 = xi[i], x1 = xi[i + 1];
+        o[i] = x0 * c[i] + x1 * s[i];  // s[i] = -sin
+        o[i + 1] = x1 * c[i + 1] + x0 * s[i + 1];
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
 template <int64_t Heads, int64_t HeadDim, rope_style Style, class Act = float>
 void rope(const llmc_host_step_info* step, const Act* x, Act* out, double theta,
           const rope_scaling& scaling = {}, const float* freq_factors = nullptr) {
@@ -1609,48 +1675,8 @@ void rope(const llmc_host_step_info* step, const Act* x, Act* out, double theta,
   auto body = [&](int64_t t0, int64_t t1) {
     alignas(32) float c[HeadDim], s[HeadDim];
     for (int64_t t = t0; t < t1; ++t) {
-      const double pos = static_cast<double>(positions[t]);
-      for (int64_t i = 0; i < P; ++i) {
-        const double a = pos * inv[i];
-        const float ci = static_cast<float>(std::cos(a)), si = static_cast<float>(std::sin(a));
-        if constexpr (Style == rope_style::half) {
-          c[i] = ci;
-          s[i] = si;
-        } else {
-          c[2 * i] = c[2 * i + 1] = ci;
-          s[2 * i] = -si;
-          s[2 * i + 1] = si;
-        }
-      }
-      for (int64_t h = 0; h < Heads; ++h) {
-        const float* xi = x + t * W + h * HeadDim;
-        float* o = out + t * W + h * HeadDim;
-        int64_t i = 0;
-        if constexpr (Style == rope_style::half) {
-          for (; i + 8 <= P; i += 8) {
-            const detail::vf x0 = detail::vload(xi + i), x1 = detail::vload(xi + P + i);
-            const detail::vf cv = detail::vload(c + i), sv = detail::vload(s + i);
-            detail::vstore(o + i, detail::vsub(detail::vmul(x0, cv), detail::vmul(x1, sv)));
-            detail::vstore(o + P + i, detail::vfma(x0, sv, detail::vmul(x1, cv)));
-          }
-          for (; i < P; ++i) {
-            const float x0 = xi[i], x1 = xi[P + i];
-            o[i] = x0 * c[i] - x1 * s[i];
-            o[P + i] = x1 * c[i] + x0 * s[i];
-          }
-        } else {
-          for (; i + 8 <= HeadDim; i += 8) {
-            const detail::vf xv = detail::vload(xi + i);
-            detail::vstore(o + i, detail::vfma(detail::vswap_pairs(xv), detail::vload(s + i),
-                                               detail::vmul(xv, detail::vload(c + i))));
-          }
-          for (; i < HeadDim; i += 2) {
-            const float x0 = xi[i], x1 = xi[i + 1];
-            o[i] = x0 * c[i] + x1 * s[i];  // s[i] = -sin
-            o[i + 1] = x1 * c[i + 1] + x0 * s[i + 1];
-          }
-        }
-      }
+      detail::rope_cos_sin<HeadDim, Style>(static_cast<double>(positions[t]), inv, c, s);
+      detail::rope_heads<HeadDim, Style>(x + t * W, out + t * W, Heads, c, s);
     }
   };
   parallel_for(step, T, std::max<int64_t>(4, detail::token_grain(W)), body);
@@ -1836,7 +1862,234 @@ void silu_mul(const llmc_host_step_info* step, const Act* gate, const Act* up, A
       [&](int64_t i) { y[i] = detail::silu1(gate[i]) * up[i]; });
 }
 
+//===----------------------------------------------------------------------===//
+// Fused kernels
+//===----------------------------------------------------------------------===//
+//
+// A fusion group's generated kernel composes these: prologue rows (an
+// elementwise expression and/or a norm, once per token), a GEMM over the
+// regions of a merged weight, and an epilogue on each output tile (RoPE, then
+// an elementwise expression written by the shared expression emitter).
+
+// Elementwise math for generated expressions. The same statement text runs
+// on 8 lanes (vf) and on single lanes (float) through overloading, and the
+// CUDA target provides the same names; see compiler/Target/Common/ExprEmitter.
+namespace detail {
+LLMC_HOST_INLINE vf operator+(vf a, vf b) { return vadd(a, b); }
+LLMC_HOST_INLINE vf operator-(vf a, vf b) { return vsub(a, b); }
+LLMC_HOST_INLINE vf operator*(vf a, vf b) { return vmul(a, b); }
+}  // namespace detail
+
+namespace expr {
+LLMC_HOST_INLINE float silu(float x) { return detail::silu1(x); }
+LLMC_HOST_INLINE detail::vf silu(detail::vf x) { return detail::silu8(x); }
+LLMC_HOST_INLINE float gelu_tanh(float x) { return detail::gelu_tanh1(x); }
+LLMC_HOST_INLINE detail::vf gelu_tanh(detail::vf x) { return detail::gelu_tanh8(x); }
+LLMC_HOST_INLINE float gelu_erf(float x) { return detail::gelu_erf1(x); }
+LLMC_HOST_INLINE detail::vf gelu_erf(detail::vf x) {  // erfc has no vector form here
+  alignas(32) float v[8];
+  detail::vstore(v, x);
+  for (float& e : v) e = detail::gelu_erf1(e);
+  return detail::vload(v);
+}
+}  // namespace expr
+
+// Lane tags: how generated bodies load and store V::n consecutive floats.
+struct lanes8 {
+  static LLMC_HOST_INLINE detail::vf load(const float* p) { return detail::vload(p); }
+  static LLMC_HOST_INLINE void store(float* p, detail::vf v) { detail::vstore(p, v); }
+};
+struct lanes1 {
+  static LLMC_HOST_INLINE float load(const float* p) { return *p; }
+  static LLMC_HOST_INLINE void store(float* p, float v) { *p = v; }
+};
+
+// body(lanes, t, j) for rows [t0, t1) and columns [j0, j1): 8 columns at a
+// time, then single columns.
+template <class Body>
+LLMC_HOST_INLINE void for_each_lane(int64_t t0, int64_t t1, int64_t j0, int64_t j1,
+                                    const Body& body) {
+  for (int64_t t = t0; t < t1; ++t) {
+    int64_t j = j0;
+    for (; j + 8 <= j1; j += 8) body(lanes8{}, t, j);
+    for (; j < j1; ++j) body(lanes1{}, t, j);
+  }
+}
+
+namespace detail {
+// Per-thread scratch that grows and is kept between calls; `Tag` keeps the
+// prologue's rows apart from the GEMM tiles and the RoPE tables.
+template <class Tag>
+inline float* scratch(size_t floats) {
+  thread_local struct buffer {
+    float* p = nullptr;
+    size_t n = 0;
+    ~buffer() { delete[] p; }
+  } buf;
+  if (buf.n < floats) {
+    delete[] buf.p;
+    buf.p = new float[floats];
+    buf.n = floats;
+  }
+  return buf.p;
+}
+struct prologue_tag {};
+struct tile_tag {};
+struct rope_tag {};
+
+// Runs f(t0, t1) over the step's tokens: on the calling thread when the work
+// is small (a decode step), else across the pool.
+template <class F>
+inline void for_tokens(const llmc_host_step_info* step, int64_t width, const F& f) {
+  const int64_t T = step->num_tokens;
+  if (T * width < kParallelElems)
+    f(int64_t{0}, T);
+  else
+    parallel_for(step, T, token_grain(width), f);
+}
+}  // namespace detail
+
+// Computes each token's prologue row row(t, out) into scratch [T, K] and
+// returns it; the rows are ready when this returns.
+template <int64_t K, class RowFn>
+inline const float* prologue_rows(const llmc_host_step_info* step, const RowFn& row) {
+  float* x = detail::scratch<detail::prologue_tag>(
+      static_cast<size_t>(std::max<int64_t>(step->num_tokens, 1) * K));
+  detail::for_tokens(step, K, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) row(t, x + t * K);
+  });
+  return x;
+}
+
+// cos/sin of every token of the step for one RoPE configuration, computed
+// once per kernel and shared by the tiles that rotate heads.
+template <int64_t HeadDim, rope_style Style>
+struct rope_table {
+  float* cs = nullptr;  // [T][2][HeadDim]: cos row then sin row
+
+  // `slot` separates the tables of one kernel (Q and K may differ).
+  void build(const llmc_host_step_info* step, int slot, double theta, const rope_scaling& sc,
+             const float* freq_factors) {
+    constexpr int64_t P = HeadDim / 2;
+    const int64_t T = step->num_tokens;
+    double inv[P];
+    detail::rope_inv_freq(P, HeadDim, theta, sc, freq_factors, inv);
+    const size_t per = static_cast<size_t>(std::max<int64_t>(T, 1)) * 2 * HeadDim;
+    cs = detail::scratch<detail::rope_tag>(per * static_cast<size_t>(slot + 1)) + per * slot;
+    const int32_t* positions = step->positions;
+    float* table = cs;
+    detail::for_tokens(step, 64 * HeadDim, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        detail::rope_cos_sin<HeadDim, Style>(static_cast<double>(positions[t]), inv,
+                                             table + t * 2 * HeadDim,
+                                             table + t * 2 * HeadDim + HeadDim);
+    });
+  }
+
+  // Rotates, in place, the heads in columns [j0, j1) (multiples of HeadDim)
+  // of a tile holding tokens [t0, t1) with leading dimension ld.
+  void apply(float* tile, int64_t ld, int64_t t0, int64_t t1, int64_t j0, int64_t j1) const {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* c = cs + t * 2 * HeadDim;
+      float* row = tile + (t - t0) * ld;
+      detail::rope_heads<HeadDim, Style>(row, row, (j1 - j0) / HeadDim, c, c + HeadDim);
+    }
+  }
+};
+
+// Where one projection's rows live in a merged weight, and the column
+// granularity its epilogue needs (a RoPE head, or 8 lanes).
+struct gemm_region {
+  int64_t offset;
+  int64_t width;
+  int64_t align;
+};
+
+inline constexpr int64_t kFusedTokenBlock = 64;  // tokens per tile
+
+// The GEMM of a fused group: x [T, K] times a merged weight [sum widths, K]
+// in Fmt (+ an optional bias in BiasFmt over the merged rows), handed to
+// epi(region, t0, t1, j0, j1, tiles, ld) tile by tile. Each tile holds tokens
+// [t0, t1) and region-local columns [j0, j1); tiles[r] points at region r's
+// values (leading dimension ld) and epi may overwrite them.
+//
+// Paired: every region has the same width and each tile holds the same
+// columns of all of them (an epilogue that combines gate and up, region = -1).
+// Otherwise each tile belongs to one region (Q, K, V with RoPE on two).
+template <class Fmt, int64_t K, int64_t R, bool Paired, class BiasFmt, class XRow, class Epi>
+void fused_gemm(const llmc_host_step_info* step, const XRow& xrow, const void* weight,
+                const void* bias, const gemm_region (&regions)[R], const Epi& epi) {
+  static_assert(K % Fmt::block_elems == 0, "K must be a whole number of blocks");
+  const int64_t T = step->num_tokens;
+  if (T <= 0) return;
+  int64_t total = 0, align = 8;
+  for (const gemm_region& g : regions) {
+    total += g.width;
+    align = std::max(align, g.align);
+  }
+  struct item {
+    int64_t region, j0, j1;
+  };
+  std::vector<item> items;
+  const int64_t grain = detail::rows_grain(total, K, T);
+  auto chunk_of = [&](int64_t a, int64_t w) {
+    const int64_t c = (grain + a - 1) / a * a;
+    return std::min(std::max(c, a), w);
+  };
+  if constexpr (Paired) {
+    const int64_t w = regions[0].width;
+    const int64_t c = chunk_of(align, w);
+    for (int64_t j = 0; j < w; j += c) items.push_back({-1, j, std::min(w, j + c)});
+  } else {
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t c = chunk_of(regions[r].align, regions[r].width);
+      for (int64_t j = 0; j < regions[r].width; j += c)
+        items.push_back({r, j, std::min(regions[r].width, j + c)});
+    }
+  }
+  const uint8_t* wb = static_cast<const uint8_t*>(weight);
+  const int64_t tb = std::min<int64_t>(T, kFusedTokenBlock);
+  auto run = [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const item it = items[static_cast<size_t>(i)];
+      const int64_t ld = it.j1 - it.j0;
+      float* base = detail::scratch<detail::tile_tag>(static_cast<size_t>(R * tb * ld));
+      float* tiles[R];
+      for (int64_t r = 0; r < R; ++r) tiles[r] = base + r * tb * ld;
+      for (int64_t t0 = 0; t0 < T; t0 += tb) {
+        const int64_t t1 = std::min(T, t0 + tb);
+        auto one = [&](int64_t r) {
+          float* tile = tiles[r];
+          const int64_t n0 = regions[r].offset + it.j0;
+          auto store = [&](int64_t m, int64_t n, float v) {
+            if constexpr (!std::is_void_v<BiasFmt>) v += detail::load_plain<BiasFmt>(bias, n);
+            tile[m * ld + (n - n0)] = v;
+          };
+          auto xr = [&](int64_t m) { return xrow(t0 + m); };
+          detail::gemm<Fmt>(wb, K, n0, n0 + ld, t1 - t0, xr, store);
+        };
+        if (it.region < 0)
+          for (int64_t r = 0; r < R; ++r) one(r);
+        else
+          one(it.region);
+        epi(it.region, t0, t1, it.j0, it.j1, static_cast<float* const*>(tiles), ld);
+      }
+    }
+  };
+  parallel_for(step, static_cast<int64_t>(items.size()), 1, run);
+}
+
+// An elementwise group without a GEMM: body(lanes, t, j) over [T, W].
+template <int64_t W, class Body>
+void fused_elementwise(const llmc_host_step_info* step, const Body& body) {
+  detail::for_tokens(step, W, [&](int64_t t0, int64_t t1) { for_each_lane(t0, t1, 0, W, body); });
+}
+
 }  // namespace host
+
+// Generated expressions name their functions llmc::expr::* on every target.
+namespace expr = host::expr;
+
 }  // namespace llmc
 
 #endif  // LLMC_HOST_KERNELS_H_

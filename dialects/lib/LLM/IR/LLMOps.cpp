@@ -101,8 +101,8 @@ LogicalResult WeightOp::verify() {
     for (Attribute a : *parts)
       if (cast<StringAttr>(a).getValue().empty())
         return emitOpError() << "concat part names must not be empty";
-    if (getType().getShape().size() != 2)
-      return emitOpError() << "concat makes a matrix, but the result type has rank "
+    if (getType().getShape().size() > 2)
+      return emitOpError() << "concat joins rows of vectors or matrices, but the result type has rank "
                            << getType().getShape().size();
   }
   if (std::optional<StringRef> from = getFrom())

@@ -135,6 +135,68 @@ def Quantize : Pass<"llmc-quantize", "::mlir::ModuleOp"> {
 // Kernels
 //===----------------------------------------------------------------------===//
 
+def Fuse : Pass<"llmc-fuse", "::mlir::ModuleOp"> {
+  let summary = "merge sibling projections and gather GEMMs with their prologue and epilogue";
+  let description = [{
+    Two phases, each a general rule rather than a layer template:
+
+    1. **Merge siblings.** Linears that read the same value with weights of
+       one format, group and conversion (and the same bias kind) become one
+       linear over a `concat` weight, followed by `llm.split`: Q, K and V
+       into one GEMM, gate and up into another.
+    2. **Form groups.** Each GEMM (`llm.linear`, `llm.lm_head`) is an anchor.
+       Its prologue is the norm producing its input when all users of that
+       norm are GEMMs (a shared norm is recomputed per GEMM), plus the
+       elementwise ops producing the norm's input. Its epilogue is a split of
+       its result, RoPE applied directly to a region, and elementwise ops
+       whose other operands already exist (residual adds, SiLU·mul, GELU).
+       An epilogue that combines two regions pairs their tiles; that needs
+       equal widths and no RoPE. Leftover chains of elementwise ops form
+       groups of their own. Attention and embeddings stay alone.
+
+    Before, for one Llama layer's MLP:
+
+    ```mlir
+    %n = llm.rms_norm %h, %w eps = 1.0E-5 : tensor<?x576xf32>, !llm.weight<576, f32>
+    %g = llm.linear %n, %wg : ... -> tensor<?x1536xf32>
+    %u = llm.linear %n, %wu : ... -> tensor<?x1536xf32>
+    %s = llm.silu %g : tensor<?x1536xf32>
+    %m = llm.mul %s, %u : tensor<?x1536xf32>
+    ```
+
+    after (one kernel):
+
+    ```mlir
+    %m = llm.fusion "layers.0.mlp.rms_norm+linear+split+silu+mul_3" (%h) : ... {
+    ^bb0(%a: tensor<?x576xf32>):
+      %w = llm.weight "blk.0.ffn_norm.weight" : !llm.weight<576, f32>
+      %gu = llm.weight "blk.0.ffn_{gate,up}.weight" concat ["blk.0.ffn_gate.weight", "blk.0.ffn_up.weight"] : !llm.weight<3072x576, q4_1>
+      %n = llm.rms_norm %a, %w eps = 1.0E-5 : ...
+      %y = llm.linear %n, %gu : ... -> tensor<?x3072xf32>
+      %g, %u = llm.split %y : tensor<?x3072xf32> -> tensor<?x1536xf32>, tensor<?x1536xf32>
+      %s = llm.silu %g : tensor<?x1536xf32>
+      %m = llm.mul %s, %u : tensor<?x1536xf32>
+      llm.yield %m : tensor<?x1536xf32>
+    }
+    ```
+
+    The host emitter turns such a group into one kernel: prologue rows once
+    per token, the GEMM tile by tile, the epilogue on each tile. Ops nothing
+    absorbs are left for llmc-outline-kernels.
+  }];
+  let options = [
+    Option<"mergeSiblings", "merge-siblings", "bool", /*default=*/"true",
+           "merge linears that share an input into one GEMM">,
+    Option<"formGroups", "form-groups", "bool", /*default=*/"true",
+           "form llm.fusion groups around GEMMs and elementwise chains">
+  ];
+  let statistics = [
+    Statistic<"numMerged", "num-merged", "sibling projections merged">,
+    Statistic<"numGroups", "num-groups", "fusion groups formed">
+  ];
+  let dependentDialects = ["::llmc::llm::LLMDialect"];
+}
+
 def OutlineKernels : Pass<"llmc-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "wrap every compute op of @step that no fusion group holds in its own llm.fusion";
   let description = [{
