@@ -68,7 +68,8 @@ struct QuantizePass : llmc::impl::QuantizeBase<QuantizePass> {
       return signalPassFailure();
     }
     if (group != 32 && group != 64 && group != 128) {
-      module.emitError() << "llmc-quantize: group must be 32, 64 or 128, got " << group;
+      module.emitError() << "llmc-quantize: group must be 32, 64 or 128, got "
+                         << static_cast<int64_t>(group);
       return signalPassFailure();
     }
     for (const std::string &s : skip)
