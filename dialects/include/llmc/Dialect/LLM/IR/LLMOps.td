@@ -43,7 +43,7 @@ def LLM_WeightOp : LLM_Op<"weight", [Pure]> {
 
     ```mlir
     %qkv = llm.weight "blk.0.attn_qkv.weight" concat ["blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"] : !llm.weight<960x576, q4_1>
-    %d = llm.weight "model.layers.0.mlp.down_proj.weight" from "bf16" : !llm.weight<576x1536, i4, 128>
+    %d = llm.weight "model.layers.0.mlp.down_proj.weight" from "bf16" : !llm.weight<576x1536, i4, group = 128>
     ```
   }];
   let arguments = (ins StrAttr:$name, OptionalAttr<StrArrayAttr>:$parts,
