@@ -15,8 +15,10 @@
 #include "llmc/runtime/cli/commands.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -73,6 +75,14 @@ int runCompileCommand(int argc, char **argv) {
   static cl::opt<bool> printAfterAll("print-ir-after-all",
                                      cl::desc("print the IR after every pass (to stderr)"),
                                      cl::cat(category));
+  static cl::opt<std::string> hostActivations(
+      "host-activations",
+      cl::desc("activations of host GEMMs over q4_0/q4_1/q5_0/q5_1/q8_0 weights: q8 (int8 "
+               "blocks and integer dot products, like llama.cpp's CPU backend) or f32 (exact)"),
+      cl::init("q8"), cl::cat(category));
+  static cl::list<std::string> printAfter(
+      "print-ir-after", cl::desc("print the IR after the named passes (to stderr), e.g. llmc-fuse"),
+      cl::value_desc("pass,..."), cl::CommaSeparated, cl::cat(category));
   static cl::opt<bool> noFuse("no-fuse",
                               cl::desc("skip the fuse pass: one kernel per op (the baseline)"),
                               cl::cat(category));
@@ -147,6 +157,11 @@ int runCompileCommand(int argc, char **argv) {
                    << "'\n";
       return cli::kExitUsage;
     }
+  if (hostActivations != "q8" && hostActivations != "f32") {
+    llvm::errs() << "llmc compile: --host-activations must be q8 or f32, got '" << hostActivations
+                 << "'\n";
+    return cli::kExitUsage;
+  }
   if (emit == Emit::kCUDA || emit == Emit::kPTX)
     return notYet("--emit=cuda/ptx", "the CUDA milestone");
   llvm::SmallVector<llvm::StringRef> targets;
@@ -203,18 +218,35 @@ int runCompileCommand(int argc, char **argv) {
 
   mlir::PassManager pm(&context);
   pm.enableVerifier(true);
-  if (printAfterAll) {
-    context.disableMultithreading();
-    // After every pass, changed or not, so each stage of the pipeline shows.
-    pm.enableIRPrinting(/*shouldPrintBeforePass=*/nullptr,
-                        /*shouldPrintAfterPass=*/[](mlir::Pass *, mlir::Operation *) { return true; },
-                        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
-  }
   // --emit=mlir stops after import cleanup; kernels and artifacts need every stage.
   if (emit == Emit::kMLIR)
     buildImportCleanupStage(pm);
   else
     buildCompilePipeline(pm, pipelineOptions);
+  llvm::StringSet<> inPipeline;
+  for (mlir::Pass &pass : pm.getPasses())
+    inPipeline.insert(pass.getArgument());
+  for (const std::string &name : printAfter)
+    if (!inPipeline.contains(name)) {
+      std::string names;
+      for (mlir::Pass &pass : pm.getPasses())
+        names += (names.empty() ? "" : ", ") + pass.getArgument().str();
+      llvm::errs() << "llmc compile: --print-ir-after: no pass '" << name
+                   << "' in this pipeline (it runs: " << names << ")\n";
+      return cli::kExitUsage;
+    }
+  if (printAfterAll || !printAfter.empty()) {
+    context.disableMultithreading();
+    // After each chosen pass, changed or not, so every stage asked for shows.
+    std::vector<std::string> chosen(printAfter.begin(), printAfter.end());
+    bool all = printAfterAll;
+    pm.enableIRPrinting(/*shouldPrintBeforePass=*/nullptr,
+                        /*shouldPrintAfterPass=*/
+                        [all, chosen](mlir::Pass *pass, mlir::Operation *) {
+                          return all || llvm::is_contained(chosen, pass->getArgument().str());
+                        },
+                        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+  }
   if (mlir::failed(pm.run(*module)))
     return 1;
 
@@ -224,6 +256,7 @@ int runCompileCommand(int argc, char **argv) {
     options.hostCpu = hostCpu;
     options.hostCompiler = hostCompiler;
     options.useCache = !noCache;
+    options.q8Activations = hostActivations == "q8";
     bool tty = ::isatty(2);
     options.progress = [&](const std::string &what) {
       llvm::errs() << (tty ? "\r\x1b[K" : "") << "llmc compile: " << what << (tty ? "" : "\n");
