@@ -111,7 +111,9 @@ absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOp
     if (options.progress)
       options.progress(what);
   };
-  FailureOr<HostKernelPlan> plan = emitHostKernels(module);
+  HostEmitOptions emitOptions;
+  emitOptions.q8Activations = options.q8Activations;
+  FailureOr<HostKernelPlan> plan = emitHostKernels(module, emitOptions);
   if (failed(plan))
     return absl::InternalError("host code generation failed (see the diagnostics above)");
 
@@ -137,6 +139,7 @@ absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOp
   Manifest m;
   for (HostKernelPlan::Launch &launch : plan->launches) {
     ManifestStep step;
+    step.name = launch.group;
     step.kernel = launch.kernel;
     step.buffers = launch.buffers;
     step.caches = launch.caches;

@@ -259,6 +259,8 @@ absl::StatusOr<Manifest> ParseManifest(const json& j, const std::string& path) {
   {
     auto st = r.ReadObjects(j, "", "steps", &m.steps,
                             [&](const json& s, const std::string& f, ManifestStep* out) {
+                              if (s.is_object() && s.contains("name"))
+                                LLMC_READ(r, s, f, "name", &out->name);
                               LLMC_READ(r, s, f, "kernel", &out->kernel);
                               LLMC_READ(r, s, f, "buffers", &out->buffers);
                               LLMC_READ(r, s, f, "weights", &out->weights);
@@ -618,7 +620,8 @@ std::string ManifestToJson(const Manifest& m) {
                          {"launch", k.launch}});
     ojson steps = ojson::array();
     for (const ManifestStep& s : m.steps)
-      steps.push_back({{"kernel", s.kernel},
+      steps.push_back({{"name", s.name},
+                       {"kernel", s.kernel},
                        {"buffers", s.buffers},
                        {"weights", s.weights},
                        {"caches", s.caches}});

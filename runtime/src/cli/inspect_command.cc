@@ -1,6 +1,8 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "llmc/runtime/artifact/artifact.h"
@@ -9,6 +11,55 @@
 #include "run_command.h"
 
 namespace llmc::cli {
+namespace {
+
+// The decoder layer a launch belongs to: N of a group named "layers.N....",
+// or -1 for the ones outside the layers (embedding, LM head).
+int64_t LayerOf(const std::string& name) {
+  constexpr std::string_view kPrefix = "layers.";
+  if (name.rfind(kPrefix, 0) != 0) return -1;
+  int64_t layer = 0;
+  size_t i = kPrefix.size();
+  if (i >= name.size() || name[i] < '0' || name[i] > '9') return -1;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) layer = layer * 10 + (name[i] - '0');
+  return layer;
+}
+
+// "per layer" lines: consecutive layers that launch the same kernels share a
+// line, e.g. "layers 0-29: 5 kernels: k1 k2 k3 k4 k5".
+void AppendLayerKernels(const Manifest& m, std::string* out) {
+  std::map<int64_t, std::vector<int64_t>> by_layer;
+  std::vector<int64_t> outside;
+  bool named = false;
+  for (const ManifestStep& s : m.steps) {
+    named |= !s.name.empty();
+    int64_t layer = LayerOf(s.name);
+    (layer < 0 ? outside : by_layer[layer]).push_back(s.kernel);
+  }
+  if (!named || by_layer.empty()) return;
+  absl::StrAppendFormat(out, "per layer\n");
+  auto symbols = [&](const std::vector<int64_t>& ks) {
+    std::string s;
+    for (int64_t k : ks) s += " " + m.kernels[size_t(k)].symbol;
+    return s;
+  };
+  for (auto it = by_layer.begin(); it != by_layer.end();) {
+    auto end = std::next(it);
+    int64_t last = it->first;
+    while (end != by_layer.end() && end->first == last + 1 && end->second == it->second)
+      last = (end++)->first;
+    std::string range = last == it->first ? absl::StrFormat("layer %d", it->first)
+                                          : absl::StrFormat("layers %d-%d", it->first, last);
+    absl::StrAppendFormat(out, "  %-14s %d kernels:%s\n", range, it->second.size(),
+                          symbols(it->second));
+    it = end;
+  }
+  if (!outside.empty())
+    absl::StrAppendFormat(out, "  %-14s %d kernels:%s\n", "outside layers", outside.size(),
+                          symbols(outside));
+}
+
+}  // namespace
 
 int RunInspectCommand(int argc, char** argv) {
   bool json = false, steps = false;
@@ -73,6 +124,7 @@ int RunInspectCommand(int argc, char** argv) {
   for (size_t i = 0; i < m.kernels.size(); ++i)
     absl::StrAppendFormat(&out, "  %-14s %-6s x%-4d %-36s %s\n", m.kernels[i].symbol,
                           m.kernels[i].target, uses[i], m.kernels[i].ops, m.kernels[i].launch);
+  AppendLayerKernels(m, &out);
   absl::StrAppendFormat(&out, "buffers  %d (rows x bytes per row)\n", m.buffers.size());
   for (size_t i = 0; i < m.buffers.size(); ++i)
     absl::StrAppendFormat(&out, "  b%-3d %-6s x %6d bytes (%d x %s)%s\n", i, m.buffers[i].rows,

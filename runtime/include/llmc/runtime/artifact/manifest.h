@@ -67,6 +67,9 @@ struct ManifestStep {
   std::vector<int64_t> buffers;      // indices into `buffers`
   std::vector<int64_t> weights;      // indices into `weights.tensors`
   std::vector<int64_t> caches;       // layer indices (K and V are passed together)
+  // The fusion group it runs, e.g. "layers.3.mlp.linear+add_7" (optional in
+  // the file; `llmc inspect` groups launches per layer by it).
+  std::string name;
 };
 
 struct Manifest {
