@@ -25,6 +25,7 @@ struct ArtifactOptions {
   std::string hostCpu = "x86-64-v3";  // -march for the host kernels ("native" allowed)
   std::string hostCompiler = "c++";
   bool useCache = true;               // reuse identical builds from ~/.cache/llmc/host
+  bool q8Activations = true;          // HostEmitOptions::q8Activations
   // Progress messages ("building host kernels", ...), for the terminal.
   std::function<void(const std::string &)> progress;
 };

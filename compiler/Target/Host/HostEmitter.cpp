@@ -23,6 +23,19 @@ std::string formatTag(WeightType w) {
   return tag;
 }
 
+bool usesQ8Activations(WeightType w, bool q8Activations) {
+  switch (w.getFormat()) {
+  case WeightFormat::q8_0:
+  case WeightFormat::q4_0:
+  case WeightFormat::q4_1:
+  case WeightFormat::q5_0:
+  case WeightFormat::q5_1:
+    return q8Activations;
+  default:
+    return false;
+  }
+}
+
 namespace {
 
 // Index of the first KV cache among @step's arguments (docs/architecture.md).
@@ -34,8 +47,8 @@ using Bindings = HostBindings;
 
 class GroupEmitter {
 public:
-  GroupEmitter(FusionOp group, const llvm::DenseMap<Value, int64_t> &bufferOf)
-      : group(group), bufferOf(bufferOf) {}
+  GroupEmitter(FusionOp group, const llvm::DenseMap<Value, int64_t> &bufferOf, bool q8)
+      : group(group), bufferOf(bufferOf), q8(q8) {}
 
   // Writes the kernel body (the statements inside the function) and fills
   // the bindings; fails on an op the host templates do not cover.
@@ -50,6 +63,7 @@ private:
 
   FusionOp group;
   const llvm::DenseMap<Value, int64_t> &bufferOf;
+  bool q8;  // HostEmitOptions::q8Activations
 };
 
 std::string GroupEmitter::input(Value inner, Bindings &b) {
@@ -77,7 +91,7 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::strin
       compute.push_back(&op);
   if (compute.size() != 1) {
     HostKernelText text;
-    if (failed(emitFusedGroup(group, bufferOf, text, b)))
+    if (failed(emitFusedGroup(group, bufferOf, q8, text, b)))
       return failure();
     body = std::move(text.body);
     ops = std::move(text.ops);
@@ -114,20 +128,27 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::strin
         return l.emitError() << "host codegen takes f32 biases only";
       bias = weight(l.getBias(), b);
     }
-    os << llvm::formatv("  llmc::host::linear<{0}, {1}, {2}, {3}>(a->step, {4}, {5}, {6}, {7});\n",
+    bool q8Here = usesQ8Activations(t, q8);
+    os << llvm::formatv("  llmc::host::linear<{0}, {1}, {2}, {3}, llmc::host::fmt::f32, float, "
+                        "{8}>(a->step, {4}, {5}, {6}, {7});\n",
                         formatTag(t), t.getShape()[0], t.getShape()[1],
-                        l.getBias() ? "true" : "false", in, w, bias, output(0, b));
-    ops = llvm::formatv("linear {0} {1}x{2}{3}", stringifyWeightFormat(t.getFormat()),
-                        t.getShape()[0], t.getShape()[1], l.getBias() ? " +bias" : "");
+                        l.getBias() ? "true" : "false", in, w, bias, output(0, b),
+                        q8Here ? "true" : "false");
+    ops = llvm::formatv("linear {0} {1}x{2}{3}{4}", stringifyWeightFormat(t.getFormat()),
+                        t.getShape()[0], t.getShape()[1], l.getBias() ? " +bias" : "",
+                        q8Here ? " (x q8)" : "");
     launch = llvm::formatv("{0} output rows split across threads, x T tokens", t.getShape()[0]);
   } else if (auto h = dyn_cast<LMHeadOp>(op)) {
     WeightType t = h.getWeight().getType();
     std::string in = input(h.getInput(), b);
     std::string w = weight(h.getWeight(), b);
-    os << llvm::formatv("  llmc::host::lm_head<{0}, {1}, {2}>(a->step, {3}, {4}, {5});\n",
-                        formatTag(t), t.getShape()[0], t.getShape()[1], in, w, output(0, b));
-    ops = llvm::formatv("lm_head {0} {1}x{2}", stringifyWeightFormat(t.getFormat()),
-                        t.getShape()[0], t.getShape()[1]);
+    bool q8Here = usesQ8Activations(t, q8);
+    os << llvm::formatv("  llmc::host::lm_head<{0}, {1}, {2}, float, {6}>(a->step, {3}, {4}, "
+                        "{5});\n",
+                        formatTag(t), t.getShape()[0], t.getShape()[1], in, w, output(0, b),
+                        q8Here ? "true" : "false");
+    ops = llvm::formatv("lm_head {0} {1}x{2}{3}", stringifyWeightFormat(t.getFormat()),
+                        t.getShape()[0], t.getShape()[1], q8Here ? " (x q8)" : "");
     launch = llvm::formatv("{0} vocabulary rows split across threads, x logits rows",
                            t.getShape()[0]);
   } else if (auto r = dyn_cast<RopeOp>(op)) {
@@ -205,7 +226,7 @@ extern "C" {
 
 } // namespace
 
-FailureOr<HostKernelPlan> emitHostKernels(ModuleOp module) {
+FailureOr<HostKernelPlan> emitHostKernels(ModuleOp module, const HostEmitOptions &options) {
   auto step = module.lookupSymbol<func::FuncOp>("step");
   auto table = module->getAttrOfType<ArrayAttr>("llm.buffers");
   auto logits = step ? step->getAttrOfType<IntegerAttr>("llm.logits_buffer") : IntegerAttr();
@@ -239,7 +260,7 @@ FailureOr<HostKernelPlan> emitHostKernels(ModuleOp module) {
 
     std::string body, ops, launch;
     Bindings bindings;
-    if (failed(GroupEmitter(group, bufferOf).emit(body, ops, launch, bindings)))
+    if (failed(GroupEmitter(group, bufferOf, options.q8Activations).emit(body, ops, launch, bindings)))
       return failure();
     auto [it, inserted] = kernelOfBody.try_emplace(body, int64_t(plan.kernels.size()));
     if (inserted) {

@@ -28,9 +28,9 @@ bool isNorm(Operation *op) { return isa<RMSNormOp, LayerNormOp>(op); }
 
 class FusedGroupEmitter {
 public:
-  FusedGroupEmitter(FusionOp group, const llvm::DenseMap<Value, int64_t> &bufferOf,
+  FusedGroupEmitter(FusionOp group, const llvm::DenseMap<Value, int64_t> &bufferOf, bool q8,
                     HostBindings &b)
-      : group(group), bufferOf(bufferOf), b(b) {}
+      : group(group), bufferOf(bufferOf), q8(q8), b(b) {}
 
   LogicalResult emit(HostKernelText &text);
 
@@ -53,6 +53,7 @@ private:
 
   FusionOp group;
   const llvm::DenseMap<Value, int64_t> &bufferOf;
+  bool q8;
   HostBindings &b;
   llvm::DenseMap<Value, SmallVector<unsigned>> yieldsOf;
 };
@@ -301,13 +302,14 @@ LogicalResult FusedGroupEmitter::emitLinear(LinearOp l, ArrayRef<Operation *> ep
     bias = weight(l.getBias());
     biasFmt = formatTag(cast<WeightType>(l.getBias().getType()));
   }
-  os << llvm::formatv("  llmc::host::fused_gemm<{0}, {1}, {2}, {3}, {4}>(\n"
+  bool q8Here = usesQ8Activations(wt, q8);
+  os << llvm::formatv("  llmc::host::fused_gemm<{0}, {1}, {2}, {3}, {4}, {8}>(\n"
                       "      a->step, [&](int64_t t) {{ return {5} + t * {1}; }, {6}, {7}, "
                       "kRegions,\n"
                       "      [&](int64_t r, int64_t t0, int64_t t1, int64_t j0, int64_t j1, "
                       "float *const *tile, int64_t ld) {{\n",
                       formatTag(wt), K, regions.size(), paired ? "true" : "false", biasFmt, x, w,
-                      bias);
+                      bias, q8Here ? "true" : "false");
   os << "        (void)r;\n";
 
   // Values that live in a tile, in a fixed order: the regions, then the
@@ -401,13 +403,16 @@ LogicalResult FusedGroupEmitter::emit(HostKernelText &text) {
   for (Operation *op : compute) {
     std::string p = op->getName().stripDialect().str();
     if (auto l = dyn_cast<LinearOp>(op))
-      p += llvm::formatv(" {0} {1}x{2}{3}", stringifyWeightFormat(l.getWeight().getType().getFormat()),
+      p += llvm::formatv(" {0} {1}x{2}{3}{4}",
+                         stringifyWeightFormat(l.getWeight().getType().getFormat()),
                          l.getWeight().getType().getShape()[0], l.getWeight().getType().getShape()[1],
-                         l.getBias() ? " +bias" : "")
+                         l.getBias() ? " +bias" : "",
+                         usesQ8Activations(l.getWeight().getType(), q8) ? " (x q8)" : "")
                .str();
     else if (auto h = dyn_cast<LMHeadOp>(op))
-      p += llvm::formatv(" {0} {1}x{2}", stringifyWeightFormat(h.getWeight().getType().getFormat()),
-                         h.getWeight().getType().getShape()[0], h.getWeight().getType().getShape()[1])
+      p += llvm::formatv(" {0} {1}x{2}{3}", stringifyWeightFormat(h.getWeight().getType().getFormat()),
+                         h.getWeight().getType().getShape()[0], h.getWeight().getType().getShape()[1],
+                         usesQ8Activations(h.getWeight().getType(), q8) ? " (x q8)" : "")
                .str();
     else if (isNorm(op))
       p += " " + std::to_string(widthOf(op->getResult(0)));
@@ -439,8 +444,10 @@ LogicalResult FusedGroupEmitter::emit(HostKernelText &text) {
     auto outs = yieldsOf.lookup(h.getLogits());
     if (outs.size() != 1)
       return h.emitError() << "host codegen: the LM head's logits must be yielded once";
-    os << llvm::formatv("  llmc::host::lm_head<{0}, {1}, {2}>(a->step, {3}, {4}, out{5});\n",
-                        formatTag(t), t.getShape()[0], t.getShape()[1], x, w, outs.front());
+    os << llvm::formatv("  llmc::host::lm_head<{0}, {1}, {2}, float, {6}>(a->step, {3}, {4}, "
+                        "out{5});\n",
+                        formatTag(t), t.getShape()[0], t.getShape()[1], x, w, outs.front(),
+                        usesQ8Activations(t, q8) ? "true" : "false");
     text.launch = llvm::formatv("{0} vocabulary rows split across threads, x logits rows",
                                 t.getShape()[0])
                       .str();
@@ -452,8 +459,8 @@ LogicalResult FusedGroupEmitter::emit(HostKernelText &text) {
 } // namespace
 
 LogicalResult emitFusedGroup(FusionOp group, const llvm::DenseMap<Value, int64_t> &bufferOf,
-                             HostKernelText &text, HostBindings &bindings) {
-  return FusedGroupEmitter(group, bufferOf, bindings).emit(text);
+                             bool q8Activations, HostKernelText &text, HostBindings &bindings) {
+  return FusedGroupEmitter(group, bufferOf, q8Activations, bindings).emit(text);
 }
 
 } // namespace llmc

@@ -38,10 +38,14 @@ struct HostKernelText {
 // "llmc::host::fmt::q4_1" (defined in HostEmitter.cpp).
 std::string formatTag(llm::WeightType w);
 
+// Whether a GEMM over `w` takes q8 activations under `q8Activations`.
+bool usesQ8Activations(llm::WeightType w, bool q8Activations);
+
 // Fails with a diagnostic naming the op the host templates cannot fuse.
 mlir::LogicalResult emitFusedGroup(llm::FusionOp group,
                                    const llvm::DenseMap<mlir::Value, int64_t> &bufferOf,
-                                   HostKernelText &text, HostBindings &bindings);
+                                   bool q8Activations, HostKernelText &text,
+                                   HostBindings &bindings);
 
 } // namespace llmc
 

@@ -362,6 +362,21 @@ LLMC_HOST_INLINE __m256i srl16(__m256i a, int n) {
 LLMC_HOST_INLINE __m256i load256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
+// 16 bytes of nibble pairs -> 32 bytes: elements 0-15 (low nibbles) then
+// 16-31 (high nibbles), for the integer dot products.
+LLMC_HOST_INLINE __m256i nibbles32(const uint8_t* p) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i m = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+// Byte j is 0xFF where bit j of x is set (j = 0..31).
+LLMC_HOST_INLINE __m256i bits_to_bytes32(uint32_t x) {
+  const __m256i shuf = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL,
+                                          0x0303030303030303LL);
+  const __m256i mask = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), shuf);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, mask), mask);
+}
 #endif
 
 }  // namespace detail
@@ -1415,6 +1430,300 @@ LLMC_HOST_INLINE float gelu_erf1(float x) {
 
 }  // namespace detail
 
+namespace detail {
+// Per-thread scratch that grows and is kept between calls; `Tag` keeps the
+// prologue's rows apart from the GEMM tiles and the RoPE tables.
+template <class Tag>
+inline float* scratch(size_t floats) {
+  thread_local struct buffer {
+    float* p = nullptr;
+    size_t n = 0;
+    ~buffer() { delete[] p; }
+  } buf;
+  if (buf.n < floats) {
+    delete[] buf.p;
+    buf.p = new float[floats];
+    buf.n = floats;
+  }
+  return buf.p;
+}
+struct prologue_tag {};
+struct tile_tag {};
+struct rope_tag {};
+
+// Runs f(t0, t1) over the step's tokens: on the calling thread when the work
+// is small (a decode step), else across the pool.
+template <class F>
+inline void for_tokens(const llmc_host_step_info* step, int64_t width, const F& f) {
+  const int64_t T = step->num_tokens;
+  if (T * width < kParallelElems)
+    f(int64_t{0}, T);
+  else
+    parallel_for(step, T, token_grain(width), f);
+}
+}  // namespace detail
+
+//===----------------------------------------------------------------------===//
+// q8 activations: integer dot products for the 32-element block formats
+//===----------------------------------------------------------------------===//
+//
+// With Q8 = true a GEMM over q4_0, q4_1, q5_0, q5_1 or q8_0 weights first
+// rounds each activation row to blocks of 32 int8 with one f32 scale (what
+// llama.cpp's CPU backend does with q8_0/q8_1), then multiplies weight quants
+// by activation quants in integers (AVX2 maddubs: 32 products per
+// instruction) and applies the two scales once per block:
+//   sum_k w_k x_k ~= sum_blocks dw dx sum_i qw_i qx_i  (+ mw sx for q4_1/q5_1,
+//   sx = dx sum_i qx_i).
+// The rounding of x costs accuracy (relative error ~ 1/254 per element
+// before averaging); Q8 = false keeps the f32 path, which matches a float64
+// reference to ~1e-7.
+
+struct block_q8 {
+  float d;  // scale: x ~= d * q
+  float s;  // d * sum(q), for the formats with an offset
+  int8_t q[32];
+};
+
+namespace detail {
+
+// x [k] (k a multiple of 32) -> k / 32 blocks; round half to even like
+// _mm256_round_ps(_MM_FROUND_TO_NEAREST_INT).
+inline void quantize_row_q8(const float* x, block_q8* y, int64_t k) {
+  for (int64_t b = 0; b < k / 32; ++b, x += 32, ++y) {
+    float amax = 0.0f;
+#if LLMC_HOST_SIMD
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < 32; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    amax = vhmax(vf{m});
+    const float d = amax / 127.0f;
+    const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    __m256i qi[4];
+    for (int i = 0; i < 4; ++i)
+      qi[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), id),
+                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256i sum32 = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
+    const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum32), _mm256_extracti128_si256(sum32, 1));
+    const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+    const int sum = _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
+    // int32 -> int8 in element order (packs interleave 128-bit lanes).
+    const __m256i p16 = _mm256_packs_epi32(qi[0], qi[1]);
+    const __m256i p16b = _mm256_packs_epi32(qi[2], qi[3]);
+    __m256i p8 = _mm256_packs_epi16(p16, p16b);
+    p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y->q), p8);
+#else
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int q = static_cast<int>(std::nearbyint(x[i] * id));
+      y->q[i] = static_cast<int8_t>(q);
+      sum += q;
+    }
+#endif
+    y->d = d;
+    y->s = d * static_cast<float>(sum);
+  }
+}
+
+// Weight-side access for the integer path: the 32 quants of a block as
+// signed (`q_signed`) or unsigned (`q_unsigned`) bytes, its scale, its offset.
+template <class Fmt>
+struct q8_weight;  // specialized for the formats that take q8 activations
+
+template <>
+struct q8_weight<fmt::q8_0> {
+  static constexpr bool has_min = false;
+  static LLMC_HOST_INLINE float scale(const uint8_t* b) { return load_half(b); }
+  static LLMC_HOST_INLINE float min(const uint8_t*) { return 0.0f; }
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
+    return static_cast<int8_t>(b[2 + i]);
+  }
+#if LLMC_HOST_SIMD
+  static constexpr bool is_unsigned = false;
+  static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) { return load256(b + 2); }
+#endif
+};
+
+template <>
+struct q8_weight<fmt::q4_0> {
+  static constexpr bool has_min = false;
+  static LLMC_HOST_INLINE float scale(const uint8_t* b) { return load_half(b); }
+  static LLMC_HOST_INLINE float min(const uint8_t*) { return 0.0f; }
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
+    const uint8_t v = b[2 + (i & 15)];
+    return (i < 16 ? (v & 0x0F) : (v >> 4)) - 8;
+  }
+#if LLMC_HOST_SIMD
+  static constexpr bool is_unsigned = false;
+  static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) {
+    return _mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8));
+  }
+#endif
+};
+
+template <>
+struct q8_weight<fmt::q4_1> {
+  static constexpr bool has_min = true;
+  static LLMC_HOST_INLINE float scale(const uint8_t* b) { return load_half(b); }
+  static LLMC_HOST_INLINE float min(const uint8_t* b) { return load_half(b + 2); }
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
+    const uint8_t v = b[4 + (i & 15)];
+    return i < 16 ? (v & 0x0F) : (v >> 4);
+  }
+#if LLMC_HOST_SIMD
+  static constexpr bool is_unsigned = true;
+  static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) { return nibbles32(b + 4); }
+#endif
+};
+
+template <>
+struct q8_weight<fmt::q5_0> {
+  static constexpr bool has_min = false;
+  static LLMC_HOST_INLINE float scale(const uint8_t* b) { return load_half(b); }
+  static LLMC_HOST_INLINE float min(const uint8_t*) { return 0.0f; }
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
+    const uint8_t v = b[6 + (i & 15)];
+    const int hi = static_cast<int>((load_u32(b + 2) >> i) & 1) << 4;
+    return ((i < 16 ? (v & 0x0F) : (v >> 4)) | hi) - 16;
+  }
+#if LLMC_HOST_SIMD
+  static constexpr bool is_unsigned = false;
+  static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) {
+    const __m256i hi = _mm256_and_si256(bits_to_bytes32(load_u32(b + 2)), _mm256_set1_epi8(0x10));
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles32(b + 6), hi), _mm256_set1_epi8(16));
+  }
+#endif
+};
+
+template <>
+struct q8_weight<fmt::q5_1> {
+  static constexpr bool has_min = true;
+  static LLMC_HOST_INLINE float scale(const uint8_t* b) { return load_half(b); }
+  static LLMC_HOST_INLINE float min(const uint8_t* b) { return load_half(b + 2); }
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
+    const uint8_t v = b[8 + (i & 15)];
+    const int hi = static_cast<int>((load_u32(b + 4) >> i) & 1) << 4;
+    return (i < 16 ? (v & 0x0F) : (v >> 4)) | hi;
+  }
+#if LLMC_HOST_SIMD
+  static constexpr bool is_unsigned = true;
+  static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) {
+    const __m256i hi = _mm256_and_si256(bits_to_bytes32(load_u32(b + 4)), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(nibbles32(b + 8), hi);
+  }
+#endif
+};
+
+template <class Fmt, class = void>
+struct takes_q8 : std::false_type {};
+template <class Fmt>
+struct takes_q8<Fmt, std::void_t<decltype(q8_weight<Fmt>::has_min)>> : std::true_type {};
+
+// out[r] = sum over the row of w * x_r for R quantized activation rows.
+template <class Fmt, int R>
+LLMC_HOST_INLINE void dot_rows_q8(const uint8_t* row, int64_t k, const block_q8* const* xs,
+                                  float* out) {
+  using W = q8_weight<Fmt>;
+  const int64_t nb = k / 32;
+  float offset[R] = {};
+#if LLMC_HOST_SIMD
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* wb = row + b * Fmt::block_bytes;
+    const __m256i qw = W::quants(wb);
+    const float dw = W::scale(wb);
+    __m256i aw = qw;
+    if constexpr (!W::is_unsigned) aw = _mm256_sign_epi8(qw, qw);
+    LLMC_HOST_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const block_q8* xb = xs[r] + b;
+      __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb->q));
+      if constexpr (!W::is_unsigned) qx = _mm256_sign_epi8(qx, qw);
+      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, qx), ones);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * xb->d), acc[r]);
+      if constexpr (W::has_min) offset[r] += W::min(wb) * xb->s;
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = vhsum(vf{acc[r]}) + offset[r];
+#else
+  float acc[R] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* wb = row + b * Fmt::block_bytes;
+    const float dw = W::scale(wb);
+    int qw[32];
+    for (int i = 0; i < 32; ++i) qw[i] = W::quant(wb, i);
+    for (int r = 0; r < R; ++r) {
+      const block_q8* xb = xs[r] + b;
+      int sum = 0;
+      for (int i = 0; i < 32; ++i) sum += qw[i] * xb->q[i];
+      acc[r] += dw * xb->d * static_cast<float>(sum);
+      if constexpr (W::has_min) offset[r] += W::min(wb) * xb->s;
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = acc[r] + offset[r];
+#endif
+}
+
+template <class Fmt, int R, class XRow, class Store>
+inline void gemm_tile_q8(const uint8_t* w, int64_t rb, int64_t k, int64_t n0, int64_t n1, int64_t m,
+                         const XRow& xrow, const Store& store) {
+  const block_q8* xs[R];
+  for (int r = 0; r < R; ++r) xs[r] = xrow(m + r);
+  for (int64_t n = n0; n < n1; ++n) {
+    float o[R];
+    dot_rows_q8<Fmt, R>(w + n * rb, k, xs, o);
+    for (int r = 0; r < R; ++r) store(m + r, n, o[r]);
+  }
+}
+
+// gemm() with quantized activation rows xrow(m) -> const block_q8*.
+template <class Fmt, class XRow, class Store>
+inline void gemm_q8(const uint8_t* w, int64_t k, int64_t n0, int64_t n1, int64_t M,
+                    const XRow& xrow, const Store& store) {
+  const int64_t rb = Fmt::row_bytes(k);
+  if (M == 1) {
+    gemm_tile_q8<Fmt, 1>(w, rb, k, n0, n1, 0, xrow, store);
+    return;
+  }
+  const int64_t nb = std::max<int64_t>(4, kWeightTileBytes / std::max<int64_t>(rb, 1));
+  for (int64_t nt = n0; nt < n1; nt += nb) {
+    const int64_t ne = std::min(n1, nt + nb);
+    int64_t m = 0;
+    for (; m + 4 <= M; m += 4) gemm_tile_q8<Fmt, 4>(w, rb, k, nt, ne, m, xrow, store);
+    if (M - m >= 2) {
+      gemm_tile_q8<Fmt, 2>(w, rb, k, nt, ne, m, xrow, store);
+      m += 2;
+    }
+    if (M - m >= 1) gemm_tile_q8<Fmt, 1>(w, rb, k, nt, ne, m, xrow, store);
+  }
+}
+
+struct q8_tag {};
+
+// The step's activation rows xrow(t) (K floats each), quantized once into
+// per-thread scratch: T rows of K / 32 blocks.
+template <int64_t K, class XRow>
+inline const block_q8* quantize_rows_q8(const llmc_host_step_info* step, int64_t T,
+                                        const XRow& xrow) {
+  static_assert(K % 32 == 0, "q8 activations need K a multiple of 32");
+  constexpr int64_t nb = K / 32;
+  const size_t floats = static_cast<size_t>(std::max<int64_t>(T, 1) * nb) * sizeof(block_q8) /
+                        sizeof(float);
+  block_q8* q = reinterpret_cast<block_q8*>(scratch<q8_tag>(floats));
+  for_tokens(step, K, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) quantize_row_q8(xrow(t), q + t * nb, K);
+  });
+  return q;
+}
+
+}  // namespace detail
+
+
 namespace fmt {
 template <class S, int64_t E, int64_t B, bool P>
 float format_base<S, E, B, P>::dot(const void* row, const float* x, int64_t k) {
@@ -1551,7 +1860,7 @@ void layer_norm(const llmc_host_step_info* step, const Act* x, const void* weigh
 // (GEMV); T > 1 decodes each weight group once per 8 tokens. BiasFmt: f32,
 // f16 or bf16. y must not alias x.
 template <class Fmt, int64_t N, int64_t K, bool HasBias, class BiasFmt = fmt::f32,
-          class Act = float>
+          class Act = float, bool Q8 = false>
 void linear(const llmc_host_step_info* step, const Act* x, const void* w, const void* bias, Act* y) {
   LLMC_HOST_CHECK_ACT(Act);
   static_assert(N > 0 && K > 0, "empty linear");
@@ -1566,14 +1875,23 @@ void linear(const llmc_host_step_info* step, const Act* x, const void* w, const 
     if constexpr (HasBias) v += detail::load_plain<BiasFmt>(bias, n);
     y[t * N + n] = v;
   };
-  parallel_for(step, N, detail::rows_grain(N, K, T), [&](int64_t n0, int64_t n1) {
-    detail::gemm<Fmt>(wb, K, n0, n1, T, xrow, store);
-  });
+  if constexpr (Q8) {
+    static_assert(detail::takes_q8<Fmt>::value, "this format has no q8-activation path");
+    const block_q8* xq = detail::quantize_rows_q8<K>(step, T, xrow);
+    auto qrow = [xq](int64_t t) { return xq + t * (K / 32); };
+    parallel_for(step, N, detail::rows_grain(N, K, T), [&](int64_t n0, int64_t n1) {
+      detail::gemm_q8<Fmt>(wb, K, n0, n1, T, qrow, store);
+    });
+  } else {
+    parallel_for(step, N, detail::rows_grain(N, K, T), [&](int64_t n0, int64_t n1) {
+      detail::gemm<Fmt>(wb, K, n0, n1, T, xrow, store);
+    });
+  }
 }
 
 // logits[i, v] = sum_k w[v, k] x[logits_rows[i], k] for i < num_logits, with a
 // [Vocab, Hidden] weight in Fmt. A row index outside [0, T) gives zeros.
-template <class Fmt, int64_t Vocab, int64_t Hidden, class Act = float>
+template <class Fmt, int64_t Vocab, int64_t Hidden, class Act = float, bool Q8 = false>
 void lm_head(const llmc_host_step_info* step, const Act* x, const void* w, float* logits) {
   LLMC_HOST_CHECK_ACT(Act);
   static_assert(Hidden % Fmt::block_elems == 0, "Hidden must be a whole number of blocks");
@@ -1593,9 +1911,18 @@ void lm_head(const llmc_host_step_info* step, const Act* x, const void* w, float
     logits[i * Vocab + n] = valid(i) ? v : 0.0f;
   };
   const uint8_t* wb = static_cast<const uint8_t*>(w);
-  parallel_for(step, Vocab, detail::rows_grain(Vocab, Hidden, M), [&](int64_t n0, int64_t n1) {
-    detail::gemm<Fmt>(wb, Hidden, n0, n1, M, xrow, store);
-  });
+  if constexpr (Q8) {
+    static_assert(detail::takes_q8<Fmt>::value, "this format has no q8-activation path");
+    const block_q8* xq = detail::quantize_rows_q8<Hidden>(step, M, xrow);
+    auto qrow = [xq](int64_t i) { return xq + i * (Hidden / 32); };
+    parallel_for(step, Vocab, detail::rows_grain(Vocab, Hidden, M), [&](int64_t n0, int64_t n1) {
+      detail::gemm_q8<Fmt>(wb, Hidden, n0, n1, M, qrow, store);
+    });
+  } else {
+    parallel_for(step, Vocab, detail::rows_grain(Vocab, Hidden, M), [&](int64_t n0, int64_t n1) {
+      detail::gemm<Fmt>(wb, Hidden, n0, n1, M, xrow, store);
+    });
+  }
 }
 
 // Rotary embedding of x [T, Heads*HeadDim] into out (out == x allowed) at
@@ -1916,38 +2243,6 @@ LLMC_HOST_INLINE void for_each_lane(int64_t t0, int64_t t1, int64_t j0, int64_t 
   }
 }
 
-namespace detail {
-// Per-thread scratch that grows and is kept between calls; `Tag` keeps the
-// prologue's rows apart from the GEMM tiles and the RoPE tables.
-template <class Tag>
-inline float* scratch(size_t floats) {
-  thread_local struct buffer {
-    float* p = nullptr;
-    size_t n = 0;
-    ~buffer() { delete[] p; }
-  } buf;
-  if (buf.n < floats) {
-    delete[] buf.p;
-    buf.p = new float[floats];
-    buf.n = floats;
-  }
-  return buf.p;
-}
-struct prologue_tag {};
-struct tile_tag {};
-struct rope_tag {};
-
-// Runs f(t0, t1) over the step's tokens: on the calling thread when the work
-// is small (a decode step), else across the pool.
-template <class F>
-inline void for_tokens(const llmc_host_step_info* step, int64_t width, const F& f) {
-  const int64_t T = step->num_tokens;
-  if (T * width < kParallelElems)
-    f(int64_t{0}, T);
-  else
-    parallel_for(step, T, token_grain(width), f);
-}
-}  // namespace detail
 
 // Computes each token's prologue row row(t, out) into scratch [T, K] and
 // returns it; the rows are ready when this returns.
@@ -2016,12 +2311,17 @@ inline constexpr int64_t kFusedTokenBlock = 64;  // tokens per tile
 // Paired: every region has the same width and each tile holds the same
 // columns of all of them (an epilogue that combines gate and up, region = -1).
 // Otherwise each tile belongs to one region (Q, K, V with RoPE on two).
-template <class Fmt, int64_t K, int64_t R, bool Paired, class BiasFmt, class XRow, class Epi>
+template <class Fmt, int64_t K, int64_t R, bool Paired, class BiasFmt, bool Q8, class XRow,
+          class Epi>
 void fused_gemm(const llmc_host_step_info* step, const XRow& xrow, const void* weight,
                 const void* bias, const gemm_region (&regions)[R], const Epi& epi) {
   static_assert(K % Fmt::block_elems == 0, "K must be a whole number of blocks");
+  static_assert(!Q8 || detail::takes_q8<Fmt>::value, "this format has no q8-activation path");
   const int64_t T = step->num_tokens;
   if (T <= 0) return;
+  const block_q8* xq = nullptr;
+  if constexpr (Q8) xq = detail::quantize_rows_q8<K>(step, T, xrow);
+  (void)xq;
   int64_t total = 0, align = 8;
   for (const gemm_region& g : regions) {
     total += g.width;
@@ -2065,8 +2365,13 @@ void fused_gemm(const llmc_host_step_info* step, const XRow& xrow, const void* w
             if constexpr (!std::is_void_v<BiasFmt>) v += detail::load_plain<BiasFmt>(bias, n);
             tile[m * ld + (n - n0)] = v;
           };
-          auto xr = [&](int64_t m) { return xrow(t0 + m); };
-          detail::gemm<Fmt>(wb, K, n0, n0 + ld, t1 - t0, xr, store);
+          if constexpr (Q8) {
+            auto xr = [&](int64_t m) { return xq + (t0 + m) * (K / 32); };
+            detail::gemm_q8<Fmt>(wb, K, n0, n0 + ld, t1 - t0, xr, store);
+          } else {
+            auto xr = [&](int64_t m) { return xrow(t0 + m); };
+            detail::gemm<Fmt>(wb, K, n0, n0 + ld, t1 - t0, xr, store);
+          }
         };
         if (it.region < 0)
           for (int64_t r = 0; r < R; ++r) one(r);
