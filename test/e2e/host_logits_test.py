@@ -9,8 +9,16 @@ size 5, which divides neither the prompt nor the total length), and compare
 every row with test/reference's float64 forward pass.
 
 Tolerance: max |llmc - ref| / max |ref| < 1e-4 per row (f32 kernels against a
-float64 reference). Prints one line per case and ends with
-"N passed, M failed"; exits 1 on any failure.
+float64 reference).
+
+Each case is also compiled with `--no-fuse` (one kernel per op, no merged
+projections) and run on the same tokens: the fused and unfused logits must
+agree within max |fused - unfused| / max |unfused| < 1e-5 per row, since the
+fuse pass only regroups f32 work and must not change the numbers beyond
+summation order.
+
+Prints one line per case and ends with "N passed, M failed"; exits 1 on any
+failure.
 
   python3 test/e2e/host_logits_test.py --llmc build/bin/llmc [--keep DIR] [-k NAME]
 """
@@ -30,6 +38,7 @@ import reference_forward as rf  # noqa: E402
 
 SYNTH = os.path.join(ROOT, "tools", "synth-model", "synth_model.py")
 TOLERANCE = 1e-4
+FUSED_VS_UNFUSED_TOLERANCE = 1e-5
 PROMPT = 14
 DECODE = 32
 BLOCK_SIZE = 5
@@ -63,30 +72,50 @@ def run(cmd):
     return r
 
 
+def logits(llmc, model, art, tokens, vocab, extra=()):
+    """Compiles `model` into `art` (with `extra` compile flags) and returns its
+    teacher-forced logits for `tokens`: one chunked prefill, then decode."""
+    run([llmc, "compile", model, "-o", art, *extra])
+    out = art + ".f32"
+    run([llmc, "logits", art, "--tokens", ",".join(map(str, tokens)), "--prefill", str(PROMPT),
+         "--block-size", str(BLOCK_SIZE), "--threads", "2", "-o", out])
+    return np.fromfile(out, dtype=np.float32).reshape(len(tokens), vocab).astype(np.float64)
+
+
+def row_rel_err(got, want):
+    return np.abs(got - want).max(axis=1) / np.abs(want).max(axis=1)
+
+
 def check(llmc, name, opts, form, work):
     model = os.path.join(work, f"{name}.{form}" if form == "gguf" else f"{name}-hf")
     args = [sys.executable, SYNTH, "--format", form, "--out", model, "--seed", "7"] + opts
     if form == "gguf":
         args += ["--gguf-type", "f32"]
     run(args)
-    art = os.path.join(work, f"{name}-{form}.llmc")
-    run([llmc, "compile", model, "-o", art])
     ref = rf.ReferenceModel.from_gguf(model) if form == "gguf" else rf.ReferenceModel.from_hf_folder(model)
     vocab = ref.cfg.vocab
     rng = np.random.default_rng(abs(hash(name)) % (2**32))
     tokens = [int(t) for t in rng.integers(0, vocab, PROMPT + DECODE)]
-    out = os.path.join(work, f"{name}-{form}.f32")
-    run([llmc, "logits", art, "--tokens", ",".join(map(str, tokens)), "--prefill", str(PROMPT),
-         "--block-size", str(BLOCK_SIZE), "--threads", "2", "-o", out])
-    got = np.fromfile(out, dtype=np.float32).reshape(len(tokens), vocab).astype(np.float64)
+    got = logits(llmc, model, os.path.join(work, f"{name}-{form}.llmc"), tokens, vocab)
     want = ref.forward(tokens)
-    err = np.abs(got - want).max(axis=1) / np.abs(want).max(axis=1)
+    err = row_rel_err(got, want)
     worst = float(err.max())
     top1 = float((got.argmax(axis=1) == want.argmax(axis=1)).mean())
-    ok = worst < TOLERANCE
-    print(f"{'PASS' if ok else 'FAIL'} {name} [{form}]: max rel err {worst:.2e} "
+    ok_ref = worst < TOLERANCE
+    print(f"{'PASS' if ok_ref else 'FAIL'} {name} [{form}]: max rel err {worst:.2e} "
           f"(prefill {err[:PROMPT].max():.2e}, decode {err[PROMPT:].max():.2e}), top-1 agree {top1:.3f}")
-    return ok
+
+    # The same model without the fuse pass: the fused kernels must compute
+    # what the one-op-per-kernel baseline computes.
+    unfused = logits(llmc, model, os.path.join(work, f"{name}-{form}-nofuse.llmc"), tokens, vocab,
+                     ["--no-fuse"])
+    ferr = row_rel_err(got, unfused)
+    fworst = float(ferr.max())
+    ok_fuse = fworst < FUSED_VS_UNFUSED_TOLERANCE
+    print(f"{'PASS' if ok_fuse else 'FAIL'} {name} [{form}] fused vs --no-fuse: max rel err {fworst:.2e} "
+          f"(prefill {ferr[:PROMPT].max():.2e}, decode {ferr[PROMPT:].max():.2e}), "
+          f"top-1 agree {float((got.argmax(axis=1) == unfused.argmax(axis=1)).mean()):.3f}")
+    return ok_ref and ok_fuse
 
 
 def main():
