@@ -234,7 +234,8 @@ LogicalResult FusedGroupEmitter::emitLinear(LinearOp l, ArrayRef<Operation *> ep
       std::string key;
       llvm::raw_string_ostream ks(key);
       ks << d << stringifyRopeStyle(r.getStyle()) << number(r.getTheta().convertToDouble())
-         << r.getScalingAttr() << (r.getFreqFactors() ? weight(r.getFreqFactors()) : "none");
+         << r.getScalingAttr() << " freqs="
+         << (r.getFreqFactors() ? r.getFreqFactors().getDefiningOp<WeightOp>().getName() : "");
       auto it = llvm::find(tableKeys, key);
       int64_t table = it - tableKeys.begin();
       if (it == tableKeys.end())

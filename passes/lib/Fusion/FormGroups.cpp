@@ -78,6 +78,9 @@ private:
   bool formElementwiseGroup(Operation *seed);
   void absorbPrologue(Operation *anchor, llvm::SetVector<Operation *> &members);
   void absorbEpilogue(Operation *anchor, llvm::SetVector<Operation *> &members);
+  // Whether every value the members read from outside is defined before the
+  // earliest member (where the group goes).
+  static bool inputsAvailable(const llvm::SetVector<Operation *> &members);
   bool build(llvm::SetVector<Operation *> &members, Operation *anchor);
 
   Block &block;
@@ -101,20 +104,42 @@ void GroupFormer::absorbPrologue(Operation *anchor, llvm::SetVector<Operation *>
     norm = copy;
   }
   members.insert(norm);
-  // Elementwise producers of the norm's input, of the same width.
+  // Elementwise producers of the norm's input, of the same width, as long as
+  // everything the group reads still exists where it will be placed (at its
+  // earliest member).
   int64_t k = widthOf(norm->getResult(0));
   SmallVector<Operation *> work{norm};
   while (!work.empty()) {
     Operation *op = work.pop_back_val();
     for (Value v : op->getOperands()) {
       Operation *def = v.getDefiningOp();
-      if (isTopLevel(def, &block) && isElementwise(def) && widthOf(v) == k &&
-          !members.contains(def)) {
-        members.insert(def);
-        work.push_back(def);
+      if (!isTopLevel(def, &block) || !isElementwise(def) || widthOf(v) != k ||
+          members.contains(def))
+        continue;
+      members.insert(def);
+      if (!inputsAvailable(members)) {
+        members.remove(def);
+        continue;
       }
+      work.push_back(def);
     }
   }
+}
+
+bool GroupFormer::inputsAvailable(const llvm::SetVector<Operation *> &members) {
+  Operation *first = members.front();
+  for (Operation *m : members)
+    if (m->isBeforeInBlock(first))
+      first = m;
+  for (Operation *m : members)
+    for (Value v : m->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (def && (members.contains(def) || isa<WeightOp>(def)))
+        continue;
+      if (!availableAt(v, first))
+        return false;
+    }
+  return true;
 }
 
 void GroupFormer::absorbEpilogue(Operation *anchor, llvm::SetVector<Operation *> &members) {

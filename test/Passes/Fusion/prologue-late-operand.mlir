@@ -1,17 +1,18 @@
-// XFAIL: *
-// Known bug of llmc-fuse (FormGroups.cpp, absorbPrologue): the prologue takes
-// every elementwise producer of the norm's input transitively, without
-// checking that their other operands exist where the group will be placed
-// (at its first member). Here %e1 becomes the first member while %z (from
-// llm.recv) is defined after it, so buildFusionGroup refuses the whole group
-// and the linear loses its norm prologue too: nothing is fused. Expected: at
-// least rms_norm + linear in one group (the prologue should stop at %e2, or
-// leave out producers whose operands come later).
+// The prologue takes elementwise producers of the norm's input only while
+// everything the group reads exists where the group goes (its earliest
+// member). Here %e1 would become the first member while %z (from llm.recv)
+// is defined after it, so the prologue stops at %e2: the group holds
+// add + rms_norm + linear and %e1 stays outside.
 //
 // RUN: llmc-opt %s --llmc-fuse | FileCheck %s
 
 // CHECK-LABEL: func.func @late_prologue_operand(
-// CHECK: llm.fusion "p.{{(add\+)?}}rms_norm+linear_0"
+// CHECK: %[[E1:.+]] = llm.add %arg0, %arg1
+// CHECK: %[[Z:.+]] = llm.recv from 0
+// CHECK: llm.fusion "p.add+rms_norm+linear_0"(%[[E1]], %[[Z]])
+// CHECK: llm.add
+// CHECK: llm.rms_norm
+// CHECK: llm.linear
 // CHECK: return
 func.func @late_prologue_operand(%x: tensor<?x64xf32>, %y: tensor<?x64xf32>) -> tensor<?x32xf32> {
   %e1 = llm.add %x, %y : tensor<?x64xf32>

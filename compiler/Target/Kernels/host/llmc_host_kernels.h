@@ -1449,7 +1449,6 @@ inline float* scratch(size_t floats) {
 }
 struct prologue_tag {};
 struct tile_tag {};
-struct rope_tag {};
 
 // Runs f(t0, t1) over the step's tokens: on the calling thread when the work
 // is small (a decode step), else across the pool.
@@ -2260,17 +2259,21 @@ inline const float* prologue_rows(const llmc_host_step_info* step, const RowFn& 
 // once per kernel and shared by the tiles that rotate heads.
 template <int64_t HeadDim, rope_style Style>
 struct rope_table {
-  float* cs = nullptr;  // [T][2][HeadDim]: cos row then sin row
+  // [T][2][HeadDim]: cos row then sin row. Owned, so that the tables of one
+  // kernel (Q and K may differ) never share or move each other's storage.
+  std::vector<float> storage;
+  float* cs = nullptr;
 
-  // `slot` separates the tables of one kernel (Q and K may differ).
+  // `slot` numbers the tables of one kernel (kept for the generated calls).
   void build(const llmc_host_step_info* step, int slot, double theta, const rope_scaling& sc,
              const float* freq_factors) {
+    (void)slot;
     constexpr int64_t P = HeadDim / 2;
     const int64_t T = step->num_tokens;
     double inv[P];
     detail::rope_inv_freq(P, HeadDim, theta, sc, freq_factors, inv);
-    const size_t per = static_cast<size_t>(std::max<int64_t>(T, 1)) * 2 * HeadDim;
-    cs = detail::scratch<detail::rope_tag>(per * static_cast<size_t>(slot + 1)) + per * slot;
+    storage.resize(static_cast<size_t>(std::max<int64_t>(T, 1)) * 2 * HeadDim);
+    cs = storage.data();
     const int32_t* positions = step->positions;
     float* table = cs;
     detail::for_tokens(step, 64 * HeadDim, [&](int64_t t0, int64_t t1) {
