@@ -44,6 +44,10 @@ private:
                   llvm::raw_ostream &os, StringRef indent);
   // `V::store(outI + t * width + j, e);` for each result of the group `v` is.
   void storeYields(Value v, ExprEmitter &ex, llvm::raw_ostream &os, StringRef indent);
+  // Loads of the group inputs `ops` read, their statements, and the stores
+  // of those the group yields: the body of one lane loop.
+  LogicalResult emitLaneStatements(ArrayRef<Operation *> ops, int64_t width, ExprEmitter &ex,
+                                   llvm::raw_ostream &os, StringRef indent);
   LogicalResult emitElementwiseGroup(ArrayRef<Operation *> ops, llvm::raw_ostream &os);
   // Writes the prologue and sets `x` to the C++ name of the anchor's input rows.
   LogicalResult emitPrologue(ArrayRef<Operation *> pro, Value anchorInput,
@@ -100,6 +104,18 @@ void FusedGroupEmitter::storeYields(Value v, ExprEmitter &ex, llvm::raw_ostream 
        << llvm::formatv("V::store(out{0} + t * {1} + j, {2});\n", i, widthOf(v), ex.lookup(v));
 }
 
+LogicalResult FusedGroupEmitter::emitLaneStatements(ArrayRef<Operation *> ops, int64_t width,
+                                                    ExprEmitter &ex, llvm::raw_ostream &os,
+                                                    StringRef indent) {
+  loadInputs(ops, ex, width, os, indent);
+  for (Operation *op : ops) {
+    if (failed(ex.emit(op, os, indent)))
+      return failure();
+    storeYields(op->getResult(0), ex, os, indent);
+  }
+  return success();
+}
+
 LogicalResult FusedGroupEmitter::emitElementwiseGroup(ArrayRef<Operation *> ops,
                                                       llvm::raw_ostream &os) {
   int64_t w = widthOf(ops.front()->getResult(0));
@@ -107,12 +123,8 @@ LogicalResult FusedGroupEmitter::emitElementwiseGroup(ArrayRef<Operation *> ops,
                       "int64_t j) {{\n    using V = decltype(L);\n",
                       w);
   ExprEmitter ex;
-  loadInputs(ops, ex, w, os, "    ");
-  for (Operation *op : ops) {
-    if (failed(ex.emit(op, os, "    ")))
-      return failure();
-    storeYields(op->getResult(0), ex, os, "    ");
-  }
+  if (failed(emitLaneStatements(ops, w, ex, os, "    ")))
+    return failure();
   os << "  });\n";
   return success();
 }
@@ -145,12 +157,8 @@ LogicalResult FusedGroupEmitter::emitPrologue(ArrayRef<Operation *> pro, Value a
                         "int64_t j) {{\n      using V = decltype(L);\n",
                         K);
     ExprEmitter ex;
-    loadInputs(elementwise, ex, K, os, "      ");
-    for (Operation *op : elementwise) {
-      if (failed(ex.emit(op, os, "      ")))
-        return failure();
-      storeYields(op->getResult(0), ex, os, "      ");
-    }
+    if (failed(emitLaneStatements(elementwise, K, ex, os, "      ")))
+      return failure();
     Value rowValue = elementwise.back()->getResult(0);
     Value needed = norm ? norm->getOperand(0) : anchorInput;
     if (rowValue != needed)
@@ -347,16 +355,13 @@ LogicalResult FusedGroupEmitter::emitLinear(LinearOp l, ArrayRef<Operation *> ep
     for (Operation *op : elementwise)
       if (!only || regionOf[op->getResult(0)] == *only)
         mine.push_back(op);
-    loadInputs(mine, ex, only ? regions[*only].second : regions.front().second, os, inner);
     // Tile values (and RoPE results) yielded straight out.
     for (Value v : tileValues)
       if (ex.isBound(v))
         storeYields(v, ex, os, inner);
-    for (Operation *op : mine) {
-      if (failed(ex.emit(op, os, inner)))
-        return failure();
-      storeYields(op->getResult(0), ex, os, inner);
-    }
+    if (failed(emitLaneStatements(mine, only ? regions[*only].second : regions.front().second, ex,
+                                  os, inner)))
+      return failure();
     os << indent << "});\n";
     return success();
   };

@@ -1532,11 +1532,20 @@ inline void quantize_row_q8(const float* x, block_q8* y, int64_t k) {
 template <class Fmt>
 struct q8_weight;  // specialized for the formats that take q8 activations
 
-template <>
-struct q8_weight<fmt::q8_0> {
-  static constexpr bool has_min = false;
+// Every such block starts with its f16 scale; the "_1" formats follow it
+// with an f16 min.
+template <bool HasMin>
+struct q8_scales {
+  static constexpr bool has_min = HasMin;
   static LLMC_HOST_INLINE float scale(const uint8_t* b) { return load_half(b); }
-  static LLMC_HOST_INLINE float min(const uint8_t*) { return 0.0f; }
+  static LLMC_HOST_INLINE float min(const uint8_t* b) {
+    if constexpr (HasMin) return load_half(b + 2);
+    return 0.0f;
+  }
+};
+
+template <>
+struct q8_weight<fmt::q8_0> : q8_scales<false> {
   static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
     return static_cast<int8_t>(b[2 + i]);
   }
@@ -1547,10 +1556,7 @@ struct q8_weight<fmt::q8_0> {
 };
 
 template <>
-struct q8_weight<fmt::q4_0> {
-  static constexpr bool has_min = false;
-  static LLMC_HOST_INLINE float scale(const uint8_t* b) { return load_half(b); }
-  static LLMC_HOST_INLINE float min(const uint8_t*) { return 0.0f; }
+struct q8_weight<fmt::q4_0> : q8_scales<false> {
   static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
     const uint8_t v = b[2 + (i & 15)];
     return (i < 16 ? (v & 0x0F) : (v >> 4)) - 8;
@@ -1564,10 +1570,7 @@ struct q8_weight<fmt::q4_0> {
 };
 
 template <>
-struct q8_weight<fmt::q4_1> {
-  static constexpr bool has_min = true;
-  static LLMC_HOST_INLINE float scale(const uint8_t* b) { return load_half(b); }
-  static LLMC_HOST_INLINE float min(const uint8_t* b) { return load_half(b + 2); }
+struct q8_weight<fmt::q4_1> : q8_scales<true> {
   static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
     const uint8_t v = b[4 + (i & 15)];
     return i < 16 ? (v & 0x0F) : (v >> 4);
@@ -1579,10 +1582,7 @@ struct q8_weight<fmt::q4_1> {
 };
 
 template <>
-struct q8_weight<fmt::q5_0> {
-  static constexpr bool has_min = false;
-  static LLMC_HOST_INLINE float scale(const uint8_t* b) { return load_half(b); }
-  static LLMC_HOST_INLINE float min(const uint8_t*) { return 0.0f; }
+struct q8_weight<fmt::q5_0> : q8_scales<false> {
   static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
     const uint8_t v = b[6 + (i & 15)];
     const int hi = static_cast<int>((load_u32(b + 2) >> i) & 1) << 4;
@@ -1598,10 +1598,7 @@ struct q8_weight<fmt::q5_0> {
 };
 
 template <>
-struct q8_weight<fmt::q5_1> {
-  static constexpr bool has_min = true;
-  static LLMC_HOST_INLINE float scale(const uint8_t* b) { return load_half(b); }
-  static LLMC_HOST_INLINE float min(const uint8_t* b) { return load_half(b + 2); }
+struct q8_weight<fmt::q5_1> : q8_scales<true> {
   static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
     const uint8_t v = b[8 + (i & 15)];
     const int hi = static_cast<int>((load_u32(b + 4) >> i) & 1) << 4;
