@@ -63,6 +63,7 @@ DEFAULT_MODEL = os.path.join(os.path.expanduser("~"), ".cache", "llmc", "models"
 SKIP = 77
 
 TOP1_MIN = 0.98
+CONFIDENT_AGREE_MIN = 0.999
 KL_MAX = 0.02
 PPL_REL_MAX = 0.01
 
@@ -179,7 +180,7 @@ def main():
     ap.add_argument("--no-ppl-1024", action="store_true")
     ap.add_argument("--top1-floor", type=float, default=TOP1_MIN,
                     help="top-1 agreement to assert (default: the issue's goal, 0.98). ctest "
-                         "asserts 0.95: llama.cpp itself agrees with these goldens on only "
+                         "asserts 0.94: llama.cpp itself agrees with these goldens on only "
                          "0.9585 of top-1s when its KV cache is f16 (its default) instead of "
                          "f32, so 0.98 is below llama.cpp's own noise floor here")
     a = ap.parse_args()
@@ -231,6 +232,12 @@ def main():
                        f"median {np.median(mad):.3f}, max {mad.max():.3f}; agreement where the gap "
                        f">= 0.5: {r['agree_confident']:.4f} of {r['n_confident']}")
         check("teacher-forced top-1 agreement", r["top1"] >= a.top1_floor, detail)
+        # Where llama.cpp is not near a tie, rounding noise cannot flip the
+        # argmax: there the two engines must agree (a real bug would not).
+        check("top-1 agreement where llama.cpp's top1-top2 gap >= 0.5",
+              r["agree_confident"] >= CONFIDENT_AGREE_MIN,
+              f"{r['agree_confident']:.4f} of {r['n_confident']} positions "
+              f"(need >= {CONFIDENT_AGREE_MIN})")
         check("mean KL(llama.cpp || llmc), top-32 + rest", r["kl_mean"] < KL_MAX,
               f"{r['kl_mean']:.5f} (need < {KL_MAX}); p99 {r['kl_p99']:.5f}, max {r['kl_max']:.5f}; "
               f"mean rest mass {r['p_rest_mean']:.4f}")
