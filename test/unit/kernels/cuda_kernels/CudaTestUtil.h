@@ -1,0 +1,39 @@
+//===- CudaTestUtil.h - shared helpers of the CUDA kernel tests -*- C++ -*-===//
+#ifndef LLMC_TEST_UNIT_KERNELS_CUDA_CUDATESTUTIL_H
+#define LLMC_TEST_UNIT_KERNELS_CUDA_CUDATESTUTIL_H
+
+#include "Target/CUDA/NVRTCCompiler.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace llmc::cuda::test {
+
+// The process-wide compiler; null when the toolkit is missing (main() then
+// skips every test before they run).
+const NVRTCCompiler *compiler();
+std::string unavailableReason();
+
+inline std::string readText(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Options that hand the kernel library to NVRTC by contents, as the CUDA
+// emitter will (it embeds the header), for sm_80 and sm_90. A private cache
+// directory keeps the test independent of ~/.cache.
+inline CompileOptions kernelLibraryOptions(const std::string &cacheDir) {
+  CompileOptions o;
+  o.archs = {"sm_80", "sm_90"};
+  o.headers.push_back({"llmc_cuda_kernels.cuh",
+                       readText(std::string(LLMC_CUDA_KERNELS_DIR) + "/llmc_cuda_kernels.cuh")});
+  o.cache_dir = cacheDir;
+  return o;
+}
+
+} // namespace llmc::cuda::test
+
+#endif
