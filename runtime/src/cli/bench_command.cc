@@ -172,6 +172,7 @@ int RunBenchCommand(int argc, char** argv) {
   int64_t ctx = runner.ctx > 0 ? runner.ctx : needed;
   options.runner.num_blocks = (ctx + runner.block_size - 1) / runner.block_size;
 
+  if (int rc = runner.ResolveBackend(self, flags.positional()[0]); rc != 0) return rc;
   auto gen = Generator::Create(flags.positional()[0], options);
   if (!gen.ok()) return Fail(self, gen.status(), 1);
   const ModelConfig& model = (*gen)->artifact().manifest().model;

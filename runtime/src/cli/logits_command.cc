@@ -47,6 +47,7 @@ int RunLogitsCommand(int argc, char** argv) {
     return kExitUsage;
   }
   if (prefill <= 0 || prefill > int64_t(tokens.size())) prefill = int64_t(tokens.size());
+  if (int rc = runner.ResolveBackend(argv[0], flags.positional()[0]); rc != 0) return rc;
   auto gen = Generator::Create(flags.positional()[0], runner.Options(/*logits_rows=*/0));
   if (!gen.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(gen.status().message()).c_str());

@@ -48,6 +48,7 @@ int RunRunCommand(int argc, char** argv) {
     std::fprintf(stderr, "%s: expected one ARTIFACT (see --help)\n", argv[0]);
     return kExitUsage;
   }
+  if (int rc = runner.ResolveBackend(argv[0], flags.positional()[0]); rc != 0) return rc;
   auto gen = Generator::Create(flags.positional()[0], runner.Options());
   if (!gen.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(gen.status().message()).c_str());

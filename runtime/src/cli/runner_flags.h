@@ -3,9 +3,13 @@
 #define LLMC_RUNTIME_CLI_RUNNER_FLAGS_H_
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
+#include "llmc/runtime/cli/commands.h"
 #include "llmc/runtime/cli/flags.h"
 #include "llmc/runtime/engine/generator.h"
+#include "llmc/runtime/exec/backend.h"
 
 namespace llmc::cli {
 
@@ -15,13 +19,38 @@ struct RunnerFlags {
   int64_t batch = 512;
   int64_t ctx = 0;
   bool no_verify = false;
+  std::string backend = "auto";
 
   void Register(FlagSet& flags) {
+    flags.AddString("backend", &backend,
+                    "auto|host|cuda: where the artifact runs (auto: the GPU when the driver, a "
+                    "device and the artifact's kernels for it are there, else the host)");
     flags.AddInt("threads", &threads, "worker threads (0: one per core)", 't');
     flags.AddInt("block-size", &block_size, "tokens per KV-cache block");
     flags.AddInt("batch", &batch, "most tokens per step (prefill chunk)", 'b');
     flags.AddInt("ctx", &ctx, "KV-cache capacity in tokens (0: the model's max_position)", 'c');
     flags.AddBool("no-verify", &no_verify, "skip the weight checksum at load");
+  }
+  // Settles --backend for the artifact at `dir` before it is loaded: 0 to go
+  // on (the host backend), else the exit code, after a message on stderr.
+  // A fallback from an artifact with CUDA kernels to the host says why in one
+  // line. An unreadable artifact is left to Generator::Create to report.
+  int ResolveBackend(const char* self, const std::string& dir) const {
+    auto requested = ParseBackend(backend);
+    if (!requested.ok()) {
+      std::fprintf(stderr, "%s: %s\n", self, std::string(requested.status().message()).c_str());
+      return kExitUsage;
+    }
+    if (*requested == Backend::kHost) return 0;
+    auto targets = ReadArtifactTargets(dir);
+    if (!targets.ok()) return 0;
+    auto choice = ChooseBackend({*requested, *targets, /*cuda_executor=*/false});
+    if (!choice.ok()) {
+      std::fprintf(stderr, "%s: %s\n", self, std::string(choice.status().message()).c_str());
+      return 1;
+    }
+    if (!choice->note.empty()) std::fprintf(stderr, "%s: %s\n", self, choice->note.c_str());
+    return 0;
   }
   // `logits_rows`: most rows of logits one step returns (generation needs 1,
   // scoring needs a whole batch); the logits buffer is sized by it.

@@ -1,0 +1,192 @@
+// A fake CUDA driver for the loader's tests on machines without a GPU: it
+// exports the functions driver_api.h resolves, with the driver's C ABI, and
+// behaves as a small device whose "device memory" is host memory (so copies
+// work). fake_cuda_control(key, value) sets its behaviour; tests reach it by
+// dlopen'ing the same path (one handle, one state).
+//
+// Built twice: as is, and with FAKE_CUDA_OLD (no cuMemAlloc_v2, as a driver
+// too old to use).
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+using CUresult = int;
+struct State {
+  int init_result = 0;        // what cuInit returns
+  int device_count = 1;
+  int alloc_limit = -1;       // successful cuMemAlloc calls left (-1: no limit)
+  int allocs = 0, frees = 0;  // calls so far
+  int ctx_retained = 0;
+  int streams = 0;
+  int modules = 0;
+} g;
+}  // namespace
+
+#define API extern "C" __attribute__((visibility("default")))
+
+API void fake_cuda_control(const char* key, long value) {
+  std::string k = key;
+  if (k == "reset") g = State{};
+  else if (k == "init_result") g.init_result = int(value);
+  else if (k == "device_count") g.device_count = int(value);
+  else if (k == "alloc_limit") g.alloc_limit = int(value);
+}
+API long fake_cuda_query(const char* key) {
+  std::string k = key;
+  if (k == "allocs") return g.allocs;
+  if (k == "frees") return g.frees;
+  if (k == "ctx_retained") return g.ctx_retained;
+  if (k == "streams") return g.streams;
+  if (k == "modules") return g.modules;
+  return -1;
+}
+
+API CUresult cuGetErrorName(CUresult r, const char** s) {
+  switch (r) {
+    case 0: *s = "CUDA_SUCCESS"; return 0;
+    case 1: *s = "CUDA_ERROR_INVALID_VALUE"; return 0;
+    case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
+    case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
+    case 218: *s = "CUDA_ERROR_INVALID_PTX"; return 0;
+    case 500: *s = "CUDA_ERROR_NOT_FOUND"; return 0;
+  }
+  *s = nullptr;
+  return 1;
+}
+API CUresult cuGetErrorString(CUresult r, const char** s) {
+  switch (r) {
+    case 0: *s = "no error"; return 0;
+    case 1: *s = "invalid argument"; return 0;
+    case 2: *s = "out of memory"; return 0;
+    case 100: *s = "no CUDA-capable device is detected"; return 0;
+    case 218: *s = "a PTX JIT compilation failed"; return 0;
+    case 500: *s = "named symbol not found"; return 0;
+  }
+  *s = nullptr;
+  return 1;
+}
+API CUresult cuInit(unsigned) { return g.init_result; }
+API CUresult cuDriverGetVersion(int* v) { *v = 13000; return 0; }
+API CUresult cuDeviceGetCount(int* n) { *n = g.device_count; return 0; }
+API CUresult cuDeviceGet(int* d, int i) {
+  if (i < 0 || i >= g.device_count) return 101;
+  *d = i;
+  return 0;
+}
+API CUresult cuDeviceGetName(char* name, int len, int) {
+  std::strncpy(name, "Fake GPU", size_t(len));
+  return 0;
+}
+API CUresult cuDeviceGetAttribute(int* v, int attr, int) {
+  switch (attr) {
+    case 75: *v = 9; return 0;     // compute capability 9.0
+    case 76: *v = 0; return 0;
+    case 16: *v = 132; return 0;   // SMs
+    case 38: *v = 50 << 20; return 0;
+    case 97: *v = 227 << 10; return 0;
+  }
+  *v = 0;
+  return 1;
+}
+API CUresult cuDeviceTotalMem_v2(size_t* b, int) { *b = size_t(80) << 30; return 0; }
+API CUresult cuDevicePrimaryCtxRetain(void** c, int) { ++g.ctx_retained; *c = &g; return 0; }
+API CUresult cuDevicePrimaryCtxRelease_v2(int) { --g.ctx_retained; return 0; }
+API CUresult cuCtxSetCurrent(void*) { return 0; }
+API CUresult cuCtxSynchronize() { return 0; }
+API CUresult cuMemGetInfo_v2(size_t* f, size_t* t) { *f = *t = size_t(80) << 30; return 0; }
+
+// PTX "modules": text containing "error" fails with a log; otherwise a module
+// whose functions are any name but "missing".
+API CUresult cuModuleLoadDataEx(void** m, const void* image, unsigned n, int* opts, void** vals) {
+  const char* ptx = static_cast<const char*>(image);
+  bool bad = std::strstr(ptx, "error") != nullptr;
+  for (unsigned i = 0; i < n; ++i) {
+    if (opts[i] == 5 && bad) {  // CU_JIT_ERROR_LOG_BUFFER
+      const char* log = "ptxas application ptx input, line 3; error   : Unknown symbol 'oops'";
+      size_t cap = 0;
+      for (unsigned j = 0; j < n; ++j)
+        if (opts[j] == 6) cap = uintptr_t(vals[j]);
+      std::strncpy(static_cast<char*>(vals[i]), log, cap);
+      for (unsigned j = 0; j < n; ++j)
+        if (opts[j] == 6) vals[j] = reinterpret_cast<void*>(uintptr_t(std::strlen(log) + 1));
+    }
+    if (opts[i] == 3 && !bad) {  // CU_JIT_INFO_LOG_BUFFER
+      const char* log = "ptxas info    : Used 32 registers";
+      std::strcpy(static_cast<char*>(vals[i]), log);
+      for (unsigned j = 0; j < n; ++j)
+        if (opts[j] == 4) vals[j] = reinterpret_cast<void*>(uintptr_t(std::strlen(log) + 1));
+    }
+    if (opts[i] == 2) {  // CU_JIT_WALL_TIME: a float in the slot
+      float ms = 1.5f;
+      uint32_t bits;
+      std::memcpy(&bits, &ms, 4);
+      vals[i] = reinterpret_cast<void*>(uintptr_t(bits));
+    }
+  }
+  if (bad) return 218;
+  ++g.modules;
+  *m = &g;
+  return 0;
+}
+API CUresult cuModuleUnload(void*) { --g.modules; return 0; }
+API CUresult cuModuleGetFunction(void** f, void*, const char* name) {
+  if (std::strcmp(name, "missing") == 0) return 500;
+  *f = &g;
+  return 0;
+}
+API CUresult cuFuncSetAttribute(void*, int, int) { return 0; }
+API CUresult cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, void*, void**, void**) { return 0; }
+#ifndef FAKE_CUDA_OLD
+API CUresult cuMemAlloc_v2(unsigned long long* p, size_t bytes) {
+  if (g.alloc_limit == 0) return 2;
+  if (g.alloc_limit > 0) --g.alloc_limit;
+  void* m = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!m) return 2;
+  ++g.allocs;
+  *p = reinterpret_cast<uintptr_t>(m);
+  return 0;
+}
+#endif
+API CUresult cuMemFree_v2(unsigned long long p) {
+  ++g.frees;
+  std::free(reinterpret_cast<void*>(uintptr_t(p)));
+  return 0;
+}
+API CUresult cuMemcpyHtoD_v2(unsigned long long d, const void* s, size_t n) {
+  std::memcpy(reinterpret_cast<void*>(uintptr_t(d)), s, n);
+  return 0;
+}
+API CUresult cuMemcpyDtoH_v2(void* d, unsigned long long s, size_t n) {
+  std::memcpy(d, reinterpret_cast<void*>(uintptr_t(s)), n);
+  return 0;
+}
+API CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) {
+  std::memcpy(reinterpret_cast<void*>(uintptr_t(d)), reinterpret_cast<void*>(uintptr_t(s)), n);
+  return 0;
+}
+API CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void* s, size_t n, void*) {
+  return cuMemcpyHtoD_v2(d, s, n);
+}
+API CUresult cuMemcpyDtoHAsync_v2(void* d, unsigned long long s, size_t n, void*) {
+  return cuMemcpyDtoH_v2(d, s, n);
+}
+API CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void*) {
+  return cuMemcpyDtoD_v2(d, s, n);
+}
+API CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void*) {
+  std::memset(reinterpret_cast<void*>(uintptr_t(d)), v, n);
+  return 0;
+}
+API CUresult cuStreamCreate(void** s, unsigned) { ++g.streams; *s = &g; return 0; }
+API CUresult cuStreamSynchronize(void*) { return 0; }
+API CUresult cuStreamDestroy_v2(void*) { --g.streams; return 0; }
+API CUresult cuEventCreate(void** e, unsigned) { *e = &g; return 0; }
+API CUresult cuEventRecord(void*, void*) { return 0; }
+API CUresult cuEventSynchronize(void*) { return 0; }
+// Only the unversioned name, as drivers before CUDA 12.8 export it.
+API CUresult cuEventElapsedTime(float* ms, void*, void*) { *ms = 0.25f; return 0; }
+API CUresult cuEventDestroy_v2(void*) { return 0; }
+// No cuGraph* functions: graphs are optional.
