@@ -1624,12 +1624,17 @@ LLMC_HOST_INLINE void dot_rows_q8(const uint8_t* row, int64_t k, const block_q8*
                                   float* out) {
   using W = q8_weight<Fmt>;
   const int64_t nb = k / 32;
-  float offset[R] = {};
 #if LLMC_HOST_SIMD
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  // With few rows, alternate blocks between two accumulators (and two
+  // offset sums) so that consecutive FMAs do not wait on each other.
+  constexpr int A = R <= 2 ? 2 : 1;
+  __m256 acc[R][A];
+  float offset[R][A] = {};
+  for (int r = 0; r < R; ++r)
+    for (int a = 0; a < A; ++a) acc[r][a] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b) {
+    const int a = static_cast<int>(b % A);
     const uint8_t* wb = row + b * Fmt::block_bytes;
     const __m256i qw = W::quants(wb);
     const float dw = W::scale(wb);
@@ -1641,12 +1646,21 @@ LLMC_HOST_INLINE void dot_rows_q8(const uint8_t* row, int64_t k, const block_q8*
       __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb->q));
       if constexpr (!W::is_unsigned) qx = _mm256_sign_epi8(qx, qw);
       const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, qx), ones);
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * xb->d), acc[r]);
-      if constexpr (W::has_min) offset[r] += W::min(wb) * xb->s;
+      acc[r][a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * xb->d), acc[r][a]);
+      if constexpr (W::has_min) offset[r][a] += W::min(wb) * xb->s;
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = vhsum(vf{acc[r]}) + offset[r];
+  for (int r = 0; r < R; ++r) {
+    __m256 sum = acc[r][0];
+    float off = offset[r][0];
+    for (int a = 1; a < A; ++a) {
+      sum = _mm256_add_ps(sum, acc[r][a]);
+      off += offset[r][a];
+    }
+    out[r] = vhsum(vf{sum}) + off;
+  }
 #else
+  float offset[R] = {};
   float acc[R] = {};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = row + b * Fmt::block_bytes;
