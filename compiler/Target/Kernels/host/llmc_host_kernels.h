@@ -1450,15 +1450,19 @@ inline float* scratch(size_t floats) {
 struct prologue_tag {};
 struct tile_tag {};
 
-// Runs f(t0, t1) over the step's tokens: on the calling thread when the work
-// is small (a decode step), else across the pool.
+// Runs f(r0, r1) over [0, rows): on the calling thread when the work is
+// small (a decode step), else across the pool.
+template <class F>
+inline void for_rows(const llmc_host_step_info* step, int64_t rows, int64_t width, const F& f) {
+  if (rows * width < kParallelElems)
+    f(int64_t{0}, rows);
+  else
+    parallel_for(step, rows, token_grain(width), f);
+}
+// for_rows over the step's tokens.
 template <class F>
 inline void for_tokens(const llmc_host_step_info* step, int64_t width, const F& f) {
-  const int64_t T = step->num_tokens;
-  if (T * width < kParallelElems)
-    f(int64_t{0}, T);
-  else
-    parallel_for(step, T, token_grain(width), f);
+  for_rows(step, step->num_tokens, width, f);
 }
 }  // namespace detail
 
@@ -1715,7 +1719,8 @@ inline void gemm_q8(const uint8_t* w, int64_t k, int64_t n0, int64_t n1, int64_t
 
 struct q8_tag {};
 
-// The step's activation rows xrow(t) (K floats each), quantized once into
+// Activation rows xrow(t) for t < T (K floats each; T is the step's tokens
+// for a linear, its logits rows for the LM head), quantized once into
 // per-thread scratch: T rows of K / 32 blocks.
 template <int64_t K, class XRow>
 inline const block_q8* quantize_rows_q8(const llmc_host_step_info* step, int64_t T,
@@ -1725,7 +1730,7 @@ inline const block_q8* quantize_rows_q8(const llmc_host_step_info* step, int64_t
   const size_t floats = static_cast<size_t>(std::max<int64_t>(T, 1) * nb) * sizeof(block_q8) /
                         sizeof(float);
   block_q8* q = reinterpret_cast<block_q8*>(scratch<q8_tag>(floats));
-  for_tokens(step, K, [&](int64_t t0, int64_t t1) {
+  for_rows(step, T, K, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) quantize_row_q8(xrow(t), q + t * nb, K);
   });
   return q;
