@@ -54,6 +54,7 @@ absl::Status buildHostLibrary(const std::string &srcDir, const std::string &sour
                                    "-march=" + options.hostCpu, "-fPIC", "-shared",
                                    "-fno-math-errno", "-I" + srcDir, "-o", library,
                                    srcDir + "/kernels.cpp"};
+  args.insert(args.end() - 3, options.hostCflags.begin(), options.hostCflags.end());
   std::string key = source;
   key += kHostKernelsHeader;
   key += kHostAbiHeader;

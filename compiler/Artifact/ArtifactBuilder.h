@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace llmc {
 
@@ -24,6 +25,9 @@ struct ArtifactOptions {
   std::string output;                 // the model.llmc directory
   std::string hostCpu = "x86-64-v3";  // -march for the host kernels ("native" allowed)
   std::string hostCompiler = "c++";
+  // Extra flags for the host compiler, after llmc's own (e.g. sanitizers
+  // for checking the generated kernels: see scripts/check-sanitize).
+  std::vector<std::string> hostCflags;
   bool useCache = true;               // reuse identical builds from ~/.cache/llmc/host
   bool q8Activations = true;          // HostEmitOptions::q8Activations
   // Progress messages ("building host kernels", ...), for the terminal.

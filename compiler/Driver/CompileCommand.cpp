@@ -70,6 +70,9 @@ int runCompileCommand(int argc, char **argv) {
   static cl::opt<std::string> hostCompiler("host-compiler",
                                            cl::desc("C++ compiler that builds the host kernels"),
                                            cl::init("c++"), cl::cat(category));
+  static cl::list<std::string> hostCflags(
+      "host-cflags", cl::desc("extra flags for the host compiler (space-separated)"),
+      cl::value_desc("flags"), cl::cat(category));
   static cl::opt<bool> noCache("no-cache", cl::desc("rebuild host kernels even if cached"),
                                cl::cat(category));
   static cl::opt<bool> printAfterAll("print-ir-after-all",
@@ -254,6 +257,12 @@ int runCompileCommand(int argc, char **argv) {
     ArtifactOptions options;
     options.output = output;
     options.hostCpu = hostCpu;
+    for (const std::string &flags : hostCflags) {
+      llvm::SmallVector<llvm::StringRef> split;
+      llvm::StringRef(flags).split(split, ' ', -1, /*KeepEmpty=*/false);
+      for (llvm::StringRef f : split)
+        options.hostCflags.push_back(f.str());
+    }
     options.hostCompiler = hostCompiler;
     options.useCache = !noCache;
     options.q8Activations = hostActivations == "q8";

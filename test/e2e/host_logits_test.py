@@ -66,8 +66,30 @@ SHAPES = {
 }
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
+# --sanitize-kernels: the generated kernels are built with ASan + UBSan and
+# the runtime (not instrumented) runs with those runtimes preloaded.
+KERNEL_CFLAGS = []
+RUN_ENV = None
+
+
+def sanitize_kernels():
+    global RUN_ENV
+    KERNEL_CFLAGS.extend(["--host-cflags=-fsanitize=address,undefined -fno-omit-frame-pointer "
+                          "-fno-sanitize-recover=all"])
+    libs = []
+    for lib in ("libasan.so", "libubsan.so"):
+        path = subprocess.run(["c++", f"-print-file-name={lib}"], capture_output=True,
+                              text=True).stdout.strip()
+        if not os.path.isabs(path):
+            raise RuntimeError(f"no {lib} for the host compiler (c++ -print-file-name={lib})")
+        libs.append(path)
+    RUN_ENV = dict(os.environ, LD_PRELOAD=" ".join(libs),
+                   ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
+                   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
     return r
@@ -76,10 +98,14 @@ def run(cmd):
 def logits(llmc, model, art, tokens, vocab, extra=()):
     """Compiles `model` into `art` (with `extra` compile flags) and returns its
     teacher-forced logits for `tokens`: one chunked prefill, then decode."""
-    run([llmc, "compile", model, "-o", art, *extra])
+    run([llmc, "compile", model, "-o", art, *KERNEL_CFLAGS, *extra])
     out = art + ".f32"
-    run([llmc, "logits", art, "--tokens", ",".join(map(str, tokens)), "--prefill", str(PROMPT),
-         "--block-size", str(BLOCK_SIZE), "--threads", "2", "-o", out])
+    # llmc-rt next to llmc: with --sanitize-kernels, the preloaded sanitizer
+    # runtimes then meet only the runtime, not LLVM.
+    rt = os.path.join(os.path.dirname(llmc), "llmc-rt")
+    run([rt if os.path.exists(rt) else llmc, "logits", art, "--tokens",
+         ",".join(map(str, tokens)), "--prefill", str(PROMPT),
+         "--block-size", str(BLOCK_SIZE), "--threads", "2", "-o", out], env=RUN_ENV)
     return np.fromfile(out, dtype=np.float32).reshape(len(tokens), vocab).astype(np.float64)
 
 
@@ -124,7 +150,11 @@ def main():
     ap.add_argument("--llmc", default=os.path.join(ROOT, "build", "bin", "llmc"))
     ap.add_argument("--keep", help="keep models and artifacts in DIR")
     ap.add_argument("-k", help="only shapes whose name contains this")
+    ap.add_argument("--sanitize-kernels", action="store_true",
+                    help="build the generated kernels with ASan+UBSan and run them under it")
     a = ap.parse_args()
+    if a.sanitize_kernels:
+        sanitize_kernels()
     work = a.keep or tempfile.mkdtemp(prefix="llmc-e2e-")
     os.makedirs(work, exist_ok=True)
     passed = failed = 0
