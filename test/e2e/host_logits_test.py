@@ -57,6 +57,10 @@ SHAPES = {
     "qwen2-bias-untied": ["--arch", "qwen2", "--vocab", "300", "--hidden", "128", "--heads", "4",
                           "--kv-heads", "2", "--intermediate", "256", "--layers", "2",
                           "--no-tie-embeddings", "--rope-theta", "1000000"],
+    # bf16 checkpoint (as Qwen2.5 ships): bf16 biases in the merged QKV.
+    "qwen2-bias-bf16": ["--arch", "qwen2", "--vocab", "300", "--hidden", "128", "--heads", "4",
+                        "--kv-heads", "2", "--intermediate", "256", "--layers", "1",
+                        "--dtype", "bf16"],
     "llama3-scaled-gqa": ["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "8",
                           "--kv-heads", "2", "--intermediate", "256", "--layers", "3",
                           "--rope-scaling", "llama3:8,1,4,16", "--max-position", "512"],

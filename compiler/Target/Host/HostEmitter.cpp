@@ -122,18 +122,22 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::strin
     WeightType t = l.getWeight().getType();
     std::string in = input(l.getInput(), b);
     std::string w = weight(l.getWeight(), b);
-    std::string bias = "nullptr";
+    std::string bias = "nullptr", biasFmt = "llmc::host::fmt::f32";
     if (l.getBias()) {
-      if (cast<WeightType>(l.getBias().getType()).getFormat() != WeightFormat::f32)
-        return l.emitError() << "host codegen takes f32 biases only";
+      auto bt = cast<WeightType>(l.getBias().getType());
+      if (bt.getFormat() != WeightFormat::f32 && bt.getFormat() != WeightFormat::f16 &&
+          bt.getFormat() != WeightFormat::bf16)
+        return l.emitError() << "host codegen takes f32, f16 or bf16 biases, not "
+                             << stringifyWeightFormat(bt.getFormat());
       bias = weight(l.getBias(), b);
+      biasFmt = formatTag(bt);
     }
     bool q8Here = usesQ8Activations(t, q8);
-    os << llvm::formatv("  llmc::host::linear<{0}, {1}, {2}, {3}, llmc::host::fmt::f32, float, "
+    os << llvm::formatv("  llmc::host::linear<{0}, {1}, {2}, {3}, {9}, float, "
                         "{8}>(a->step, {4}, {5}, {6}, {7});\n",
                         formatTag(t), t.getShape()[0], t.getShape()[1],
                         l.getBias() ? "true" : "false", in, w, bias, output(0, b),
-                        q8Here ? "true" : "false");
+                        q8Here ? "true" : "false", biasFmt);
     ops = llvm::formatv("linear {0} {1}x{2}{3}{4}", stringifyWeightFormat(t.getFormat()),
                         t.getShape()[0], t.getShape()[1], l.getBias() ? " +bias" : "",
                         q8Here ? " (x q8)" : "");
