@@ -138,6 +138,8 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(const std::string& dir_
     LLMC_RETURN_IF_ERROR(RequireRegularFile(a->Path(m.host_library), "the host kernel library"));
   if (!m.tokenizer.empty())
     LLMC_RETURN_IF_ERROR(RequireRegularFile(a->Path(m.tokenizer), "the tokenizer"));
+  for (const ManifestCudaModule& mod : m.cuda.modules)
+    LLMC_RETURN_IF_ERROR(RequireRegularFile(a->Path(mod.file), "the " + mod.arch + " PTX"));
   return a;
 }
 

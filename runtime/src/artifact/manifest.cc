@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "llmc/runtime/artifact/cuda_abi.h"
+#include "llmc/runtime/artifact/cuda_launch_expr.h"
 #include "llmc/runtime/weight_format.h"
 #include "manifest_internal.h"
 
@@ -180,6 +182,66 @@ class Reader {
 #define LLMC_READ(reader, obj, prefix, key, out) \
   if (auto st = (reader).Read((obj), (prefix), (key), (out)); !st.ok()) return st
 
+absl::Status ParseStep(const Reader& r, const json& s, const std::string& f, ManifestStep* out) {
+  if (s.is_object() && s.contains("name")) LLMC_READ(r, s, f, "name", &out->name);
+  LLMC_READ(r, s, f, "kernel", &out->kernel);
+  LLMC_READ(r, s, f, "buffers", &out->buffers);
+  LLMC_READ(r, s, f, "weights", &out->weights);
+  LLMC_READ(r, s, f, "caches", &out->caches);
+  return absl::OkStatus();
+}
+
+// The "cuda" object (ManifestCuda).
+absl::Status ParseCuda(const Reader& r, const json& c, ManifestCuda* out) {
+  const std::string f = "cuda";
+  if (!c.is_object()) return r.Error(f, "must be an object, got " + DescribeJson(c));
+  LLMC_READ(r, c, f, "activation_dtype", &out->activation_dtype);
+  LLMC_READ(r, c, f, "cuda_abi_version", &out->cuda_abi_version);
+  auto st = r.ReadObjects(
+      c, f, "modules", &out->modules,
+      [&](const json& m, const std::string& mf, ManifestCudaModule* mod) {
+        LLMC_READ(r, m, mf, "arch", &mod->arch);
+        LLMC_READ(r, m, mf, "file", &mod->file);
+        LLMC_READ(r, m, mf, "checksum", &mod->checksum);
+        return r.ReadObjects(m, mf, "ptxas", &mod->ptxas,
+                             [&](const json& p, const std::string& pf, ManifestPtxasEntry* e) {
+                               LLMC_READ(r, p, pf, "symbol", &e->symbol);
+                               LLMC_READ(r, p, pf, "registers", &e->registers);
+                               LLMC_READ(r, p, pf, "spill_stores", &e->spill_stores);
+                               LLMC_READ(r, p, pf, "spill_loads", &e->spill_loads);
+                               LLMC_READ(r, p, pf, "shared_bytes", &e->shared_bytes);
+                               LLMC_READ(r, p, pf, "stack_bytes", &e->stack_bytes);
+                               return absl::OkStatus();
+                             });
+      });
+  if (!st.ok()) return st;
+  st = r.ReadObjects(
+      c, f, "kernels", &out->kernels,
+      [&](const json& k, const std::string& kf, ManifestCudaKernel* kernel) {
+        LLMC_READ(r, k, kf, "name", &kernel->name);
+        LLMC_READ(r, k, kf, "ops", &kernel->ops);
+        auto launches = r.ReadObjects(
+            k, kf, "launches", &kernel->launches,
+            [&](const json& l, const std::string& lf, ManifestCudaLaunch* launch) {
+              LLMC_READ(r, l, lf, "symbol", &launch->symbol);
+              LLMC_READ(r, l, lf, "when", &launch->when);
+              LLMC_READ(r, l, lf, "grid", &launch->grid);
+              LLMC_READ(r, l, lf, "block", &launch->block);
+              return absl::OkStatus();
+            });
+        if (!launches.ok()) return launches;
+        LLMC_READ(r, k, kf, "split_keys", &kernel->split_keys);
+        LLMC_READ(r, k, kf, "heads", &kernel->heads);
+        LLMC_READ(r, k, kf, "head_dim", &kernel->head_dim);
+        return absl::OkStatus();
+      });
+  if (!st.ok()) return st;
+  return r.ReadObjects(c, f, "steps", &out->steps,
+                       [&](const json& s, const std::string& sf, ManifestStep* step) {
+                         return ParseStep(r, s, sf, step);
+                       });
+}
+
 absl::StatusOr<Manifest> ParseManifest(const json& j, const std::string& path) {
   Reader r(path);
   if (!j.is_object())
@@ -259,13 +321,7 @@ absl::StatusOr<Manifest> ParseManifest(const json& j, const std::string& path) {
   {
     auto st = r.ReadObjects(j, "", "steps", &m.steps,
                             [&](const json& s, const std::string& f, ManifestStep* out) {
-                              if (s.is_object() && s.contains("name"))
-                                LLMC_READ(r, s, f, "name", &out->name);
-                              LLMC_READ(r, s, f, "kernel", &out->kernel);
-                              LLMC_READ(r, s, f, "buffers", &out->buffers);
-                              LLMC_READ(r, s, f, "weights", &out->weights);
-                              LLMC_READ(r, s, f, "caches", &out->caches);
-                              return absl::OkStatus();
+                              return ParseStep(r, s, f, out);
                             });
     if (!st.ok()) return st;
   }
@@ -274,6 +330,9 @@ absl::StatusOr<Manifest> ParseManifest(const json& j, const std::string& path) {
   LLMC_READ(r, j, "", "tokenizer", &m.tokenizer);
   LLMC_READ(r, j, "", "bos_id", &m.bos_id);
   LLMC_READ(r, j, "", "eos_id", &m.eos_id);
+  // Optional: written only by `llmc compile --target=sm_XX`.
+  if (auto it = j.find("cuda"); it != j.end())
+    if (auto st = ParseCuda(r, *it, &m.cuda); !st.ok()) return st;
   return m;
 }
 
@@ -332,6 +391,12 @@ std::string RelativePathProblem(const std::string& p) {
   return "";
 }
 
+bool IsChecksumHex(const std::string& s) {
+  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
 class Validator {
  public:
   Validator(const Manifest& m, const std::string& path) : m_(m), path_(path) {}
@@ -352,7 +417,7 @@ class Validator {
     using Check = absl::Status (Validator::*)();
     for (Check check :
          {&Validator::Targets, &Validator::Dtypes, &Validator::Weights, &Validator::Buffers,
-          &Validator::Kernels, &Validator::Steps, &Validator::Rest}) {
+          &Validator::Kernels, &Validator::Steps, &Validator::Cuda, &Validator::Rest}) {
       if (auto st = (this->*check)(); !st.ok()) return st;
     }
     return absl::OkStatus();
@@ -387,10 +452,7 @@ class Validator {
     const ManifestWeights& w = m_.weights;
     if (std::string why = RelativePathProblem(w.file); !why.empty())
       return Error("weights.file", why);
-    bool hex = w.checksum.size() == 16 &&
-               std::all_of(w.checksum.begin(), w.checksum.end(),
-                           [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-    if (!hex)
+    if (!IsChecksumHex(w.checksum))
       return Error("weights.checksum",
                    absl::StrCat("'", w.checksum, "' is not 16 lowercase hex digits"));
     std::set<std::string> names;
@@ -492,16 +554,21 @@ class Validator {
     return absl::OkStatus();
   }
 
-  absl::Status Steps() {
+  absl::Status Steps() { return StepList("steps", m_.steps, "kernels", m_.kernels.size()); }
+
+  // The index ranges of a step plan (`field`: "steps" or "cuda.steps"), whose
+  // `kernel` indexes the list `kernels` of `num_kernels` entries.
+  absl::Status StepList(const std::string& field, const std::vector<ManifestStep>& steps,
+                        const char* kernels, size_t num_kernels) {
     auto check = [&](const std::string& field, int64_t value, size_t count, const char* what) {
       if (value >= 0 && static_cast<uint64_t>(value) < count) return absl::OkStatus();
       return Error(field,
                    absl::StrCat(value, " is out of range: ", what, " has ", count, " entries"));
     };
-    for (size_t i = 0; i < m_.steps.size(); ++i) {
-      const ManifestStep& s = m_.steps[i];
-      std::string f = Indexed("steps", i);
-      if (auto st = check(f + ".kernel", s.kernel, m_.kernels.size(), "kernels"); !st.ok())
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const ManifestStep& s = steps[i];
+      std::string f = Indexed(field, i);
+      if (auto st = check(f + ".kernel", s.kernel, num_kernels, kernels); !st.ok())
         return st;
       for (size_t k = 0; k < s.buffers.size(); ++k)
         if (auto st = check(Indexed(f + ".buffers", k), s.buffers[k], m_.buffers.size(), "buffers");
@@ -517,6 +584,108 @@ class Validator {
                             static_cast<size_t>(m_.model.num_layers), "the model's layer list");
             !st.ok())
           return st;
+    }
+    return absl::OkStatus();
+  }
+
+  // The CUDA section: empty for a host-only artifact; else its modules (one
+  // per sm_XX target), kernels with parseable launches, and a step plan whose
+  // bindings fit cuda_abi.h's fixed arrays.
+  absl::Status Cuda() {
+    const ManifestCuda& c = m_.cuda;
+    if (c.modules.empty()) {
+      if (!c.kernels.empty() || !c.steps.empty())
+        return Error("cuda.modules", absl::StrCat("is empty, but cuda has ", c.kernels.size(),
+                                                  " kernels and ", c.steps.size(), " steps"));
+      return absl::OkStatus();
+    }
+    if (!IsFloatDtype(c.activation_dtype))
+      return Error("cuda.activation_dtype",
+                   absl::StrCat("is '", c.activation_dtype, "'; expected bf16, f16 or f32"));
+    if (c.cuda_abi_version < 1)
+      return Error("cuda.cuda_abi_version", absl::StrCat("must be >= 1, got ", c.cuda_abi_version));
+    if (auto st = CudaModules(); !st.ok()) return st;
+    if (auto st = CudaKernels(); !st.ok()) return st;
+    if (auto st = StepList("cuda.steps", c.steps, "cuda.kernels", c.kernels.size()); !st.ok())
+      return st;
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      const ManifestStep& s = c.steps[i];
+      std::string f = Indexed("cuda.steps", i);
+      if (s.buffers.size() > LLMC_CUDA_MAX_BUFFERS)
+        return Error(f + ".buffers", absl::StrCat("has ", s.buffers.size(), " entries; a launch ",
+                                                  "binds at most ", LLMC_CUDA_MAX_BUFFERS));
+      if (s.weights.size() > LLMC_CUDA_MAX_WEIGHTS)
+        return Error(f + ".weights", absl::StrCat("has ", s.weights.size(), " entries; a launch ",
+                                                  "binds at most ", LLMC_CUDA_MAX_WEIGHTS));
+      if (s.caches.size() > 1)
+        return Error(f + ".caches", absl::StrCat("has ", s.caches.size(),
+                                                 " entries; a launch binds one layer's K and V"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CudaModules() {
+    const ManifestCuda& c = m_.cuda;
+    std::set<std::string> archs;
+    for (size_t i = 0; i < c.modules.size(); ++i) {
+      const ManifestCudaModule& mod = c.modules[i];
+      std::string f = Indexed("cuda.modules", i);
+      if (mod.arch.compare(0, 3, "sm_") != 0 || !IsTarget(mod.arch))
+        return Error(f + ".arch", absl::StrCat("'", mod.arch, "' is not a CUDA target (sm_80, ...)"));
+      if (std::find(m_.targets.begin(), m_.targets.end(), mod.arch) == m_.targets.end())
+        return Error(f + ".arch", absl::StrCat("'", mod.arch, "' is not one of targets (",
+                                               absl::StrJoin(m_.targets, ", "), ")"));
+      if (!archs.insert(mod.arch).second)
+        return Error(f + ".arch", absl::StrCat("'", mod.arch, "' has an earlier module too"));
+      if (std::string why = RelativePathProblem(mod.file); !why.empty())
+        return Error(f + ".file", why);
+      if (!IsChecksumHex(mod.checksum))
+        return Error(f + ".checksum",
+                     absl::StrCat("'", mod.checksum, "' is not 16 lowercase hex digits"));
+      for (size_t k = 0; k < mod.ptxas.size(); ++k)
+        if (!IsIdentifier(mod.ptxas[k].symbol))
+          return Error(Indexed(f + ".ptxas", k) + ".symbol",
+                       absl::StrCat("'", mod.ptxas[k].symbol, "' is not a C identifier"));
+    }
+    // The backend picks a module by target name: every CUDA target has one.
+    for (size_t i = 0; i < m_.targets.size(); ++i)
+      if (m_.targets[i].compare(0, 3, "sm_") == 0 && !archs.count(m_.targets[i]))
+        return Error(Indexed("targets", i),
+                     absl::StrCat("'", m_.targets[i], "' has no module in cuda.modules"));
+    return absl::OkStatus();
+  }
+
+  absl::Status CudaKernels() {
+    for (size_t i = 0; i < m_.cuda.kernels.size(); ++i) {
+      const ManifestCudaKernel& k = m_.cuda.kernels[i];
+      std::string f = Indexed("cuda.kernels", i);
+      if (k.name.empty()) return Error(f + ".name", "is empty");
+      if (k.launches.empty()) return Error(f + ".launches", "is empty");
+      for (size_t l = 0; l < k.launches.size(); ++l) {
+        const ManifestCudaLaunch& launch = k.launches[l];
+        std::string lf = Indexed(f + ".launches", l);
+        if (!IsIdentifier(launch.symbol))
+          return Error(lf + ".symbol", absl::StrCat("'", launch.symbol, "' is not a C identifier"));
+        if (auto when = ParseWhenExpr(launch.when); !when.ok())
+          return Error(lf + ".when", std::string(when.status().message()));
+        if (launch.grid.size() != 3)
+          return Error(lf + ".grid", absl::StrCat("has ", launch.grid.size(),
+                                                  " entries; expected 3 (x, y, z)"));
+        for (size_t d = 0; d < 3; ++d)
+          if (auto grid = ParseGridExpr(launch.grid[d]); !grid.ok())
+            return Error(Indexed(lf + ".grid", d), std::string(grid.status().message()));
+        if (launch.block < 1 || launch.block > 1024)
+          return Error(lf + ".block", absl::StrCat("is ", launch.block, "; expected 1 to 1024"));
+      }
+      if (k.split_keys < 0)
+        return Error(f + ".split_keys", absl::StrCat("must be >= 0, got ", k.split_keys));
+      if (k.split_keys > 0) {
+        // The runner sizes the attention scratch by them.
+        for (auto [key, v] : {std::pair{"heads", k.heads}, std::pair{"head_dim", k.head_dim}})
+          if (v <= 0 || v > (int64_t{1} << 20))
+            return Error(f + "." + key, absl::StrCat("is ", v, "; an attention kernel (split_keys ",
+                                                     k.split_keys, ") needs a positive value"));
+      }
     }
     return absl::OkStatus();
   }
@@ -592,6 +761,48 @@ bool CheckTensorLayout(const ManifestTensor& t, std::string* field, std::string*
 
 }  // namespace artifact_internal
 
+namespace {
+
+ojson CudaToJson(const ManifestCuda& c, ojson steps) {
+  ojson modules = ojson::array();
+  for (const ManifestCudaModule& mod : c.modules) {
+    ojson ptxas = ojson::array();
+    for (const ManifestPtxasEntry& e : mod.ptxas)
+      ptxas.push_back({{"symbol", e.symbol},
+                       {"registers", e.registers},
+                       {"spill_stores", e.spill_stores},
+                       {"spill_loads", e.spill_loads},
+                       {"shared_bytes", e.shared_bytes},
+                       {"stack_bytes", e.stack_bytes}});
+    modules.push_back({{"arch", mod.arch},
+                       {"file", mod.file},
+                       {"checksum", mod.checksum},
+                       {"ptxas", std::move(ptxas)}});
+  }
+  ojson kernels = ojson::array();
+  for (const ManifestCudaKernel& k : c.kernels) {
+    ojson launches = ojson::array();
+    for (const ManifestCudaLaunch& l : k.launches)
+      launches.push_back(
+          {{"symbol", l.symbol}, {"when", l.when}, {"grid", l.grid}, {"block", l.block}});
+    kernels.push_back({{"name", k.name},
+                       {"ops", k.ops},
+                       {"launches", std::move(launches)},
+                       {"split_keys", k.split_keys},
+                       {"heads", k.heads},
+                       {"head_dim", k.head_dim}});
+  }
+  ojson j = ojson::object();
+  j["activation_dtype"] = c.activation_dtype;
+  j["cuda_abi_version"] = c.cuda_abi_version;
+  j["modules"] = std::move(modules);
+  j["kernels"] = std::move(kernels);
+  j["steps"] = std::move(steps);
+  return j;
+}
+
+}  // namespace
+
 std::string ManifestToJson(const Manifest& m) {
   // Callers may be built without exceptions: none may leave (only bad_alloc
   // could; strings that are not UTF-8 are written with U+FFFD instead).
@@ -618,13 +829,17 @@ std::string ManifestToJson(const Manifest& m) {
                          {"symbol", k.symbol},
                          {"ops", k.ops},
                          {"launch", k.launch}});
-    ojson steps = ojson::array();
-    for (const ManifestStep& s : m.steps)
-      steps.push_back({{"name", s.name},
+    auto step_list = [](const std::vector<ManifestStep>& list) {
+      ojson out = ojson::array();
+      for (const ManifestStep& s : list)
+        out.push_back({{"name", s.name},
                        {"kernel", s.kernel},
                        {"buffers", s.buffers},
                        {"weights", s.weights},
                        {"caches", s.caches}});
+      return out;
+    };
+    ojson steps = step_list(m.steps);
     // Our own output, so it parses; the config's JSON has one definition.
     ojson model = ojson::parse(ModelConfigToJson(m.model, -1), nullptr, /*allow_exceptions=*/false);
     ojson j = ojson::object();
@@ -648,6 +863,8 @@ std::string ManifestToJson(const Manifest& m) {
     j["tokenizer"] = m.tokenizer;
     j["bos_id"] = m.bos_id;
     j["eos_id"] = m.eos_id;
+    // Only CUDA artifacts have the section (host-only manifests stay as they were).
+    if (!m.cuda.modules.empty()) j["cuda"] = CudaToJson(m.cuda, step_list(m.cuda.steps));
     // Invalid UTF-8 in a string is written as U+FFFD rather than thrown.
     return j.dump(2, ' ', /*ensure_ascii=*/false, ojson::error_handler_t::replace) + "\n";
   } catch (...) {

@@ -136,6 +136,18 @@ TEST_F(ArtifactTest, MissingTokenizer) {
                                      ": the tokenizer named by the manifest is missing"});
 }
 
+TEST(ArtifactCudaTest, OpensAndNeedsEveryPtxFile) {
+  TempFolder folder;
+  std::string dir = folder.File("model.llmc");
+  ASSERT_TRUE(test::WriteTinyArtifact(dir, nullptr, test::TinyCudaManifest()).ok());
+  auto artifact = Artifact::Open(dir);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  EXPECT_EQ((*artifact)->manifest().cuda.modules.size(), 2u);
+  fs::remove(dir + "/kernels/sm_90/kernels.ptx");
+  ExpectError(Artifact::Open(dir), {dir + "/kernels/sm_90/kernels.ptx: the sm_90 PTX named by "
+                                          "the manifest is missing"});
+}
+
 TEST_F(ArtifactTest, MissingWeightFile) {
   fs::remove(File("weights/rank0.bin"));
   ExpectError(Artifact::Open(dir_),

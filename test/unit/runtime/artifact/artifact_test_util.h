@@ -103,6 +103,42 @@ inline Manifest TinyManifest() {
   return m;
 }
 
+// TinyManifest compiled for host, sm_80 and sm_90: an embedding, one split
+// attention kernel per layer (two launches, the reduction only with several
+// splits) and an LM head with a GEMV and a GEMM variant.
+inline Manifest TinyCudaManifest() {
+  Manifest m = TinyManifest();
+  m.targets = {"host", "sm_80", "sm_90"};
+  ManifestCuda& c = m.cuda;
+  c.activation_dtype = "bf16";
+  c.cuda_abi_version = 1;
+  c.modules = {{"sm_80", "kernels/sm_80/kernels.ptx", "00000000000000aa",
+                {{"llmc_cuda_embed", 24, 0, 0, 0, 0},
+                 {"llmc_cuda_attn", 96, 16, 24, 4096, 32},
+                 {"llmc_cuda_attn_reduce", 40, 0, 0, 512, 0},
+                 {"llmc_cuda_gemv", 64, 0, 0, 0, 0},
+                 {"llmc_cuda_gemm", 128, 0, 0, 32768, 0}}},
+               {"sm_90", "kernels/sm_90/kernels.ptx", "00000000000000bb",
+                {{"llmc_cuda_embed", 24, 0, 0, 0, 0}}}};
+  c.kernels = {{"embed", "gather f32 64x64", {{"llmc_cuda_embed", "", {"T", "1", "1"}, 128}}},
+               {"attn",
+                "attention 4/2 x 16",
+                {{"llmc_cuda_attn", "", {"T", "2", "splits"}, 128},
+                 {"llmc_cuda_attn_reduce", "splits>1", {"T", "4", "1"}, 64}},
+                256,
+                4,
+                16},
+               {"lm_head",
+                "linear q4_1 64x64",
+                {{"llmc_cuda_gemv", "L<=8", {"cdiv(L,4)", "16", "1"}, 256},
+                 {"llmc_cuda_gemm", "L>8", {"cdiv(L,64)", "1", "1"}, 128}}}};
+  c.steps = {{0, {0}, {0}, {}, "embed"},
+             {1, {0}, {}, {0}, "layers.0.attn"},
+             {1, {0}, {}, {1}, "layers.1.attn"},
+             {2, {0, 1}, {1, 2, 3, 4}, {}, "lm_head"}};
+  return m;
+}
+
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -136,10 +172,13 @@ class TempFolder {
 };
 
 // Writes a complete artifact at `dir` the way the compiler does: into
-// ArtifactTempDir(dir), manifest last, then CommitArtifactDir.
-inline absl::Status WriteTinyArtifact(const std::string& dir, Manifest* out = nullptr) {
+// ArtifactTempDir(dir), manifest last, then CommitArtifactDir. `base` gives
+// every field but the weights' checksum and size (TinyManifest's tensors);
+// its CUDA modules are written as placeholder PTX, with their checksums.
+inline absl::Status WriteTinyArtifact(const std::string& dir, Manifest* out = nullptr,
+                                      const Manifest& base = TinyManifest()) {
   std::string tmp = ArtifactTempDir(dir);
-  Manifest m = TinyManifest();
+  Manifest m = base;
   WeightFileWriter writer;
   if (auto st = writer.Open(tmp + "/" + m.weights.file); !st.ok()) return st;
   std::vector<TensorSpec> specs = TinyTensors();
@@ -154,6 +193,11 @@ inline absl::Status WriteTinyArtifact(const std::string& dir, Manifest* out = nu
             "\x7f"
             "ELF not really");
   WriteFile(tmp + "/" + m.tokenizer, "{}");
+  for (ManifestCudaModule& mod : m.cuda.modules) {
+    std::string ptx = "// placeholder PTX for " + mod.arch + "\n.version 8.0\n";
+    WriteFile(tmp + "/" + mod.file, ptx);
+    mod.checksum = ChecksumHex(reinterpret_cast<const uint8_t*>(ptx.data()), ptx.size());
+  }
   if (auto st = WriteManifest(tmp, m); !st.ok()) return st;
   if (out != nullptr) *out = m;
   return CommitArtifactDir(tmp, dir);

@@ -324,5 +324,187 @@ TEST(Manifest, OtherFields) {
   EXPECT_TRUE(RoundTrip([](Manifest& m) { m.tokenizer = ""; }).ok());
 }
 
+// ---- the cuda section ------------------------------------------------------
+
+using test::TinyCudaManifest;
+
+absl::StatusOr<Manifest> CudaRoundTrip(const std::function<void(Manifest&)>& edit) {
+  Manifest m = TinyCudaManifest();
+  edit(m);
+  return ManifestFromJson(ManifestToJson(m), kPath);
+}
+
+TEST(ManifestCuda, JsonRoundTripKeepsEveryField) {
+  Manifest in = TinyCudaManifest();
+  ASSERT_TRUE(ValidateManifest(in, kPath).ok()) << ValidateManifest(in, kPath);
+  std::string json = ManifestToJson(in);
+  auto out = ManifestFromJson(json, kPath);
+  ASSERT_TRUE(out.ok()) << out.status() << "\n" << json;
+  const ManifestCuda &a = out->cuda, &b = in.cuda;
+  EXPECT_EQ(a.activation_dtype, "bf16");
+  EXPECT_EQ(a.cuda_abi_version, 1);
+  ASSERT_EQ(a.modules.size(), b.modules.size());
+  for (size_t i = 0; i < a.modules.size(); ++i) {
+    EXPECT_EQ(a.modules[i].arch, b.modules[i].arch);
+    EXPECT_EQ(a.modules[i].file, b.modules[i].file);
+    EXPECT_EQ(a.modules[i].checksum, b.modules[i].checksum);
+    ASSERT_EQ(a.modules[i].ptxas.size(), b.modules[i].ptxas.size());
+    for (size_t k = 0; k < a.modules[i].ptxas.size(); ++k) {
+      const ManifestPtxasEntry &x = a.modules[i].ptxas[k], &y = b.modules[i].ptxas[k];
+      EXPECT_EQ(x.symbol, y.symbol);
+      EXPECT_EQ(x.registers, y.registers);
+      EXPECT_EQ(x.spill_stores, y.spill_stores);
+      EXPECT_EQ(x.spill_loads, y.spill_loads);
+      EXPECT_EQ(x.shared_bytes, y.shared_bytes);
+      EXPECT_EQ(x.stack_bytes, y.stack_bytes);
+    }
+  }
+  ASSERT_EQ(a.kernels.size(), b.kernels.size());
+  for (size_t i = 0; i < a.kernels.size(); ++i) {
+    const ManifestCudaKernel &x = a.kernels[i], &y = b.kernels[i];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.ops, y.ops);
+    EXPECT_EQ(x.split_keys, y.split_keys);
+    EXPECT_EQ(x.heads, y.heads);
+    EXPECT_EQ(x.head_dim, y.head_dim);
+    ASSERT_EQ(x.launches.size(), y.launches.size());
+    for (size_t l = 0; l < x.launches.size(); ++l) {
+      EXPECT_EQ(x.launches[l].symbol, y.launches[l].symbol);
+      EXPECT_EQ(x.launches[l].when, y.launches[l].when);
+      EXPECT_EQ(x.launches[l].grid, y.launches[l].grid);
+      EXPECT_EQ(x.launches[l].block, y.launches[l].block);
+    }
+  }
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    EXPECT_EQ(a.steps[i].name, b.steps[i].name);
+    EXPECT_EQ(a.steps[i].kernel, b.steps[i].kernel);
+    EXPECT_EQ(a.steps[i].buffers, b.steps[i].buffers);
+    EXPECT_EQ(a.steps[i].weights, b.steps[i].weights);
+    EXPECT_EQ(a.steps[i].caches, b.steps[i].caches);
+  }
+  EXPECT_EQ(a.kernels[1].launches[1].when, "splits>1");
+  EXPECT_EQ(ManifestToJson(*out), json);
+}
+
+TEST(ManifestCuda, HostOnlyManifestHasNoSection) {
+  std::string json = ManifestToJson(TinyManifest());
+  EXPECT_EQ(json.find("\"cuda\""), std::string::npos) << json;
+  auto m = ManifestFromJson(json, kPath);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->cuda.modules.empty());
+  EXPECT_NE(ManifestToJson(TinyCudaManifest()).find("\"cuda\": {"), std::string::npos);
+}
+
+TEST(ManifestCuda, MissingAndMistypedFields) {
+  std::string json = ManifestToJson(TinyCudaManifest());
+  auto edited = [&](const std::string& needle, const std::string& replacement) {
+    std::string text = json;
+    size_t at = text.find(needle);
+    EXPECT_NE(at, std::string::npos) << needle;
+    if (at != std::string::npos) text.replace(at, needle.size(), replacement);
+    return ManifestFromJson(text, kPath);
+  };
+  ExpectError(edited("\"cuda\": {", "\"cuda\": [1], \"x\": {"),
+              {kPath, "cuda must be an object, got an array"});
+  ExpectError(edited("\"cuda_abi_version\"", "\"abi\""), {kPath, "cuda.cuda_abi_version is missing"});
+  ExpectError(edited("\"spill_loads\": 24", "\"spill_loads\": \"24\""),
+              {kPath, "cuda.modules[0].ptxas[1].spill_loads must be an integer, got a string"});
+  ExpectError(edited("\"grid\": [", "\"grid\": [1, "),
+              {kPath, "cuda.kernels[0].launches[0].grid[0] must be a string, got 1"});
+  ExpectError(edited("\"split_keys\": 0", "\"split_key\": 0"),
+              {kPath, "cuda.kernels[0].split_keys is missing"});
+}
+
+TEST(ManifestCuda, StepIndicesInRange) {
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.steps[1].kernel = 3; }),
+              {kPath, "cuda.steps[1].kernel 3 is out of range: cuda.kernels has 3 entries"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.steps[3].buffers[1] = 2; }),
+              {"cuda.steps[3].buffers[1] 2 is out of range: buffers has 2 entries"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.steps[3].weights[0] = -1; }),
+              {"cuda.steps[3].weights[0] -1 is out of range: weights.tensors has 5 entries"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.steps[2].caches[0] = 2; }),
+              {"cuda.steps[2].caches[0] 2 is out of range"});
+}
+
+TEST(ManifestCuda, BindingsFitTheAbi) {
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.steps[3].buffers.assign(13, 0); }),
+              {kPath, "cuda.steps[3].buffers has 13 entries; a launch binds at most 12"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.steps[3].weights.assign(13, 1); }),
+              {"cuda.steps[3].weights has 13 entries; a launch binds at most 12"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.steps[1].caches = {0, 1}; }),
+              {"cuda.steps[1].caches has 2 entries; a launch binds one layer's K and V"});
+  EXPECT_TRUE(CudaRoundTrip([](Manifest& m) { m.cuda.steps[3].buffers.assign(12, 0); }).ok());
+}
+
+TEST(ManifestCuda, Launches) {
+  auto launch = [](Manifest& m) -> ManifestCudaLaunch& { return m.cuda.kernels[2].launches[0]; };
+  ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).grid = {"T", "1"}; }),
+              {kPath, "cuda.kernels[2].launches[0].grid has 2 entries; expected 3 (x, y, z)"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).grid[1] = "H"; }),
+              {"cuda.kernels[2].launches[0].grid[1] 'H' is not a grid expression"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).grid[0] = "cdiv(T,0)"; }),
+              {"cuda.kernels[2].launches[0].grid[0] 'cdiv(T,0)' divides by 0"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).grid[0] = "cdiv(splits,2)"; }),
+              {"launches[0].grid[0] 'cdiv(splits,2)' is not a grid expression"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).when = "T<8"; }),
+              {"cuda.kernels[2].launches[0].when 'T<8' is not a condition"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).when = "S>1"; }),
+              {"launches[0].when 'S>1' is not a condition"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).block = 0; }),
+              {"cuda.kernels[2].launches[0].block is 0; expected 1 to 1024"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).block = 1025; }),
+              {"launches[0].block is 1025"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).symbol = "gemv-1"; }),
+              {"cuda.kernels[2].launches[0].symbol 'gemv-1' is not a C identifier"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.kernels[0].launches.clear(); }),
+              {"cuda.kernels[0].launches is empty"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.kernels[0].name = ""; }),
+              {"cuda.kernels[0].name is empty"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.kernels[1].head_dim = 0; }),
+              {"cuda.kernels[1].head_dim is 0; an attention kernel (split_keys 256)"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.kernels[1].split_keys = -1; }),
+              {"cuda.kernels[1].split_keys must be >= 0"});
+  EXPECT_TRUE(CudaRoundTrip([&](Manifest& m) {
+                launch(m).grid = {"cdiv( L , 4 )", "65535", "splits"};
+                launch(m).when = " splits > 0 ";
+              }).ok());
+}
+
+TEST(ManifestCuda, ModulesAndSection) {
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.modules[0].arch = "gfx90a"; }),
+              {kPath, "cuda.modules[0].arch 'gfx90a' is not a CUDA target (sm_80, ...)"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.modules[0].arch = "host"; }),
+              {"cuda.modules[0].arch 'host' is not a CUDA target"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.modules[1].arch = "sm_80"; }),
+              {"cuda.modules[1].arch 'sm_80' has an earlier module too"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.modules[1].arch = "sm_100"; }),
+              {"cuda.modules[1].arch 'sm_100' is not one of targets (host, sm_80, sm_90)"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.modules.pop_back(); }),
+              {"targets[2] 'sm_90' has no module in cuda.modules"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.modules[0].file = "../x.ptx"; }),
+              {"cuda.modules[0].file '../x.ptx' leaves the artifact"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.modules[0].file = "/tmp/x.ptx"; }),
+              {"cuda.modules[0].file '/tmp/x.ptx' is absolute"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.modules[0].checksum = "abc"; }),
+              {"cuda.modules[0].checksum 'abc' is not 16 lowercase hex digits"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.modules[0].ptxas[0].symbol = ""; }),
+              {"cuda.modules[0].ptxas[0].symbol '' is not a C identifier"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.activation_dtype = "f8"; }),
+              {"cuda.activation_dtype is 'f8'; expected bf16, f16 or f32"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.cuda_abi_version = 0; }),
+              {"cuda.cuda_abi_version must be >= 1, got 0"});
+  // Kernels without modules would be dropped by the writer: rejected.
+  ExpectError(ValidateManifest(
+                  [] {
+                    Manifest m = TinyCudaManifest();
+                    m.cuda.modules.clear();
+                    m.targets = {"host"};
+                    return m;
+                  }(),
+                  kPath),
+              {"cuda.modules is empty, but cuda has 3 kernels and 4 steps"});
+}
+
 }  // namespace
 }  // namespace llmc

@@ -8,6 +8,8 @@
 //   weights/rank0.bin        every weight in its packed format, 64-byte aligned
 //   kernels/host/kernels.so  the host kernels (symbols listed in `kernels`)
 //   kernels/host/src/...     the generated C++ they were built from
+//   kernels/cuda/src/...     the generated CUDA C++ (with --target=sm_XX)
+//   kernels/sm_XX/kernels.ptx  NVRTC's PTX for each CUDA target
 //   tokenizer/...            tokenizer.json (+ tokenizer_config.json) or tokenizer.gguf
 #ifndef LLMC_RUNTIME_ARTIFACT_MANIFEST_H_
 #define LLMC_RUNTIME_ARTIFACT_MANIFEST_H_
@@ -72,6 +74,58 @@ struct ManifestStep {
   std::string name;
 };
 
+// One launch of a CUDA kernel. A kernel may need several in order (a GEMM
+// group: the GEMM, then an in-place RoPE; attention: the split pass, then
+// the reduction), and a GEMM has a GEMV variant for small token counts.
+//   when:  "" (always), or "<var><op><int>" with var T (tokens), L (logits
+//          rows) or splits, op <= > (e.g. "T<=8", "splits>1")
+//   grid:  three expressions: an integer, T, L, splits, or cdiv(T|L,<int>)
+struct ManifestCudaLaunch {
+  std::string symbol;                // __global__ entry of every PTX module
+  std::string when;
+  std::vector<std::string> grid;     // x, y, z
+  int64_t block = 128;               // threads per block
+};
+
+struct ManifestCudaKernel {
+  std::string name;                  // e.g. "layers.0.attn.rms_norm+linear+split+rope_0"
+  std::string ops;                   // what it computes, as in ManifestKernel
+  std::vector<ManifestCudaLaunch> launches;
+  // Flash-decoding attention: keys per split and the partials' shape (the
+  // runtime sizes its scratch by them); 0 for other kernels.
+  int64_t split_keys = 0;
+  int64_t heads = 0, head_dim = 0;
+};
+
+// ptxas -v's numbers for one entry function of one module.
+struct ManifestPtxasEntry {
+  std::string symbol;
+  int64_t registers = 0;
+  int64_t spill_stores = 0, spill_loads = 0;  // bytes
+  int64_t shared_bytes = 0;                   // static shared memory
+  int64_t stack_bytes = 0;
+};
+
+struct ManifestCudaModule {
+  std::string arch;                  // "sm_90"
+  std::string file;                  // "kernels/sm_90/kernels.ptx"
+  std::string checksum;              // ChecksumHex of the PTX
+  std::vector<ManifestPtxasEntry> ptxas;
+};
+
+// The CUDA side of an artifact (empty `modules`: compiled for host only).
+// Its step plan binds the same buffers (by index; element type
+// activation_dtype, except the logits buffer, always f32), weights (by
+// index) and caches as the host plan, in the order its kernels read them
+// (the ABI of cuda_abi.h).
+struct ManifestCuda {
+  std::string activation_dtype;      // bf16 | f16 | f32; the KV cache too
+  int64_t cuda_abi_version = 0;
+  std::vector<ManifestCudaModule> modules;
+  std::vector<ManifestCudaKernel> kernels;
+  std::vector<ManifestStep> steps;   // `kernel` indexes `kernels` above
+};
+
 struct Manifest {
   int format_version = kArtifactFormatVersion;
   int host_abi_version = 0;
@@ -89,6 +143,7 @@ struct Manifest {
   std::string host_library;          // e.g. "kernels/host/kernels.so"
   std::string tokenizer;             // e.g. "tokenizer/tokenizer.json"
   int64_t bos_id = -1, eos_id = -1;
+  ManifestCuda cuda;
 };
 
 std::string ManifestToJson(const Manifest& manifest);
