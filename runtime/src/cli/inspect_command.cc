@@ -8,6 +8,7 @@
 #include "llmc/runtime/artifact/artifact.h"
 #include "llmc/runtime/cli/commands.h"
 #include "llmc/runtime/cli/flags.h"
+#include "inspect_cuda.h"
 #include "run_command.h"
 
 namespace llmc::cli {
@@ -133,6 +134,7 @@ int RunInspectCommand(int argc, char** argv) {
   if (steps)
     for (size_t i = 0; i < m.steps.size(); ++i)
       absl::StrAppendFormat(&out, "  step %4d: %s\n", i, m.kernels[size_t(m.steps[i].kernel)].ops);
+  AppendCudaSection(**artifact, steps, &out);
   std::fputs(out.c_str(), stdout);
   return 0;
 }
