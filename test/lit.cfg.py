@@ -48,5 +48,16 @@ else:
     else:
         lit_config.warning("python modules numpy/gguf missing: synthetic-model tests are skipped "
                            "(run scripts/setup)")
+    # CUDA code generation needs the toolkit's NVRTC and ptxas (not a GPU);
+    # found where llmc looks for them (Target/CUDA/NVRTCCompiler.cpp).
+    import glob
+    cuda_roots = [os.environ.get(v) for v in ("LLMC_CUDA_HOME", "CUDA_HOME", "CUDA_PATH")]
+    cuda_roots = [r for r in cuda_roots if r] + ["/usr/local/cuda"]
+    if any(glob.glob(os.path.join(r, "lib64", "libnvrtc.so*")) and
+           os.path.exists(os.path.join(r, "bin", "ptxas")) for r in cuda_roots):
+        config.available_features.add("cuda-toolkit")
+    else:
+        lit_config.warning("no CUDA toolkit (NVRTC + ptxas): CUDA code generation tests are "
+                           "skipped")
     # FileCheck variables do not leak between CHECK-LABEL blocks.
     config.substitutions.append(("FileCheck", "FileCheck --enable-var-scope"))

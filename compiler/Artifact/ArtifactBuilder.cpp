@@ -1,6 +1,7 @@
 //===- ArtifactBuilder.cpp - write model.llmc -----------------------------===//
 #include "ArtifactBuilder.h"
 
+#include "Artifact/CudaArtifact.h"
 #include "Artifact/WeightStore.h"
 #include "Target/Host/HostEmitter.h"
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
@@ -137,6 +138,23 @@ absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOp
   WeightFileWriter writer;
   LLMC_RETURN_IF_ERROR(writer.Open(tmp + "/weights/rank0.bin"));
   llvm::StringMap<int64_t> tensorIndex;
+  // A weight's index in the file, packing it on first use.
+  auto weightIndex = [&](const std::string &name) -> absl::StatusOr<int64_t> {
+    auto [it, inserted] = tensorIndex.try_emplace(name, int64_t(tensorIndex.size()));
+    if (inserted) {
+      llm::WeightOp op = weightOps.lookup(name);
+      if (!op)
+        return absl::InternalError(absl::StrFormat("no llm.weight op names '%s'", name));
+      LLMC_ASSIGN_OR_RETURN(WeightStore::Bytes raw, store.materialize(op));
+      llm::WeightType t = op.getType();
+      std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
+      LLMC_ASSIGN_OR_RETURN(ManifestTensor entry,
+                            writer.Add(name, llm::stringifyWeightFormat(t.getFormat()).str(),
+                                       shape, t.getGroup(), raw.data, raw.size));
+      (void)entry;
+    }
+    return it->second;
+  };
   Manifest m;
   for (HostKernelPlan::Launch &launch : plan->launches) {
     ManifestStep step;
@@ -145,22 +163,18 @@ absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOp
     step.buffers = launch.buffers;
     step.caches = launch.caches;
     for (const std::string &name : launch.weights) {
-      auto [it, inserted] = tensorIndex.try_emplace(name, int64_t(tensorIndex.size()));
-      if (inserted) {
-        llm::WeightOp op = weightOps.lookup(name);
-        if (!op)
-          return absl::InternalError(absl::StrFormat("no llm.weight op names '%s'", name));
-        LLMC_ASSIGN_OR_RETURN(WeightStore::Bytes raw, store.materialize(op));
-        llm::WeightType t = op.getType();
-        std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
-        LLMC_ASSIGN_OR_RETURN(ManifestTensor entry,
-                              writer.Add(name, llm::stringifyWeightFormat(t.getFormat()).str(),
-                                         shape, t.getGroup(), raw.data, raw.size));
-        (void)entry;
-      }
-      step.weights.push_back(it->second);
+      LLMC_ASSIGN_OR_RETURN(int64_t index, weightIndex(name));
+      step.weights.push_back(index);
     }
     m.steps.push_back(std::move(step));
+  }
+  if (!options.cudaArchs.empty()) {
+    CudaArtifactOptions cudaOptions;
+    cudaOptions.archs = options.cudaArchs;
+    cudaOptions.emit.activationType = options.cudaActivations;
+    cudaOptions.useCache = options.useCache;
+    cudaOptions.progress = options.progress;
+    LLMC_RETURN_IF_ERROR(buildCudaArtifact(module, cudaOptions, tmp, weightIndex, m.cuda));
   }
   progress(absl::StrFormat("packing %d weights", tensorIndex.size()));
   LLMC_RETURN_IF_ERROR(writer.Finish(&m.weights));
@@ -177,6 +191,7 @@ absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOp
   m.source = model.path();
   m.model = model.config();
   m.targets = {"host"};
+  m.targets.insert(m.targets.end(), options.cudaArchs.begin(), options.cudaArchs.end());
   auto cache = module.lookupSymbol<func::FuncOp>("step").getArgumentTypes().back();
   auto kvType = dyn_cast<llm::KVCacheType>(cache);
   m.kv_dtype = kvType ? dtypeOf(kvType.getElementType()) : "f32";

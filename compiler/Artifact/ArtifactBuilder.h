@@ -30,6 +30,10 @@ struct ArtifactOptions {
   std::vector<std::string> hostCflags;
   bool useCache = true;               // reuse identical builds from ~/.cache/llmc/host
   bool q8Activations = true;          // HostEmitOptions::q8Activations
+  // CUDA targets ("sm_80", ...) built besides the host kernels (which every
+  // artifact has: the fallback where no GPU is), and their activation type.
+  std::vector<std::string> cudaArchs;
+  std::string cudaActivations = "bf16";
   // Progress messages ("building host kernels", ...), for the terminal.
   std::function<void(const std::string &)> progress;
 };

@@ -8,6 +8,7 @@
 #include "CompileCommand.h"
 
 #include "Artifact/ArtifactBuilder.h"
+#include "Artifact/CudaArtifact.h"
 #include "Frontend/BuiltinModels.h"
 #include "Frontend/ModelImporter.h"
 #include "Frontend/StepBuilder.h"
@@ -33,12 +34,6 @@ namespace {
 
 enum class Emit { kMLIR, kKernels, kCUDA, kPTX, kArtifact };
 
-int notYet(const char *what, const char *milestone) {
-  llvm::errs() << "llmc compile: " << what << " is not implemented yet; it arrives with "
-               << milestone << ".\n";
-  return cli::kExitNotImplemented;
-}
-
 } // namespace
 
 int runCompileCommand(int argc, char **argv) {
@@ -60,10 +55,16 @@ int runCompileCommand(int argc, char **argv) {
       cl::cat(category));
   static cl::opt<std::string> output("o", cl::desc("output file or artifact directory"),
                                      cl::value_desc("path"), cl::init("-"), cl::cat(category));
-  static cl::opt<std::string> dtype("dtype", cl::desc("activation type: f32, f16 or bf16"),
-                                    cl::init("f32"), cl::cat(category));
-  static cl::opt<std::string> target("target", cl::desc("comma-separated targets: host (sm_XX later)"),
-                                     cl::init("host"), cl::cat(category));
+  static cl::opt<std::string> dtype(
+      "dtype",
+      cl::desc("activation type: f32, f16 or bf16 (of the CUDA kernels with --target=sm_XX, "
+               "default bf16; of the IR otherwise, default f32; host kernels compute in f32)"),
+      cl::init("f32"), cl::cat(category));
+  static cl::opt<std::string> target(
+      "target",
+      cl::desc("comma-separated targets: host, sm_80, sm_90, ... (artifacts always hold the host "
+               "kernels, the fallback where no GPU is)"),
+      cl::init("host"), cl::cat(category));
   static cl::opt<std::string> hostCpu(
       "host-cpu", cl::desc("-march for the host kernels: x86-64-v3 (AVX2/FMA), native, ..."),
       cl::init("x86-64-v3"), cl::cat(category));
@@ -165,18 +166,37 @@ int runCompileCommand(int argc, char **argv) {
                  << "'\n";
     return cli::kExitUsage;
   }
-  if (emit == Emit::kCUDA || emit == Emit::kPTX)
-    return notYet("--emit=cuda/ptx", "the CUDA milestone");
   llvm::SmallVector<llvm::StringRef> targets;
   llvm::StringRef(target.getValue()).split(targets, ',', -1, /*KeepEmpty=*/false);
+  std::vector<std::string> cudaArchs;
   for (llvm::StringRef t : targets) {
+    unsigned sm = 0;
     if (t == "host")
       continue;
-    if (t.starts_with("sm_"))
-      return notYet("--target=sm_*", "the CUDA milestone");
-    llvm::errs() << "llmc compile: unknown target '" << t << "' (expected host or sm_XX)\n";
+    if (t.consume_front("sm_") && !t.getAsInteger(10, sm) && sm >= 80) {
+      if (!llvm::is_contained(cudaArchs, "sm_" + std::to_string(sm)))
+        cudaArchs.push_back("sm_" + std::to_string(sm));
+      continue;
+    }
+    llvm::errs() << "llmc compile: unknown target '" << target
+                 << "' (expected host or sm_XX with XX >= 80, e.g. --target=host,sm_80,sm_90)\n";
     return cli::kExitUsage;
   }
+  if ((emit == Emit::kCUDA || emit == Emit::kPTX) && cudaArchs.empty()) {
+    llvm::errs() << "llmc compile: --emit=cuda and --emit=ptx need a CUDA target "
+                    "(--target=sm_80, sm_90, ...)\n";
+    return cli::kExitUsage;
+  }
+  // CUDA kernels take --dtype (bf16 unless given); the IR they and the host
+  // kernels share keeps f32 activations, which the host computes in.
+  std::string cudaActivations = dtype.getNumOccurrences() ? dtype.getValue() : "bf16";
+  if (!cudaArchs.empty() && cudaActivations != "f32" && cudaActivations != "f16" &&
+      cudaActivations != "bf16") {
+    llvm::errs() << "llmc compile: --dtype must be f32, f16 or bf16, got '" << dtype << "'\n";
+    return cli::kExitUsage;
+  }
+  if (!cudaArchs.empty())
+    options.activations = StepBuildOptions::DType::kF32;
   if (emit == Emit::kArtifact && (spec || output == "-")) {
     llvm::errs() << (spec ? "llmc compile: built-in models have no weights; compile a model file "
                             "(tools/synth-model writes synthetic ones) or use --emit=mlir\n"
@@ -266,6 +286,8 @@ int runCompileCommand(int argc, char **argv) {
     options.hostCompiler = hostCompiler;
     options.useCache = !noCache;
     options.q8Activations = hostActivations == "q8";
+    options.cudaArchs = cudaArchs;
+    options.cudaActivations = cudaActivations;
     bool tty = ::isatty(2);
     options.progress = [&](const std::string &what) {
       llvm::errs() << (tty ? "\r\x1b[K" : "") << "llmc compile: " << what << (tty ? "" : "\n");
@@ -281,14 +303,41 @@ int runCompileCommand(int argc, char **argv) {
     return 0;
   }
 
+  std::string text;
+  if (emit == Emit::kCUDA || emit == Emit::kPTX) {
+    CudaEmitOptions cudaOptions;
+    cudaOptions.activationType = cudaActivations;
+    absl::StatusOr<CudaKernelPlan> plan = emitCudaSource(*module, cudaOptions);
+    if (!plan.ok())
+      return 1;
+    text = plan->source;
+    if (emit == Emit::kPTX) {
+      CudaArtifactOptions ptxOptions;
+      ptxOptions.archs = cudaArchs;
+      ptxOptions.useCache = !noCache;
+      auto ptx = compileCudaSource(plan->source, ptxOptions, /*report=*/nullptr);
+      if (!ptx.ok()) {
+        llvm::errs() << "llmc compile: " << std::string(ptx.status().message()) << "\n";
+        return 1;
+      }
+      text.clear();
+      for (const auto &[arch, code] : *ptx)
+        text += "// ---- " + arch + " ----\n" + code + "\n";
+    }
+  }
+
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> out = mlir::openOutputFile(output, &error);
   if (!out) {
     llvm::errs() << "llmc compile: cannot write '" << output << "': " << error << "\n";
     return 1;
   }
-  module->print(out->os());
-  out->os() << "\n";
+  if (!text.empty()) {
+    out->os() << text;
+  } else {
+    module->print(out->os());
+    out->os() << "\n";
+  }
   out->keep();
   return 0;
 }

@@ -653,9 +653,41 @@ __device__ __forceinline__ void rope_cs(int pos, double inv_freq, float& c, floa
   s = static_cast<float>(sd);
 }
 
+// Inverse frequencies computed where they are used, from the op's
+// attributes, exactly as the host's rope_inv_freq (kind: 0 none, 1 linear,
+// 2 llama3; freq_factors: a weight, or nullptr). Generated kernels pass this;
+// `inv_freq[j]` below takes it or a table of doubles alike.
+struct rope_freqs {
+  double theta;
+  int head_dim;
+  int kind;
+  double factor, low_freq_factor, high_freq_factor;
+  int original_max_position;
+  const float* freq_factors;
+  __device__ double operator[](int i) const {
+    double f = pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+    if (kind == 1) {
+      f /= factor;
+    } else if (kind == 2) { // Hugging Face's _compute_llama3_parameters
+      const double old_ctx = static_cast<double>(original_max_position);
+      const double low_wavelen = old_ctx / low_freq_factor, high_wavelen = old_ctx / high_freq_factor;
+      const double wavelen = 2.0 * 3.14159265358979323846 / f;
+      if (wavelen > low_wavelen) {
+        f /= factor;
+      } else if (!(wavelen < high_wavelen)) {
+        const double smooth = (old_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+        f = (1.0 - smooth) * f / factor + smooth * f;
+      }
+    }
+    if (freq_factors != nullptr) f /= static_cast<double>(freq_factors[i]);
+    return f;
+  }
+};
+
 // x, out: [T, Heads * HeadDim]; out == x allowed. One block per token.
-template <int Heads, int HeadDim, rope_style Style, class Act>
-__device__ void rope(const step_info& s, const Act* x, Act* out, const double* __restrict__ inv_freq) {
+// Freq: `const double*` (a table) or rope_freqs.
+template <int Heads, int HeadDim, rope_style Style, class Act, class Freq>
+__device__ void rope(const step_info& s, const Act* x, Act* out, const Freq inv_freq) {
   const int t = blockIdx.x;
   if (t >= s.num_tokens) return;
   const int pos = s.positions[t];
@@ -676,10 +708,10 @@ __device__ void rope(const step_info& s, const Act* x, Act* out, const double* _
 // merged projection); rotates Q into q_out [T, Heads * HeadDim], rotates K and
 // writes it and V to the cache slot slot_mapping[t] (negative: skipped).
 // Cache: [num_blocks, block_size, KvHeads, HeadDim]. One block per token.
-template <int Heads, int KvHeads, int HeadDim, rope_style Style, class Act>
+template <int Heads, int KvHeads, int HeadDim, rope_style Style, class Act, class Freq>
 __device__ void rope_qkv_cache_write(const step_info& s, const Act* __restrict__ qkv,
                                      Act* __restrict__ q_out, Act* __restrict__ kcache,
-                                     Act* __restrict__ vcache, const double* __restrict__ inv_freq) {
+                                     Act* __restrict__ vcache, const Freq inv_freq) {
   const int t = blockIdx.x;
   if (t >= s.num_tokens) return;
   const int pos = s.positions[t];
@@ -754,9 +786,11 @@ __device__ void paged_attention_decode(const step_info& s, const Act* __restrict
                                        Act* __restrict__ out, float* __restrict__ part_o,
                                        float* __restrict__ part_ml, float scale, int window) {
   static_assert(Heads % KvHeads == 0, "paged_attention: Heads must be a multiple of KvHeads");
-  static_assert(HeadDim % 32 == 0 && HeadDim <= 256, "paged_attention: HeadDim in 32..256");
+  static_assert((HeadDim % 32 == 0 || (HeadDim < 32 && HeadDim % 8 == 0)) && HeadDim <= 256,
+                "paged_attention: HeadDim 8, 16, 24 or a multiple of 32 up to 256");
   static_assert(SplitKeys % (32 * Warps) == 0, "paged_attention: SplitKeys must fill the warps");
-  constexpr int G = Heads / KvHeads, R = HeadDim / 32, KW = KvHeads * HeadDim;
+  // R dims of V per lane; below 32 dims, lanes >= HeadDim hold no V dims.
+  constexpr int G = Heads / KvHeads, R = HeadDim >= 32 ? HeadDim / 32 : 1, KW = KvHeads * HeadDim;
   __shared__ float qs[G][HeadDim];
   __shared__ float sm[Warps][G], sl[Warps][G];
   __shared__ float so[Warps][G][HeadDim];
@@ -819,7 +853,7 @@ __device__ void paged_attention_decode(const step_info& s, const Act* __restrict
       const i64 off = __shfl_sync(0xffffffffu, rowoff, j);
       float vv[R];
 #pragma unroll
-      for (int r = 0; r < R; ++r) vv[r] = to_float(vcache[off + lane * R + r]);
+      for (int r = 0; r < R; ++r) vv[r] = lane * R < HeadDim ? to_float(vcache[off + lane * R + r]) : 0.0f;
 #pragma unroll
       for (int h = 0; h < G; ++h) {
         const float pj = __shfl_sync(0xffffffffu, p[h], j);
@@ -832,8 +866,9 @@ __device__ void paged_attention_decode(const step_info& s, const Act* __restrict
 #pragma unroll
   for (int h = 0; h < G; ++h) {
     if (lane == 0) { sm[warp][h] = m[h]; sl[warp][h] = l[h]; }
+    if (lane * R < HeadDim)
 #pragma unroll
-    for (int r = 0; r < R; ++r) so[warp][h][lane * R + r] = o[h][r];
+      for (int r = 0; r < R; ++r) so[warp][h][lane * R + r] = o[h][r];
   }
   __syncthreads();
   const int splits = gridDim.x;

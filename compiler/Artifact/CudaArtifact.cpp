@@ -1,0 +1,120 @@
+//===- CudaArtifact.cpp - the CUDA part of model.llmc ---------------------===//
+#include "CudaArtifact.h"
+
+#include "Target/CUDA/NVRTCCompiler.h"
+#include "llmc/runtime/artifact/cuda_abi.h"
+#include "llmc/runtime/status_macros.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+// The CUDA template library and ABI header, embedded at build time.
+#include "EmbeddedCudaAbi.inc"
+#include "EmbeddedCudaKernels.inc"
+
+namespace llmc {
+namespace {
+
+absl::Status writeText(const std::string &path, const std::string &text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return absl::InternalError(absl::StrFormat("cannot write %s: %s", path, ec.message()));
+  os << text;
+  os.close();
+  if (os.has_error())
+    return absl::InternalError(absl::StrFormat("cannot write %s", path));
+  return absl::OkStatus();
+}
+
+absl::Status makeDir(const std::string &dir) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return absl::InternalError(absl::StrFormat("cannot create %s: %s", dir, ec.message()));
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::StatusOr<CudaKernelPlan> emitCudaSource(mlir::ModuleOp module,
+                                              const CudaEmitOptions &options) {
+  mlir::FailureOr<CudaKernelPlan> plan = emitCudaKernels(module, options);
+  if (mlir::failed(plan))
+    return absl::InvalidArgumentError("CUDA code generation failed (see the diagnostics above)");
+  return std::move(*plan);
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+compileCudaSource(const std::string &source, const CudaArtifactOptions &options,
+                  ManifestCuda *report) {
+  absl::StatusOr<cuda::NVRTCCompiler> nvrtc = cuda::NVRTCCompiler::create();
+  if (!nvrtc.ok())
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--target=", options.archs.empty() ? "sm_XX" : options.archs.front(),
+        " needs the CUDA toolkit's NVRTC and ptxas, which this machine lacks: ",
+        nvrtc.status().message(), " (install the toolkit or set LLMC_CUDA_HOME)"));
+  cuda::CompileOptions co;
+  co.archs = options.archs;
+  co.headers = {{"llmc_cuda_kernels.cuh", kCudaKernelsHeader}, {"cuda_abi.h", kCudaAbiHeader}};
+  co.use_cache = options.useCache;
+  if (options.progress)
+    options.progress(absl::StrFormat("compiling CUDA kernels with NVRTC %s for %s",
+                                     nvrtc->version(), absl::StrJoin(options.archs, ", ")));
+  LLMC_ASSIGN_OR_RETURN(std::vector<cuda::CompiledPtx> compiled,
+                        nvrtc->compile(source, "kernels.cu", co));
+  std::vector<std::pair<std::string, std::string>> result;
+  for (cuda::CompiledPtx &c : compiled) {
+    if (report) {
+      ManifestCudaModule m;
+      m.arch = c.arch;
+      m.file = "kernels/" + c.arch + "/kernels.ptx";
+      m.checksum = ChecksumHex(reinterpret_cast<const uint8_t *>(c.ptx.data()), c.ptx.size());
+      for (const cuda::KernelResources &k : c.report.kernels)
+        m.ptxas.push_back({k.name, k.registers, k.spill_stores, k.spill_loads, k.shared_bytes,
+                           k.stack_bytes});
+      report->modules.push_back(std::move(m));
+    }
+    result.push_back({c.arch, std::move(c.ptx)});
+  }
+  return result;
+}
+
+absl::Status buildCudaArtifact(mlir::ModuleOp module, const CudaArtifactOptions &options,
+                               const std::string &dir,
+                               const std::function<absl::StatusOr<int64_t>(const std::string &)>
+                                   &weightIndex,
+                               ManifestCuda &cuda) {
+  LLMC_ASSIGN_OR_RETURN(CudaKernelPlan plan, emitCudaSource(module, options.emit));
+  std::string src = dir + "/kernels/cuda/src";
+  LLMC_RETURN_IF_ERROR(makeDir(src));
+  LLMC_RETURN_IF_ERROR(writeText(src + "/kernels.cu", plan.source));
+  LLMC_RETURN_IF_ERROR(writeText(src + "/llmc_cuda_kernels.cuh", kCudaKernelsHeader));
+  LLMC_RETURN_IF_ERROR(writeText(src + "/cuda_abi.h", kCudaAbiHeader));
+
+  cuda = ManifestCuda();
+  cuda.activation_dtype = options.emit.activationType;
+  cuda.cuda_abi_version = LLMC_CUDA_ABI_VERSION;
+  LLMC_ASSIGN_OR_RETURN(auto ptx, compileCudaSource(plan.source, options, &cuda));
+  for (const auto &[arch, text] : ptx) {
+    LLMC_RETURN_IF_ERROR(makeDir(dir + "/kernels/" + arch));
+    LLMC_RETURN_IF_ERROR(writeText(dir + "/kernels/" + arch + "/kernels.ptx", text));
+  }
+  cuda.kernels = std::move(plan.kernels);
+  for (const CudaKernelPlan::Launch &l : plan.launches) {
+    ManifestStep step;
+    step.name = l.group;
+    step.kernel = l.kernel;
+    step.buffers = l.buffers;
+    step.caches = l.caches;
+    for (const std::string &w : l.weights) {
+      LLMC_ASSIGN_OR_RETURN(int64_t index, weightIndex(w));
+      step.weights.push_back(index);
+    }
+    cuda.steps.push_back(std::move(step));
+  }
+  return absl::OkStatus();
+}
+
+} // namespace llmc

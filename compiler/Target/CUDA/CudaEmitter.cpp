@@ -1,0 +1,451 @@
+//===- CudaEmitter.cpp - CUDA C++ for the kernels of a model --------------===//
+#include "CudaEmitter.h"
+#include "CudaGroup.h"
+
+#include "Target/Common/ExprEmitter.h"
+#include "llmc/Dialect/LLM/IR/LLMOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace llmc::llm;
+
+namespace llmc {
+namespace cudagen {
+
+int64_t widthOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
+
+bool isActivation(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.getRank() == 2 && isa<FloatType>(t.getElementType());
+}
+
+std::string number(double v) { return llvm::formatv("{0:e16}", v).str(); }
+
+std::string cdiv(int64_t a, int64_t b) { return std::to_string((a + b - 1) / b); }
+
+FailureOr<std::string> formatTag(Operation *user, WeightType w) {
+  switch (w.getFormat()) {
+  case WeightFormat::f32:
+  case WeightFormat::f16:
+  case WeightFormat::bf16:
+  case WeightFormat::q8_0:
+  case WeightFormat::q4_0:
+  case WeightFormat::q4_1:
+  case WeightFormat::q5_0:
+  case WeightFormat::q5_1:
+    return "fmt::" + stringifyWeightFormat(w.getFormat()).str();
+  default:
+    return user->emitError() << "CUDA codegen has no decoder for "
+                             << stringifyWeightFormat(w.getFormat())
+                             << " weights yet (the host target runs them)";
+  }
+}
+
+std::string entry(StringRef suffix, int threads, int minBlocks, StringRef body) {
+  return llvm::formatv("extern \"C\" __global__ void __launch_bounds__({0}, {1})\n"
+                       "{2}_{3}(const llmc_cuda_step_info si, const llmc_cuda_args a) {{\n"
+                       "  const step_info &s = *reinterpret_cast<const step_info *>(&si);\n"
+                       "{4}}\n",
+                       threads, minBlocks, kSym, suffix, body)
+      .str();
+}
+
+ManifestCudaLaunch launch(StringRef suffix, StringRef when, std::vector<std::string> grid,
+                          int64_t block) {
+  ManifestCudaLaunch l;
+  l.symbol = (kSym + "_" + suffix).str();
+  l.when = when.str();
+  l.grid = std::move(grid);
+  l.block = block;
+  return l;
+}
+
+void storeYields(const GroupIO &io, Value v, StringRef expr, StringRef col, llvm::raw_ostream &os,
+                 StringRef indent) {
+  for (unsigned i : io.yieldsOf.lookup(v))
+    os << indent
+       << llvm::formatv("put(out{0} + static_cast<i64>(t) * {1} + {2}, {3});\n", i, widthOf(v),
+                        col, expr);
+}
+
+std::string ropeFreqs(const GroupIO &io, RopeOp r) {
+  RopeScalingAttr s = r.getScalingAttr();
+  int kind = 0;
+  if (s)
+    kind = s.getKind() == RopeScalingKind::linear ? 1 : 2;
+  std::string ff = "nullptr";
+  if (r.getFreqFactors())
+    ff = "static_cast<const float *>(" + io.weight(r.getFreqFactors()) + ")";
+  return llvm::formatv("rope_freqs{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}}",
+                       number(r.getTheta().convertToDouble()), r.getHeadDimAttr().getInt(), kind,
+                       number(s ? s.getFactor().getValueAsDouble() : 1.0),
+                       number(s ? s.getLowFreqFactor().getValueAsDouble() : 1.0),
+                       number(s ? s.getHighFreqFactor().getValueAsDouble() : 1.0),
+                       s ? s.getOriginalMaxPosition() : 0, ff)
+      .str();
+}
+
+} // namespace cudagen
+
+namespace {
+
+using namespace cudagen;
+
+// Index of the first KV cache among @step's arguments (docs/architecture.md).
+constexpr unsigned kFirstCacheArgument = 7;
+// Flash-decoding: keys per split, warps per block.
+constexpr int kSplitKeys = 256, kAttnWarps = 4;
+
+// The text of one kernel: its definitions (with kSym for the symbol prefix)
+// and its launches.
+struct KernelText {
+  std::string defs;
+  std::string ops;
+  std::vector<ManifestCudaLaunch> launches;
+  int64_t splitKeys = 0, heads = 0, headDim = 0;
+};
+
+struct Bindings {
+  std::vector<int64_t> buffers;
+  std::vector<std::string> weights;
+  std::vector<int64_t> caches;
+};
+
+class GroupEmitter {
+public:
+  GroupEmitter(FusionOp group, const llvm::DenseMap<Value, int64_t> &bufferOf,
+               int64_t logitsBuffer, const CudaEmitOptions &options, Bindings &b)
+      : bufferOf(bufferOf), logitsBuffer(logitsBuffer), b(b) {
+    io.group = group;
+    io.options = &options;
+    io.weight = [this](Value v) { return bindWeight(v); };
+  }
+
+  LogicalResult emit(KernelText &text);
+
+private:
+  // Binds the group's activation inputs and results as buffers, in order,
+  // and declares their `inN` / `outN` pointers.
+  void declareIO();
+  std::string bindWeight(Value inner);
+
+  LogicalResult emitElementwise(ArrayRef<Operation *> ops, KernelText &text);
+  LogicalResult emitEmbed(EmbedOp e, KernelText &text);
+  LogicalResult emitRMSNorm(RMSNormOp n, KernelText &text);
+  LogicalResult emitRope(RopeOp r, KernelText &text);
+  LogicalResult emitAttention(PagedAttentionOp p, KernelText &text);
+
+  GroupIO io;
+  const llvm::DenseMap<Value, int64_t> &bufferOf;
+  int64_t logitsBuffer;
+  Bindings &b;
+};
+
+void GroupEmitter::declareIO() {
+  FusionOp group = io.group;
+  llvm::raw_string_ostream os(io.decls);
+  for (BlockArgument arg : group.getBody().getArguments()) {
+    if (!isActivation(arg) || arg.use_empty())
+      continue;
+    b.buffers.push_back(bufferOf.lookup(group.getInputs()[arg.getArgNumber()]));
+    io.pointers.push_back({"const act *", io.in(arg)});
+    os << llvm::formatv("  const act *{0} = static_cast<const act *>(a.buffers[{1}]);\n",
+                        io.in(arg), b.buffers.size() - 1);
+  }
+  for (unsigned i = 0; i < group.getNumResults(); ++i) {
+    b.buffers.push_back(bufferOf.lookup(group.getResult(i)));
+    // The logits are f32 on every target; other buffers hold activations.
+    std::string type = bufferOf.lookup(group.getResult(i)) == logitsBuffer ? "float" : "act";
+    std::string name = "out" + std::to_string(i);
+    io.pointers.push_back({type + " *", name});
+    os << llvm::formatv("  {0} *{1} = static_cast<{0} *>(a.buffers[{2}]);\n", type, name,
+                        b.buffers.size() - 1);
+  }
+  auto yield = cast<YieldOp>(group.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    io.yieldsOf[v].push_back(i);
+}
+
+std::string GroupEmitter::bindWeight(Value inner) {
+  b.weights.push_back(inner.getDefiningOp<WeightOp>().getName().str());
+  return llvm::formatv("a.weights[{0}]", b.weights.size() - 1).str();
+}
+
+LogicalResult GroupEmitter::emitElementwise(ArrayRef<Operation *> ops, KernelText &text) {
+  int64_t w = widthOf(ops.front()->getResult(0));
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << io.decls << "  const int t = blockIdx.x;\n  if (t >= s.num_tokens) return;\n"
+     << llvm::formatv("  for (int j = threadIdx.x; j < {0}; j += blockDim.x) {{\n", w);
+  ExprEmitter ex;
+  for (Operation *op : ops) {
+    if (widthOf(op->getResult(0)) != w)
+      return op->emitError() << "CUDA codegen: an elementwise group has one width";
+    for (Value v : op->getOperands())
+      if (isa<BlockArgument>(v) && !ex.isBound(v)) {
+        std::string name = "x" + std::to_string(cast<BlockArgument>(v).getArgNumber());
+        os << llvm::formatv("    const float {0} = to_float({1}[static_cast<i64>(t) * {2} + j]);\n",
+                            name, io.in(v), w);
+        ex.bind(v, name);
+      }
+    if (failed(ex.emit(op, os, "    ")))
+      return failure();
+    storeYields(io, op->getResult(0), ex.lookup(op->getResult(0)), "j", os, "    ");
+  }
+  os << "  }\n";
+  text.defs = entry("ew", 256, 2, body);
+  text.launches.push_back(launch("ew", "", {"T", "1", "1"}, 256));
+  return success();
+}
+
+LogicalResult GroupEmitter::emitEmbed(EmbedOp e, KernelText &text) {
+  WeightType t = e.getTable().getType();
+  FailureOr<std::string> f = formatTag(e, t);
+  if (failed(f))
+    return failure();
+  std::string w = bindWeight(e.getTable());
+  text.defs = entry("embed", 128, 4,
+                    io.decls + llvm::formatv("  embed<{0}, {1}, {2}, act>(s, {3}, out0);\n", *f,
+                                             t.getShape()[0], t.getShape()[1], w)
+                                   .str());
+  text.launches.push_back(launch("embed", "", {"T", "1", "1"}, 128));
+  return success();
+}
+
+LogicalResult GroupEmitter::emitRMSNorm(RMSNormOp n, KernelText &text) {
+  FailureOr<std::string> f = formatTag(n, n.getWeight().getType());
+  if (failed(f))
+    return failure();
+  std::string w = bindWeight(n.getWeight());
+  text.defs = entry("rms_norm", 128, 4,
+                    io.decls + llvm::formatv("  rms_norm<{0}, {1}, act, 128>(s.num_tokens, {2}, "
+                                             "{3}, out0, {4}f);\n",
+                                             widthOf(n.getInput()), *f, io.in(n.getInput()), w,
+                                             number(n.getEpsilon().convertToDouble()))
+                                   .str());
+  text.launches.push_back(launch("rms_norm", "", {"T", "1", "1"}, 128));
+  return success();
+}
+
+LogicalResult GroupEmitter::emitRope(RopeOp r, KernelText &text) {
+  text.defs = entry("rope", 128, 4,
+                    io.decls + llvm::formatv("  rope<{0}, {1}, rope_style::{2}, act>(s, {3}, out0, "
+                                             "{4});\n",
+                                             r.getHeadsAttr().getInt(), r.getHeadDimAttr().getInt(),
+                                             stringifyRopeStyle(r.getStyle()), io.in(r.getInput()),
+                                             ropeFreqs(io, r))
+                                   .str());
+  text.launches.push_back(launch("rope", "", {"T", "1", "1"}, 128));
+  return success();
+}
+
+LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) {
+  FusionOp group = io.group;
+  auto cacheArg = dyn_cast<BlockArgument>(
+      group.getInputs()[cast<BlockArgument>(p.getCache()).getArgNumber()]);
+  if (!cacheArg || cacheArg.getArgNumber() < kFirstCacheArgument)
+    return p.emitError() << "CUDA codegen expects the KV cache to be an argument of @step";
+  b.caches.push_back(cacheArg.getArgNumber() - kFirstCacheArgument);
+  int64_t H = p.getHeadsAttr().getInt(), KvH = p.getKvHeadsAttr().getInt(),
+          D = p.getHeadDimAttr().getInt();
+  if (!(D % 32 == 0 || (D < 32 && D % 8 == 0)) || D > 256 || H % KvH != 0)
+    return p.emitError() << "CUDA codegen: attention needs head_dim 8, 16, 24 or a multiple of 32 "
+                            "up to 256, and heads a multiple of kv_heads";
+  int64_t window = p.getWindowAttr() ? p.getWindowAttr().getInt() : 0;
+  std::string kc = "static_cast<act *>(a.caches[0])", vc = "static_cast<act *>(a.caches[1])";
+  // Scratch: the split count (written by the split pass for the reduction,
+  // which runs after it on the stream), then the partials, 16-byte aligned.
+  std::string partials =
+      llvm::formatv("  float *part_o = a.scratch + 4;\n"
+                    "  float *part_ml = part_o + static_cast<i64>(s.num_tokens) * {0} * splits * "
+                    "{1};\n",
+                    H, D)
+          .str();
+  std::string query = io.in(p.getQuery()), key = io.in(p.getKey()), value = io.in(p.getValue());
+  text.defs =
+      entry("kv_write", 128, 4,
+            io.decls + llvm::formatv("  kv_cache_write<{0}, {1}, act>(s, {2}, {3}, {4}, {5});\n",
+                                     KvH, D, key, value, kc, vc)
+                           .str()) +
+      entry("attn", 32 * kAttnWarps, 4,
+            io.decls +
+                "  const int splits = gridDim.x;\n"
+                "  if (splits > 1 && blockIdx.x + blockIdx.y + blockIdx.z == 0 && threadIdx.x == 0)\n"
+                "    *reinterpret_cast<int *>(a.scratch) = splits;\n" +
+                partials +
+                llvm::formatv("  paged_attention_decode<{0}, {1}, {2}, act, {3}, {4}>(s, {5}, {6}, "
+                              "{7}, out0, part_o, part_ml, {8}f, {9});\n",
+                              H, KvH, D, kSplitKeys, kAttnWarps, query, kc, vc,
+                              number(p.getScale().convertToDouble()), window)
+                    .str()) +
+      entry("attn_reduce", 128, 4,
+            io.decls + "  const int splits = *reinterpret_cast<const int *>(a.scratch);\n" +
+                partials +
+                llvm::formatv("  paged_attention_reduce<{0}, {1}, act>(splits, part_o, part_ml, "
+                              "out0);\n",
+                              H, D)
+                    .str());
+  text.launches.push_back(launch("kv_write", "", {"T", "1", "1"}, 128));
+  text.launches.push_back(
+      launch("attn", "", {"splits", std::to_string(KvH), "T"}, 32 * kAttnWarps));
+  text.launches.push_back(launch("attn_reduce", "splits>1", {std::to_string(H), "T", "1"}, 128));
+  text.splitKeys = kSplitKeys;
+  text.heads = H;
+  text.headDim = D;
+  return success();
+}
+
+LogicalResult GroupEmitter::emit(KernelText &text) {
+  SmallVector<Operation *> compute;
+  Operation *anchor = nullptr;
+  size_t anchorIndex = 0;
+  for (Operation &op : io.group.getBody().front()) {
+    if (isa<WeightOp, YieldOp>(op))
+      continue;
+    if (isa<LinearOp, LMHeadOp>(op)) {
+      if (anchor)
+        return op.emitError() << "CUDA codegen: a fused group has one GEMM anchor at most";
+      anchor = &op;
+      anchorIndex = compute.size();
+    }
+    compute.push_back(&op);
+  }
+  if (compute.empty())
+    return io.group.emitError() << "CUDA codegen: an empty group";
+  // The description, e.g. "rms_norm 576 + linear q4_1 960x576 + split + rope + rope".
+  SmallVector<std::string> parts;
+  for (Operation *op : compute) {
+    std::string p = op->getName().stripDialect().str();
+    auto shape = [](Value w) {
+      auto t = cast<WeightType>(w.getType());
+      return llvm::formatv(" {0} {1}x{2}", stringifyWeightFormat(t.getFormat()), t.getShape()[0],
+                           t.getShape()[1])
+          .str();
+    };
+    if (auto l = dyn_cast<LinearOp>(op))
+      p += shape(l.getWeight()) + (l.getBias() ? " +bias" : "");
+    else if (auto h = dyn_cast<LMHeadOp>(op))
+      p += shape(h.getWeight());
+    else if (auto e = dyn_cast<EmbedOp>(op))
+      p += shape(e.getTable());
+    else if (isa<RMSNormOp>(op))
+      p += " " + std::to_string(widthOf(op->getResult(0)));
+    else if (auto a = dyn_cast<PagedAttentionOp>(op))
+      p += llvm::formatv(" {0}/{1}x{2}", a.getHeadsAttr().getInt(), a.getKvHeadsAttr().getInt(),
+                         a.getHeadDimAttr().getInt())
+               .str();
+    parts.push_back(p);
+  }
+  text.ops = llvm::join(parts, " + ");
+  declareIO();
+
+  if (anchor) {
+    ArrayRef<Operation *> all(compute);
+    return emitGemmGroup(io, anchor, all.take_front(anchorIndex), all.drop_front(anchorIndex + 1),
+                         text.defs, text.launches);
+  }
+  Operation *op = compute.front();
+  if (compute.size() == 1) {
+    if (auto e = dyn_cast<EmbedOp>(op))
+      return emitEmbed(e, text);
+    if (auto n = dyn_cast<RMSNormOp>(op))
+      return emitRMSNorm(n, text);
+    if (auto r = dyn_cast<RopeOp>(op))
+      return emitRope(r, text);
+    if (auto p = dyn_cast<PagedAttentionOp>(op))
+      return emitAttention(p, text);
+  }
+  for (Operation *o : compute)
+    if (!ExprEmitter::isElementwise(o))
+      return o->emitError() << "CUDA codegen does not support " << o->getName()
+                            << (compute.size() > 1 ? " in a group without a GEMM" : "") << " yet";
+  return emitElementwise(compute, text);
+}
+
+const char *kPrologue = R"(// Generated by llmc: CUDA kernels of one model. Each kernel is one fusion
+// group of the compiled @step; manifest.json's `cuda` section says which
+// buffers, weights and caches each launch binds (in the order used below)
+// and each launch's grid and block.
+#include "cuda_abi.h"
+#include "llmc_cuda_kernels.cuh"
+
+using namespace llmc::cuda;
+static_assert(sizeof(step_info) == sizeof(llmc_cuda_step_info), "step_info and the ABI differ");
+template <class T> __device__ __forceinline__ void put(T *p, float v) { *p = from_float<T>(v); }
+)";
+
+std::string actTypeName(StringRef t) {
+  if (t == "f16")
+    return "__half";
+  if (t == "bf16")
+    return "__nv_bfloat16";
+  return "float";
+}
+
+} // namespace
+
+FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions &options) {
+  auto step = module.lookupSymbol<func::FuncOp>("step");
+  auto logits = step ? step->getAttrOfType<IntegerAttr>("llm.logits_buffer") : IntegerAttr();
+  if (!step || !logits)
+    return module.emitError() << "CUDA codegen needs a planned @step (run the kernel stage)";
+  if (options.activationType != "bf16" && options.activationType != "f16" &&
+      options.activationType != "f32")
+    return module.emitError() << "CUDA codegen: activations are bf16, f16 or f32, not "
+                              << options.activationType;
+
+  CudaKernelPlan plan;
+  plan.source = kPrologue;
+  plan.source += "typedef " + actTypeName(options.activationType) + " act;\n\n";
+  llvm::DenseMap<Value, int64_t> bufferOf;
+  llvm::StringMap<int64_t> kernelOfText;
+  for (FusionOp group : step.getBody().getOps<FusionOp>()) {
+    auto assigned = group->getAttrOfType<DenseI64ArrayAttr>("llm.result_buffers");
+    if (!assigned || assigned.size() != int64_t(group.getNumResults()))
+      return group.emitError() << "group has no buffer plan (run llmc-plan-memory)";
+    for (auto [result, buffer] : llvm::zip(group.getResults(), assigned.asArrayRef()))
+      bufferOf[result] = buffer;
+
+    KernelText text;
+    Bindings bindings;
+    if (failed(GroupEmitter(group, bufferOf, logits.getInt(), options, bindings).emit(text)))
+      return failure();
+    if (bindings.buffers.size() > 12 || bindings.weights.size() > 12)
+      return group.emitError() << "CUDA codegen: more than 12 buffers or weights in one launch";
+    std::string key = text.defs;
+    for (const ManifestCudaLaunch &l : text.launches)
+      key += "\n" + l.symbol + " " + l.when + " " + llvm::join(l.grid, ",") + " " +
+             std::to_string(l.block);
+    auto [it, inserted] = kernelOfText.try_emplace(key, int64_t(plan.kernels.size()));
+    if (inserted) {
+      std::string prefix = "llmc_cuda_k" + std::to_string(plan.kernels.size());
+      ManifestCudaKernel k;
+      k.name = group.getName().str();
+      k.ops = text.ops;
+      k.split_keys = text.splitKeys;
+      k.heads = text.heads;
+      k.head_dim = text.headDim;
+      for (ManifestCudaLaunch &l : text.launches) {
+        l.symbol.replace(0, kSym.size(), prefix);
+        k.launches.push_back(std::move(l));
+      }
+      std::string defs = text.defs;
+      for (size_t pos = defs.find(kSym); pos != std::string::npos; pos = defs.find(kSym, pos))
+        defs.replace(pos, kSym.size(), prefix);
+      plan.source += "// " + text.ops + " (first used by " + group.getName().str() + ")\n";
+      plan.source += defs + "\n";
+      plan.kernels.push_back(std::move(k));
+    }
+    plan.launches.push_back({group.getName().str(), it->second, bindings.buffers,
+                             bindings.weights, bindings.caches});
+  }
+  return plan;
+}
+
+} // namespace llmc

@@ -1,0 +1,62 @@
+//===- CudaEmitter.h - CUDA C++ for the kernels of a model ------*- C++ -*-===//
+//
+// The CUDA twin of Target/Host/HostEmitter: turns the fusion groups of a
+// planned @step into one CUDA C++ translation unit of `extern "C"
+// __global__` kernels that instantiate the CUDA template library
+// (Target/Kernels/cuda/llmc_cuda_kernels.cuh) with the model's constants,
+// plus a step plan binding each launch to its buffers, weights and caches
+// (the ABI of runtime/include/llmc/runtime/artifact/cuda_abi.h).
+//
+// One group becomes one kernel with one or more launches:
+//   GEMM groups     a GEMV (T <= gemvMaxTokens: decode) or a tensor-core GEMM
+//                   (prefill), the prologue norm folded into its loads and
+//                   the epilogue (bias, split regions, elementwise ops from
+//                   the shared ExprEmitter, paired gate/up tiles) applied per
+//                   output column; RoPE on a region runs as a second launch
+//                   in place on the region's output.
+//   attention       the K/V cache write, the flash-decoding split pass, and
+//                   the reduction of the splits (when there are several).
+//   others          embedding, RMS norm, RoPE, elementwise: one block a token.
+// Groups with identical code share a kernel; only the bindings differ.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_COMPILER_TARGET_CUDA_CUDAEMITTER_H
+#define LLMC_COMPILER_TARGET_CUDA_CUDAEMITTER_H
+
+#include "llmc/runtime/artifact/manifest.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+#include <string>
+#include <vector>
+
+namespace llmc {
+
+struct CudaEmitOptions {
+  std::string activationType = "bf16"; // bf16 | f16 | f32 (buffers and KV cache)
+  // Token counts up to this run the GEMV variant of a GEMM (f32 activations
+  // always do: the tensor-core GEMM takes half/bf16).
+  int gemvMaxTokens = 8;
+};
+
+struct CudaKernelPlan {
+  std::string source;                        // kernels.cu
+  std::vector<ManifestCudaKernel> kernels;
+  struct Launch {
+    std::string group;
+    int64_t kernel = 0;
+    std::vector<int64_t> buffers;
+    std::vector<std::string> weights;
+    std::vector<int64_t> caches;
+  };
+  std::vector<Launch> launches;
+};
+
+// Fails with a diagnostic naming the first op the CUDA templates cannot run.
+mlir::FailureOr<CudaKernelPlan> emitCudaKernels(mlir::ModuleOp module,
+                                                const CudaEmitOptions &options = {});
+
+} // namespace llmc
+
+#endif // LLMC_COMPILER_TARGET_CUDA_CUDAEMITTER_H

@@ -1,0 +1,344 @@
+//===- CudaGemmGroup.cpp - CUDA for groups anchored on a GEMM -------------===//
+//
+// A group the fuse pass built around a linear (or the LM head) becomes:
+//   - a prologue functor: nothing, or the RMS norm of the anchor's input
+//     folded into the GEMM's activation loads (rms_norm_prologue);
+//   - an epilogue functor: per output column n of token t, the bias, then
+//     the statements of the group's elementwise ops (ExprEmitter) on the
+//     column's split region, or on all regions at once when an op combines
+//     them (gate/up: the weight rows of column n in every region are
+//     multiplied in one pass, kRows = number of regions), and the stores of
+//     the yielded values;
+//   - two entries, a GEMV for decode and a tensor-core GEMM for prefill
+//     (f32 activations: the GEMV only), chosen at run time by the token
+//     count;
+//   - for each RoPE on a region, an in-place rotation of its output after
+//     the GEMM (the epilogue stores the region unrotated there).
+//
+//===----------------------------------------------------------------------===//
+#include "CudaGroup.h"
+
+#include "Target/Common/ExprEmitter.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace llmc::llm;
+
+namespace llmc::cudagen {
+namespace {
+
+constexpr int kGemvWarps = 4, kGemvMaxT = 4;
+
+struct Region {
+  int64_t offset, width;
+  SmallVector<RopeOp> ropes;
+};
+
+class GemmGroupEmitter {
+public:
+  GemmGroupEmitter(const GroupIO &io, std::string &defs, std::vector<ManifestCudaLaunch> &launches)
+      : io(io), defs(defs), launches(launches) {}
+
+  LogicalResult emit(Operation *anchor, ArrayRef<Operation *> pro, ArrayRef<Operation *> epi);
+
+private:
+  // Sets `x` (the anchor's activation rows) and `proInit` (the prologue
+  // functor expression).
+  LogicalResult prologue(Operation *anchor, ArrayRef<Operation *> pro, std::string &x,
+                         std::string &proInit);
+  // Writes the epilogue functor `<kSym>_epi` for a linear; sets `rows`.
+  LogicalResult linearEpilogue(LinearOp l, ArrayRef<Operation *> epi, int &rows,
+                               int64_t &columns);
+  // The functor's members (every bound pointer, and the bias) and their
+  // initializer in the entries.
+  std::string members() const;
+  std::string init(StringRef bias) const;
+  // The GEMV and GEMM entries over `columns` output columns and their launches.
+  void entries(StringRef fmt, int64_t columns, int64_t K, int rows, StringRef tokens,
+               StringRef xRows, StringRef x, StringRef w, StringRef proInit, StringRef epiInit);
+
+  const GroupIO &io;
+  std::string &defs;
+  std::vector<ManifestCudaLaunch> &launches;
+};
+
+LogicalResult GemmGroupEmitter::prologue(Operation *anchor, ArrayRef<Operation *> pro,
+                                         std::string &x, std::string &proInit) {
+  Value input = anchor->getOperand(0);
+  if (pro.empty()) {
+    if (!isa<BlockArgument>(input))
+      return io.group.emitError() << "CUDA codegen: the anchor's input must be a group input";
+    x = io.in(input);
+    proInit = "no_prologue{}";
+    return success();
+  }
+  auto norm = dyn_cast<RMSNormOp>(pro.back());
+  if (pro.size() != 1 || !norm)
+    return pro.front()->emitError()
+           << "CUDA codegen folds only an RMS norm into a GEMM's prologue (not "
+           << pro.front()->getName() << "; compile with --no-fuse to run it on its own)";
+  if (norm.getResult() != input || !isa<BlockArgument>(norm.getInput()) ||
+      !io.yieldsOf.lookup(norm.getResult()).empty())
+    return norm.emitError() << "CUDA codegen: a prologue norm must read a group input and feed "
+                               "only the GEMM";
+  FailureOr<std::string> f = formatTag(norm, norm.getWeight().getType());
+  if (failed(f))
+    return failure();
+  x = io.in(norm.getInput());
+  proInit = llvm::formatv("rms_norm_prologue<{0}, {1}>{{{2}, {3}f}", widthOf(input), *f,
+                          io.weight(norm.getWeight()), number(norm.getEpsilon().convertToDouble()))
+                .str();
+  return success();
+}
+
+std::string GemmGroupEmitter::members() const {
+  std::string m;
+  for (const auto &[type, name] : io.pointers)
+    m += "  " + type + name + ";\n";
+  return m + "  const void *bias;\n";
+}
+
+std::string GemmGroupEmitter::init(StringRef bias) const {
+  SmallVector<std::string> names;
+  for (const auto &p : io.pointers)
+    names.push_back(p.second);
+  names.push_back(bias.str());
+  return "{" + llvm::join(names, ", ") + "}";
+}
+
+LogicalResult GemmGroupEmitter::linearEpilogue(LinearOp l, ArrayRef<Operation *> epi, int &rows,
+                                               int64_t &columns) {
+  int64_t N = l.getWeight().getType().getShape()[0];
+  llvm::DenseMap<Value, int64_t> regionOf;
+  SmallVector<Region> regions;
+  SplitOp split = l->hasOneUse() ? dyn_cast<SplitOp>(*l->getUsers().begin()) : SplitOp();
+  SmallVector<Value> regionValues;
+  if (split) {
+    int64_t off = 0;
+    for (auto [i, r] : llvm::enumerate(split.getResults())) {
+      regions.push_back({off, widthOf(r), {}});
+      regionOf[r] = i;
+      regionValues.push_back(r);
+      off += widthOf(r);
+    }
+  } else {
+    regions.push_back({0, N, {}});
+    regionOf[l.getResult()] = 0;
+    regionValues.push_back(l.getResult());
+  }
+
+  SmallVector<Operation *> elementwise;
+  bool paired = false;
+  for (Operation *op : epi) {
+    if (op == split.getOperation())
+      continue;
+    if (auto r = dyn_cast<RopeOp>(op)) {
+      Value src = r.getInput();
+      if (!regionOf.count(src) || !src.hasOneUse() || !io.yieldsOf.lookup(src).empty() ||
+          !llvm::all_of(r->getUsers(), [](Operation *u) { return isa<YieldOp>(u); }) ||
+          io.yieldsOf.lookup(r.getResult()).empty())
+        return r.emitError() << "CUDA codegen: a fused RoPE must be the only use of a GEMM "
+                                "region and be yielded, unused in the group";
+      regions[regionOf[src]].ropes.push_back(r);
+      continue;
+    }
+    if (!ExprEmitter::isElementwise(op))
+      return op->emitError() << "CUDA codegen cannot fuse " << op->getName()
+                             << " into a linear's epilogue";
+    std::optional<int64_t> region;
+    for (Value v : op->getOperands()) {
+      if (isa<BlockArgument>(v))
+        continue;
+      auto it = regionOf.find(v);
+      if (it == regionOf.end())
+        return op->emitError() << "CUDA codegen: an epilogue operand comes from the prologue";
+      if (region && *region != it->second)
+        region = -1;
+      else if (!region)
+        region = it->second;
+    }
+    if (!region)
+      return op->emitError() << "CUDA codegen: an epilogue op reads only group inputs";
+    paired |= *region == -1;
+    regionOf[op->getResult(0)] = *region;
+    elementwise.push_back(op);
+  }
+  if (paired) {
+    for (const Region &r : regions)
+      if (r.width != regions.front().width || !r.ropes.empty())
+        return io.group.emitError() << "CUDA codegen: combined regions must have equal widths "
+                                       "and no RoPE";
+    if (64 % regions.size() != 0)
+      return io.group.emitError() << "CUDA codegen: at most 4 combined regions (1, 2 or 4)";
+  }
+  rows = paired ? int(regions.size()) : 1;
+  columns = paired ? regions.front().width : N;
+
+  std::string biasFmt;
+  if (l.getBias()) {
+    FailureOr<std::string> f = formatTag(l, cast<WeightType>(l.getBias().getType()));
+    if (failed(f))
+      return failure();
+    biasFmt = *f;
+  }
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  // Statements of one region (or of all, paired) with its values bound.
+  auto statements = [&](std::optional<int64_t> only, StringRef indent) -> LogicalResult {
+    ExprEmitter ex;
+    for (auto [i, r] : llvm::enumerate(regions)) {
+      if (only && int64_t(i) != *only)
+        continue;
+      std::string name = "r" + std::to_string(i);
+      std::string bias = l.getBias() ? llvm::formatv(" + {0}::load1(static_cast<const u8 *>(bias), "
+                                                     "{1} + j)",
+                                                     biasFmt, r.offset)
+                                           .str()
+                                     : "";
+      os << indent
+         << llvm::formatv("const float {0} = acc[{1}]{2};\n", name, paired ? i : 0, bias);
+      ex.bind(regionValues[i], name);
+      storeYields(io, regionValues[i], name, "j", os, indent);
+      for (RopeOp rope : r.ropes) // rotated in place by the rope launch
+        storeYields(io, rope.getResult(), name, "j", os, indent);
+    }
+    for (Operation *op : elementwise) {
+      if (only && regionOf[op->getResult(0)] != *only)
+        continue;
+      for (Value v : op->getOperands())
+        if (isa<BlockArgument>(v) && !ex.isBound(v)) {
+          std::string name = "x" + std::to_string(cast<BlockArgument>(v).getArgNumber());
+          os << indent
+             << llvm::formatv("const float {0} = to_float({1}[static_cast<i64>(t) * {2} + j]);\n",
+                              name, io.in(v), widthOf(v));
+          ex.bind(v, name);
+        }
+      if (failed(ex.emit(op, os, indent)))
+        return failure();
+      storeYields(io, op->getResult(0), ex.lookup(op->getResult(0)), "j", os, indent);
+    }
+    return success();
+  };
+  if (paired) {
+    os << "    const int j = n;\n";
+    if (failed(statements(std::nullopt, "    ")))
+      return failure();
+  } else {
+    for (auto [i, r] : llvm::enumerate(regions)) {
+      os << llvm::formatv("    {0}if (n < {1}) {{\n      const int j = n - {2};\n",
+                          i ? "else " : "", r.offset + r.width, r.offset);
+      if (failed(statements(int64_t(i), "      ")))
+        return failure();
+      os << "    }\n";
+    }
+  }
+  std::string rowFn = paired ? llvm::formatv("return n + p * {0};", columns).str()
+                             : std::string("(void)p; return n;");
+  defs += llvm::formatv("struct {0}_epi {{\n  static constexpr int kRows = {1};\n{2}"
+                        "  __device__ static int row(int n, int p) {{ {3} }\n"
+                        "  __device__ void operator()(int t, int n, const float (&acc)[{1}]) const "
+                        "{{\n{4}  }\n};\n",
+                        kSym, rows, members(), rowFn, body)
+              .str();
+
+  // RoPE launches, after the GEMM.
+  int index = 0;
+  for (const Region &r : regions)
+    for (RopeOp rope : r.ropes) {
+      std::string suffix = "rope" + std::to_string(index++);
+      std::string body = io.decls;
+      std::string freqs = ropeFreqs(io, rope);
+      for (unsigned out : io.yieldsOf.lookup(rope.getResult()))
+        body += llvm::formatv("  rope<{0}, {1}, rope_style::{2}, act>(s, out{3}, out{3}, {4});\n",
+                              rope.getHeadsAttr().getInt(), rope.getHeadDimAttr().getInt(),
+                              stringifyRopeStyle(rope.getStyle()), out, freqs)
+                    .str();
+      defs += entry(suffix, 128, 4, body);
+      launches.push_back(launch(suffix, "", {"T", "1", "1"}, 128));
+    }
+  return success();
+}
+
+void GemmGroupEmitter::entries(StringRef fmt, int64_t columns, int64_t K, int rows,
+                               StringRef tokens, StringRef xRows, StringRef x, StringRef w,
+                               StringRef proInit, StringRef epiInit) {
+  const int gemvMax = io.options->gemvMaxTokens;
+  bool mma = io.options->activationType != "f32";
+  std::string var = tokens == "s.num_logits" ? "L" : "T";
+  std::string common = io.decls + llvm::formatv("  const auto pro = {0};\n  const {1}_epi epi{2};\n",
+                                                proInit, kSym, epiInit)
+                                      .str();
+  defs += entry("gemv", 32 * kGemvWarps, 4,
+                common + llvm::formatv("  gemv<{0}, {1}, {2}, {3}, {4}, act>({5}, {6}, {7}, {8}, "
+                                       "pro, epi);\n",
+                                       fmt, columns, K, kGemvMaxT, kGemvWarps, tokens, xRows, x, w)
+                             .str());
+  launches.insert(launches.begin(),
+                  launch("gemv", mma ? var + "<=" + std::to_string(gemvMax) : "",
+                         {cdiv(columns, kGemvWarps), "1", "1"}, 32 * kGemvWarps));
+  if (!mma)
+    return;
+  defs += entry("gemm", 128, 4,
+                common + llvm::formatv("  gemm_mma<{0}, {1}, {2}, act>({3}, {4}, {5}, {6}, pro, "
+                                       "epi);\n",
+                                       fmt, columns, K, tokens, xRows, x, w)
+                             .str());
+  launches.insert(launches.begin() + 1,
+                  launch("gemm", var + ">" + std::to_string(gemvMax),
+                         {cdiv(columns, 64 / rows), "cdiv(" + var + ",64)", "1"}, 128));
+}
+
+LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pro,
+                                     ArrayRef<Operation *> epi) {
+  Value weightValue = isa<LinearOp>(anchor) ? cast<LinearOp>(anchor).getWeight()
+                                             : cast<LMHeadOp>(anchor).getWeight();
+  auto wt = cast<WeightType>(weightValue.getType());
+  int64_t K = wt.getShape()[1];
+  if (K % 32 != 0)
+    return anchor->emitError() << "CUDA codegen: GEMMs need K a multiple of 32, not " << K;
+  FailureOr<std::string> fmt = formatTag(anchor, wt);
+  if (failed(fmt))
+    return failure();
+  std::string x, proInit;
+  if (failed(prologue(anchor, pro, x, proInit)))
+    return failure();
+  std::string w = io.weight(weightValue);
+
+  if (auto h = dyn_cast<LMHeadOp>(anchor)) {
+    if (!epi.empty())
+      return epi.front()->emitError() << "CUDA codegen: nothing fuses after the LM head";
+    auto outs = io.yieldsOf.lookup(h.getLogits());
+    if (outs.size() != 1)
+      return h.emitError() << "CUDA codegen: the LM head's logits must be yielded once";
+    int64_t N = wt.getShape()[0];
+    defs += llvm::formatv("struct {0}_epi {{\n  static constexpr int kRows = 1;\n{1}"
+                          "  __device__ static int row(int n, int) {{ return n; }\n"
+                          "  __device__ void operator()(int t, int n, const float (&acc)[1]) const "
+                          "{{\n    out{2}[static_cast<i64>(t) * {3} + n] = acc[0];\n  }\n};\n",
+                          kSym, members(), outs.front(), N)
+                .str();
+    entries(*fmt, N, K, 1, "s.num_logits", "s.logits_rows", x, w, proInit, init("nullptr"));
+    return success();
+  }
+  auto l = cast<LinearOp>(anchor);
+  int rows = 1;
+  int64_t columns = 0;
+  std::string bias = l.getBias() ? io.weight(l.getBias()) : "nullptr";
+  if (failed(linearEpilogue(l, epi, rows, columns)))
+    return failure();
+  entries(*fmt, columns, K, rows, "s.num_tokens", "nullptr", x, w, proInit, init(bias));
+  return success();
+}
+
+} // namespace
+
+LogicalResult emitGemmGroup(const GroupIO &io, Operation *anchor, ArrayRef<Operation *> pro,
+                            ArrayRef<Operation *> epi, std::string &defs,
+                            std::vector<ManifestCudaLaunch> &launches) {
+  return GemmGroupEmitter(io, defs, launches).emit(anchor, pro, epi);
+}
+
+} // namespace llmc::cudagen

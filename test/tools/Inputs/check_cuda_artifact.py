@@ -1,0 +1,62 @@
+"""Checks the CUDA part of an artifact: every launch of every CUDA kernel has
+an entry point in the PTX of each target and a ptxas report, and no entry
+spills registers or uses a stack frame. Prints one summary line per arch.
+
+usage: check_cuda_artifact.py ARTIFACT [--archs sm_80,sm_90]
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("artifact")
+    ap.add_argument("--archs", default="sm_80,sm_90")
+    args = ap.parse_args()
+    manifest = json.load(open(os.path.join(args.artifact, "manifest.json")))
+    cuda = manifest.get("cuda")
+    if not cuda:
+        sys.exit("no cuda section in %s/manifest.json" % args.artifact)
+    symbols = sorted({l["symbol"] for k in cuda["kernels"] for l in k["launches"]})
+    used = {s["kernel"] for s in cuda["steps"]}
+    if used != set(range(len(cuda["kernels"]))):
+        sys.exit("kernels not used by any step: %s" % sorted(set(range(len(cuda["kernels"]))) - used))
+    failed = False
+    modules = {m["arch"]: m for m in cuda["modules"]}
+    for arch in args.archs.split(","):
+        if arch not in modules:
+            sys.exit("no %s module (have %s)" % (arch, sorted(modules)))
+        m = modules[arch]
+        ptx = open(os.path.join(args.artifact, m["file"])).read()
+        if (".target " + arch) not in ptx:
+            sys.exit("%s does not target %s" % (m["file"], arch))
+        entries = set(re.findall(r"\.visible \.entry (\w+)\(", ptx))
+        report = {e["symbol"]: e for e in m["ptxas"]}
+        for s in symbols:
+            if s not in entries:
+                print("%s: %s has no entry in the PTX" % (arch, s))
+                failed = True
+            elif s not in report:
+                print("%s: %s has no ptxas report" % (arch, s))
+                failed = True
+            else:
+                e = report[s]
+                if e["spill_stores"] or e["spill_loads"] or e["stack_bytes"]:
+                    print("%s: %s spills (%d/%d bytes) or has a stack (%d bytes)" %
+                          (arch, s, e["spill_stores"], e["spill_loads"], e["stack_bytes"]))
+                    failed = True
+        regs = max(report[s]["registers"] for s in symbols if s in report)
+        print("%s: %d entries of %d kernels checked by ptxas, 0 spills, max %d registers" %
+              (arch, len(symbols), len(cuda["kernels"]), regs))
+    print("steps %d, launches per decode step %d" % (
+        len(cuda["steps"]),
+        sum(sum(1 for l in cuda["kernels"][s["kernel"]]["launches"]
+                if l["when"] in ("", "T<=8", "L<=8")) for s in cuda["steps"])))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
