@@ -1,0 +1,99 @@
+// The CUDA runner's bookkeeping as pure functions, so that it is tested
+// without a GPU: device buffer sizes, the attention split policy and its
+// scratch, the per-step staging of the batch's int32 arrays, which launches
+// a step makes (by their `when`) with what grids, and the packing of each
+// launch's llmc_cuda_args (cuda_abi.h).
+#ifndef LLMC_RUNTIME_EXEC_CUDA_STEP_PLAN_H_
+#define LLMC_RUNTIME_EXEC_CUDA_STEP_PLAN_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "llmc/runtime/artifact/cuda_abi.h"
+#include "llmc/runtime/artifact/cuda_launch_expr.h"
+#include "llmc/runtime/artifact/manifest.h"
+#include "llmc/runtime/cuda/driver_types.h"
+#include "llmc/runtime/exec/step_batch.h"
+
+namespace llmc {
+
+// Bytes per element of a CUDA activation type: bf16/f16 2, f32 4; 0 if unknown.
+int64_t CudaActivationBytes(const std::string& dtype);
+
+// Device bytes of manifest buffer `index`: its rows (max_batch_tokens or
+// max_logits) x row_elems elements of the activation type, except the logits
+// buffer, always f32.
+int64_t CudaBufferBytes(const Manifest& m, size_t index, int64_t max_batch_tokens,
+                        int64_t max_logits);
+
+// Flash-decoding: steps of at most kMaxSplitTokens tokens split each
+// sequence's keys into up to kMaxSplits parts of split_keys keys (the partials
+// go to the scratch, a second launch reduces them); larger steps have enough
+// parallelism in their tokens and run one split.
+inline constexpr int64_t kMaxSplitTokens = 64;
+inline constexpr int64_t kMaxSplits = 64;
+int64_t AttentionSplits(int64_t tokens, int64_t max_context, int64_t split_keys);
+// f32 elements of scratch for the worst case of every attention kernel
+// (kMaxSplitTokens x heads x kMaxSplits x (head_dim + 2): the partial output
+// plus its max and sum); 0 when there is none.
+int64_t AttentionScratchFloats(const ManifestCuda& cuda);
+
+// Where each of the batch's int32 arrays lies in the step's one upload, in
+// int32 elements from its start; every array starts on a 64-byte boundary.
+struct StagingLayout {
+  int64_t tokens = 0, positions = 0, query_starts = 0, context_lens = 0, block_tables = 0,
+          slot_mapping = 0, logits_rows = 0;
+  int64_t total = 0;  // int32 elements of the whole area
+};
+inline constexpr int64_t kStagingAlignInts = 16;
+StagingLayout PlanStaging(const StepBatch& batch);
+// Writes the arrays at their offsets into `out` (layout.total elements; the
+// padding is zeroed).
+void PackStaging(const StepBatch& batch, const StagingLayout& layout, int32_t* out);
+// The step's llmc_cuda_step_info, its pointers into the staging area uploaded
+// at device address `staging`.
+llmc_cuda_step_info MakeStepInfo(const StepBatch& batch, const StagingLayout& layout,
+                                 cuda::CUdeviceptr staging, int64_t block_size);
+
+// Every launch of every cuda.kernels entry, parsed once at load.
+struct ParsedLaunch {
+  std::array<GridExpr, 3> grid;
+  WhenExpr when;
+  unsigned block = 0;
+};
+absl::StatusOr<std::vector<std::vector<ParsedLaunch>>> ParseCudaLaunches(const ManifestCuda& cuda);
+
+// One launch a step makes.
+struct SelectedLaunch {
+  size_t step = 0;    // into cuda.steps
+  size_t launch = 0;  // into the step's kernel's launches
+  std::array<unsigned, 3> grid{};
+  unsigned block = 0;
+  int64_t splits = 1;
+};
+// The launches of one step of `tokens` tokens, `logits` rows and longest
+// context `max_context`, in plan order: every launch of each step entry
+// whose `when` holds. Fills `out` (cleared first; reused across steps so the
+// hot path does not allocate). InvalidArgument when a grid dimension falls
+// outside what CUDA launches (x 1 to 2^31-1, y and z 1 to 65535).
+absl::Status SelectLaunches(const ManifestCuda& cuda,
+                            const std::vector<std::vector<ParsedLaunch>>& parsed, int64_t tokens,
+                            int64_t logits, int64_t max_context, std::vector<SelectedLaunch>* out);
+
+// The device addresses a step plan binds.
+struct CudaBindings {
+  std::vector<cuda::CUdeviceptr> buffers;  // per manifest buffer; 0 where not allocated
+  cuda::CUdeviceptr weights = 0;           // the weight file's copy; tensors at their offsets
+  std::vector<cuda::CUdeviceptr> caches;   // 2 per layer: K, V
+  cuda::CUdeviceptr scratch = 0;           // 0 when no kernel splits attention
+};
+// llmc_cuda_args of cuda.steps entry `step`, bindings in the step's order.
+absl::StatusOr<llmc_cuda_args> PackArgs(const Manifest& m, const ManifestStep& step,
+                                        const CudaBindings& bindings);
+
+}  // namespace llmc
+
+#endif  // LLMC_RUNTIME_EXEC_CUDA_STEP_PLAN_H_

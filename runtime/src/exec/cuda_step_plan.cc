@@ -1,0 +1,191 @@
+#include "llmc/runtime/exec/cuda_step_plan.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+
+namespace llmc {
+namespace {
+
+int64_t Align(int64_t n) { return (n + kStagingAlignInts - 1) / kStagingAlignInts * kStagingAlignInts; }
+
+void* DevicePointer(cuda::CUdeviceptr p) { return reinterpret_cast<void*>(uintptr_t(p)); }
+
+}  // namespace
+
+int64_t CudaActivationBytes(const std::string& dtype) {
+  if (dtype == "bf16" || dtype == "f16") return 2;
+  if (dtype == "f32") return 4;
+  return 0;
+}
+
+int64_t CudaBufferBytes(const Manifest& m, size_t index, int64_t max_batch_tokens,
+                        int64_t max_logits) {
+  const ManifestBuffer& b = m.buffers[index];
+  int64_t rows = b.rows == "logits" ? max_logits : max_batch_tokens;
+  int64_t elem = int64_t(index) == m.logits_buffer ? 4 : CudaActivationBytes(m.cuda.activation_dtype);
+  return rows * b.row_elems * elem;
+}
+
+int64_t AttentionSplits(int64_t tokens, int64_t max_context, int64_t split_keys) {
+  if (split_keys <= 0 || tokens > kMaxSplitTokens) return 1;
+  int64_t splits = (max_context + split_keys - 1) / split_keys;
+  return std::clamp<int64_t>(splits, 1, kMaxSplits);
+}
+
+int64_t AttentionScratchFloats(const ManifestCuda& cuda) {
+  int64_t floats = 0;
+  for (const ManifestCudaKernel& k : cuda.kernels)
+    if (k.split_keys > 0)
+      floats = std::max(floats, kMaxSplitTokens * k.heads * kMaxSplits * (k.head_dim + 2));
+  return floats;
+}
+
+StagingLayout PlanStaging(const StepBatch& b) {
+  StagingLayout l;
+  int64_t at = 0;
+  auto place = [&](int64_t* offset, size_t count) {
+    *offset = at;
+    at = Align(at + int64_t(count));
+  };
+  place(&l.tokens, b.tokens.size());
+  place(&l.positions, b.positions.size());
+  place(&l.query_starts, b.query_starts.size());
+  place(&l.context_lens, b.context_lens.size());
+  place(&l.block_tables, b.block_tables.size());
+  place(&l.slot_mapping, b.slot_mapping.size());
+  place(&l.logits_rows, b.logits_rows.size());
+  l.total = at;
+  return l;
+}
+
+void PackStaging(const StepBatch& b, const StagingLayout& l, int32_t* out) {
+  std::memset(out, 0, size_t(l.total) * sizeof(int32_t));
+  auto put = [&](int64_t offset, const std::vector<int32_t>& v) {
+    if (!v.empty()) std::memcpy(out + offset, v.data(), v.size() * sizeof(int32_t));
+  };
+  put(l.tokens, b.tokens);
+  put(l.positions, b.positions);
+  put(l.query_starts, b.query_starts);
+  put(l.context_lens, b.context_lens);
+  put(l.block_tables, b.block_tables);
+  put(l.slot_mapping, b.slot_mapping);
+  put(l.logits_rows, b.logits_rows);
+}
+
+llmc_cuda_step_info MakeStepInfo(const StepBatch& b, const StagingLayout& l,
+                                 cuda::CUdeviceptr staging, int64_t block_size) {
+  auto at = [&](int64_t offset) {
+    return static_cast<const int*>(DevicePointer(staging + uint64_t(offset) * sizeof(int32_t)));
+  };
+  llmc_cuda_step_info info{};
+  info.num_tokens = int(b.num_tokens());
+  info.num_seqs = int(b.num_seqs());
+  info.num_logits = int(b.logits_rows.size());
+  info.max_blocks = int(b.max_blocks);
+  info.block_size = int(block_size);
+  info.tokens = at(l.tokens);
+  info.positions = at(l.positions);
+  info.query_starts = at(l.query_starts);
+  info.context_lens = at(l.context_lens);
+  info.block_tables = at(l.block_tables);
+  info.slot_mapping = at(l.slot_mapping);
+  info.logits_rows = at(l.logits_rows);
+  return info;
+}
+
+absl::StatusOr<std::vector<std::vector<ParsedLaunch>>> ParseCudaLaunches(const ManifestCuda& c) {
+  std::vector<std::vector<ParsedLaunch>> parsed(c.kernels.size());
+  for (size_t k = 0; k < c.kernels.size(); ++k) {
+    for (size_t i = 0; i < c.kernels[k].launches.size(); ++i) {
+      const ManifestCudaLaunch& l = c.kernels[k].launches[i];
+      // ValidateManifest has accepted these; errors here mean a manifest
+      // built in memory without it.
+      std::string field = absl::StrFormat("cuda.kernels[%d].launches[%d]", k, i);
+      if (l.grid.size() != 3 || l.block < 1 || l.block > 1024)
+        return absl::InvalidArgumentError(field + ": needs 3 grid dimensions and a block of 1 to 1024");
+      ParsedLaunch p;
+      for (size_t d = 0; d < 3; ++d) {
+        auto g = ParseGridExpr(l.grid[d]);
+        if (!g.ok()) return absl::InvalidArgumentError(field + ".grid: " + std::string(g.status().message()));
+        p.grid[d] = *g;
+      }
+      auto when = ParseWhenExpr(l.when);
+      if (!when.ok()) return absl::InvalidArgumentError(field + ".when: " + std::string(when.status().message()));
+      p.when = *when;
+      p.block = unsigned(l.block);
+      parsed[k].push_back(p);
+    }
+  }
+  return parsed;
+}
+
+absl::Status SelectLaunches(const ManifestCuda& c,
+                            const std::vector<std::vector<ParsedLaunch>>& parsed, int64_t tokens,
+                            int64_t logits, int64_t max_context, std::vector<SelectedLaunch>* out) {
+  out->clear();
+  constexpr int64_t kMaxDim[3] = {(int64_t{1} << 31) - 1, 65535, 65535};
+  for (size_t s = 0; s < c.steps.size(); ++s) {
+    size_t k = size_t(c.steps[s].kernel);
+    LaunchVars vars{tokens, logits, AttentionSplits(tokens, max_context, c.kernels[k].split_keys)};
+    for (size_t i = 0; i < parsed[k].size(); ++i) {
+      const ParsedLaunch& p = parsed[k][i];
+      if (!p.when.Holds(vars)) continue;
+      SelectedLaunch sel;
+      sel.step = s;
+      sel.launch = i;
+      sel.block = p.block;
+      sel.splits = vars.splits;
+      for (size_t d = 0; d < 3; ++d) {
+        int64_t v = p.grid[d].Evaluate(vars);
+        if (v < 1 || v > kMaxDim[d])
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "CUDA launch %s of %s (step %d): grid dimension %c = %s is %d, outside 1 to %d "
+              "(T %d, L %d, splits %d)",
+              c.kernels[k].launches[i].symbol, c.kernels[k].name, s, "xyz"[d],
+              p.grid[d].ToString(), v, kMaxDim[d], tokens, logits, vars.splits));
+        sel.grid[d] = unsigned(v);
+      }
+      out->push_back(sel);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<llmc_cuda_args> PackArgs(const Manifest& m, const ManifestStep& step,
+                                        const CudaBindings& bindings) {
+  if (step.buffers.size() > LLMC_CUDA_MAX_BUFFERS || step.weights.size() > LLMC_CUDA_MAX_WEIGHTS ||
+      step.caches.size() > 1)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "CUDA step '%s' binds %d buffers, %d weights and %d caches; the ABI takes %d, %d and 1",
+        step.name, step.buffers.size(), step.weights.size(), step.caches.size(),
+        LLMC_CUDA_MAX_BUFFERS, LLMC_CUDA_MAX_WEIGHTS));
+  llmc_cuda_args args{};
+  for (size_t i = 0; i < step.buffers.size(); ++i) {
+    size_t b = size_t(step.buffers[i]);
+    if (b >= bindings.buffers.size() || bindings.buffers[b] == 0)
+      return absl::InternalError(absl::StrFormat("CUDA step '%s': buffer %d has no device memory",
+                                                 step.name, b));
+    args.buffers[i] = DevicePointer(bindings.buffers[b]);
+  }
+  for (size_t i = 0; i < step.weights.size(); ++i) {
+    size_t w = size_t(step.weights[i]);
+    if (w >= m.weights.tensors.size())
+      return absl::InvalidArgumentError(absl::StrFormat("CUDA step '%s': weight %d out of range",
+                                                        step.name, w));
+    args.weights[i] = DevicePointer(bindings.weights + m.weights.tensors[w].offset);
+  }
+  if (!step.caches.empty()) {
+    size_t layer = size_t(step.caches[0]);
+    if (2 * layer + 1 >= bindings.caches.size())
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "CUDA step '%s': KV cache of layer %d out of range", step.name, layer));
+    args.caches[0] = DevicePointer(bindings.caches[2 * layer]);
+    args.caches[1] = DevicePointer(bindings.caches[2 * layer + 1]);
+  }
+  args.scratch = static_cast<float*>(DevicePointer(bindings.scratch));
+  return args;
+}
+
+}  // namespace llmc

@@ -1,0 +1,226 @@
+// The CUDA runner's pure bookkeeping (cuda_step_plan.h) on the tiny CUDA
+// manifest of the artifact tests: buffer sizes, the split policy and its
+// scratch, the staging layout, launch selection by `when`, argument packing.
+#include "llmc/runtime/exec/cuda_step_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "../artifact/artifact_test_util.h"
+
+namespace llmc {
+namespace {
+
+using test::TinyCudaManifest;
+
+TEST(CudaStepPlan, BufferBytes) {
+  Manifest m = TinyCudaManifest();
+  EXPECT_EQ(CudaActivationBytes("bf16"), 2);
+  EXPECT_EQ(CudaActivationBytes("f16"), 2);
+  EXPECT_EQ(CudaActivationBytes("f32"), 4);
+  EXPECT_EQ(CudaActivationBytes("i8"), 0);
+  // "hidden": T rows of 64 bf16 (not the host's f32 row_bytes).
+  EXPECT_EQ(CudaBufferBytes(m, 0, 512, 4), 512 * 64 * 2);
+  // The logits: L rows, always f32.
+  EXPECT_EQ(CudaBufferBytes(m, 1, 512, 4), 4 * 64 * 4);
+  m.cuda.activation_dtype = "f32";
+  EXPECT_EQ(CudaBufferBytes(m, 0, 10, 4), 10 * 64 * 4);
+}
+
+TEST(CudaStepPlan, AttentionSplits) {
+  EXPECT_EQ(AttentionSplits(1, 1000, 256), 4);
+  EXPECT_EQ(AttentionSplits(1, 1024, 256), 4);
+  EXPECT_EQ(AttentionSplits(1, 1025, 256), 5);
+  EXPECT_EQ(AttentionSplits(1, 1, 256), 1);
+  EXPECT_EQ(AttentionSplits(1, 0, 256), 1);
+  EXPECT_EQ(AttentionSplits(64, 1 << 20, 256), 64);  // at most 64 splits
+  EXPECT_EQ(AttentionSplits(65, 1 << 20, 256), 1);   // big steps do not split
+  EXPECT_EQ(AttentionSplits(1, 1 << 20, 0), 1);      // not an attention kernel
+}
+
+TEST(CudaStepPlan, ScratchForTheWorstCase) {
+  Manifest m = TinyCudaManifest();
+  EXPECT_EQ(AttentionScratchFloats(m.cuda), 64 * 4 * 64 * (16 + 2));
+  m.cuda.kernels.push_back({"wide", "attention", {}, 128, 8, 64});
+  EXPECT_EQ(AttentionScratchFloats(m.cuda), 64 * 8 * 64 * (64 + 2));
+  m.cuda.kernels[1].split_keys = 0;
+  m.cuda.kernels.pop_back();
+  EXPECT_EQ(AttentionScratchFloats(m.cuda), 0);
+}
+
+StepBatch TwoSequences() {
+  StepBatch b;
+  b.tokens = {5, 6, 7, 8, 9};
+  b.positions = {0, 1, 2, 7, 8};
+  b.query_starts = {0, 3, 5};
+  b.context_lens = {3, 9};
+  b.max_blocks = 2;
+  b.block_tables = {4, -1, 0, 1};
+  b.slot_mapping = {64, 65, 66, 23, 24};
+  b.logits_rows = {2, 4};
+  return b;
+}
+
+TEST(CudaStepPlan, StagingLayout) {
+  StepBatch b = TwoSequences();
+  StagingLayout l = PlanStaging(b);
+  EXPECT_EQ(l.tokens, 0);
+  EXPECT_EQ(l.positions, 16);
+  EXPECT_EQ(l.query_starts, 32);
+  EXPECT_EQ(l.context_lens, 48);
+  EXPECT_EQ(l.block_tables, 64);
+  EXPECT_EQ(l.slot_mapping, 80);
+  EXPECT_EQ(l.logits_rows, 96);
+  EXPECT_EQ(l.total, 112);
+  std::vector<int32_t> area(size_t(l.total), -7);
+  PackStaging(b, l, area.data());
+  auto at = [&](int64_t offset, size_t n) {
+    return std::vector<int32_t>(area.begin() + offset, area.begin() + offset + int64_t(n));
+  };
+  EXPECT_EQ(at(l.tokens, 5), b.tokens);
+  EXPECT_EQ(at(l.positions, 5), b.positions);
+  EXPECT_EQ(at(l.query_starts, 3), b.query_starts);
+  EXPECT_EQ(at(l.context_lens, 2), b.context_lens);
+  EXPECT_EQ(at(l.block_tables, 4), b.block_tables);
+  EXPECT_EQ(at(l.slot_mapping, 5), b.slot_mapping);
+  EXPECT_EQ(at(l.logits_rows, 2), b.logits_rows);
+  EXPECT_EQ(area[5], 0);  // padding zeroed
+  EXPECT_EQ(area[111], 0);
+
+  cuda::CUdeviceptr base = 0x7f0000001000;
+  llmc_cuda_step_info info = MakeStepInfo(b, l, base, 16);
+  EXPECT_EQ(info.num_tokens, 5);
+  EXPECT_EQ(info.num_seqs, 2);
+  EXPECT_EQ(info.num_logits, 2);
+  EXPECT_EQ(info.max_blocks, 2);
+  EXPECT_EQ(info.block_size, 16);
+  auto addr = [](const int* p) { return uintptr_t(p); };
+  EXPECT_EQ(addr(info.tokens), base);
+  EXPECT_EQ(addr(info.positions), base + 16 * 4);
+  EXPECT_EQ(addr(info.query_starts), base + 32 * 4);
+  EXPECT_EQ(addr(info.context_lens), base + 48 * 4);
+  EXPECT_EQ(addr(info.block_tables), base + 64 * 4);
+  EXPECT_EQ(addr(info.slot_mapping), base + 80 * 4);
+  EXPECT_EQ(addr(info.logits_rows), base + 96 * 4);
+}
+
+TEST(CudaStepPlan, StagingOfALongBlockTable) {
+  StepBatch b;
+  b.tokens = {1};
+  b.positions = {0};
+  b.query_starts = {0, 1};
+  b.context_lens = {1};
+  b.max_blocks = 100;
+  b.block_tables.assign(100, 3);
+  b.slot_mapping = {0};
+  b.logits_rows = {0};
+  StagingLayout l = PlanStaging(b);
+  EXPECT_EQ(l.slot_mapping, l.block_tables + 112);
+  EXPECT_EQ(l.total % kStagingAlignInts, 0);
+}
+
+struct Expected {
+  size_t step, launch;
+  std::array<unsigned, 3> grid;
+  unsigned block;
+};
+
+void ExpectLaunches(const std::vector<SelectedLaunch>& got, const std::vector<Expected>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].step, want[i].step) << i;
+    EXPECT_EQ(got[i].launch, want[i].launch) << i;
+    EXPECT_EQ(got[i].grid, want[i].grid) << i;
+    EXPECT_EQ(got[i].block, want[i].block) << i;
+  }
+}
+
+TEST(CudaStepPlan, SelectsLaunchesByWhen) {
+  Manifest m = TinyCudaManifest();
+  auto parsed = ParseCudaLaunches(m.cuda);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::vector<SelectedLaunch> got;
+  // Decode over 1000 keys: 4 splits, so each attention adds its reduction;
+  // one logits row takes the GEMV.
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, 1, 1, 1000, &got).ok());
+  ExpectLaunches(got, {{0, 0, {1, 1, 1}, 128},
+                       {1, 0, {1, 2, 4}, 128},
+                       {1, 1, {1, 4, 1}, 64},
+                       {2, 0, {1, 2, 4}, 128},
+                       {2, 1, {1, 4, 1}, 64},
+                       {3, 0, {1, 16, 1}, 256}});
+  EXPECT_EQ(got[1].splits, 4);
+  EXPECT_EQ(got[0].splits, 1);
+  // A prefill of 100 tokens with 100 logits rows: no splits, the GEMM.
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, 100, 100, 100, &got).ok());
+  ExpectLaunches(got, {{0, 0, {100, 1, 1}, 128},
+                       {1, 0, {100, 2, 1}, 128},
+                       {2, 0, {100, 2, 1}, 128},
+                       {3, 1, {2, 1, 1}, 128}});
+  // The boundary of the GEMV: L = 8 and 9.
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, 8, 8, 8, &got).ok());
+  EXPECT_EQ(got.back().launch, 0u);
+  EXPECT_EQ(got.back().grid[0], 2u);
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, 9, 9, 9, &got).ok());
+  EXPECT_EQ(got.back().launch, 1u);
+}
+
+TEST(CudaStepPlan, GridOutsideWhatCudaLaunches) {
+  Manifest m = TinyCudaManifest();
+  m.cuda.kernels[0].launches[0].grid = {"1", "T", "1"};
+  auto parsed = ParseCudaLaunches(m.cuda);
+  ASSERT_TRUE(parsed.ok());
+  std::vector<SelectedLaunch> got;
+  EXPECT_TRUE(SelectLaunches(m.cuda, *parsed, 65535, 1, 65535, &got).ok());
+  absl::Status st = SelectLaunches(m.cuda, *parsed, 65536, 1, 65536, &got);
+  EXPECT_EQ(st.message(),
+            "CUDA launch llmc_cuda_embed of embed (step 0): grid dimension y = T is 65536, outside "
+            "1 to 65535 (T 65536, L 1, splits 1)");
+}
+
+TEST(CudaStepPlan, ParseRejectsWhatValidationWould) {
+  Manifest m = TinyCudaManifest();
+  m.cuda.kernels[2].launches[1].when = "L>>8";
+  auto parsed = ParseCudaLaunches(m.cuda);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(),
+            "cuda.kernels[2].launches[1].when: 'L>>8' is not a condition: <= or > must be followed "
+            "by a non-negative integer");
+}
+
+TEST(CudaStepPlan, PacksArgumentsInBindingOrder) {
+  Manifest m = TinyCudaManifest();
+  CudaBindings bind;
+  bind.buffers = {0x1000, 0x2000};
+  bind.weights = 0x100000;
+  bind.caches = {0xa00, 0xb00, 0xc00, 0xd00};
+  bind.scratch = 0x5000;
+  auto ptr = [](const void* p) { return uintptr_t(p); };
+
+  auto head = PackArgs(m, m.cuda.steps[3], bind);  // lm_head: buffers {0, 1}, weights {1..4}
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(ptr(head->buffers[0]), 0x1000u);
+  EXPECT_EQ(ptr(head->buffers[1]), 0x2000u);
+  for (int i = 2; i < LLMC_CUDA_MAX_BUFFERS; ++i) EXPECT_EQ(head->buffers[i], nullptr);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(ptr(head->weights[i]), 0x100000u + m.weights.tensors[size_t(i + 1)].offset) << i;
+  EXPECT_EQ(head->weights[4], nullptr);
+  EXPECT_EQ(head->caches[0], nullptr);
+  EXPECT_EQ(head->caches[1], nullptr);
+  EXPECT_EQ(ptr(head->scratch), 0x5000u);
+
+  auto attn1 = PackArgs(m, m.cuda.steps[2], bind);  // layer 1's K and V
+  ASSERT_TRUE(attn1.ok());
+  EXPECT_EQ(ptr(attn1->caches[0]), 0xc00u);
+  EXPECT_EQ(ptr(attn1->caches[1]), 0xd00u);
+  EXPECT_EQ(attn1->weights[0], nullptr);
+
+  bind.buffers[1] = 0;
+  auto missing = PackArgs(m, m.cuda.steps[3], bind);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "CUDA step 'lm_head': buffer 1 has no device memory");
+  bind.caches.resize(2);
+  EXPECT_FALSE(PackArgs(m, m.cuda.steps[2], bind).ok());
+}
+
+}  // namespace
+}  // namespace llmc
