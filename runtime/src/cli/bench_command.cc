@@ -168,11 +168,11 @@ int RunBenchCommand(int argc, char** argv) {
   for (const BenchTest& t : tests) needed = std::max(needed, t.context());
   if (runner.ctx > 0 && runner.ctx < needed)
     return bad(absl::StrFormat("flag --ctx %d is too small: the tests need %d tokens", runner.ctx, needed));
+  if (int rc = runner.ResolveBackend(self, flags.positional()[0]); rc != 0) return rc;
   GeneratorOptions options = runner.Options();
   int64_t ctx = runner.ctx > 0 ? runner.ctx : needed;
   options.runner.num_blocks = (ctx + runner.block_size - 1) / runner.block_size;
 
-  if (int rc = runner.ResolveBackend(self, flags.positional()[0]); rc != 0) return rc;
   auto gen = Generator::Create(flags.positional()[0], options);
   if (!gen.ok()) return Fail(self, gen.status(), 1);
   const ModelConfig& model = (*gen)->artifact().manifest().model;
@@ -180,16 +180,17 @@ int RunBenchCommand(int argc, char** argv) {
     return bad(absl::StrFormat("the tests need %d tokens of context but the model's max_position is %d",
                                needed, model.max_position));
   int threads = (*gen)->runner().threads();
+  std::string where = (*gen)->runner().ExecutionSummary();
   std::mt19937_64 rng{static_cast<uint64_t>(seed)};
   if (warmup)
     if (auto s = RunOnce(**gen, warm, rng); !s.ok()) return Fail(self, s.status(), 1);
 
   if (!json) {
-    std::printf("llmc bench: %s (%s, %lld layers, hidden %lld, %.1f MiB of weights); %d threads, "
+    std::printf("llmc bench: %s (%s, %lld layers, hidden %lld, %.1f MiB of weights); %s, "
                 "batch %lld, %d repetitions\n",
                 flags.positional()[0].c_str(), model.architecture.c_str(), (long long)model.num_layers,
                 (long long)model.hidden_size, double((*gen)->artifact().manifest().weights.size) / (1 << 20),
-                threads, (long long)runner.batch, int(repetitions));
+                where.c_str(), (long long)runner.batch, int(repetitions));
     // "±" is two bytes: the header is written out rather than padded by printf.
     std::printf("| test         |        t/s |        ± |\n"
                 "| ------------ | ---------: | -------: |\n");

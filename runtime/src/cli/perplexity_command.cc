@@ -49,10 +49,10 @@ int RunPerplexityCommand(int argc, char** argv) {
   }
   std::stringstream ss;
   ss << in.rdbuf();
+  if (int rc = runner.ResolveBackend(argv[0], flags.positional()[0]); rc != 0) return rc;
   GeneratorOptions options = runner.Options(/*logits_rows=*/0);
   options.runner.max_batch_tokens = std::min<int64_t>(runner.batch, ctx);
   options.runner.num_blocks = (ctx + options.runner.block_size - 1) / options.runner.block_size;
-  if (int rc = runner.ResolveBackend(argv[0], flags.positional()[0]); rc != 0) return rc;
   auto gen = Generator::Create(flags.positional()[0], options);
   if (!gen.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(gen.status().message()).c_str());

@@ -103,11 +103,11 @@ int RunRunCommand(int argc, char** argv) {
     int64_t decoded = int64_t(r.tokens.size()) - 1;  // the first token comes from prefill
     std::fprintf(stderr,
                  "llmc run: prompt %lld tokens in %.3f s (%.1f tok/s); generated %zu tokens, "
-                 "decode %.1f tok/s; finish: %s; %d threads\n",
+                 "decode %.1f tok/s; finish: %s; %s\n",
                  (long long)r.prompt_tokens, r.prefill_seconds,
                  r.prefill_seconds > 0 ? double(r.prompt_tokens) / r.prefill_seconds : 0.0,
                  r.tokens.size(), r.decode_seconds > 0 ? double(decoded) / r.decode_seconds : 0.0,
-                 ToString(r.reason), (*gen)->runner().threads());
+                 ToString(r.reason), (*gen)->runner().ExecutionSummary().c_str());
   }
   return 0;
 }

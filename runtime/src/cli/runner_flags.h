@@ -31,25 +31,28 @@ struct RunnerFlags {
     flags.AddInt("ctx", &ctx, "KV-cache capacity in tokens (0: the model's max_position)", 'c');
     flags.AddBool("no-verify", &no_verify, "skip the weight checksum at load");
   }
-  // Settles --backend for the artifact at `dir` before it is loaded: 0 to go
-  // on (the host backend), else the exit code, after a message on stderr.
-  // A fallback from an artifact with CUDA kernels to the host says why in one
-  // line. An unreadable artifact is left to Generator::Create to report.
-  int ResolveBackend(const char* self, const std::string& dir) const {
+  // Settles --backend for the artifact at `dir` before it is loaded (call it
+  // before Options(), which passes the choice on): 0 to go on, else the exit
+  // code, after a message on stderr. A fallback from an artifact with CUDA
+  // kernels to the host says why in one line. An unreadable artifact is left
+  // to Generator::Create to report (on the host backend).
+  int ResolveBackend(const char* self, const std::string& dir) {
+    choice_ = BackendChoice{};
     auto requested = ParseBackend(backend);
     if (!requested.ok()) {
       std::fprintf(stderr, "%s: %s\n", self, std::string(requested.status().message()).c_str());
       return kExitUsage;
     }
     if (*requested == Backend::kHost) return 0;
-    auto targets = ReadArtifactTargets(dir);
-    if (!targets.ok()) return 0;
-    auto choice = ChooseBackend({*requested, *targets, /*cuda_executor=*/false});
+    auto request = ReadBackendRequest(dir, *requested);
+    if (!request.ok()) return 0;
+    auto choice = ChooseBackend(*request);
     if (!choice.ok()) {
       std::fprintf(stderr, "%s: %s\n", self, std::string(choice.status().message()).c_str());
       return 1;
     }
     if (!choice->note.empty()) std::fprintf(stderr, "%s: %s\n", self, choice->note.c_str());
+    choice_ = *std::move(choice);
     return 0;
   }
   // `logits_rows`: most rows of logits one step returns (generation needs 1,
@@ -62,8 +65,12 @@ struct RunnerFlags {
     o.runner.max_batch_tokens = batch;
     if (ctx > 0) o.runner.num_blocks = (ctx + block_size - 1) / block_size;
     o.verify_checksum = !no_verify;
+    o.backend = choice_;
     return o;
   }
+
+ private:
+  BackendChoice choice_;  // ResolveBackend's; the host until then
 };
 
 }  // namespace llmc::cli

@@ -39,7 +39,8 @@ absl::StatusOr<std::unique_ptr<Generator>> Generator::Create(const std::string& 
   // The end-of-generation tokens, found once rather than per request.
   for (int32_t t = 0; t < int32_t(g->tokenizer_->vocab_size()); ++t)
     if (g->tokenizer_->IsEndOfGeneration(t)) g->eos_ids_.push_back(t);
-  LLMC_ASSIGN_OR_RETURN(g->runner_, HostRunner::Create(*g->artifact_, options.runner));
+  LLMC_ASSIGN_OR_RETURN(g->runner_,
+                        CreateStepRunner(*g->artifact_, options.runner, options.backend));
   LLMC_ASSIGN_OR_RETURN(g->pool_, BlockPool::Create(int32_t(g->runner_->num_blocks()),
                                                     int32_t(g->runner_->block_size())));
   KVCacheManager::Options kv;

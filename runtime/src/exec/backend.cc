@@ -133,7 +133,8 @@ absl::StatusOr<BackendChoice> ChooseBackend(const BackendRequest& request,
   }
   if (!request.cuda_executor) {
     std::string why = absl::StrCat("found ", d.name, " (", d.sm(), ") and the artifact's ", *target,
-                                   " kernels, but this llmc-rt has no CUDA executor yet");
+                                   " target, but the artifact has no CUDA kernels (its manifest "
+                                   "has no cuda section; recompile it with this llmc)");
     if (forced) return fail(absl::StrCat(why, "; use --backend=host"));
     return fall_back(why);
   }
@@ -153,7 +154,9 @@ absl::StatusOr<BackendChoice> ChooseBackend(const BackendRequest& request) {
   });
 }
 
-absl::StatusOr<std::vector<std::string>> ReadArtifactTargets(const std::string& artifact_dir) {
+namespace {
+
+absl::StatusOr<Manifest> ReadManifest(const std::string& artifact_dir) {
   std::string path = absl::StrCat(artifact_dir, "/", kManifestFile);
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (64 << 20))
@@ -162,9 +165,26 @@ absl::StatusOr<std::vector<std::string>> ReadArtifactTargets(const std::string& 
   std::ostringstream text;
   text << in.rdbuf();
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read"));
-  auto manifest = ManifestFromJson(text.str(), path);
+  return ManifestFromJson(text.str(), path);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ReadArtifactTargets(const std::string& artifact_dir) {
+  auto manifest = ReadManifest(artifact_dir);
   if (!manifest.ok()) return manifest.status();
   return manifest->targets;
+}
+
+absl::StatusOr<BackendRequest> ReadBackendRequest(const std::string& artifact_dir,
+                                                  Backend requested) {
+  auto manifest = ReadManifest(artifact_dir);
+  if (!manifest.ok()) return manifest.status();
+  BackendRequest request;
+  request.requested = requested;
+  request.targets = manifest->targets;
+  request.cuda_executor = !manifest->cuda.modules.empty();
+  return request;
 }
 
 }  // namespace llmc

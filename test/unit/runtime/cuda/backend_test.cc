@@ -116,8 +116,9 @@ TEST(BackendTest, AutoWithoutTheCudaExecutorFallsBack) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->backend, Backend::kHost);
   EXPECT_EQ(c->note,
-            "found NVIDIA H200 (sm_90) and the artifact's sm_90 kernels, but this llmc-rt has no "
-            "CUDA executor yet; running on the host backend");
+            "found NVIDIA H200 (sm_90) and the artifact's sm_90 target, but the artifact has no "
+            "CUDA kernels (its manifest has no cuda section; recompile it with this llmc); running "
+            "on the host backend");
 }
 
 TEST(BackendTest, CudaWithoutADriver) {

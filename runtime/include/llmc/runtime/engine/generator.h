@@ -1,5 +1,5 @@
 // Single-sequence generation and scoring over a compiled artifact: the
-// tokenizer, the host runner, the paged KV cache (a block pool and its
+// tokenizer, the step runner (host or CUDA), the paged KV cache (a block pool and its
 // manager, used even for one sequence) and the sampler, wired together.
 // Continuous batching of many requests builds on the same pieces (the
 // scheduler and engine of the serving milestone).
@@ -16,7 +16,8 @@
 
 #include "absl/status/statusor.h"
 #include "llmc/runtime/artifact/artifact.h"
-#include "llmc/runtime/exec/host_runner.h"
+#include "llmc/runtime/exec/backend.h"
+#include "llmc/runtime/exec/step_runner.h"
 #include "llmc/runtime/kv/block_pool.h"
 #include "llmc/runtime/kv/kv_cache_manager.h"
 #include "llmc/runtime/sample/sampling_params.h"
@@ -27,6 +28,7 @@ namespace llmc {
 
 struct GeneratorOptions {
   RunnerOptions runner;
+  BackendChoice backend;  // ChooseBackend's answer; the default runs on the host
   bool verify_checksum = true;
 };
 
@@ -46,7 +48,7 @@ class Generator {
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const Artifact& artifact() const { return *artifact_; }
-  HostRunner& runner() { return *runner_; }
+  StepRunner& runner() { return *runner_; }
   // Longest sequence (prompt + output) the KV cache and the model take.
   int64_t max_context() const;
 
@@ -81,7 +83,7 @@ class Generator {
 
   std::unique_ptr<Artifact> artifact_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<HostRunner> runner_;
+  std::unique_ptr<StepRunner> runner_;
   std::unique_ptr<BlockPool> pool_;
   std::unique_ptr<KVCacheManager> kv_;
   RequestId next_id_ = 0;

@@ -43,8 +43,9 @@ std::optional<std::string> PickCudaTarget(const std::vector<std::string>& target
 struct BackendRequest {
   Backend requested = Backend::kAuto;
   std::vector<std::string> targets;  // the manifest's
-  // Whether this runtime can execute an artifact on CUDA (the CUDA executor
-  // arrives with the CUDA code generator).
+  // Whether the artifact carries CUDA kernels the CUDA executor runs (a
+  // manifest `cuda` section with modules); a target list may name sm_XX
+  // without them (an artifact from before the CUDA emitter).
   bool cuda_executor = false;
 };
 
@@ -60,6 +61,10 @@ absl::StatusOr<BackendChoice> ChooseBackend(const BackendRequest& request);
 
 // The `targets` of an artifact's manifest (reads only manifest.json).
 absl::StatusOr<std::vector<std::string>> ReadArtifactTargets(const std::string& artifact_dir);
+// The request for the artifact at `artifact_dir`: its targets, and whether it
+// has CUDA kernels (reads only manifest.json).
+absl::StatusOr<BackendRequest> ReadBackendRequest(const std::string& artifact_dir,
+                                                  Backend requested);
 
 }  // namespace llmc
 

@@ -6,42 +6,37 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "llmc/runtime/artifact/artifact.h"
 #include "llmc/runtime/artifact/host_abi.h"
 #include "llmc/runtime/exec/step_batch.h"
+#include "llmc/runtime/exec/step_runner.h"
 #include "llmc/runtime/host/thread_pool.h"
 
 namespace llmc {
 
-struct RunnerOptions {
-  int threads = 0;                 // 0: one per core
-  int64_t max_batch_tokens = 512;  // T of the largest step
-  int64_t max_logits = 0;          // rows of logits per step; 0: max_batch_tokens
-  int64_t block_size = 16;         // tokens per KV block
-  int64_t num_blocks = 0;          // 0: enough for max_position tokens of one sequence
-};
-
-class HostRunner {
+class HostRunner : public StepRunner {
  public:
   static absl::StatusOr<std::unique_ptr<HostRunner>> Create(const Artifact& artifact,
                                                             const RunnerOptions& options);
-  ~HostRunner();
+  ~HostRunner() override;
 
   // Runs @step once. Returns the logits, [batch.logits_rows.size(), vocab],
   // valid until the next call.
-  absl::StatusOr<const float*> Step(const StepBatch& batch);
+  absl::StatusOr<const float*> Step(const StepBatch& batch) override;
 
-  int64_t block_size() const { return options_.block_size; }
-  int64_t num_blocks() const { return options_.num_blocks; }
-  int64_t vocab_size() const { return vocab_; }
-  int64_t max_batch_tokens() const { return options_.max_batch_tokens; }
-  int64_t max_logits() const { return options_.max_logits; }
-  int threads() const { return pool_->size(); }
+  int64_t block_size() const override { return options_.block_size; }
+  int64_t num_blocks() const override { return options_.num_blocks; }
+  int64_t vocab_size() const override { return vocab_; }
+  int64_t max_batch_tokens() const override { return options_.max_batch_tokens; }
+  int64_t max_logits() const override { return options_.max_logits; }
+  int threads() const override { return pool_->size(); }
+  std::string ExecutionSummary() const override;
   // Bytes of the KV cache (all layers, K and V).
-  int64_t kv_cache_bytes() const;
+  int64_t kv_cache_bytes() const override;
 
  private:
   HostRunner() = default;

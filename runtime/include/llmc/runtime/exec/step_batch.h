@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace llmc {
 
 struct StepBatch {
@@ -22,6 +24,19 @@ struct StepBatch {
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_seqs() const { return int64_t(context_lens.size()); }
 };
+
+// What a runner was sized for; a batch must fit it.
+struct StepLimits {
+  int64_t max_batch_tokens = 0;
+  int64_t max_logits = 0;
+  int64_t num_blocks = 0;
+  int64_t block_size = 0;
+  int64_t vocab_size = 0;
+};
+
+// Checks every count, index and id of `batch` against `limits` before any of
+// them reaches a kernel: InvalidArgument "step batch: ..." naming the problem.
+absl::Status ValidateStepBatch(const StepBatch& batch, const StepLimits& limits);
 
 }  // namespace llmc
 

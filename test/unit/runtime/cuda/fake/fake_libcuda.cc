@@ -6,10 +6,19 @@
 //
 // Built twice: as is, and with FAKE_CUDA_OLD (no cuMemAlloc_v2, as a driver
 // too old to use).
+//
+// Functions are named handles (one per name cuModuleGetFunction is asked
+// for), and every cuLaunchKernel is recorded with its grid, block and the
+// llmc ABI parameters (fake_libcuda.h), so the CUDA runner's launches can be
+// checked; "launch_result" makes launches fail.
+#include "fake_libcuda.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <string>
+#include <vector>
 
 namespace {
 using CUresult = int;
@@ -21,7 +30,13 @@ struct State {
   int ctx_retained = 0;
   int streams = 0;
   int modules = 0;
+  int launch_result = 0;          // what cuLaunchKernel returns
+  std::vector<FakeCudaLaunch> launches;
+  int memsets = 0;
 } g;
+// Function handles: stable addresses of their names (never freed; a test
+// process asks for few).
+std::deque<std::string> functions;
 }  // namespace
 
 #define API extern "C" __attribute__((visibility("default")))
@@ -32,6 +47,7 @@ API void fake_cuda_control(const char* key, long value) {
   else if (k == "init_result") g.init_result = int(value);
   else if (k == "device_count") g.device_count = int(value);
   else if (k == "alloc_limit") g.alloc_limit = int(value);
+  else if (k == "launch_result") g.launch_result = int(value);
 }
 API long fake_cuda_query(const char* key) {
   std::string k = key;
@@ -40,7 +56,14 @@ API long fake_cuda_query(const char* key) {
   if (k == "ctx_retained") return g.ctx_retained;
   if (k == "streams") return g.streams;
   if (k == "modules") return g.modules;
+  if (k == "memsets") return g.memsets;
   return -1;
+}
+API long fake_cuda_launch_count() { return long(g.launches.size()); }
+API int fake_cuda_launch(long i, FakeCudaLaunch* out) {
+  if (i < 0 || i >= long(g.launches.size())) return 0;
+  *out = g.launches[size_t(i)];
+  return 1;
 }
 
 API CUresult cuGetErrorName(CUresult r, const char** s) {
@@ -133,12 +156,33 @@ API CUresult cuModuleLoadDataEx(void** m, const void* image, unsigned n, int* op
 API CUresult cuModuleUnload(void*) { --g.modules; return 0; }
 API CUresult cuModuleGetFunction(void** f, void*, const char* name) {
   if (std::strcmp(name, "missing") == 0) return 500;
-  *f = &g;
+  for (std::string& fn : functions)
+    if (fn == name) {
+      *f = &fn;
+      return 0;
+    }
+  functions.emplace_back(name);
+  *f = &functions.back();
   return 0;
 }
 API CUresult cuFuncSetAttribute(void*, int, int) { return 0; }
-API CUresult cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                            unsigned, void*, void**, void**) { return 0; }
+API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned shared, void*, void** params,
+                            void**) {
+  if (g.launch_result != 0) return g.launch_result;
+  FakeCudaLaunch l{};
+  std::strncpy(l.symbol, static_cast<const std::string*>(f)->c_str(), sizeof l.symbol - 1);
+  l.grid[0] = gx, l.grid[1] = gy, l.grid[2] = gz;
+  l.block[0] = bx, l.block[1] = by, l.block[2] = bz;
+  l.shared_bytes = shared;
+  if (params) {
+    l.has_params = 1;
+    std::memcpy(&l.info, params[0], sizeof l.info);
+    std::memcpy(&l.args, params[1], sizeof l.args);
+  }
+  g.launches.push_back(l);
+  return 0;
+}
 #ifndef FAKE_CUDA_OLD
 API CUresult cuMemAlloc_v2(unsigned long long* p, size_t bytes) {
   if (g.alloc_limit == 0) return 2;
@@ -177,6 +221,7 @@ API CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, si
   return cuMemcpyDtoD_v2(d, s, n);
 }
 API CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void*) {
+  ++g.memsets;
   std::memset(reinterpret_cast<void*>(uintptr_t(d)), v, n);
   return 0;
 }

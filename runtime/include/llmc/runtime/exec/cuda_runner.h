@@ -1,0 +1,80 @@
+// Executes an artifact's CUDA step plan (manifest `cuda` section) on one
+// device: the PTX module of the chosen target JIT-compiled by the driver,
+// weights uploaded once, activation buffers and the KV cache in device
+// memory, and per step one upload of the batch's int32 arrays, the launches
+// whose `when` holds, and one download of the logits rows.
+//
+// Memory: every buffer in cuda.activation_dtype (the logits buffer in f32),
+// rows as on the host (max_batch_tokens or max_logits); per layer K and V,
+// each [num_blocks, block_size, kv_heads, head_dim] in the activation type,
+// zero-initialised; f32 scratch for split attention's partials.
+#ifndef LLMC_RUNTIME_EXEC_CUDA_RUNNER_H_
+#define LLMC_RUNTIME_EXEC_CUDA_RUNNER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "llmc/runtime/artifact/artifact.h"
+#include "llmc/runtime/cuda/device.h"
+#include "llmc/runtime/exec/cuda_step_plan.h"
+#include "llmc/runtime/exec/step_runner.h"
+
+namespace llmc {
+
+class CudaRunner : public StepRunner {
+ public:
+  // Runs `artifact`'s module for `target` ("sm_90", from ChooseBackend) on
+  // `device`, which the runner keeps (and closes last). RunnerOptions.threads
+  // is ignored.
+  static absl::StatusOr<std::unique_ptr<CudaRunner>> Create(
+      const Artifact& artifact, const RunnerOptions& options, const std::string& target,
+      std::unique_ptr<cuda::CudaDevice> device);
+  ~CudaRunner() override;
+
+  absl::StatusOr<const float*> Step(const StepBatch& batch) override;
+
+  int64_t block_size() const override { return options_.block_size; }
+  int64_t num_blocks() const override { return options_.num_blocks; }
+  int64_t vocab_size() const override { return vocab_; }
+  int64_t max_batch_tokens() const override { return options_.max_batch_tokens; }
+  int64_t max_logits() const override { return options_.max_logits; }
+  int64_t kv_cache_bytes() const override { return kv_cache_bytes_; }
+  int threads() const override { return 0; }
+  std::string ExecutionSummary() const override;
+
+  cuda::CudaDevice& device() { return *device_; }
+
+ private:
+  CudaRunner() = default;
+  absl::Status Allocate(size_t bytes, const char* what, cuda::CUdeviceptr* out);
+  absl::Status UploadWeights();
+  absl::Status LoadModule();
+  absl::Status Launch(const SelectedLaunch& launch, llmc_cuda_step_info* info);
+
+  // Declared first: destroyed last, after the module and memory that need it.
+  std::unique_ptr<cuda::CudaDevice> device_;
+  const Artifact* artifact_ = nullptr;
+  RunnerOptions options_;
+  std::string target_;
+  int64_t vocab_ = 0;
+  int64_t kv_cache_bytes_ = 0;
+  std::unique_ptr<cuda::Module> module_;
+  std::vector<cuda::CUdeviceptr> allocations_;  // freed by the destructor
+  CudaBindings bindings_;
+  std::vector<std::vector<ParsedLaunch>> parsed_;      // per cuda kernel, per launch
+  std::vector<std::vector<cuda::CUfunction>> functions_;  // likewise
+  std::vector<llmc_cuda_args> args_;                   // per cuda step, packed at load
+  // The step's staging: host copy and device area (grown when a batch needs more).
+  std::vector<int32_t> staging_host_;
+  cuda::CUdeviceptr staging_ = 0;
+  int64_t staging_capacity_ = 0;  // int32 elements
+  std::vector<SelectedLaunch> selected_;
+  std::vector<float> logits_;     // [max_logits, vocab], what Step returns
+};
+
+}  // namespace llmc
+
+#endif  // LLMC_RUNTIME_EXEC_CUDA_RUNNER_H_

@@ -1,0 +1,56 @@
+// What executes an artifact's step plan, whatever the backend: the engine and
+// the commands hold a StepRunner, and CreateStepRunner builds the HostRunner
+// or the CudaRunner that ChooseBackend (backend.h) settled on.
+#ifndef LLMC_RUNTIME_EXEC_STEP_RUNNER_H_
+#define LLMC_RUNTIME_EXEC_STEP_RUNNER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "llmc/runtime/artifact/artifact.h"
+#include "llmc/runtime/exec/backend.h"
+#include "llmc/runtime/exec/step_batch.h"
+
+namespace llmc {
+
+struct RunnerOptions {
+  int threads = 0;                 // host: 0 for one per core
+  int64_t max_batch_tokens = 512;  // T of the largest step
+  int64_t max_logits = 0;          // rows of logits per step; 0: max_batch_tokens
+  int64_t block_size = 16;         // tokens per KV block
+  int64_t num_blocks = 0;          // 0: enough for max_position tokens of one sequence
+};
+
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+
+  // Runs @step once. Returns the logits on the host, f32
+  // [batch.logits_rows.size(), vocab], valid until the next call.
+  virtual absl::StatusOr<const float*> Step(const StepBatch& batch) = 0;
+
+  virtual int64_t block_size() const = 0;
+  virtual int64_t num_blocks() const = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t max_batch_tokens() const = 0;
+  virtual int64_t max_logits() const = 0;
+  // Bytes of the KV cache (all layers, K and V).
+  virtual int64_t kv_cache_bytes() const = 0;
+  // Host worker threads (0 on a GPU backend).
+  virtual int threads() const = 0;
+  // Where it runs, for one line of statistics: "4 threads" on the host,
+  // "CUDA sm_90 on NVIDIA H200" on a GPU.
+  virtual std::string ExecutionSummary() const = 0;
+};
+
+// The runner `choice` names (ChooseBackend's answer; a default BackendChoice
+// is the host). A CUDA runner opens device 0 with the process's driver.
+absl::StatusOr<std::unique_ptr<StepRunner>> CreateStepRunner(const Artifact& artifact,
+                                                             const RunnerOptions& options,
+                                                             const BackendChoice& choice);
+
+}  // namespace llmc
+
+#endif  // LLMC_RUNTIME_EXEC_STEP_RUNNER_H_

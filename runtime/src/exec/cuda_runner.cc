@@ -1,0 +1,211 @@
+#include "llmc/runtime/exec/cuda_runner.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "llmc/runtime/status_macros.h"
+
+namespace llmc {
+namespace {
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read"));
+  return text.str();
+}
+
+}  // namespace
+
+CudaRunner::~CudaRunner() {
+  if (!device_) return;
+  (void)device_->MakeCurrent();
+  (void)device_->Synchronize();  // nothing of ours may still be in flight
+  for (cuda::CUdeviceptr p : allocations_) (void)device_->memory().Free(p);
+  module_.reset();
+}
+
+std::string CudaRunner::ExecutionSummary() const {
+  return absl::StrFormat("CUDA %s on %s", target_, device_->info().Summary());
+}
+
+absl::Status CudaRunner::Allocate(size_t bytes, const char* what, cuda::CUdeviceptr* out) {
+  auto p = device_->memory().Allocate(bytes);
+  if (!p.ok())
+    return absl::Status(p.status().code(),
+                        absl::StrFormat("cannot allocate %d bytes of device memory for %s: %s",
+                                        bytes, what, p.status().message()));
+  allocations_.push_back(*p);
+  *out = *p;
+  // Fresh memory is zero, as the host runner's is: the KV cache must be
+  // (attention reads whole blocks), the rest for reproducible runs.
+  const cuda::DriverApi& api = device_->api();
+  LLMC_CUDA_RETURN_IF_ERROR(api, cuMemsetD8Async(*p, 0, bytes, device_->stream()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
+    const Artifact& artifact, const RunnerOptions& options, const std::string& target,
+    std::unique_ptr<cuda::CudaDevice> device) {
+  const Manifest& m = artifact.manifest();
+  const ManifestCuda& c = m.cuda;
+  const ModelConfig& config = m.model;
+  if (!device) return absl::InvalidArgumentError("CudaRunner: no device");
+  if (c.modules.empty())
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s: the artifact has no CUDA kernels (targets: %s)", artifact.dir(),
+                        absl::StrJoin(m.targets, ", ")));
+  if (c.cuda_abi_version != LLMC_CUDA_ABI_VERSION)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: CUDA kernels use ABI version %d, this runtime speaks %d; recompile the model",
+        artifact.dir(), c.cuda_abi_version, LLMC_CUDA_ABI_VERSION));
+  int64_t elem = CudaActivationBytes(c.activation_dtype);
+  if (elem == 0)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: CUDA activation type '%s' is not bf16, f16 or f32", artifact.dir(), c.activation_dtype));
+
+  auto runner = std::unique_ptr<CudaRunner>(new CudaRunner());
+  runner->device_ = std::move(device);
+  runner->artifact_ = &artifact;
+  runner->target_ = target;
+  runner->options_ = options;
+  RunnerOptions& o = runner->options_;
+  if (o.max_batch_tokens <= 0) return absl::InvalidArgumentError("max_batch_tokens must be positive");
+  if (o.max_logits <= 0) o.max_logits = o.max_batch_tokens;
+  if (o.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
+  if (o.num_blocks <= 0) o.num_blocks = (config.max_position + o.block_size - 1) / o.block_size + 1;
+  runner->vocab_ = config.vocab_size;
+  LLMC_RETURN_IF_ERROR(runner->device_->MakeCurrent());
+
+  LLMC_ASSIGN_OR_RETURN(runner->parsed_, ParseCudaLaunches(c));
+  LLMC_RETURN_IF_ERROR(runner->LoadModule());
+
+  // Buffers: those the CUDA plan binds, and the logits.
+  std::set<int64_t> used = {m.logits_buffer};
+  for (const ManifestStep& s : c.steps) used.insert(s.buffers.begin(), s.buffers.end());
+  CudaBindings& bind = runner->bindings_;
+  bind.buffers.assign(m.buffers.size(), 0);
+  for (int64_t b : used) {
+    int64_t bytes = CudaBufferBytes(m, size_t(b), o.max_batch_tokens, o.max_logits);
+    std::string what = absl::StrFormat("buffer '%s'", m.buffers[size_t(b)].name);
+    LLMC_RETURN_IF_ERROR(runner->Allocate(size_t(bytes), what.c_str(), &bind.buffers[size_t(b)]));
+  }
+  int64_t cache_bytes =
+      o.num_blocks * o.block_size * config.num_kv_heads * config.head_dim * elem;
+  for (int64_t l = 0; l < 2 * config.num_layers; ++l) {
+    cuda::CUdeviceptr p = 0;
+    auto st = runner->Allocate(size_t(cache_bytes), "the KV cache", &p);
+    if (!st.ok())
+      return absl::Status(st.code(), absl::StrFormat("%s (layer %d: %d blocks of %d tokens); lower "
+                                                     "--ctx", st.message(), l / 2, o.num_blocks,
+                                                     o.block_size));
+    bind.caches.push_back(p);
+    runner->kv_cache_bytes_ += cache_bytes;
+  }
+  if (int64_t floats = AttentionScratchFloats(c); floats > 0)
+    LLMC_RETURN_IF_ERROR(runner->Allocate(size_t(floats) * sizeof(float),
+                                          "the split attention scratch", &bind.scratch));
+  LLMC_RETURN_IF_ERROR(runner->UploadWeights());
+  for (const ManifestStep& s : c.steps) {
+    LLMC_ASSIGN_OR_RETURN(llmc_cuda_args args, PackArgs(m, s, bind));
+    runner->args_.push_back(args);
+  }
+  runner->logits_.resize(size_t(o.max_logits * runner->vocab_));
+  LLMC_RETURN_IF_ERROR(runner->device_->Synchronize());
+  return runner;
+}
+
+absl::Status CudaRunner::LoadModule() {
+  const Manifest& m = artifact_->manifest();
+  const ManifestCudaModule* mod = nullptr;
+  for (const ManifestCudaModule& candidate : m.cuda.modules)
+    if (candidate.arch == target_) mod = &candidate;
+  if (mod == nullptr)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: the artifact has no CUDA module for %s", artifact_->dir(), target_));
+  std::string path = artifact_->Path(mod->file);
+  LLMC_ASSIGN_OR_RETURN(std::string ptx, ReadWholeFile(path));
+  std::string sum = ChecksumHex(reinterpret_cast<const uint8_t*>(ptx.data()), ptx.size());
+  if (sum != mod->checksum)
+    return absl::DataLossError(absl::StrCat(path, ": checksum mismatch (expected ", mod->checksum,
+                                            ", got ", sum, "): the file is corrupt"));
+  LLMC_ASSIGN_OR_RETURN(module_, device_->LoadPtx(ptx, path));
+  functions_.assign(m.cuda.kernels.size(), {});
+  for (size_t k = 0; k < m.cuda.kernels.size(); ++k)
+    for (const ManifestCudaLaunch& l : m.cuda.kernels[k].launches) {
+      LLMC_ASSIGN_OR_RETURN(cuda::CUfunction fn, module_->Function(l.symbol));
+      functions_[k].push_back(fn);
+    }
+  return absl::OkStatus();
+}
+
+absl::Status CudaRunner::UploadWeights() {
+  // The file as one copy: every tensor lands at its manifest offset from the
+  // base (kWeightAlignment-aligned, as the kernels' vector loads need).
+  const auto& file = artifact_->weight_file();
+  if (!file || file->size() == 0) return absl::OkStatus();
+  LLMC_RETURN_IF_ERROR(Allocate(file->size(), "the weights", &bindings_.weights));
+  return device_->CopyToDevice(bindings_.weights, file->data(), file->size());
+}
+
+absl::Status CudaRunner::Launch(const SelectedLaunch& sel, llmc_cuda_step_info* info) {
+  const ManifestCuda& c = artifact_->manifest().cuda;
+  size_t k = size_t(c.steps[sel.step].kernel);
+  void* params[] = {info, &args_[sel.step]};
+  const cuda::DriverApi& api = device_->api();
+  cuda::CUresult r =
+      api.cuLaunchKernel(functions_[k][sel.launch], sel.grid[0], sel.grid[1], sel.grid[2],
+                         sel.block, 1, 1, 0, device_->stream(), params, nullptr);
+  if (r == cuda::kCudaSuccess) return absl::OkStatus();
+  return api.Check(r, absl::StrFormat("cuLaunchKernel(%s, grid [%d, %d, %d] x %d) of CUDA step %d (%s)",
+                                      c.kernels[k].launches[sel.launch].symbol, sel.grid[0],
+                                      sel.grid[1], sel.grid[2], sel.block, sel.step,
+                                      c.steps[sel.step].name));
+}
+
+absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
+  LLMC_RETURN_IF_ERROR(ValidateStepBatch(batch, {options_.max_batch_tokens, options_.max_logits,
+                                                 options_.num_blocks, options_.block_size, vocab_}));
+  const Manifest& m = artifact_->manifest();
+  LLMC_RETURN_IF_ERROR(device_->MakeCurrent());
+
+  // One upload of the batch's arrays; the area grows (rarely: S and
+  // max_blocks vary) once the previous step has synchronized.
+  StagingLayout layout = PlanStaging(batch);
+  if (layout.total > staging_capacity_) {
+    if (staging_ != 0) {
+      (void)device_->memory().Free(staging_);
+      allocations_.erase(std::find(allocations_.begin(), allocations_.end(), staging_));
+    }
+    staging_capacity_ = std::max(layout.total, 2 * staging_capacity_);
+    LLMC_RETURN_IF_ERROR(
+        Allocate(size_t(staging_capacity_) * sizeof(int32_t), "the step's inputs", &staging_));
+  }
+  staging_host_.resize(size_t(layout.total));
+  PackStaging(batch, layout, staging_host_.data());
+  LLMC_RETURN_IF_ERROR(
+      device_->CopyToDevice(staging_, staging_host_.data(), staging_host_.size() * sizeof(int32_t)));
+  llmc_cuda_step_info info = MakeStepInfo(batch, layout, staging_, options_.block_size);
+
+  int64_t max_context = 0;
+  for (int32_t len : batch.context_lens) max_context = std::max<int64_t>(max_context, len);
+  int64_t rows = int64_t(batch.logits_rows.size());
+  LLMC_RETURN_IF_ERROR(
+      SelectLaunches(m.cuda, parsed_, batch.num_tokens(), rows, max_context, &selected_));
+  for (const SelectedLaunch& sel : selected_) LLMC_RETURN_IF_ERROR(Launch(sel, &info));
+
+  LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.data(),
+                                           bindings_.buffers[size_t(m.logits_buffer)],
+                                           size_t(rows * vocab_) * sizeof(float)));
+  // Errors of the launches surface here (the driver reports them late).
+  LLMC_RETURN_IF_ERROR(device_->Synchronize());
+  return logits_.data();
+}
+
+}  // namespace llmc

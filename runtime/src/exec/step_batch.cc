@@ -1,0 +1,50 @@
+// StepBatch validation, shared by every runner (the host and the CUDA one
+// take the same batches and must refuse the same ones).
+#include "llmc/runtime/exec/step_batch.h"
+
+#include <string>
+
+#include "absl/strings/str_format.h"
+
+namespace llmc {
+
+absl::Status ValidateStepBatch(const StepBatch& b, const StepLimits& limits) {
+  int64_t t = b.num_tokens(), s = b.num_seqs();
+  auto bad = [](const std::string& why) { return absl::InvalidArgumentError("step batch: " + why); };
+  if (t <= 0 || t > limits.max_batch_tokens)
+    return bad(absl::StrFormat("%d tokens; the runner takes 1 to %d", t, limits.max_batch_tokens));
+  if (int64_t(b.positions.size()) != t || int64_t(b.slot_mapping.size()) != t)
+    return bad("positions and slot_mapping must have one entry per token");
+  if (int64_t(b.query_starts.size()) != s + 1 || b.query_starts.front() != 0 ||
+      b.query_starts.back() != t)
+    return bad("query_starts must run from 0 to the token count, one entry per sequence + 1");
+  if (int64_t(b.block_tables.size()) != s * b.max_blocks)
+    return bad("block_tables must hold max_blocks entries per sequence");
+  int64_t rows = int64_t(b.logits_rows.size());
+  if (rows <= 0 || rows > limits.max_logits) return bad("logits_rows count out of range");
+  for (int32_t r : b.logits_rows)
+    if (r < 0 || r >= t) return bad(absl::StrFormat("logits row %d is not a token of the step", r));
+  int64_t slots = limits.num_blocks * limits.block_size;
+  for (int32_t slot : b.slot_mapping)
+    if (slot < 0 || slot >= slots) return bad(absl::StrFormat("slot %d is outside the KV cache", slot));
+  for (int32_t block : b.block_tables)
+    if (block < -1 || block >= limits.num_blocks)
+      return bad(absl::StrFormat("block %d is outside the KV cache", block));
+  for (int64_t i = 0; i < s; ++i) {
+    int32_t begin = b.query_starts[size_t(i)], end = b.query_starts[size_t(i + 1)];
+    if (end < begin) return bad("query_starts must not decrease");
+    int64_t ctx = b.context_lens[size_t(i)];
+    if (ctx < end - begin || ctx > b.max_blocks * limits.block_size)
+      return bad(absl::StrFormat("sequence %d: context length %d does not fit its block table", i, ctx));
+    for (int32_t j = begin; j < end; ++j)
+      if (b.positions[size_t(j)] < 0 || b.positions[size_t(j)] >= ctx)
+        return bad(absl::StrFormat("token %d: position %d outside its context of %d", j,
+                                   b.positions[size_t(j)], ctx));
+  }
+  for (int32_t tok : b.tokens)
+    if (tok < 0 || tok >= limits.vocab_size)
+      return bad(absl::StrFormat("token id %d outside the vocabulary", tok));
+  return absl::OkStatus();
+}
+
+}  // namespace llmc

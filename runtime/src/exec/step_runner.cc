@@ -1,0 +1,24 @@
+#include "llmc/runtime/exec/step_runner.h"
+
+#include "llmc/runtime/exec/cuda_runner.h"
+#include "llmc/runtime/exec/host_runner.h"
+#include "llmc/runtime/status_macros.h"
+
+namespace llmc {
+
+absl::StatusOr<std::unique_ptr<StepRunner>> CreateStepRunner(const Artifact& artifact,
+                                                             const RunnerOptions& options,
+                                                             const BackendChoice& choice) {
+  if (choice.backend != Backend::kCuda) {
+    LLMC_ASSIGN_OR_RETURN(auto host, HostRunner::Create(artifact, options));
+    return std::unique_ptr<StepRunner>(std::move(host));
+  }
+  cuda::CudaDeviceOptions device_options;
+  if (choice.device) device_options.ordinal = choice.device->ordinal;
+  LLMC_ASSIGN_OR_RETURN(auto device, cuda::CudaDevice::Open(device_options));
+  LLMC_ASSIGN_OR_RETURN(auto runner,
+                        CudaRunner::Create(artifact, options, choice.cuda_target, std::move(device)));
+  return std::unique_ptr<StepRunner>(std::move(runner));
+}
+
+}  // namespace llmc
