@@ -39,7 +39,7 @@ int64_t AttentionScratchFloats(const ManifestCuda& cuda) {
   for (const ManifestCudaKernel& k : cuda.kernels)
     if (k.split_keys > 0)
       floats = std::max(floats, kMaxSplitTokens * k.heads * kMaxSplits * (k.head_dim + 2));
-  return floats;
+  return floats > 0 ? kScratchHeaderFloats + floats : 0;
 }
 
 StagingLayout PlanStaging(const StepBatch& b) {

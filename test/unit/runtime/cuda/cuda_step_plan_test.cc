@@ -39,9 +39,10 @@ TEST(CudaStepPlan, AttentionSplits) {
 
 TEST(CudaStepPlan, ScratchForTheWorstCase) {
   Manifest m = TinyCudaManifest();
-  EXPECT_EQ(AttentionScratchFloats(m.cuda), 64 * 4 * 64 * (16 + 2));
+  // The split count's 4-float header, then the partials.
+  EXPECT_EQ(AttentionScratchFloats(m.cuda), 4 + 64 * 4 * 64 * (16 + 2));
   m.cuda.kernels.push_back({"wide", "attention", {}, 128, 8, 64});
-  EXPECT_EQ(AttentionScratchFloats(m.cuda), 64 * 8 * 64 * (64 + 2));
+  EXPECT_EQ(AttentionScratchFloats(m.cuda), 4 + 64 * 8 * 64 * (64 + 2));
   m.cuda.kernels[1].split_keys = 0;
   m.cuda.kernels.pop_back();
   EXPECT_EQ(AttentionScratchFloats(m.cuda), 0);

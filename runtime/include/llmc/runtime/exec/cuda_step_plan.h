@@ -36,9 +36,12 @@ int64_t CudaBufferBytes(const Manifest& m, size_t index, int64_t max_batch_token
 inline constexpr int64_t kMaxSplitTokens = 64;
 inline constexpr int64_t kMaxSplits = 64;
 int64_t AttentionSplits(int64_t tokens, int64_t max_context, int64_t split_keys);
-// f32 elements of scratch for the worst case of every attention kernel
-// (kMaxSplitTokens x heads x kMaxSplits x (head_dim + 2): the partial output
-// plus its max and sum); 0 when there is none.
+// f32 elements of scratch for the worst case of every attention kernel: a
+// header of kScratchHeaderFloats (the split pass writes the split count there
+// for the reduction; the partials start 16-byte aligned after it), then
+// kMaxSplitTokens x heads x kMaxSplits x (head_dim + 2) (the partial outputs,
+// and their max and sum). 0 when no kernel splits attention.
+inline constexpr int64_t kScratchHeaderFloats = 4;
 int64_t AttentionScratchFloats(const ManifestCuda& cuda);
 
 // Where each of the batch's int32 arrays lies in the step's one upload, in
