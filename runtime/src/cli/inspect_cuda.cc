@@ -67,10 +67,13 @@ void AppendCudaSection(const Artifact& artifact, bool steps, std::string* out) {
 
   std::vector<int64_t> uses(c.kernels.size());
   for (const ManifestStep& s : c.steps) ++uses[size_t(s.kernel)];
-  size_t launches = 0, width = 0;
+  size_t launches = 0, width = 0, shape_width = 0;
   for (const ManifestCudaKernel& k : c.kernels) {
     launches += k.launches.size();
-    for (const ManifestCudaLaunch& l : k.launches) width = std::max(width, l.symbol.size());
+    for (const ManifestCudaLaunch& l : k.launches) {
+      width = std::max(width, l.symbol.size());
+      shape_width = std::max(shape_width, Shape(l).size());
+    }
   }
   absl::StrAppendFormat(out, "cuda kernels  %d unique (%d launch shapes), %d steps\n",
                         c.kernels.size(), launches, c.steps.size());
@@ -81,7 +84,7 @@ void AppendCudaSection(const Artifact& artifact, bool steps, std::string* out) {
                                                              k.split_keys)
                                            : "");
     for (const ManifestCudaLaunch& l : k.launches) {
-      std::string line = absl::StrFormat("        %-*s %-22s", width, l.symbol, Shape(l));
+      std::string line = absl::StrFormat("        %-*s %-*s", width, l.symbol, shape_width, Shape(l));
       if (l.when.empty())
         line.erase(line.find_last_not_of(' ') + 1);
       else
