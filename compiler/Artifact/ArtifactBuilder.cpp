@@ -8,14 +8,18 @@
 #include "llmc/runtime/artifact/artifact_writer.h"
 #include "llmc/runtime/artifact/host_abi.h"
 #include "llmc/runtime/status_macros.h"
+#include "llmc/runtime/weight_format.h"
 
 #include "absl/strings/str_format.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <optional>
 
 #include <unistd.h>
 
@@ -107,7 +111,109 @@ std::string dtypeOf(Type t) {
   return "f32";
 }
 
-absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOptions &options,
+// GPT-2's byte-to-unicode map (what byte-level BPE vocabularies spell bytes
+// with), as UTF-8.
+std::string byteLevelToken(unsigned b) {
+  unsigned cp = b;
+  if (!((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff))) {
+    // The unprintable bytes map to U+0100.. in byte order.
+    unsigned n = 0;
+    for (unsigned x = 0; x < b; ++x)
+      if (!((x >= 0x21 && x <= 0x7e) || (x >= 0xa1 && x <= 0xac) || (x >= 0xae && x <= 0xff)))
+        ++n;
+    cp = 0x100 + n;
+  }
+  std::string out;
+  if (cp < 0x80) {
+    out += char(cp);
+  } else {
+    out += char(0xc0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3f));
+  }
+  return out;
+}
+
+// A tokenizer for a model that has none (a built-in shape): byte-level BPE
+// without merges over `vocab` ids — the 256 bytes, fillers "<tok_N>" (never
+// produced by encoding) and "<|endoftext|>" as the last id. Text round-trips;
+// token ids are what matters to timing and logits checks.
+absl::StatusOr<std::string> writeSyntheticTokenizer(const std::string &dir, int64_t vocab) {
+  if (vocab < 256)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a built-in model needs a vocabulary of at least 256 tokens for its synthetic "
+        "tokenizer, got %d",
+        vocab));
+  bool eos = vocab > 256;
+  llvm::json::Object model{{"type", "BPE"},
+                           {"dropout", nullptr},
+                           {"unk_token", nullptr},
+                           {"continuing_subword_prefix", ""},
+                           {"end_of_word_suffix", ""},
+                           {"fuse_unk", false},
+                           {"byte_fallback", false},
+                           {"ignore_merges", false},
+                           {"merges", llvm::json::Array()}};
+  llvm::json::Object ids;
+  for (unsigned b = 0; b < 256; ++b)
+    ids[byteLevelToken(b)] = int64_t(b);
+  for (int64_t i = 256; i < vocab - (eos ? 1 : 0); ++i)
+    ids["<tok_" + std::to_string(i) + ">"] = i;
+  model["vocab"] = std::move(ids);
+  llvm::json::Array added;
+  if (eos)
+    added.push_back(llvm::json::Object{{"id", vocab - 1},
+                                       {"content", "<|endoftext|>"},
+                                       {"single_word", false},
+                                       {"lstrip", false},
+                                       {"rstrip", false},
+                                       {"normalized", false},
+                                       {"special", true}});
+  auto byteLevel = [](bool trim) {
+    return llvm::json::Object{{"type", "ByteLevel"},
+                              {"add_prefix_space", false},
+                              {"trim_offsets", trim},
+                              {"use_regex", true}};
+  };
+  llvm::json::Object tokenizer{{"version", "1.0"},
+                               {"truncation", nullptr},
+                               {"padding", nullptr},
+                               {"added_tokens", std::move(added)},
+                               {"normalizer", nullptr},
+                               {"pre_tokenizer", byteLevel(true)},
+                               {"post_processor", byteLevel(false)},
+                               {"decoder", byteLevel(true)},
+                               {"model", std::move(model)}};
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::json::Value(std::move(tokenizer));
+  LLMC_RETURN_IF_ERROR(writeFile(dir + "/tokenizer.json", text));
+  llvm::json::Object config{{"add_bos_token", false},
+                            {"add_eos_token", false},
+                            {"tokenizer_class", "PreTrainedTokenizerFast"}};
+  if (eos)
+    config["eos_token"] = "<|endoftext|>";
+  text.clear();
+  llvm::raw_string_ostream(text) << llvm::json::Value(std::move(config));
+  LLMC_RETURN_IF_ERROR(writeFile(dir + "/tokenizer_config.json", text));
+  return std::string("tokenizer.json");
+}
+
+// The packed size of `op`'s weight (for dummy weights, which are laid out
+// but never materialized).
+absl::StatusOr<uint64_t> weightBytes(llm::WeightOp op) {
+  llm::WeightType t = op.getType();
+  int64_t elements = 1;
+  for (int64_t d : t.getShape())
+    elements *= d;
+  int64_t bytes =
+      WeightByteSize(llm::stringifyWeightFormat(t.getFormat()).str(), elements, t.getGroup());
+  if (bytes < 0)
+    return absl::InternalError(absl::StrFormat("weight '%s': no byte size for its type",
+                                               op.getName().str()));
+  return uint64_t(bytes);
+}
+
+absl::Status build(ModuleOp module, const ModelConfig &config, const std::string &source,
+                   const ImportedModel *model, const ArtifactOptions &options,
                    const std::string &tmp) {
   auto progress = [&](const std::string &what) {
     if (options.progress)
@@ -134,9 +240,18 @@ absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOp
   // Weights, in the order the step plan first binds them.
   llvm::StringMap<llm::WeightOp> weightOps;
   module.walk([&](llm::WeightOp w) { weightOps.try_emplace(w.getName(), w); });
-  WeightStore store(model);
+  bool dummy = options.dummySeed != 0;
+  if (!dummy && !model)
+    return absl::InvalidArgumentError("built-in models have no weights: an artifact of one needs "
+                                      "dummy weights (--dummy-weights=FORMAT)");
+  std::optional<WeightStore> store;
+  if (!dummy)
+    store.emplace(*model);
   WeightFileWriter writer;
-  LLMC_RETURN_IF_ERROR(writer.Open(tmp + "/weights/rank0.bin"));
+  if (dummy)
+    LLMC_RETURN_IF_ERROR(writer.OpenDummy(options.dummySeed));
+  else
+    LLMC_RETURN_IF_ERROR(writer.Open(tmp + "/weights/rank0.bin"));
   llvm::StringMap<int64_t> tensorIndex;
   // A weight's index in the file, packing it on first use.
   auto weightIndex = [&](const std::string &name) -> absl::StatusOr<int64_t> {
@@ -145,7 +260,12 @@ absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOp
       llm::WeightOp op = weightOps.lookup(name);
       if (!op)
         return absl::InternalError(absl::StrFormat("no llm.weight op names '%s'", name));
-      LLMC_ASSIGN_OR_RETURN(WeightStore::Bytes raw, store.materialize(op));
+      WeightStore::Bytes raw;
+      if (dummy) {
+        LLMC_ASSIGN_OR_RETURN(raw.size, weightBytes(op));  // raw.data stays null: nothing to write
+      } else {
+        LLMC_ASSIGN_OR_RETURN(raw, store->materialize(op));
+      }
       llm::WeightType t = op.getType();
       std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
       LLMC_ASSIGN_OR_RETURN(ManifestTensor entry,
@@ -176,20 +296,27 @@ absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOp
     cudaOptions.progress = options.progress;
     LLMC_RETURN_IF_ERROR(buildCudaArtifact(module, cudaOptions, tmp, weightIndex, m.cuda));
   }
-  progress(absl::StrFormat("packing %d weights", tensorIndex.size()));
+  progress(absl::StrFormat(dummy ? "laying out %d dummy weights" : "packing %d weights",
+                           tensorIndex.size()));
   LLMC_RETURN_IF_ERROR(writer.Finish(&m.weights));
-  m.weights.file = "weights/rank0.bin";
+  if (!dummy)
+    m.weights.file = "weights/rank0.bin";
 
   // Tokenizer.
   std::string tokDir = tmp + "/tokenizer";
   if (std::error_code ec = llvm::sys::fs::create_directories(tokDir))
     return absl::InternalError(absl::StrFormat("cannot create %s: %s", tokDir, ec.message()));
-  LLMC_ASSIGN_OR_RETURN(std::string tokenizer, model.exportTokenizer(tokDir));
+  std::string tokenizer;
+  if (model) {
+    LLMC_ASSIGN_OR_RETURN(tokenizer, model->exportTokenizer(tokDir));
+  } else {
+    LLMC_ASSIGN_OR_RETURN(tokenizer, writeSyntheticTokenizer(tokDir, config.vocab_size));
+  }
 
   m.host_abi_version = LLMC_HOST_ABI_VERSION;
   m.compiler = "llmc 0.1";
-  m.source = model.path();
-  m.model = model.config();
+  m.source = source;
+  m.model = config;
   m.targets = {"host"};
   m.targets.insert(m.targets.end(), options.cudaArchs.begin(), options.cudaArchs.end());
   auto cache = module.lookupSymbol<func::FuncOp>("step").getArgumentTypes().back();
@@ -207,10 +334,10 @@ absl::Status build(ModuleOp module, const ImportedModel &model, const ArtifactOp
 
 } // namespace
 
-absl::Status buildArtifact(ModuleOp module, const ImportedModel &model,
-                           const ArtifactOptions &options) {
+absl::Status buildArtifact(ModuleOp module, const ModelConfig &config, const std::string &source,
+                           const ImportedModel *model, const ArtifactOptions &options) {
   std::string tmp = ArtifactTempDir(options.output);
-  absl::Status st = build(module, model, options, tmp);
+  absl::Status st = build(module, config, source, model, options, tmp);
   if (!st.ok()) {
     (void)llvm::sys::fs::remove_directories(tmp);
     return st;

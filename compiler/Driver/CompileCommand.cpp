@@ -13,6 +13,7 @@
 #include "Frontend/ModelImporter.h"
 #include "Frontend/StepBuilder.h"
 #include "llmc/Passes/Pipelines.h"
+#include "llmc/runtime/artifact/dummy_weights.h"
 #include "llmc/runtime/cli/commands.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -103,6 +104,12 @@ int runCompileCommand(int argc, char **argv) {
       cl::desc("comma-separated weights kept in their precision (name substrings; lm_head is "
                "the lm_head's weight, tied or not)"),
       cl::value_desc("a,b"), cl::init(""), cl::cat(category));
+  static cl::opt<std::string> dummyWeights(
+      "dummy-weights",
+      cl::desc("with --builtin: an artifact without weights, which the runtime generates at load "
+               "(for timing); the matrices' format: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0 or "
+               "q5_1 (norms and biases stay f32)"),
+      cl::value_desc("format"), cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "Compile a transformer model into IR, kernels and an artifact.\n");
@@ -126,6 +133,28 @@ int runCompileCommand(int argc, char **argv) {
                  << "' (see --list-builtins)\n";
     return cli::kExitUsage;
   }
+  // Dummy weights: a built-in shape with matrices in this format.
+  llm::WeightFormat dummyFormat = llm::WeightFormat::f32;
+  if (dummyWeights.getNumOccurrences()) {
+    if (!spec) {
+      llvm::errs() << "llmc compile: --dummy-weights needs --builtin=NAME (a model file has its "
+                      "own weights)\n";
+      return cli::kExitUsage;
+    }
+    static const char *const kDummyFormats[] = {"f32",  "f16",  "bf16", "q8_0",
+                                                "q4_0", "q4_1", "q5_0", "q5_1"};
+    std::optional<llm::WeightFormat> format;
+    if (llvm::is_contained(kDummyFormats, dummyWeights.getValue()))
+      format = llm::symbolizeWeightFormat(dummyWeights.getValue());
+    if (!format) {
+      llvm::errs() << "llmc compile: --dummy-weights must be f32, f16, bf16, q8_0, q4_0, q4_1, "
+                      "q5_0 or q5_1, got '"
+                   << dummyWeights << "'\n";
+      return cli::kExitUsage;
+    }
+    dummyFormat = *format;
+  }
+  bool dummy = spec && dummyWeights.getNumOccurrences();
   StepBuildOptions options;
   if (dtype == "f16")
     options.activations = StepBuildOptions::DType::kF16;
@@ -197,20 +226,22 @@ int runCompileCommand(int argc, char **argv) {
   }
   if (!cudaArchs.empty())
     options.activations = StepBuildOptions::DType::kF32;
-  if (emit == Emit::kArtifact && (spec || output == "-")) {
-    llvm::errs() << (spec ? "llmc compile: built-in models have no weights; compile a model file "
-                            "(tools/synth-model writes synthetic ones) or use --emit=mlir\n"
-                          : "llmc compile: an artifact needs -o DIR\n");
+  if (emit == Emit::kArtifact && ((spec && !dummy) || output == "-")) {
+    llvm::errs() << (spec && !dummy ? "llmc compile: built-in models have no weights; compile "
+                                      "a model file (tools/synth-model writes synthetic ones), "
+                                      "use --dummy-weights=FORMAT or --emit=mlir\n"
+                                    : "llmc compile: an artifact needs -o DIR\n");
     return cli::kExitUsage;
   }
 
-  // The model: a built-in shape with f32 weights, or files on disk.
+  // The model: a built-in shape with f32 weights (or --dummy-weights' format),
+  // or files on disk.
   std::unique_ptr<ImportedModel> imported;
   std::unique_ptr<HFNamedCatalog> builtinCatalog;
   const ModelConfig *config = nullptr;
   const WeightCatalog *catalog = nullptr;
   if (spec) {
-    builtinCatalog = std::make_unique<HFNamedCatalog>(spec->config, llm::WeightFormat::f32);
+    builtinCatalog = std::make_unique<HFNamedCatalog>(spec->config, dummyFormat);
     config = &spec->config;
     catalog = builtinCatalog.get();
   } else {
@@ -288,11 +319,15 @@ int runCompileCommand(int argc, char **argv) {
     options.q8Activations = hostActivations == "q8";
     options.cudaArchs = cudaArchs;
     options.cudaActivations = cudaActivations;
+    if (dummy)
+      options.dummySeed = kDefaultDummySeed;
     bool tty = ::isatty(2);
     options.progress = [&](const std::string &what) {
       llvm::errs() << (tty ? "\r\x1b[K" : "") << "llmc compile: " << what << (tty ? "" : "\n");
     };
-    absl::Status st = buildArtifact(*module, *imported, options);
+    absl::Status st =
+        buildArtifact(*module, *config, spec ? "builtin:" + builtin.getValue() : model.getValue(),
+                      imported.get(), options);
     if (tty)
       llvm::errs() << "\r\x1b[K";
     if (!st.ok()) {

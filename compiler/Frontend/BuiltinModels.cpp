@@ -49,11 +49,33 @@ ModelConfig smollm2Shape() {
   return c;
 }
 
+// Llama-3-8B's shape (config.json of meta-llama/Meta-Llama-3-8B): for timing
+// an 8B model with --dummy-weights, whose artifact carries no weights.
+ModelConfig llama3_8bShape() {
+  ModelConfig c;
+  c.architecture = "llama";
+  c.vocab_size = 128256;
+  c.hidden_size = 4096;
+  c.intermediate_size = 14336;
+  c.num_layers = 32;
+  c.num_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.max_position = 8192;
+  c.rope_theta = 500000.0;
+  c.rms_norm_eps = 1e-5;
+  c.tie_word_embeddings = false;
+  return c;
+}
+
 const BuiltinModel kModels[] = {
     {"tiny-llama", "2 layers, hidden 64, GQA 4/2 heads, tied embeddings", tinyLlama()},
     {"tiny-qwen2", "2 layers, hidden 64, QKV bias, untied embeddings, vocab 300", tinyQwen2()},
     {"smollm2-135m-shape", "SmolLM2-135M's shape: 30 layers, hidden 576, 9/3 heads",
      smollm2Shape()},
+    {"llama3-8b-shape",
+     "Llama-3-8B's shape: 32 layers, hidden 4096, MLP 14336, 32/8 heads, vocab 128256",
+     llama3_8bShape()},
 };
 
 } // namespace

@@ -1,7 +1,10 @@
 //===- BuiltinModels.h - synthetic models built into llmc -------*- C++ -*-===//
 //
-// Small model shapes that need no files, for the demo and the IR tests. Their
-// weights are named as in Hugging Face checkpoints and stored as f32.
+// Model shapes that need no files, for the demo, the IR tests and timing
+// (with `llmc compile --dummy-weights`, whose artifacts have the runtime
+// generate their weights). Their weights are named as in Hugging Face
+// checkpoints and stored as f32, or with --dummy-weights the matrices in the
+// format it names (norms and biases stay f32).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_COMPILER_FRONTEND_BUILTINMODELS_H

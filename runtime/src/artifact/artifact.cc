@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "llmc/runtime/artifact/dummy_weights.h"
 #include "llmc/runtime/artifact/host_abi.h"
 #include "llmc/runtime/status_macros.h"
 
@@ -108,6 +109,31 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(const std::string& dir_
         "recompile the model with this llmc",
         manifest_path, m.host_abi_version, LLMC_HOST_ABI_VERSION));
 
+  if (m.weights.dummy_seed != 0) {
+    // No weight file: the bytes are generated here (dummy_weights.h).
+    auto generated = MappedFile::Anonymous(
+        absl::StrCat(dir, " (dummy weights, seed ", m.weights.dummy_seed, ")"), m.weights.size,
+        [&](uint8_t* base) { return GenerateDummyWeights(m.weights, base); });
+    if (!generated.ok())
+      return absl::Status(generated.status().code(),
+                          absl::StrCat(manifest_path, ": ", generated.status().message()));
+    a->weights_ = *std::move(generated);
+  } else {
+    LLMC_RETURN_IF_ERROR(a->MapWeightFile(options));
+  }
+
+  if (host)
+    LLMC_RETURN_IF_ERROR(RequireRegularFile(a->Path(m.host_library), "the host kernel library"));
+  if (!m.tokenizer.empty())
+    LLMC_RETURN_IF_ERROR(RequireRegularFile(a->Path(m.tokenizer), "the tokenizer"));
+  for (const ManifestCudaModule& mod : m.cuda.modules)
+    LLMC_RETURN_IF_ERROR(RequireRegularFile(a->Path(mod.file), "the " + mod.arch + " PTX"));
+  return a;
+}
+
+absl::Status Artifact::MapWeightFile(const OpenOptions& options) {
+  const Manifest& m = manifest_;
+  Artifact* a = this;
   std::string weights_path = a->Path(m.weights.file);
   auto mapped = MappedFile::Open(weights_path);
   if (!mapped.ok()) {
@@ -133,14 +159,7 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(const std::string& dir_
                                               m.weights.checksum, ", got ", got,
                                               "): the file is corrupt"));
   }
-
-  if (host)
-    LLMC_RETURN_IF_ERROR(RequireRegularFile(a->Path(m.host_library), "the host kernel library"));
-  if (!m.tokenizer.empty())
-    LLMC_RETURN_IF_ERROR(RequireRegularFile(a->Path(m.tokenizer), "the tokenizer"));
-  for (const ManifestCudaModule& mod : m.cuda.modules)
-    LLMC_RETURN_IF_ERROR(RequireRegularFile(a->Path(mod.file), "the " + mod.arch + " PTX"));
-  return a;
+  return absl::OkStatus();
 }
 
 }  // namespace llmc

@@ -92,8 +92,19 @@ absl::Status WeightFileWriter::Open(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status WeightFileWriter::OpenDummy(uint64_t seed) {
+  if (file_ != nullptr || !path_.empty())
+    return absl::FailedPreconditionError(
+        absl::StrCat("WeightFileWriter::OpenDummy on a writer already in use (", path_, ")"));
+  if (seed == 0)
+    return absl::InvalidArgumentError("WeightFileWriter::OpenDummy: the seed must be nonzero");
+  path_ = "(dummy weights)";
+  dummy_seed_ = seed;
+  return absl::OkStatus();
+}
+
 absl::Status WeightFileWriter::Write(const uint8_t* data, uint64_t size) {
-  if (size == 0) return absl::OkStatus();
+  if (size == 0 || dummy_seed_ != 0) return absl::OkStatus();
   if (std::fwrite(data, 1, size, file_) != size)
     return error_ = ErrnoError(path_, "write failed", errno);
   checksum_.Update(data, size);
@@ -106,7 +117,7 @@ absl::StatusOr<ManifestTensor> WeightFileWriter::Add(const std::string& name,
                                                      int64_t group, const uint8_t* bytes,
                                                      uint64_t size) {
   if (!error_.ok()) return error_;
-  if (file_ == nullptr)
+  if (file_ == nullptr && dummy_seed_ == 0)
     return absl::FailedPreconditionError(absl::StrCat(path_.empty() ? "WeightFileWriter" : path_,
                                                       ": Add('", name,
                                                       "') on a writer that is not open"));
@@ -124,7 +135,8 @@ absl::StatusOr<ManifestTensor> WeightFileWriter::Add(const std::string& name,
   std::string field, why;
   if (!artifact_internal::CheckTensorLayout(t, &field, &why))
     return bad(absl::StrCat(field, " ", why));
-  if (bytes == nullptr) return bad("no data");
+  if (dummy_seed_ != 0 && bytes != nullptr) return bad("dummy weights take no data");
+  if (dummy_seed_ == 0 && bytes == nullptr) return bad("no data");
 
   static constexpr uint8_t kZeros[kWeightAlignment] = {};
   uint64_t pad = (kWeightAlignment - size_ % kWeightAlignment) % kWeightAlignment;
@@ -140,6 +152,16 @@ absl::StatusOr<ManifestTensor> WeightFileWriter::Add(const std::string& name,
 
 absl::Status WeightFileWriter::Finish(ManifestWeights* out) {
   if (!error_.ok()) return error_;
+  if (dummy_seed_ != 0) {
+    error_ = absl::FailedPreconditionError("the dummy weights are already finished");
+    out->file.clear();
+    out->checksum.clear();
+    out->dummy_seed = dummy_seed_;
+    out->size = size_;
+    out->tensors = std::move(tensors_);
+    tensors_.clear();
+    return absl::OkStatus();
+  }
   if (file_ == nullptr)
     return absl::FailedPreconditionError(absl::StrCat(path_.empty() ? "WeightFileWriter" : path_,
                                                       ": Finish on a writer that is not open"));
@@ -164,6 +186,7 @@ absl::Status WriteManifest(const std::string& dir_arg, const Manifest& manifest)
   std::string dir = StripTrailingSlashes(dir_arg);
   std::string path = absl::StrCat(dir, "/", kManifestFile);
   LLMC_RETURN_IF_ERROR(ValidateManifest(manifest, path));
+  if (manifest.weights.dummy_seed != 0) return WriteFileAtomically(path, ManifestToJson(manifest));
   // The weight file must be there, whole, before the manifest vouches for it.
   std::string weights = absl::StrCat(dir, "/", manifest.weights.file);
   struct stat st;

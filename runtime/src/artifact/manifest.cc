@@ -282,6 +282,7 @@ absl::StatusOr<Manifest> ParseManifest(const json& j, const std::string& path) {
     LLMC_READ(r, w, "weights", "file", &m.weights.file);
     LLMC_READ(r, w, "weights", "size", &m.weights.size);
     LLMC_READ(r, w, "weights", "checksum", &m.weights.checksum);
+    if (w.contains("dummy_seed")) LLMC_READ(r, w, "weights", "dummy_seed", &m.weights.dummy_seed);
     auto st = r.ReadObjects(w, "weights", "tensors", &m.weights.tensors,
                             [&](const json& t, const std::string& f, ManifestTensor* out) {
                               LLMC_READ(r, t, f, "name", &out->name);
@@ -450,11 +451,25 @@ class Validator {
 
   absl::Status Weights() {
     const ManifestWeights& w = m_.weights;
-    if (std::string why = RelativePathProblem(w.file); !why.empty())
-      return Error("weights.file", why);
-    if (!IsChecksumHex(w.checksum))
-      return Error("weights.checksum",
-                   absl::StrCat("'", w.checksum, "' is not 16 lowercase hex digits"));
+    if (w.dummy_seed != 0) {
+      // Dummy weights are generated at load: nothing on disk to name or hash.
+      if (!w.file.empty())
+        return Error("weights.file", absl::StrCat("is '", w.file,
+                                                  "' but weights.dummy_seed is set: dummy "
+                                                  "weights have no file"));
+      if (!w.checksum.empty())
+        return Error("weights.checksum", "must be empty: weights.dummy_seed is set (no file)");
+    } else {
+      if (w.file.empty())
+        return Error("weights.file",
+                     "is empty: real weights need a weight file (only weights.dummy_seed "
+                     "artifacts have none)");
+      if (std::string why = RelativePathProblem(w.file); !why.empty())
+        return Error("weights.file", why);
+      if (!IsChecksumHex(w.checksum))
+        return Error("weights.checksum",
+                     absl::StrCat("'", w.checksum, "' is not 16 lowercase hex digits"));
+    }
     std::set<std::string> names;
     for (size_t i = 0; i < w.tensors.size(); ++i) {
       if (auto st = Tensor(i); !st.ok()) return st;
@@ -500,7 +515,8 @@ class Validator {
     if (t.offset > m_.weights.size || t.bytes > m_.weights.size - t.offset)
       return Error(TensorField(i, "offset"),
                    absl::StrCat(t.offset, " + ", t.bytes, " bytes runs past the end of ",
-                                m_.weights.file, " (weights.size ", m_.weights.size, ")"));
+                                m_.weights.file.empty() ? "the dummy weights" : m_.weights.file,
+                                " (weights.size ", m_.weights.size, ")"));
     return absl::OkStatus();
   }
 
@@ -855,6 +871,7 @@ std::string ManifestToJson(const Manifest& m) {
                     {"size", m.weights.size},
                     {"checksum", m.weights.checksum},
                     {"tensors", std::move(tensors)}};
+    if (m.weights.dummy_seed != 0) j["weights"]["dummy_seed"] = m.weights.dummy_seed;
     j["buffers"] = std::move(buffers);
     j["kernels"] = std::move(kernels);
     j["steps"] = std::move(steps);

@@ -38,6 +38,24 @@ absl::StatusOr<std::shared_ptr<MappedFile>> MappedFile::Open(const std::string& 
   return std::shared_ptr<MappedFile>(new MappedFile(path, data, size));
 }
 
+absl::StatusOr<std::shared_ptr<MappedFile>> MappedFile::Anonymous(
+    const std::string& name, size_t size, const std::function<absl::Status(uint8_t*)>& fill) {
+  if (size == 0) {
+    if (auto st = fill(nullptr); !st.ok()) return st;
+    return std::shared_ptr<MappedFile>(new MappedFile(name, nullptr, 0));
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s: cannot allocate %d bytes: %s", name, size, std::strerror(errno)));
+  // Owned from here: the destructor unmaps on every path.
+  std::shared_ptr<MappedFile> file(new MappedFile(name, static_cast<const uint8_t*>(p), size));
+  (void)::madvise(p, size, MADV_HUGEPAGE);  // best effort: fewer faults while filling
+  if (auto st = fill(static_cast<uint8_t*>(p)); !st.ok()) return st;
+  (void)::mprotect(p, size, PROT_READ);
+  return file;
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

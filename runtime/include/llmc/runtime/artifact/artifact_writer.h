@@ -39,6 +39,10 @@ class WeightFileWriter {
 
   // Creates (truncates) `path`, and its parent directories.
   absl::Status Open(const std::string& path);
+  // Lays out dummy weights (seed != 0): nothing is written; Add takes no
+  // bytes (nullptr) and assigns offsets as if packing, and Finish fills in
+  // size, tensors and dummy_seed, with file and checksum empty.
+  absl::Status OpenDummy(uint64_t seed);
 
   // Appends one weight. `size` must be WeightByteSize(format, elements of
   // shape, group), and `shape`/`group` must be what the manifest's checks
@@ -59,6 +63,7 @@ class WeightFileWriter {
   absl::Status Write(const uint8_t* data, uint64_t size);
   std::string path_;
   std::FILE* file_ = nullptr;
+  uint64_t dummy_seed_ = 0;  // nonzero: OpenDummy, nothing written
   uint64_t size_ = 0;
   Checksum64 checksum_;
   std::vector<ManifestTensor> tensors_;
@@ -67,7 +72,8 @@ class WeightFileWriter {
 };
 
 // Checks `manifest` (ValidateManifest) and writes <dir>/manifest.json through
-// a temporary file and a rename, fsynced. Write it after everything else.
+// a temporary file and a rename, fsynced. Write it after everything else
+// (the weight file must be complete; dummy weights have none).
 absl::Status WriteManifest(const std::string& dir, const Manifest& manifest);
 
 // "<final_dir>.tmp-<pid>": where to build the artifact before committing it.

@@ -11,6 +11,11 @@
 //   kernels/cuda/src/...     the generated CUDA C++ (with --target=sm_XX)
 //   kernels/sm_XX/kernels.ptx  NVRTC's PTX for each CUDA target
 //   tokenizer/...            tokenizer.json (+ tokenizer_config.json) or tokenizer.gguf
+//
+// An artifact with dummy weights (`llmc compile --builtin=... --dummy-weights`)
+// has no weight file: weights.dummy_seed is nonzero, weights.file and
+// weights.checksum are empty, and the runtime generates the bytes at load
+// (dummy_weights.h) at the offsets the tensors give, as if packed.
 #ifndef LLMC_RUNTIME_ARTIFACT_MANIFEST_H_
 #define LLMC_RUNTIME_ARTIFACT_MANIFEST_H_
 
@@ -39,9 +44,12 @@ struct ManifestTensor {
 };
 
 struct ManifestWeights {
-  std::string file;            // relative to the artifact root
-  uint64_t size = 0;           // bytes of the whole file
-  std::string checksum;        // ChecksumHex() of the whole file
+  std::string file;            // relative to the artifact root; empty for dummy weights
+  uint64_t size = 0;           // bytes of the whole file (or of the generated weights)
+  std::string checksum;        // ChecksumHex() of the whole file; empty for dummy weights
+  // Nonzero: no file; the runtime generates every tensor from this seed and
+  // its index (GenerateDummyWeights). 0: real weights (omitted in the JSON).
+  uint64_t dummy_seed = 0;
   std::vector<ManifestTensor> tensors;
 };
 

@@ -6,9 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace llmc {
@@ -17,6 +19,12 @@ class MappedFile {
  public:
   // Maps `path` read-only. Errors name the path and the failing call.
   static absl::StatusOr<std::shared_ptr<MappedFile>> Open(const std::string& path);
+  // `size` bytes of anonymous memory, named `name` (path() returns it), that
+  // `fill` writes once; read-only afterwards, like a file's mapping. For data
+  // generated at load rather than read (dummy weights). Errors from `fill`
+  // are returned as they are.
+  static absl::StatusOr<std::shared_ptr<MappedFile>> Anonymous(
+      const std::string& name, size_t size, const std::function<absl::Status(uint8_t*)>& fill);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
