@@ -50,6 +50,18 @@ absl::Status CudaRunner::Allocate(size_t bytes, const char* what, cuda::CUdevice
   return absl::OkStatus();
 }
 
+absl::Status CudaRunner::Grow(size_t bytes, const char* what, cuda::CUdeviceptr* area,
+                              size_t* capacity) {
+  if (bytes <= *capacity && *area != 0) return absl::OkStatus();
+  if (*area != 0) {
+    (void)device_->memory().Free(*area);
+    allocations_.erase(std::find(allocations_.begin(), allocations_.end(), *area));
+    *area = 0;
+  }
+  *capacity = std::max(bytes, 2 * *capacity);
+  return Allocate(*capacity, what, area);
+}
+
 absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     const Artifact& artifact, const RunnerOptions& options, const std::string& target,
     std::unique_ptr<cuda::CudaDevice> device) {
@@ -108,9 +120,10 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     bind.caches.push_back(p);
     runner->kv_cache_bytes_ += cache_bytes;
   }
-  if (int64_t floats = AttentionScratchFloats(c); floats > 0)
-    LLMC_RETURN_IF_ERROR(runner->Allocate(size_t(floats) * sizeof(float),
-                                          "the split attention scratch", &bind.scratch));
+  // Enough for any decode step; a larger step grows it (Step).
+  int64_t scratch = AttentionScratchFloats(c, 1, o.num_blocks * o.block_size);
+  LLMC_RETURN_IF_ERROR(runner->Grow(size_t(scratch) * sizeof(float), "the split attention scratch",
+                                    &bind.scratch, &runner->scratch_bytes_));
   LLMC_RETURN_IF_ERROR(runner->UploadWeights());
   for (const ManifestStep& s : c.steps) {
     LLMC_ASSIGN_OR_RETURN(llmc_cuda_args args, PackArgs(m, s, bind));
@@ -176,17 +189,10 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
   LLMC_RETURN_IF_ERROR(device_->MakeCurrent());
 
   // One upload of the batch's arrays; the area grows (rarely: S and
-  // max_blocks vary) once the previous step has synchronized.
+  // max_blocks vary).
   StagingLayout layout = PlanStaging(batch);
-  if (layout.total > staging_capacity_) {
-    if (staging_ != 0) {
-      (void)device_->memory().Free(staging_);
-      allocations_.erase(std::find(allocations_.begin(), allocations_.end(), staging_));
-    }
-    staging_capacity_ = std::max(layout.total, 2 * staging_capacity_);
-    LLMC_RETURN_IF_ERROR(
-        Allocate(size_t(staging_capacity_) * sizeof(int32_t), "the step's inputs", &staging_));
-  }
+  LLMC_RETURN_IF_ERROR(Grow(size_t(layout.total) * sizeof(int32_t), "the step's inputs", &staging_,
+                            &staging_bytes_));
   staging_host_.resize(size_t(layout.total));
   PackStaging(batch, layout, staging_host_.data());
   LLMC_RETURN_IF_ERROR(
@@ -195,6 +201,14 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
 
   int64_t max_context = 0;
   for (int32_t len : batch.context_lens) max_context = std::max<int64_t>(max_context, len);
+  // A prefill over a long context splits too: its partials may outgrow the
+  // scratch, which every launch's args then point to anew.
+  size_t scratch = size_t(AttentionScratchFloats(m.cuda, batch.num_tokens(), max_context)) * sizeof(float);
+  if (scratch > scratch_bytes_) {
+    LLMC_RETURN_IF_ERROR(Grow(scratch, "the split attention scratch", &bindings_.scratch,
+                              &scratch_bytes_));
+    for (llmc_cuda_args& a : args_) a.scratch = reinterpret_cast<float*>(uintptr_t(bindings_.scratch));
+  }
   int64_t rows = int64_t(batch.logits_rows.size());
   LLMC_RETURN_IF_ERROR(
       SelectLaunches(m.cuda, parsed_, batch.num_tokens(), rows, max_context, &selected_));

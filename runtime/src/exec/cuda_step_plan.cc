@@ -28,18 +28,18 @@ int64_t CudaBufferBytes(const Manifest& m, size_t index, int64_t max_batch_token
   return rows * b.row_elems * elem;
 }
 
-int64_t AttentionSplits(int64_t tokens, int64_t max_context, int64_t split_keys) {
-  if (split_keys <= 0 || tokens > kMaxSplitTokens) return 1;
-  int64_t splits = (max_context + split_keys - 1) / split_keys;
-  return std::clamp<int64_t>(splits, 1, kMaxSplits);
+int64_t AttentionSplits(int64_t max_context, int64_t split_keys) {
+  if (split_keys <= 0) return 1;
+  return std::max<int64_t>(1, (max_context + split_keys - 1) / split_keys);
 }
 
-int64_t AttentionScratchFloats(const ManifestCuda& cuda) {
+int64_t AttentionScratchFloats(const ManifestCuda& cuda, int64_t tokens, int64_t max_context) {
   int64_t floats = 0;
-  for (const ManifestCudaKernel& k : cuda.kernels)
-    if (k.split_keys > 0)
-      floats = std::max(floats, kMaxSplitTokens * k.heads * kMaxSplits * (k.head_dim + 2));
-  return floats > 0 ? kScratchHeaderFloats + floats : 0;
+  for (const ManifestCudaKernel& k : cuda.kernels) {
+    int64_t splits = AttentionSplits(max_context, k.split_keys);
+    if (splits > 1) floats = std::max(floats, tokens * k.heads * splits * (k.head_dim + 2));
+  }
+  return kScratchHeaderFloats + floats;
 }
 
 StagingLayout PlanStaging(const StepBatch& b) {
@@ -128,7 +128,7 @@ absl::Status SelectLaunches(const ManifestCuda& c,
   constexpr int64_t kMaxDim[3] = {(int64_t{1} << 31) - 1, 65535, 65535};
   for (size_t s = 0; s < c.steps.size(); ++s) {
     size_t k = size_t(c.steps[s].kernel);
-    LaunchVars vars{tokens, logits, AttentionSplits(tokens, max_context, c.kernels[k].split_keys)};
+    LaunchVars vars{tokens, logits, AttentionSplits(max_context, c.kernels[k].split_keys)};
     for (size_t i = 0; i < parsed[k].size(); ++i) {
       const ParsedLaunch& p = parsed[k][i];
       if (!p.when.Holds(vars)) continue;

@@ -202,6 +202,27 @@ TEST_F(CudaRunnerTest, DecodeOverALongContextSplitsAndReduces) {
   EXPECT_EQ(Read(l[5].info.block_tables, 63).back(), 62);
 }
 
+TEST_F(CudaRunnerTest, PrefillOverALongContextGrowsTheScratch) {
+  ASSERT_TRUE(Open().ok());
+  ASSERT_TRUE(runner_->Step(Sequence(999, 1)).ok());
+  std::vector<FakeCudaLaunch> decode = Launches();
+  const void* decode_scratch = decode.back().args.scratch;
+  // 16 tokens after 984: 4 splits of partials for 16 tokens, more than the
+  // decode-sized scratch; every launch gets the new one.
+  ASSERT_TRUE(runner_->Step(Sequence(984, 16)).ok());
+  std::vector<FakeCudaLaunch> l = Launches();
+  l.erase(l.begin(), l.begin() + long(decode.size()));
+  ASSERT_EQ(l.size(), 6u);
+  EXPECT_STREQ(l[2].symbol, "llmc_cuda_attn_reduce");
+  EXPECT_EQ(l[1].grid[2], 4u);
+  EXPECT_EQ(l[1].grid[0], 16u);
+  EXPECT_NE(l[0].args.scratch, decode_scratch);
+  for (const FakeCudaLaunch& x : l) EXPECT_EQ(x.args.scratch, l[0].args.scratch);
+  // 4 header floats + 16 x 4 heads x 4 splits x 18 fit in it: the fake's
+  // memory is the host's, so writing its end must not trip ASan.
+  std::memset(l[0].args.scratch, 0, (4 + 16 * 4 * 4 * 18) * sizeof(float));
+}
+
 TEST_F(CudaRunnerTest, ReturnsTheLogitsRowsTheDeviceHolds) {
   ASSERT_TRUE(Open().ok());
   StepBatch b = Sequence(0, 12);

@@ -26,26 +26,28 @@ TEST(CudaStepPlan, BufferBytes) {
   EXPECT_EQ(CudaBufferBytes(m, 0, 10, 4), 10 * 64 * 4);
 }
 
-TEST(CudaStepPlan, AttentionSplits) {
-  EXPECT_EQ(AttentionSplits(1, 1000, 256), 4);
-  EXPECT_EQ(AttentionSplits(1, 1024, 256), 4);
-  EXPECT_EQ(AttentionSplits(1, 1025, 256), 5);
-  EXPECT_EQ(AttentionSplits(1, 1, 256), 1);
-  EXPECT_EQ(AttentionSplits(1, 0, 256), 1);
-  EXPECT_EQ(AttentionSplits(64, 1 << 20, 256), 64);  // at most 64 splits
-  EXPECT_EQ(AttentionSplits(65, 1 << 20, 256), 1);   // big steps do not split
-  EXPECT_EQ(AttentionSplits(1, 1 << 20, 0), 1);      // not an attention kernel
+TEST(CudaStepPlan, AttentionSplitsCoverEveryKey) {
+  // A split reads split_keys keys, no more: every step needs all of them.
+  EXPECT_EQ(AttentionSplits(1000, 256), 4);
+  EXPECT_EQ(AttentionSplits(1024, 256), 4);
+  EXPECT_EQ(AttentionSplits(1025, 256), 5);
+  EXPECT_EQ(AttentionSplits(1, 256), 1);
+  EXPECT_EQ(AttentionSplits(0, 256), 1);
+  EXPECT_EQ(AttentionSplits(1 << 20, 256), 4096);
+  EXPECT_EQ(AttentionSplits(1 << 20, 0), 1);  // not an attention kernel
 }
 
-TEST(CudaStepPlan, ScratchForTheWorstCase) {
+TEST(CudaStepPlan, ScratchOfAStep) {
   Manifest m = TinyCudaManifest();
-  // The split count's 4-float header, then the partials.
-  EXPECT_EQ(AttentionScratchFloats(m.cuda), 4 + 64 * 4 * 64 * (16 + 2));
+  // The split count's 4-float header, then T x heads x splits x (head_dim + 2).
+  EXPECT_EQ(AttentionScratchFloats(m.cuda, 1, 1000), 4 + 1 * 4 * 4 * (16 + 2));
+  EXPECT_EQ(AttentionScratchFloats(m.cuda, 512, 1024), 4 + 512 * 4 * 4 * (16 + 2));
+  EXPECT_EQ(AttentionScratchFloats(m.cuda, 512, 256), 4);  // one split: no partials
   m.cuda.kernels.push_back({"wide", "attention", {}, 128, 8, 64});
-  EXPECT_EQ(AttentionScratchFloats(m.cuda), 4 + 64 * 8 * 64 * (64 + 2));
+  EXPECT_EQ(AttentionScratchFloats(m.cuda, 2, 1000), 4 + 2 * 8 * 8 * (64 + 2));
   m.cuda.kernels[1].split_keys = 0;
   m.cuda.kernels.pop_back();
-  EXPECT_EQ(AttentionScratchFloats(m.cuda), 0);
+  EXPECT_EQ(AttentionScratchFloats(m.cuda, 64, 1 << 20), 4);
 }
 
 StepBatch TwoSequences() {
@@ -157,6 +159,14 @@ TEST(CudaStepPlan, SelectsLaunchesByWhen) {
                        {1, 0, {100, 2, 1}, 128},
                        {2, 0, {100, 2, 1}, 128},
                        {3, 1, {2, 1, 1}, 128}});
+  // The same chunk after 900 cached tokens: 4 splits and the reductions.
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, 100, 1, 1000, &got).ok());
+  ExpectLaunches(got, {{0, 0, {100, 1, 1}, 128},
+                       {1, 0, {100, 2, 4}, 128},
+                       {1, 1, {100, 4, 1}, 64},
+                       {2, 0, {100, 2, 4}, 128},
+                       {2, 1, {100, 4, 1}, 64},
+                       {3, 0, {1, 16, 1}, 256}});
   // The boundary of the GEMV: L = 8 and 9.
   ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, 8, 8, 8, &got).ok());
   EXPECT_EQ(got.back().launch, 0u);

@@ -7,7 +7,8 @@
 // Memory: every buffer in cuda.activation_dtype (the logits buffer in f32),
 // rows as on the host (max_batch_tokens or max_logits); per layer K and V,
 // each [num_blocks, block_size, kv_heads, head_dim] in the activation type,
-// zero-initialised; f32 scratch for split attention's partials.
+// zero-initialised; f32 scratch for split attention's partials (sized at load
+// for a decode step at full context, grown when a larger step needs more).
 #ifndef LLMC_RUNTIME_EXEC_CUDA_RUNNER_H_
 #define LLMC_RUNTIME_EXEC_CUDA_RUNNER_H_
 
@@ -50,6 +51,9 @@ class CudaRunner : public StepRunner {
  private:
   CudaRunner() = default;
   absl::Status Allocate(size_t bytes, const char* what, cuda::CUdeviceptr* out);
+  // Grows a device area a step needs (the staging, the scratch) to at least
+  // `bytes`; the previous step has synchronized, so the old one is free.
+  absl::Status Grow(size_t bytes, const char* what, cuda::CUdeviceptr* area, size_t* capacity);
   absl::Status UploadWeights();
   absl::Status LoadModule();
   absl::Status Launch(const SelectedLaunch& launch, llmc_cuda_step_info* info);
@@ -70,7 +74,8 @@ class CudaRunner : public StepRunner {
   // The step's staging: host copy and device area (grown when a batch needs more).
   std::vector<int32_t> staging_host_;
   cuda::CUdeviceptr staging_ = 0;
-  int64_t staging_capacity_ = 0;  // int32 elements
+  size_t staging_bytes_ = 0;
+  size_t scratch_bytes_ = 0;      // of bindings_.scratch
   std::vector<SelectedLaunch> selected_;
   std::vector<float> logits_;     // [max_logits, vocab], what Step returns
 };

@@ -29,20 +29,21 @@ int64_t CudaActivationBytes(const std::string& dtype);
 int64_t CudaBufferBytes(const Manifest& m, size_t index, int64_t max_batch_tokens,
                         int64_t max_logits);
 
-// Flash-decoding: steps of at most kMaxSplitTokens tokens split each
-// sequence's keys into up to kMaxSplits parts of split_keys keys (the partials
-// go to the scratch, a second launch reduces them); larger steps have enough
-// parallelism in their tokens and run one split.
-inline constexpr int64_t kMaxSplitTokens = 64;
-inline constexpr int64_t kMaxSplits = 64;
-int64_t AttentionSplits(int64_t tokens, int64_t max_context, int64_t split_keys);
-// f32 elements of scratch for the worst case of every attention kernel: a
-// header of kScratchHeaderFloats (the split pass writes the split count there
-// for the reduction; the partials start 16-byte aligned after it), then
-// kMaxSplitTokens x heads x kMaxSplits x (head_dim + 2) (the partial outputs,
-// and their max and sum). 0 when no kernel splits attention.
+// Flash-decoding: the `splits` of an attention kernel. Each block of the
+// generated attention (paged_attention_decode) covers split_keys keys and no
+// more, so a step needs cdiv(longest context, split_keys) splits whatever its
+// token count: fewer would leave keys unread. (A cap, e.g. at 64 splits or
+// for large steps, needs a kernel whose splits loop over their share of the
+// keys.) 1 for kernels that do not split (split_keys 0).
+int64_t AttentionSplits(int64_t max_context, int64_t split_keys);
+// f32 elements of scratch one step needs: a header of kScratchHeaderFloats
+// (the split pass writes the split count there for the reduction; the
+// partials start 16-byte aligned after it), then, for the attention kernel
+// needing most, tokens x heads x splits x (head_dim + 2) (the partial
+// outputs, and their max and sum). With one split the kernel writes its
+// output directly: only the header.
 inline constexpr int64_t kScratchHeaderFloats = 4;
-int64_t AttentionScratchFloats(const ManifestCuda& cuda);
+int64_t AttentionScratchFloats(const ManifestCuda& cuda, int64_t tokens, int64_t max_context);
 
 // Where each of the batch's int32 arrays lies in the step's one upload, in
 // int32 elements from its start; every array starts on a 64-byte boundary.
