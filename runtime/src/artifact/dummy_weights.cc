@@ -170,7 +170,8 @@ void GenerateChunk(const Plan& p, const uint16_t* scales, uint64_t seed, uint64_
       case Layout::kQ4_1:
       case Layout::kQ5_1: {
         Store16(blk, d);
-        float m = -(p.layout == Layout::kQ4_1 ? 8.0f : 16.0f) * HalfToFloat(d);
+        // Quants 0..15 (0..31) around the middle: m = -7.5d (-15.5d).
+        float m = -(p.layout == Layout::kQ4_1 ? 7.5f : 15.5f) * HalfToFloat(d);
         Store16(blk + 2, FloatToHalf(m));
         break;
       }

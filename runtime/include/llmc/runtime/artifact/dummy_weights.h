@@ -11,8 +11,8 @@
 //     (norms, rope factors): 1 + uniform in +-0.01;
 //   - GGUF block formats: valid blocks whose f16 scale d is about 0.02/8
 //     (q4_0, q4_1), 0.02/16 (q5_0, q5_1) or 0.02/127 (q8_0), times a random
-//     factor in [0.75, 1.25); the _1 formats' minimum m = -8d (-16d) so the
-//     values center on 0; random quant bits;
+//     factor in [0.75, 1.25); the _1 formats' minimum m = -7.5d (-15.5d) so
+//     the values center on 0 (q4_0/q5_0's are off by -d/2); random quant bits;
 //   - llmc's group-wise i8 (scale 0.02/127) and i4 (scale 0.02/8, zero 8).
 // k-quants are not generated (no dummy format produces them).
 //
