@@ -1,19 +1,38 @@
 #!/usr/bin/env bash
-# GPU check of the CUDA kernel templates (compiler/Target/Kernels/cuda/
-# llmc_cuda_kernels.cuh): builds test/gpu/kernel_check.cu with nvcc (no MLIR,
-# no CMake, no NVRTC) and runs every template on the GPU against the host
-# kernels (llmc_host_kernels.h) and double-precision loops, then times the
-# decode GEMV against cudaMemcpy bandwidth. Needs an sm_80+ GPU, nvcc, g++.
+# The GPU check: one prepared script for a GPU machine that has nvcc, g++
+# and Python (numpy; PyTorch optional) but no MLIR and no network.
 #
-#   scripts/gpu-check.sh [--no-timing]
+#   stage 1  the CUDA kernel templates (compiler/Target/Kernels/cuda/
+#            llmc_cuda_kernels.cuh), built by nvcc from test/gpu/
+#            kernel_check.cu, against the host kernels and double loops,
+#            then the decode GEMV timed against cudaMemcpy bandwidth;
+#   stage 2  compiled artifacts end to end (test/gpu/e2e_check.py) over the
+#            payload scripts/gpu-payload.sh built on a machine without a GPU
+#            (build-gpu-payload/: llmc-rt, synthetic models with float64
+#            reference logits, SmolLM2- and Llama-3-8B-shaped dummy-weight
+#            artifacts): GPU logits vs the reference and the host backend,
+#            then prefill/decode tokens/s and the fraction of copy bandwidth.
+#
+#   scripts/gpu-check.sh [--no-timing] [--skip-kernels] [--skip-e2e]
 #
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
 # CUDA_ARCH (default: the GPU's, from nvidia-smi), LLMC_GPU_CHECK_BUILD
-# (default: build-gpu-check). Exit status: 0 all passed, 1 a check failed,
-# 2 a CUDA error, 3 a harness error; a build error stops the script.
+# (default: build-gpu-check), LLMC_GPU_PAYLOAD (default: build-gpu-payload).
+# Exit status: 0 all passed, 1 a check failed, 2 a CUDA or tool error, 3 a
+# harness error; a build error stops the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+skip_kernels=0 skip_e2e=0 timing=()
+for a in "$@"; do
+  case $a in
+    --skip-kernels) skip_kernels=1 ;;
+    --skip-e2e) skip_e2e=1 ;;
+    --no-timing) timing=(--no-timing) ;;
+    *) echo "gpu-check: unknown flag $a" >&2; exit 3 ;;
+  esac
+done
+payload=${LLMC_GPU_PAYLOAD:-build-gpu-payload}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 cxx=${CXX:-g++}
 out=${LLMC_GPU_CHECK_BUILD:-build-gpu-check}
@@ -45,16 +64,20 @@ q8_0 blocks; activations f16 and bf16), GPU output vs the host kernels
   Tolerance: max |gpu - ref| / max |ref| per output, 5e-3 f16, 2e-2 bf16.
 Timing: decode GEMV (T = 1, f16) over gate_up and lm_head, q4_1 and q8_0,
   L2-cold (rotating weight copies) and L2-warm, vs cudaMemcpy D2D.
+Stage 2 (e2e_check.py) runs the NVRTC-built PTX of real artifacts.
 NOT checked here:
-  - no end-to-end model run and no logits vs PyTorch: there is no CUDA
-    emitter / executor yet;
-  - kernels are built by nvcc from the header, not through NVRTCCompiler
-    (the unit tests compile the same header with NVRTC);
+  - kernels of stage 1 are built by nvcc from the header, not through
+    NVRTCCompiler (stage 2 runs the NVRTC PTX of the artifacts);
+  - the float64 references were computed with numpy where the payload was
+    built, not with PyTorch on this machine;
+  - decode at batch 8/64/256 (llmc-rt bench runs one sequence);
   - weight formats f32/f16/bf16/q4_0/q5_0/q5_1 and f32 activations (the
     synthetic shape of the unit tests) are not run; k-quants do not exist;
   - no compute-sanitizer pass; only this one GPU architecture.
 TXT
 
+status=0
+if (( ! skip_kernels )); then
 echo "--- build ($arch, $nvcc)"
 "$cxx" -std=c++17 -O2 -march=native -fopenmp -Wno-aggressive-loop-optimizations \
   -Icompiler/Target/Kernels/host -Iruntime/include/llmc/runtime/artifact \
@@ -64,4 +87,15 @@ echo "--- build ($arch, $nvcc)"
 wait $!
 "$nvcc" -arch="$arch" "$out/kernel_check.o" "$out/host_ref.o" -o "$out/kernel_check" -Xcompiler -fopenmp
 echo "--- run"
-exec "$out/kernel_check" "$@"
+"$out/kernel_check" "${timing[@]}" || status=$?
+fi
+
+if (( ! skip_e2e )); then
+  echo "=== stage 2: artifacts end to end ($payload) ==="
+  if [[ ! -x "$payload/bin/llmc-rt" ]]; then
+    echo "gpu-check: no payload at $payload (build it with scripts/gpu-payload.sh where MLIR is)" >&2
+    exit 3
+  fi
+  python3 test/gpu/e2e_check.py "$payload" "${timing[@]}" || { s=$?; (( s > status )) && status=$s; }
+fi
+exit $status
