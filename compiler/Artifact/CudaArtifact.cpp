@@ -13,6 +13,7 @@
 
 // The CUDA template library and ABI header, embedded at build time.
 #include "EmbeddedCudaAbi.inc"
+#include "EmbeddedCudaFormats.inc"
 #include "EmbeddedCudaKernels.inc"
 
 namespace llmc {
@@ -57,7 +58,9 @@ compileCudaSource(const std::string &source, const CudaArtifactOptions &options,
         nvrtc.status().message(), " (install the toolkit or set LLMC_CUDA_HOME)"));
   cuda::CompileOptions co;
   co.archs = options.archs;
-  co.headers = {{"llmc_cuda_kernels.cuh", kCudaKernelsHeader}, {"cuda_abi.h", kCudaAbiHeader}};
+  co.headers = {{"llmc_cuda_kernels.cuh", kCudaKernelsHeader},
+                {"llmc_cuda_formats.cuh", kCudaFormatsHeader},
+                {"cuda_abi.h", kCudaAbiHeader}};
   co.use_cache = options.useCache;
   if (options.progress)
     options.progress(absl::StrFormat("compiling CUDA kernels with NVRTC %s for %s",
@@ -91,6 +94,7 @@ absl::Status buildCudaArtifact(mlir::ModuleOp module, const CudaArtifactOptions 
   LLMC_RETURN_IF_ERROR(makeDir(src));
   LLMC_RETURN_IF_ERROR(writeText(src + "/kernels.cu", plan.source));
   LLMC_RETURN_IF_ERROR(writeText(src + "/llmc_cuda_kernels.cuh", kCudaKernelsHeader));
+  LLMC_RETURN_IF_ERROR(writeText(src + "/llmc_cuda_formats.cuh", kCudaFormatsHeader));
   LLMC_RETURN_IF_ERROR(writeText(src + "/cuda_abi.h", kCudaAbiHeader));
 
   cuda = ManifestCuda();

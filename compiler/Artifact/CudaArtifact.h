@@ -3,7 +3,8 @@
 // For `llmc compile --target=...,sm_XX`: emits the model's CUDA kernels
 // (Target/CUDA/CudaEmitter), compiles them with NVRTC for every requested
 // arch, checks each PTX with ptxas, and writes
-//   kernels/cuda/src/{kernels.cu, llmc_cuda_kernels.cuh, cuda_abi.h}
+//   kernels/cuda/src/{kernels.cu, llmc_cuda_kernels.cuh, llmc_cuda_formats.cuh,
+//                     cuda_abi.h}
 //   kernels/sm_XX/kernels.ptx
 // into the artifact being built, with the manifest's `cuda` section (the
 // ptxas report included). PTX of identical inputs comes from the cache

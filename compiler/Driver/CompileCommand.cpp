@@ -141,14 +141,14 @@ int runCompileCommand(int argc, char **argv) {
                       "own weights)\n";
       return cli::kExitUsage;
     }
-    static const char *const kDummyFormats[] = {"f32",  "f16",  "bf16", "q8_0",
-                                                "q4_0", "q4_1", "q5_0", "q5_1"};
+    static const char *const kDummyFormats[] = {"f32",  "f16",  "bf16", "q8_0", "q4_0", "q4_1",
+                                                "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"};
     std::optional<llm::WeightFormat> format;
     if (llvm::is_contained(kDummyFormats, dummyWeights.getValue()))
       format = llm::symbolizeWeightFormat(dummyWeights.getValue());
     if (!format) {
       llvm::errs() << "llmc compile: --dummy-weights must be f32, f16, bf16, q8_0, q4_0, q4_1, "
-                      "q5_0 or q5_1, got '"
+                      "q5_0, q5_1, q4_k, q5_k or q6_k, got '"
                    << dummyWeights << "'\n";
       return cli::kExitUsage;
     }

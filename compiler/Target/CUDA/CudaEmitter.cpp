@@ -40,6 +40,16 @@ FailureOr<std::string> formatTag(Operation *user, WeightType w) {
   case WeightFormat::q5_0:
   case WeightFormat::q5_1:
     return "fmt::" + stringifyWeightFormat(w.getFormat()).str();
+  case WeightFormat::q4_k:
+    return std::string("fmt::q4_K");
+  case WeightFormat::q5_k:
+    return std::string("fmt::q5_K");
+  case WeightFormat::q6_k:
+    return std::string("fmt::q6_K");
+  case WeightFormat::i8:
+  case WeightFormat::i4:
+    return "fmt::" + stringifyWeightFormat(w.getFormat()).str() + "<" +
+           std::to_string(w.getGroup()) + ">";
   default:
     return user->emitError() << "CUDA codegen has no decoder for "
                              << stringifyWeightFormat(w.getFormat())

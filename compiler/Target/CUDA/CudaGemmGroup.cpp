@@ -32,6 +32,11 @@ namespace {
 
 constexpr int kGemvWarps = 4, kGemvMaxT = 4;
 
+bool isKQuant(WeightFormat f) {
+  return f == WeightFormat::q2_k || f == WeightFormat::q3_k || f == WeightFormat::q4_k ||
+         f == WeightFormat::q5_k || f == WeightFormat::q6_k;
+}
+
 struct Region {
   int64_t offset, width;
   SmallVector<RopeOp> ropes;
@@ -297,8 +302,13 @@ LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pr
                                              : cast<LMHeadOp>(anchor).getWeight();
   auto wt = cast<WeightType>(weightValue.getType());
   int64_t K = wt.getShape()[1];
-  if (K % 32 != 0)
-    return anchor->emitError() << "CUDA codegen: GEMMs need K a multiple of 32, not " << K;
+  // One K step of the tensor-core GEMM is 32; GEMVs and GEMMs read whole
+  // blocks (256 for k-quants, the group for i8/i4).
+  int64_t block = isKQuant(wt.getFormat()) ? 256 : (wt.getGroup() ? wt.getGroup() : 32);
+  if (K % 32 != 0 || K % block != 0)
+    return anchor->emitError() << "CUDA codegen: GEMMs need K a multiple of 32 and of the "
+                                  "weight's block ("
+                               << block << "), not " << K;
   FailureOr<std::string> fmt = formatTag(anchor, wt);
   if (failed(fmt))
     return failure();

@@ -40,6 +40,7 @@ enum class Kind { kMatrix, kNorm, kBias };
 enum class Layout {
   kF32, kF16, kBF16,  // one element per "block"
   kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1,
+  kQ4_K, kQ5_K, kQ6_K,
   kI8, kI4,
 };
 
@@ -88,6 +89,11 @@ absl::Status MakePlan(const ManifestTensor& t, uint64_t index, Plan* p) {
   else if (f == "q4_1") p->layout = Layout::kQ4_1, p->scale = 0.02f / 8;
   else if (f == "q5_0") p->layout = Layout::kQ5_0, p->scale = 0.02f / 16;
   else if (f == "q5_1") p->layout = Layout::kQ5_1, p->scale = 0.02f / 16;
+  // k-quants: every sub-block scale (and min) at its largest, 63 (q6_k: 64),
+  // so the super-block's d sets the range as for the 32-element formats.
+  else if (f == "q4_k") p->layout = Layout::kQ4_K, p->scale = 0.02f / (8 * 63);
+  else if (f == "q5_k") p->layout = Layout::kQ5_K, p->scale = 0.02f / (16 * 63);
+  else if (f == "q6_k") p->layout = Layout::kQ6_K, p->scale = 0.02f / (32 * 64);
   else if (f == "i8") p->layout = Layout::kI8, p->scale = 0.02f / 127;
   else if (f == "i4") p->layout = Layout::kI4, p->scale = 0.02f / 8;
   else
@@ -178,6 +184,21 @@ void GenerateChunk(const Plan& p, const uint16_t* scales, uint64_t seed, uint64_
       case Layout::kI4:
         Store16(blk, d);
         Store16(blk + 2, kHalfEight);
+        break;
+      case Layout::kQ4_K:
+      case Layout::kQ5_K: {
+        // {d, dmin, scales[12], ...}: all 12 bytes 0xff make every 6-bit
+        // scale and min 63; dmin centers the quants (7.5 / 15.5 steps).
+        Store16(blk, d);
+        float steps = p.layout == Layout::kQ4_K ? 7.5f : 15.5f;
+        Store16(blk + 2, FloatToHalf(steps * HalfToFloat(d)));
+        std::memset(blk + 4, 0xff, 12);
+        break;
+      }
+      case Layout::kQ6_K:
+        // {ql[128], qh[64], int8 scales[16], d}: x = d * 64 * (q - 32).
+        std::memset(blk + 192, 64, 16);
+        Store16(blk + 208, d);
         break;
       default:
         break;

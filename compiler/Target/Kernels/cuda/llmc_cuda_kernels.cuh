@@ -15,8 +15,7 @@
 #ifndef LLMC_CUDA_KERNELS_CUH_
 #define LLMC_CUDA_KERNELS_CUH_
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "llmc_cuda_formats.cuh"
 
 namespace llmc {
 
@@ -36,12 +35,6 @@ __device__ __forceinline__ float gelu_erf(float x) {
 } // namespace expr
 
 namespace cuda {
-
-typedef signed char i8;
-typedef unsigned char u8;
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef long long i64;
 
 template <class A, class B> struct is_same { static constexpr bool value = false; };
 template <class A> struct is_same<A, A> { static constexpr bool value = true; };
@@ -63,46 +56,6 @@ struct step_info {
   const int* logits_rows;  // [num_logits]
 };
 
-//===----------------------------------------------------------------------===//
-// Activation element types: half, __nv_bfloat16, float.
-//===----------------------------------------------------------------------===//
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <class Act> __device__ __forceinline__ Act from_float(float x);
-template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-
-__device__ __forceinline__ float f16_bits(u16 h) { return __half2float(__ushort_as_half(h)); }
-__device__ __forceinline__ float bf16_bits(u16 h) { return __uint_as_float(static_cast<u32>(h) << 16); }
-__device__ __forceinline__ float lo_f16(u32 w) { return f16_bits(static_cast<u16>(w & 0xffffu)); }
-__device__ __forceinline__ float hi_f16(u32 w) { return f16_bits(static_cast<u16>(w >> 16)); }
-__device__ __forceinline__ float lo_bf16(u32 w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float hi_bf16(u32 w) { return __uint_as_float(w & 0xffff0000u); }
-
-// 8 consecutive activations (16-byte aligned for half/bf16, 32 for float).
-__device__ __forceinline__ void load8(const float* p, float v[8]) {
-  const float4 a = *reinterpret_cast<const float4*>(p);
-  const float4 b = *reinterpret_cast<const float4*>(p + 4);
-  v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-  v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
-}
-__device__ __forceinline__ void load8(const __half* p, float v[8]) {
-  const uint4 a = *reinterpret_cast<const uint4*>(p);
-  const u32 w[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) { v[2 * i] = lo_f16(w[i]); v[2 * i + 1] = hi_f16(w[i]); }
-}
-__device__ __forceinline__ void load8(const __nv_bfloat16* p, float v[8]) {
-  const uint4 a = *reinterpret_cast<const uint4*>(p);
-  const u32 w[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) { v[2 * i] = lo_bf16(w[i]); v[2 * i + 1] = hi_bf16(w[i]); }
-}
-
 // Two floats as the 32-bit register of an mma operand pair (low = first).
 template <class Act> __device__ __forceinline__ u32 pack2(float a, float b);
 template <> __device__ __forceinline__ u32 pack2<__half>(float a, float b) {
@@ -113,155 +66,6 @@ template <> __device__ __forceinline__ u32 pack2<__nv_bfloat16>(float a, float b
   const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
   return *reinterpret_cast<const u32*>(&h);
 }
-
-//===----------------------------------------------------------------------===//
-// Weight formats: the GGUF block layouts exactly as ggml, plus plain floats.
-// Each format has `block_elems`, `block_bytes`, `row_bytes(K)` and
-//   decode8(row, g, w[8]): elements 8g .. 8g+7 of the row, as floats,
-//   load1(row, k) (plain formats): element k.
-// Rows of GGUF blocks are only 2-byte aligned (34-, 18-, 22-byte blocks), so
-// blocks are read with 16-bit loads; plain rows need 16-byte alignment.
-//===----------------------------------------------------------------------===//
-namespace fmt {
-
-__device__ __forceinline__ u32 ld16(const u8* p) { return *reinterpret_cast<const u16*>(p); }
-// 8 bytes at a 2-byte-aligned address.
-__device__ __forceinline__ void ld8b(const u8* p, u32& lo, u32& hi) {
-  lo = ld16(p) | (ld16(p + 2) << 16);
-  hi = ld16(p + 4) | (ld16(p + 6) << 16);
-}
-
-struct f32 {
-  static constexpr const char* name = "f32";
-  static constexpr int block_elems = 1, block_bytes = 4;
-  __host__ __device__ static constexpr i64 row_bytes(i64 k) { return 4 * k; }
-  __device__ static void decode8(const u8* row, int g, float w[8]) {
-    load8(reinterpret_cast<const float*>(row) + 8 * g, w);
-  }
-  __device__ static float load1(const u8* row, int k) { return reinterpret_cast<const float*>(row)[k]; }
-};
-struct f16 {
-  static constexpr const char* name = "f16";
-  static constexpr int block_elems = 1, block_bytes = 2;
-  __host__ __device__ static constexpr i64 row_bytes(i64 k) { return 2 * k; }
-  __device__ static void decode8(const u8* row, int g, float w[8]) {
-    load8(reinterpret_cast<const __half*>(row) + 8 * g, w);
-  }
-  __device__ static float load1(const u8* row, int k) {
-    return f16_bits(reinterpret_cast<const u16*>(row)[k]);
-  }
-};
-struct bf16 {
-  static constexpr const char* name = "bf16";
-  static constexpr int block_elems = 1, block_bytes = 2;
-  __host__ __device__ static constexpr i64 row_bytes(i64 k) { return 2 * k; }
-  __device__ static void decode8(const u8* row, int g, float w[8]) {
-    load8(reinterpret_cast<const __nv_bfloat16*>(row) + 8 * g, w);
-  }
-  __device__ static float load1(const u8* row, int k) {
-    return bf16_bits(reinterpret_cast<const u16*>(row)[k]);
-  }
-};
-
-// block_q8_0 {f16 d; int8 qs[32]}: x = d * q.
-struct q8_0 {
-  static constexpr const char* name = "q8_0";
-  static constexpr int block_elems = 32, block_bytes = 34;
-  __host__ __device__ static constexpr i64 row_bytes(i64 k) { return k / 32 * 34; }
-  __device__ static void decode8(const u8* row, int g, float w[8]) {
-    const u8* b = row + (g >> 2) * block_bytes;
-    const float d = f16_bits(ld16(b));
-    u32 lo, hi;
-    ld8b(b + 2 + (g & 3) * 8, lo, hi);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      w[i] = d * static_cast<float>(static_cast<i8>((lo >> (8 * i)) & 0xff));
-      w[4 + i] = d * static_cast<float>(static_cast<i8>((hi >> (8 * i)) & 0xff));
-    }
-  }
-};
-
-// Nibble i (0..7) of the 8 bytes lo|hi, low or high half of each byte.
-__device__ __forceinline__ u32 nib(u32 lo, u32 hi, int i, int shift) {
-  const u32 w = i < 4 ? lo : hi;
-  return (w >> (8 * (i & 3) + shift)) & 0xf;
-}
-
-// block_q4_0 {f16 d; u8 qs[16]}: element j < 16 is the low nibble of qs[j],
-// element j + 16 the high nibble; x = d * (q - 8).
-struct q4_0 {
-  static constexpr const char* name = "q4_0";
-  static constexpr int block_elems = 32, block_bytes = 18;
-  __host__ __device__ static constexpr i64 row_bytes(i64 k) { return k / 32 * 18; }
-  __device__ static void decode8(const u8* row, int g, float w[8]) {
-    const u8* b = row + (g >> 2) * block_bytes;
-    const float d = f16_bits(ld16(b));
-    const int s = g & 3, shift = s < 2 ? 0 : 4;
-    u32 lo, hi;
-    ld8b(b + 2 + (s & 1) * 8, lo, hi);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) w[i] = d * (static_cast<float>(nib(lo, hi, i, shift)) - 8.0f);
-  }
-};
-
-// block_q4_1 {f16 d; f16 m; u8 qs[16]}: x = d * q + m.
-struct q4_1 {
-  static constexpr const char* name = "q4_1";
-  static constexpr int block_elems = 32, block_bytes = 20;
-  __host__ __device__ static constexpr i64 row_bytes(i64 k) { return k / 32 * 20; }
-  __device__ static void decode8(const u8* row, int g, float w[8]) {
-    const u8* b = row + (g >> 2) * block_bytes;
-    const float d = f16_bits(ld16(b)), m = f16_bits(ld16(b + 2));
-    const int s = g & 3, shift = s < 2 ? 0 : 4;
-    u32 lo, hi;
-    ld8b(b + 4 + (s & 1) * 8, lo, hi);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) w[i] = fmaf(d, static_cast<float>(nib(lo, hi, i, shift)), m);
-  }
-};
-
-// block_q5_0 {f16 d; u8 qh[4]; u8 qs[16]}: the fifth bit of element e is bit
-// e of qh (little-endian u32); x = d * (q - 16).
-struct q5_0 {
-  static constexpr const char* name = "q5_0";
-  static constexpr int block_elems = 32, block_bytes = 22;
-  __host__ __device__ static constexpr i64 row_bytes(i64 k) { return k / 32 * 22; }
-  __device__ static void decode8(const u8* row, int g, float w[8]) {
-    const u8* b = row + (g >> 2) * block_bytes;
-    const float d = f16_bits(ld16(b));
-    const u32 qh = (ld16(b + 2) | (ld16(b + 4) << 16)) >> (8 * (g & 3));
-    const int s = g & 3, shift = s < 2 ? 0 : 4;
-    u32 lo, hi;
-    ld8b(b + 6 + (s & 1) * 8, lo, hi);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const u32 q = nib(lo, hi, i, shift) | (((qh >> i) & 1u) << 4);
-      w[i] = d * (static_cast<float>(q) - 16.0f);
-    }
-  }
-};
-
-// block_q5_1 {f16 d; f16 m; u8 qh[4]; u8 qs[16]}: x = d * q + m.
-struct q5_1 {
-  static constexpr const char* name = "q5_1";
-  static constexpr int block_elems = 32, block_bytes = 24;
-  __host__ __device__ static constexpr i64 row_bytes(i64 k) { return k / 32 * 24; }
-  __device__ static void decode8(const u8* row, int g, float w[8]) {
-    const u8* b = row + (g >> 2) * block_bytes;
-    const float d = f16_bits(ld16(b)), m = f16_bits(ld16(b + 2));
-    const u32 qh = (ld16(b + 4) | (ld16(b + 6) << 16)) >> (8 * (g & 3));
-    const int s = g & 3, shift = s < 2 ? 0 : 4;
-    u32 lo, hi;
-    ld8b(b + 8 + (s & 1) * 8, lo, hi);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const u32 q = nib(lo, hi, i, shift) | (((qh >> i) & 1u) << 4);
-      w[i] = fmaf(d, static_cast<float>(q), m);
-    }
-  }
-};
-
-} // namespace fmt
 
 template <class Fmt> __device__ __forceinline__ const u8* weight_row(const void* w, i64 n, int K) {
   return static_cast<const u8*>(w) + n * Fmt::row_bytes(K);
@@ -456,6 +260,7 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   static_assert(is_same<Act, __half>::value || is_same<Act, __nv_bfloat16>::value,
                 "gemm_mma: activations must be half or bf16 (f32 activations use gemv)");
   static_assert(K % 32 == 0, "gemm_mma: K must be a multiple of 32");
+  static_assert(Fmt::block_elems == 1 || K % Fmt::block_elems == 0, "gemm_mma: K splits a block");
   constexpr int BM = 64, BN = 64, BK = 32, LDS = BK / 2 + 4; // row stride in u32 (80 bytes)
   constexpr int P = Epi::kRows, BNO = BN / P, LDC = BN + 4;
   static_assert(BN % P == 0, "gemm_mma: kRows must divide 64");

@@ -23,13 +23,13 @@ inline std::string readText(const std::string &path) {
 }
 
 // Options that hand the kernel library to NVRTC by contents, as the CUDA
-// emitter will (it embeds the header), for sm_80 and sm_90. A private cache
+// emitter does (it embeds the headers), for sm_80 and sm_90. A private cache
 // directory keeps the test independent of ~/.cache.
 inline CompileOptions kernelLibraryOptions(const std::string &cacheDir) {
   CompileOptions o;
   o.archs = {"sm_80", "sm_90"};
-  o.headers.push_back({"llmc_cuda_kernels.cuh",
-                       readText(std::string(LLMC_CUDA_KERNELS_DIR) + "/llmc_cuda_kernels.cuh")});
+  for (const char *header : {"llmc_cuda_kernels.cuh", "llmc_cuda_formats.cuh"})
+    o.headers.push_back({header, readText(std::string(LLMC_CUDA_KERNELS_DIR) + "/" + header)});
   o.cache_dir = cacheDir;
   return o;
 }

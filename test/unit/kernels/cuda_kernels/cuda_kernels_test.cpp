@@ -125,30 +125,36 @@ extern "C" __global__ void LB attn_reduce(int splits, const float* po, const flo
                       v);
   for (const std::string &f : m.formats) {
     v["F"] = f;
+    // A C identifier for the entry names: i4<128> -> i4_128_.
+    std::string n = f;
+    for (char &c : n)
+      if (c == '<' || c == '>')
+        c = '_';
+    v["N"] = n;
     s += sub(R"(
-extern "C" __global__ void LB embed_$F(step_info s, const void* table, A* y) {
+extern "C" __global__ void LB embed_$N(step_info s, const void* table, A* y) {
   embed<fmt::$F, $V, $H, A>(s, table, y);
 }
 // Decode GEMVs of a Llama layer, with their fused prologues and epilogues.
-extern "C" __global__ void LB gemv_qkv_norm_$F(int T, const A* x, const void* w, const void* nw, A* y) {
+extern "C" __global__ void LB gemv_qkv_norm_$N(int T, const A* x, const void* w, const void* nw, A* y) {
   gemv<fmt::$F, $QKV, $H, 4, 4, A>(T, nullptr, x, w, rms_norm_prologue<$H>{nw, 1e-5f},
                                    store_epilogue<$QKV, A>{y});
 }
-extern "C" __global__ void LB gemv_o_residual_$F(int T, const A* x, const void* w, const A* r, A* y) {
+extern "C" __global__ void LB gemv_o_residual_$N(int T, const A* x, const void* w, const A* r, A* y) {
   gemv<fmt::$F, $H, $Q, 4, 4, A>(T, nullptr, x, w, no_prologue{}, residual_epilogue<$H>{r, y});
 }
-extern "C" __global__ void LB gemv_gate_up_silu_$F(int T, const A* x, const void* w, const void* nw, A* y) {
+extern "C" __global__ void LB gemv_gate_up_silu_$N(int T, const A* x, const void* w, const void* nw, A* y) {
   gemv<fmt::$F, $I, $H, 4, 4, A>(T, nullptr, x, w, rms_norm_prologue<$H>{nw, 1e-5f},
                                  silu_mul_epilogue<$I, A>{y});
 }
-extern "C" __global__ void LB gemv_down_residual_$F(int T, const A* x, const void* w, const A* r, A* y) {
+extern "C" __global__ void LB gemv_down_residual_$N(int T, const A* x, const void* w, const A* r, A* y) {
   gemv<fmt::$F, $H, $I, 4, 4, A>(T, nullptr, x, w, no_prologue{}, residual_epilogue<$H>{r, y});
 }
-extern "C" __global__ void LB gemv_lm_head_$F(step_info s, const A* x, const void* w, const void* nw, float* l) {
+extern "C" __global__ void LB gemv_lm_head_$N(step_info s, const A* x, const void* w, const void* nw, float* l) {
   gemv<fmt::$F, $V, $H, 4, 4, A>(s.num_logits, s.logits_rows, x, w, rms_norm_prologue<$H>{nw, 1e-5f},
                                  logits_epilogue<$V>{l});
 }
-extern "C" __global__ void LB gemv_t8_gate_up_silu_$F(int T, const A* x, const void* w, A* y) {
+extern "C" __global__ void LB gemv_t8_gate_up_silu_$N(int T, const A* x, const void* w, A* y) {
   gemv<fmt::$F, $I, $H, 8, 4, A>(T, nullptr, x, w, no_prologue{}, silu_mul_epilogue<$I, A>{y});
 }
 )",
@@ -156,21 +162,21 @@ extern "C" __global__ void LB gemv_t8_gate_up_silu_$F(int T, const A* x, const v
     if (m.act != "float")
       s += sub(R"(
 // Prefill GEMMs on tensor cores.
-extern "C" __global__ void LB gemm_qkv_norm_$F(int T, const A* x, const void* w, const void* nw, A* y) {
+extern "C" __global__ void LB gemm_qkv_norm_$N(int T, const A* x, const void* w, const void* nw, A* y) {
   gemm_mma<fmt::$F, $QKV, $H, A>(T, nullptr, x, w, rms_norm_prologue<$H>{nw, 1e-5f},
                                  store_epilogue<$QKV, A>{y});
 }
-extern "C" __global__ void LB gemm_o_residual_$F(int T, const A* x, const void* w, const A* r, A* y) {
+extern "C" __global__ void LB gemm_o_residual_$N(int T, const A* x, const void* w, const A* r, A* y) {
   gemm_mma<fmt::$F, $H, $Q, A>(T, nullptr, x, w, no_prologue{}, residual_epilogue<$H>{r, y});
 }
-extern "C" __global__ void LB gemm_gate_up_silu_$F(int T, const A* x, const void* w, const void* nw, A* y) {
+extern "C" __global__ void LB gemm_gate_up_silu_$N(int T, const A* x, const void* w, const void* nw, A* y) {
   gemm_mma<fmt::$F, $I, $H, A>(T, nullptr, x, w, rms_norm_prologue<$H>{nw, 1e-5f},
                                silu_mul_epilogue<$I, A>{y});
 }
-extern "C" __global__ void LB gemm_down_residual_$F(int T, const A* x, const void* w, const A* r, A* y) {
+extern "C" __global__ void LB gemm_down_residual_$N(int T, const A* x, const void* w, const A* r, A* y) {
   gemm_mma<fmt::$F, $H, $I, A>(T, nullptr, x, w, no_prologue{}, residual_epilogue<$H>{r, y});
 }
-extern "C" __global__ void LB gemm_lm_head_$F(step_info s, const A* x, const void* w, float* l) {
+extern "C" __global__ void LB gemm_lm_head_$N(step_info s, const A* x, const void* w, float* l) {
   gemm_mma<fmt::$F, $V, $H, A>(s.num_logits, s.logits_rows, x, w, no_prologue{}, logits_epilogue<$V>{l});
 }
 )",
@@ -231,6 +237,14 @@ TEST(CudaKernels, SmolLM2Bf16) {
 }
 TEST(CudaKernels, SyntheticF32AllFormats) {
   compileAndCheck({"synthetic_f32", 256, 4, 2, 64, 512, 1024, kAllFormats, "float"});
+}
+// k-quant super-blocks and the quantize pass's group-wise integers (their
+// decoders are checked on the host by cuda_format_tests).
+const std::vector<std::string> kBlockFormats = {"q4_K", "q5_K", "q6_K", "i8<128>", "i4<128>",
+                                                "i4<32>"};
+TEST(CudaKernels, SyntheticBf16KQuantsAndGroupwise) {
+  compileAndCheck({"synthetic_bf16_blocks", 256, 4, 2, 64, 512, 1024, kBlockFormats,
+                   "__nv_bfloat16"});
 }
 TEST(CudaKernels, SyntheticHalfAllFormats) {
   compileAndCheck({"synthetic_f16", 256, 4, 2, 64, 512, 1024, kAllFormats, "__half"});

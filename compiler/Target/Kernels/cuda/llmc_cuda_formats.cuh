@@ -1,0 +1,357 @@
+// Element types and weight formats of the llmc CUDA kernel library.
+//
+// Split from llmc_cuda_kernels.cuh so that the weight decoders compile for
+// the host as well (LLMC_HD is __host__ __device__ under nvcc/NVRTC, inline
+// under a host compiler with the toolkit's include directory): the unit test
+// test/unit/kernels/cuda_formats checks every decoder on the host against the
+// runtime's dequantizers, which are bit-exact with ggml. No GPU needed.
+#ifndef LLMC_CUDA_FORMATS_CUH_
+#define LLMC_CUDA_FORMATS_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#if defined(__CUDACC_RTC__)
+#define LLMC_HD __host__ __device__ __forceinline__
+#elif defined(__CUDACC__)
+#include <string.h>
+#define LLMC_HD __host__ __device__ __forceinline__
+#else
+#include <math.h>
+#include <string.h>
+#include <vector_types.h>
+#define LLMC_HD inline
+#endif
+
+namespace llmc {
+namespace cuda {
+
+typedef signed char i8;
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef long long i64;
+
+
+// The float with bit pattern u.
+LLMC_HD float bits_float(u32 u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+
+//===----------------------------------------------------------------------===//
+// Activation element types: half, __nv_bfloat16, float.
+//===----------------------------------------------------------------------===//
+LLMC_HD float to_float(float x) { return x; }
+LLMC_HD float to_float(__half x) { return __half2float(x); }
+LLMC_HD float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class Act> LLMC_HD Act from_float(float x);
+template <> LLMC_HD float from_float<float>(float x) { return x; }
+template <> LLMC_HD __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <> LLMC_HD __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+LLMC_HD float f16_bits(u16 h) { return __half2float(__ushort_as_half(h)); }
+LLMC_HD float bf16_bits(u16 h) { return bits_float(static_cast<u32>(h) << 16); }
+LLMC_HD float lo_f16(u32 w) { return f16_bits(static_cast<u16>(w & 0xffffu)); }
+LLMC_HD float hi_f16(u32 w) { return f16_bits(static_cast<u16>(w >> 16)); }
+LLMC_HD float lo_bf16(u32 w) { return bits_float(w << 16); }
+LLMC_HD float hi_bf16(u32 w) { return bits_float(w & 0xffff0000u); }
+
+// 8 consecutive activations (16-byte aligned for half/bf16, 32 for float).
+LLMC_HD void load8(const float* p, float v[8]) {
+  const float4 a = *reinterpret_cast<const float4*>(p);
+  const float4 b = *reinterpret_cast<const float4*>(p + 4);
+  v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+  v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+}
+LLMC_HD void load8(const __half* p, float v[8]) {
+  const uint4 a = *reinterpret_cast<const uint4*>(p);
+  const u32 w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) { v[2 * i] = lo_f16(w[i]); v[2 * i + 1] = hi_f16(w[i]); }
+}
+LLMC_HD void load8(const __nv_bfloat16* p, float v[8]) {
+  const uint4 a = *reinterpret_cast<const uint4*>(p);
+  const u32 w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) { v[2 * i] = lo_bf16(w[i]); v[2 * i + 1] = hi_bf16(w[i]); }
+}
+
+//===----------------------------------------------------------------------===//
+// Weight formats: the GGUF block layouts exactly as ggml, plus plain floats.
+// Each format has `block_elems`, `block_bytes`, `row_bytes(K)` and
+//   decode8(row, g, w[8]): elements 8g .. 8g+7 of the row, as floats,
+//   load1(row, k) (plain formats): element k.
+// Rows of GGUF blocks are only 2-byte aligned (34-, 18-, 22-byte blocks), so
+// blocks are read with 16-bit loads; plain rows need 16-byte alignment.
+//===----------------------------------------------------------------------===//
+namespace fmt {
+
+LLMC_HD u32 ld16(const u8* p) { return *reinterpret_cast<const u16*>(p); }
+// 8 bytes at a 2-byte-aligned address.
+LLMC_HD void ld8b(const u8* p, u32& lo, u32& hi) {
+  lo = ld16(p) | (ld16(p + 2) << 16);
+  hi = ld16(p + 4) | (ld16(p + 6) << 16);
+}
+
+struct f32 {
+  static constexpr const char* name = "f32";
+  static constexpr int block_elems = 1, block_bytes = 4;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return 4 * k; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    load8(reinterpret_cast<const float*>(row) + 8 * g, w);
+  }
+  LLMC_HD static float load1(const u8* row, int k) { return reinterpret_cast<const float*>(row)[k]; }
+};
+struct f16 {
+  static constexpr const char* name = "f16";
+  static constexpr int block_elems = 1, block_bytes = 2;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return 2 * k; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    load8(reinterpret_cast<const __half*>(row) + 8 * g, w);
+  }
+  LLMC_HD static float load1(const u8* row, int k) {
+    return f16_bits(reinterpret_cast<const u16*>(row)[k]);
+  }
+};
+struct bf16 {
+  static constexpr const char* name = "bf16";
+  static constexpr int block_elems = 1, block_bytes = 2;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return 2 * k; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    load8(reinterpret_cast<const __nv_bfloat16*>(row) + 8 * g, w);
+  }
+  LLMC_HD static float load1(const u8* row, int k) {
+    return bf16_bits(reinterpret_cast<const u16*>(row)[k]);
+  }
+};
+
+// block_q8_0 {f16 d; int8 qs[32]}: x = d * q.
+struct q8_0 {
+  static constexpr const char* name = "q8_0";
+  static constexpr int block_elems = 32, block_bytes = 34;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / 32 * 34; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const u8* b = row + (g >> 2) * block_bytes;
+    const float d = f16_bits(ld16(b));
+    u32 lo, hi;
+    ld8b(b + 2 + (g & 3) * 8, lo, hi);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      w[i] = d * static_cast<float>(static_cast<i8>((lo >> (8 * i)) & 0xff));
+      w[4 + i] = d * static_cast<float>(static_cast<i8>((hi >> (8 * i)) & 0xff));
+    }
+  }
+};
+
+// Nibble i (0..7) of the 8 bytes lo|hi, low or high half of each byte.
+LLMC_HD u32 nib(u32 lo, u32 hi, int i, int shift) {
+  const u32 w = i < 4 ? lo : hi;
+  return (w >> (8 * (i & 3) + shift)) & 0xf;
+}
+
+// block_q4_0 {f16 d; u8 qs[16]}: element j < 16 is the low nibble of qs[j],
+// element j + 16 the high nibble; x = d * (q - 8).
+struct q4_0 {
+  static constexpr const char* name = "q4_0";
+  static constexpr int block_elems = 32, block_bytes = 18;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / 32 * 18; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const u8* b = row + (g >> 2) * block_bytes;
+    const float d = f16_bits(ld16(b));
+    const int s = g & 3, shift = s < 2 ? 0 : 4;
+    u32 lo, hi;
+    ld8b(b + 2 + (s & 1) * 8, lo, hi);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i] = d * (static_cast<float>(nib(lo, hi, i, shift)) - 8.0f);
+  }
+};
+
+// block_q4_1 {f16 d; f16 m; u8 qs[16]}: x = d * q + m.
+struct q4_1 {
+  static constexpr const char* name = "q4_1";
+  static constexpr int block_elems = 32, block_bytes = 20;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / 32 * 20; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const u8* b = row + (g >> 2) * block_bytes;
+    const float d = f16_bits(ld16(b)), m = f16_bits(ld16(b + 2));
+    const int s = g & 3, shift = s < 2 ? 0 : 4;
+    u32 lo, hi;
+    ld8b(b + 4 + (s & 1) * 8, lo, hi);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i] = fmaf(d, static_cast<float>(nib(lo, hi, i, shift)), m);
+  }
+};
+
+// block_q5_0 {f16 d; u8 qh[4]; u8 qs[16]}: the fifth bit of element e is bit
+// e of qh (little-endian u32); x = d * (q - 16).
+struct q5_0 {
+  static constexpr const char* name = "q5_0";
+  static constexpr int block_elems = 32, block_bytes = 22;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / 32 * 22; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const u8* b = row + (g >> 2) * block_bytes;
+    const float d = f16_bits(ld16(b));
+    const u32 qh = (ld16(b + 2) | (ld16(b + 4) << 16)) >> (8 * (g & 3));
+    const int s = g & 3, shift = s < 2 ? 0 : 4;
+    u32 lo, hi;
+    ld8b(b + 6 + (s & 1) * 8, lo, hi);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const u32 q = nib(lo, hi, i, shift) | (((qh >> i) & 1u) << 4);
+      w[i] = d * (static_cast<float>(q) - 16.0f);
+    }
+  }
+};
+
+// block_q5_1 {f16 d; f16 m; u8 qh[4]; u8 qs[16]}: x = d * q + m.
+struct q5_1 {
+  static constexpr const char* name = "q5_1";
+  static constexpr int block_elems = 32, block_bytes = 24;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / 32 * 24; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const u8* b = row + (g >> 2) * block_bytes;
+    const float d = f16_bits(ld16(b)), m = f16_bits(ld16(b + 2));
+    const u32 qh = (ld16(b + 4) | (ld16(b + 6) << 16)) >> (8 * (g & 3));
+    const int s = g & 3, shift = s < 2 ? 0 : 4;
+    u32 lo, hi;
+    ld8b(b + 8 + (s & 1) * 8, lo, hi);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const u32 q = nib(lo, hi, i, shift) | (((qh >> i) & 1u) << 4);
+      w[i] = fmaf(d, static_cast<float>(q), m);
+    }
+  }
+};
+
+
+//===----------------------------------------------------------------------===//
+// k-quants: 256-element super-blocks (llama.cpp's Q4_K_M / Q5_K_M / Q6_K
+// files). Rows are 2-byte aligned at best, so these read bytes.
+//===----------------------------------------------------------------------===//
+// The 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes
+// (ggml's get_scale_min_k4).
+LLMC_HD void scale_min_k4(int j, const u8* q, float& sc, float& mn) {
+  if (j < 4) {
+    sc = static_cast<float>(q[j] & 63);
+    mn = static_cast<float>(q[j + 4] & 63);
+  } else {
+    sc = static_cast<float>((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
+    mn = static_cast<float>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// block_q4_K {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}: 64-element chunk
+// c uses qs[32c .. 32c+31], low nibbles for its first 32 elements (sub-block
+// 2c), high nibbles for the next 32 (2c + 1); x = d * sc * q - dmin * m.
+struct q4_K {
+  static constexpr const char* name = "q4_k";
+  static constexpr int block_elems = 256, block_bytes = 144;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / 256 * 144; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const u8* b = row + (g >> 5) * block_bytes;
+    const int e = (g & 31) * 8, c = e >> 6, sub = (e >> 5) & 1, l = e & 31;
+    float sc, mn;
+    scale_min_k4(2 * c + sub, b + 4, sc, mn);
+    const float d = f16_bits(ld16(b)) * sc, m = f16_bits(ld16(b + 2)) * mn;
+    const u8* q = b + 16 + 32 * c + l;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i] = d * static_cast<float>((q[i] >> (4 * sub)) & 0xf) - m;
+  }
+};
+
+// block_q5_K {f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]}: as
+// q4_K, the fifth bit of element l of sub-block s is bit s of qh[l].
+struct q5_K {
+  static constexpr const char* name = "q5_k";
+  static constexpr int block_elems = 256, block_bytes = 176;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / 256 * 176; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const u8* b = row + (g >> 5) * block_bytes;
+    const int e = (g & 31) * 8, c = e >> 6, sub = (e >> 5) & 1, l = e & 31, s = 2 * c + sub;
+    float sc, mn;
+    scale_min_k4(s, b + 4, sc, mn);
+    const float d = f16_bits(ld16(b)) * sc, m = f16_bits(ld16(b + 2)) * mn;
+    const u8* qh = b + 16 + l;
+    const u8* q = b + 48 + 32 * c + l;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const u32 v = ((q[i] >> (4 * sub)) & 0xf) | (((qh[i] >> s) & 1u) << 4);
+      w[i] = d * static_cast<float>(v) - m;
+    }
+  }
+};
+
+// block_q6_K {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}: element r of
+// the 128-element half h, quarter k = r / 32, l = r % 32: low 4 bits from
+// ql[64h + l + 32(k & 1)] (high nibble when k >= 2), top 2 bits from
+// qh[32h + l] >> 2k; x = d * scales[8h + l / 16 + 2k] * (q - 32).
+struct q6_K {
+  static constexpr const char* name = "q6_k";
+  static constexpr int block_elems = 256, block_bytes = 210;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / 256 * 210; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const u8* b = row + (g >> 5) * block_bytes;
+    const int e = (g & 31) * 8, h = e >> 7, r = e & 127, k = r >> 5, l = r & 31;
+    const float d = f16_bits(ld16(b + 208)) *
+                    static_cast<float>(static_cast<signed char>(b[192 + 8 * h + (l >> 4) + 2 * k]));
+    const u8* ql = b + 64 * h + l + 32 * (k & 1);
+    const u8* qh = b + 128 + 32 * h + l;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int q = ((ql[i] >> (4 * (k >> 1))) & 0xf) | (((qh[i] >> (2 * k)) & 3) << 4);
+      w[i] = d * static_cast<float>(q - 32);
+    }
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// llmc's group-wise integers from the quantize pass (runtime/include/llmc/
+// runtime/format/quantize.h): groups of G elements along each row.
+//===----------------------------------------------------------------------===//
+// {f16 s; i8 q[G]}: x = q * s.
+template <int G> struct i8 {
+  static constexpr const char* name = "i8";
+  static constexpr int block_elems = G, block_bytes = 2 + G;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / G * (2 + G); }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const int e = 8 * g;
+    const u8* b = row + (e / G) * block_bytes;
+    const float s = f16_bits(ld16(b));
+    const u8* q = b + 2 + e % G;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i] = static_cast<float>(static_cast<signed char>(q[i])) * s;
+  }
+};
+
+// {f16 s; f16 z; u8 nibbles[G/2]}: 16-byte chunks of 32 elements, element j
+// < 16 of a chunk in the low nibble of byte j, j + 16 in its high nibble;
+// x = (q - z) * s.
+template <int G> struct i4 {
+  static constexpr const char* name = "i4";
+  static constexpr int block_elems = G, block_bytes = 4 + G / 2;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / G * (4 + G / 2); }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const int e = 8 * g, in = e % G, j = in & 31;
+    const u8* b = row + (e / G) * block_bytes;
+    const float s = f16_bits(ld16(b)), z = f16_bits(ld16(b + 2));
+    const u8* q = b + 4 + 16 * (in >> 5) + (j & 15);
+    const int shift = j < 16 ? 0 : 4;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i] = (static_cast<float>((q[i] >> shift) & 0xf) - z) * s;
+  }
+};
+
+} // namespace fmt
+
+} // namespace cuda
+} // namespace llmc
+
+#endif // LLMC_CUDA_FORMATS_CUH_
