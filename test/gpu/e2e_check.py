@@ -7,8 +7,9 @@ a GPU machine, over the payload scripts/gpu-payload.sh built without one).
    reference computed where the payload was built (test/reference), with the
    bf16 tolerance of the issue: max relative error per row (max |gpu - ref|
    / max |ref|) under 2e-2 and top-1 agreement at least 99%. The host backend
-   runs the same artifact as a second opinion. The dummy-weight artifacts
-   (SmolLM2's and Llama-3-8B's shapes) compare the GPU with the host backend.
+   runs the same artifact as a second opinion. The other artifacts (SmolLM2's
+   and Llama-3-8B's shapes with dummy weights in q4_1, q4_0 and q4_k, and a
+   w4a16 model) compare the GPU with the host backend.
 2. Speed. `llmc-rt bench --json` on the GPU for the dummy-weight artifacts:
    prefill at 512 and 2048 tokens, decode at batch 1; decode bandwidth =
    bytes of weights read per step (all of them) over the step time, against
@@ -109,13 +110,10 @@ def main():
               f"{compare(gpu[prefill:], want[prefill:])[0]:.2e}), top-1 {top1:.3f}; "
               f"host {herr:.2e} / {htop1:.3f}; {gsecs:.1f} s")
 
-    print("--- correctness: dummy-weight shapes, GPU vs host backend")
+    print("--- correctness: dummy-weight shapes and a w4a16 model, GPU vs host backend")
     rng = np.random.default_rng(5)
-    for name in ("smollm2-shape", "llama3-8b-shape"):
-        art = os.path.join(p, name + ".llmc")
-        if not os.path.exists(art):
-            print(f"SKIP {name}: not in the payload")
-            continue
+    for art in sorted(glob.glob(os.path.join(p, "*.llmc"))):
+        name = os.path.basename(art)[: -len(".llmc")]
         vocab = manifest(art)["model"]["vocab_size"]
         tokens = rng.integers(0, vocab, 48).tolist()
         gpu, gsecs = logits(rt, env, art, tokens, 32, args.backend, vocab)
@@ -133,7 +131,7 @@ def main():
     bw = copy_bandwidth()
     print(f"device-to-device copy: {bw:.0f} GB/s" if bw else "copy bandwidth: no PyTorch, not measured")
     print(f"{'model':18} {'test':10} {'tok/s':>10} {'GB/s':>8} {'of copy':>8}")
-    for name in ("smollm2-shape", "llama3-8b-shape"):
+    for name in ("smollm2-shape", "llama3-8b-shape", "llama3-8b-shape-q4_k"):
         art = os.path.join(p, name + ".llmc")
         if not os.path.exists(art):
             continue
