@@ -70,7 +70,6 @@ NOT checked here:
     NVRTCCompiler (stage 2 runs the NVRTC PTX of the artifacts);
   - the float64 references were computed with numpy where the payload was
     built, not with PyTorch on this machine;
-  - decode at batch 8/64/256 (llmc-rt bench runs one sequence);
   - weight formats f32/f16/bf16/q4_0/q5_0/q5_1 and f32 activations (the
     synthetic shape of the unit tests) are not run; k-quants do not exist;
   - no compute-sanitizer pass; only this one GPU architecture.

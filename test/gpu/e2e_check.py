@@ -11,9 +11,10 @@ a GPU machine, over the payload scripts/gpu-payload.sh built without one).
    and Llama-3-8B's shapes with dummy weights in q4_1, q4_0 and q4_k, and a
    w4a16 model) compare the GPU with the host backend.
 2. Speed. `llmc-rt bench --json` on the GPU for the dummy-weight artifacts:
-   prefill at 512 and 2048 tokens, decode at batch 1; decode bandwidth =
-   bytes of weights read per step (all of them) over the step time, against
-   a measured device-to-device copy (PyTorch if present).
+   prefill at 512 and 2048 tokens, decode of 1, 8, 64 and 256 sequences
+   together (--seqs); decode bandwidth = bytes of weights read per step
+   (all but an untied embedding table) over the step time, against a
+   measured device-to-device copy (PyTorch if present).
 
 Exit status: 0 all checks passed, 1 a check failed, 2 a tool failed.
 """
@@ -127,10 +128,10 @@ def main():
 
     if args.no_timing:
         return 0 if ok else 1
-    print("--- speed (llmc-rt bench --backend=cuda, one sequence)")
+    print(f"--- speed (llmc-rt bench --backend={args.backend}; tgN@bB: B sequences decoding together)")
     bw = copy_bandwidth()
     print(f"device-to-device copy: {bw:.0f} GB/s" if bw else "copy bandwidth: no PyTorch, not measured")
-    print(f"{'model':18} {'test':10} {'tok/s':>10} {'GB/s':>8} {'of copy':>8}")
+    print(f"{'model':22} {'test':12} {'tok/s':>10} {'GB/s':>8} {'of copy':>8}")
     for name in ("smollm2-shape", "llama3-8b-shape", "llama3-8b-shape-q4_k"):
         art = os.path.join(p, name + ".llmc")
         if not os.path.exists(art):
@@ -144,15 +145,15 @@ def main():
         weight_bytes = sum(t["bytes"] for t in tensors
                            if not (untied and ("embed_tokens" in t["name"] or "token_embd" in t["name"])))
         r, _ = run([rt, "bench", art, "--backend", args.backend, "--json", "-p", "512,2048", "-n", "128",
-                    "-r", "3", "--no-verify"], env)
+                    "-B", "1,8,64,256", "-r", "3", "--no-verify"], env)
         for row in json.loads(r.stdout)["tests"]:
             test, tps = row["test"], float(row["avg_ts"])
-            line = f"{name:18} {test:10} {tps:10.1f}"
+            line = f"{name:22} {test:12} {tps:10.1f}"
             if test.startswith("tg") and tps > 0:
-                gbs = weight_bytes * tps / 1e9
+                # One step reads every weight once, for all n_seqs tokens.
+                gbs = weight_bytes * tps / row.get("n_seqs", 1) / 1e9
                 line += f" {gbs:8.0f}" + (f" {gbs / bw:8.1%}" if bw else "")
             print(line)
-    print("not measured: decode at batch 8/64/256 (llmc-rt bench runs one sequence)")
     return 0 if ok else 1
 
 

@@ -8,6 +8,10 @@
 //         at depth 0, as llama-bench's tg starts from one); t/s = N / decode
 //         time. End-of-generation tokens are masked out, so every run makes
 //         N steps.
+//   tgN@bB  (--seqs B, B > 1) B sequences decoding together, as a server's
+//         decode phase: each gets its own prompt of --depth tokens
+//         (prefilled one by one, untimed), then N steps of B tokens, one per
+//         sequence (greedy argmax, no detokenizing); t/s = B * N / time.
 //
 // Each test runs --repetitions times after one untimed warm-up; the table
 // gives the mean and sample standard deviation of the per-run t/s, as
@@ -40,9 +44,15 @@ struct BenchTest {
   std::string name;     // "pp512", "tg64", "tg64@d512"
   int64_t n_prompt = 0;  // prompt tokens (the pp test's measured part, the tg test's depth)
   int64_t n_gen = 0;     // decode steps timed; 0 for a pp test
+  int64_t n_seqs = 1;    // sequences decoding together (tgN@bB)
   // Tokens of KV cache a run needs: Generate() stops at the end of the
-  // context, and the last sampled token is never run.
-  int64_t context() const { return std::max<int64_t>(n_prompt, 1) + n_gen + 1; }
+  // context, and the last sampled token is never run. Batched runs need
+  // whole blocks per sequence.
+  int64_t context(int64_t block_size = 1) const {
+    int64_t one = std::max<int64_t>(n_prompt, 1) + n_gen + 1;
+    if (n_seqs == 1) return one;
+    return n_seqs * ((one + block_size - 1) / block_size) * block_size;
+  }
 };
 
 struct Measured {
@@ -80,6 +90,12 @@ absl::StatusOr<double> RunOnce(Generator& gen, const BenchTest& t, std::mt19937_
   int64_t vocab = std::min(gen.runner().vocab_size(), gen.tokenizer().vocab_size());
   std::vector<int32_t> prompt =
       SyntheticTokens(std::max<int64_t>(t.n_prompt, 1), gen.tokenizer(), vocab, rng);
+  if (t.n_seqs > 1) {
+    std::vector<std::vector<int32_t>> prompts;
+    for (int64_t i = 0; i < t.n_seqs; ++i)
+      prompts.push_back(SyntheticTokens(std::max<int64_t>(t.n_prompt, 1), gen.tokenizer(), vocab, rng));
+    return gen.TimeBatchedDecode(prompts, t.n_gen);
+  }
   SamplingParams params;
   params.temperature = 0;
   params.ignore_eos = true;
@@ -119,7 +135,7 @@ int Fail(const char* self, const absl::Status& st, int code) {
 }  // namespace
 
 int RunBenchCommand(int argc, char** argv) {
-  std::string prompt_list = "128,512";
+  std::string prompt_list = "128,512", seqs_list = "1";
   int64_t gen_tokens = 64, depth = 0, repetitions = 5, seed = 1;
   bool json = false, warmup = true;
   RunnerFlags runner;
@@ -128,6 +144,8 @@ int RunBenchCommand(int argc, char** argv) {
   flags.AddString("prompt-tokens", &prompt_list, "prefill tests: prompt lengths, comma-separated (0: none)", 'p');
   flags.AddInt("gen-tokens", &gen_tokens, "decode test: greedy steps timed (0: none)", 'n');
   flags.AddInt("depth", &depth, "prompt tokens before the decode test's steps (0: one token)", 'd');
+  flags.AddString("seqs", &seqs_list,
+                  "decode test: sequences decoding together, comma-separated (1,8,64: one test each)", 'B');
   flags.AddInt("repetitions", &repetitions, "timed runs of each test", 'r');
   flags.AddInt("seed", &seed, "seed of the synthetic prompt tokens");
   flags.AddBool("warmup", &warmup, "one untimed run first (--no-warmup skips it)");
@@ -143,6 +161,9 @@ int RunBenchCommand(int argc, char** argv) {
   if (flags.positional().size() != 1) return bad("expected one ARTIFACT (see --help)");
   auto prompts = ParseCounts("prompt-tokens", prompt_list);
   if (!prompts.ok()) return Fail(self, prompts.status(), kExitUsage);
+  auto seqs = ParseCounts("seqs", seqs_list);
+  if (!seqs.ok()) return Fail(self, seqs.status(), kExitUsage);
+  if (seqs->empty()) return bad("flag --seqs needs a count >= 1");
   if (gen_tokens < 0) return bad(absl::StrFormat("flag --gen-tokens must be >= 0, got %d", gen_tokens));
   if (depth < 0) return bad(absl::StrFormat("flag --depth must be >= 0, got %d", depth));
   if (repetitions < 1) return bad(absl::StrFormat("flag --repetitions must be >= 1, got %d", repetitions));
@@ -154,9 +175,14 @@ int RunBenchCommand(int argc, char** argv) {
   std::vector<BenchTest> tests;
   for (int64_t p : *prompts) tests.push_back({absl::StrFormat("pp%d", p), p, 0});
   if (gen_tokens > 0)
-    tests.push_back({depth > 0 ? absl::StrFormat("tg%d@d%d", gen_tokens, depth)
-                               : absl::StrFormat("tg%d", gen_tokens),
-                     depth, gen_tokens});
+    for (int64_t b : *seqs) {
+      std::string name = depth > 0 ? absl::StrFormat("tg%d@d%d", gen_tokens, depth)
+                                   : absl::StrFormat("tg%d", gen_tokens);
+      if (b > 1) name += absl::StrFormat("@b%d", b);
+      if (b > runner.batch)
+        return bad(absl::StrFormat("flag --seqs %d exceeds --batch %d (tokens per step)", b, runner.batch));
+      tests.push_back({name, depth, gen_tokens, b});
+    }
   if (tests.empty()) return bad("nothing to measure: --prompt-tokens and --gen-tokens are both 0");
   // The warm-up: the largest prefill chunk and a decode step, which touches
   // every activation buffer and the KV pages, and wakes the thread pool.
@@ -165,20 +191,24 @@ int RunBenchCommand(int argc, char** argv) {
   // The KV cache holds what the largest run needs (every run starts from an
   // empty cache), not the model's whole context.
   int64_t needed = warmup ? warm.context() : 0;
-  for (const BenchTest& t : tests) needed = std::max(needed, t.context());
+  for (const BenchTest& t : tests) needed = std::max(needed, t.context(runner.block_size));
   if (runner.ctx > 0 && runner.ctx < needed)
     return bad(absl::StrFormat("flag --ctx %d is too small: the tests need %d tokens", runner.ctx, needed));
   if (int rc = runner.ResolveBackend(self, flags.positional()[0]); rc != 0) return rc;
-  GeneratorOptions options = runner.Options();
+  // Batched decode tests return one row of logits per sequence.
+  GeneratorOptions options = runner.Options(*std::max_element(seqs->begin(), seqs->end()));
   int64_t ctx = runner.ctx > 0 ? runner.ctx : needed;
   options.runner.num_blocks = (ctx + runner.block_size - 1) / runner.block_size;
 
   auto gen = Generator::Create(flags.positional()[0], options);
   if (!gen.ok()) return Fail(self, gen.status(), 1);
   const ModelConfig& model = (*gen)->artifact().manifest().model;
-  if (needed > (*gen)->max_context())
+  // One sequence's context (a batched test's sequences are each that long).
+  int64_t longest = 0;
+  for (const BenchTest& t : tests) longest = std::max(longest, BenchTest{t.name, t.n_prompt, t.n_gen}.context());
+  if (longest > std::min<int64_t>((*gen)->max_context(), model.max_position))
     return bad(absl::StrFormat("the tests need %d tokens of context but the model's max_position is %d",
-                               needed, model.max_position));
+                               longest, model.max_position));
   int threads = (*gen)->runner().threads();
   std::string where = (*gen)->runner().ExecutionSummary();
   std::mt19937_64 rng{static_cast<uint64_t>(seed)};
@@ -203,7 +233,7 @@ int RunBenchCommand(int argc, char** argv) {
       auto s = RunOnce(**gen, t, rng);
       if (!s.ok()) return Fail(self, s.status(), 1);
       m.seconds.push_back(*s);
-      m.tps.push_back(double(t.n_gen > 0 ? t.n_gen : t.n_prompt) / std::max(*s, 1e-12));
+      m.tps.push_back(double(t.n_gen > 0 ? t.n_gen * t.n_seqs : t.n_prompt) / std::max(*s, 1e-12));
     }
     Summarize(m);
     if (!json) {
@@ -237,6 +267,7 @@ int RunBenchCommand(int argc, char** argv) {
                           {"n_prompt", m.test.n_gen > 0 ? 0 : m.test.n_prompt},
                           {"n_gen", m.test.n_gen},
                           {"n_depth", m.test.n_gen > 0 ? m.test.n_prompt : 0},
+                          {"n_seqs", m.test.n_seqs},
                           {"avg_ts", m.mean},
                           {"stddev_ts", m.stddev},
                           {"samples_ts", m.tps},

@@ -74,6 +74,13 @@ class Generator {
     return Score(tokens, 0, on_logits);
   }
 
+  // The decode phase of a server (batched_decode.cc): one sequence per
+  // prompt, each prefilled on its own (untimed), then `steps` steps that run
+  // the next token of every sequence together, greedy. Returns the seconds of
+  // those steps. Fails when the sequences do not fit one step or the cache.
+  absl::StatusOr<double> TimeBatchedDecode(std::span<const std::vector<int32_t>> prompts,
+                                           int64_t steps);
+
  private:
   Generator() = default;
   // Runs `tokens` (appended to sequence `id`) and returns the logits of the
