@@ -113,8 +113,12 @@ int RunInspectCommand(int argc, char** argv) {
     ++n;
     bytes += t.bytes;
   }
-  absl::StrAppendFormat(&out, "weights  %s: %d tensors, %d bytes, checksum %s\n", m.weights.file,
-                        m.weights.tensors.size(), m.weights.size, m.weights.checksum);
+  if (m.weights.dummy_seed != 0)
+    absl::StrAppendFormat(&out, "weights  dummy (generated at load, seed %d): %d tensors, %d bytes\n",
+                          m.weights.dummy_seed, m.weights.tensors.size(), m.weights.size);
+  else
+    absl::StrAppendFormat(&out, "weights  %s: %d tensors, %d bytes, checksum %s\n", m.weights.file,
+                          m.weights.tensors.size(), m.weights.size, m.weights.checksum);
   for (const auto& [format, v] : by_format)
     absl::StrAppendFormat(&out, "           %-6s %4d tensors %12d bytes\n", format, v.first, v.second);
   absl::StrAppendFormat(&out, "kernels  %d unique, %d launches per step (%.1f per layer)\n",
