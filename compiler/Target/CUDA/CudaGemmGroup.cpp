@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "CudaGroup.h"
 
+#include "Target/Common/EpilogueRegions.h"
 #include "Target/Common/ExprEmitter.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -36,11 +37,6 @@ bool isKQuant(WeightFormat f) {
   return f == WeightFormat::q2_k || f == WeightFormat::q3_k || f == WeightFormat::q4_k ||
          f == WeightFormat::q5_k || f == WeightFormat::q6_k;
 }
-
-struct Region {
-  int64_t offset, width;
-  SmallVector<RopeOp> ropes;
-};
 
 class GemmGroupEmitter {
 public:
@@ -117,68 +113,25 @@ std::string GemmGroupEmitter::init(StringRef bias) const {
 LogicalResult GemmGroupEmitter::linearEpilogue(LinearOp l, ArrayRef<Operation *> epi, int &rows,
                                                int64_t &columns) {
   int64_t N = l.getWeight().getType().getShape()[0];
-  llvm::DenseMap<Value, int64_t> regionOf;
-  SmallVector<Region> regions;
-  SplitOp split = l->hasOneUse() ? dyn_cast<SplitOp>(*l->getUsers().begin()) : SplitOp();
-  SmallVector<Value> regionValues;
-  if (split) {
-    int64_t off = 0;
-    for (auto [i, r] : llvm::enumerate(split.getResults())) {
-      regions.push_back({off, widthOf(r), {}});
-      regionOf[r] = i;
-      regionValues.push_back(r);
-      off += widthOf(r);
-    }
-  } else {
-    regions.push_back({0, N, {}});
-    regionOf[l.getResult()] = 0;
-    regionValues.push_back(l.getResult());
-  }
-
-  SmallVector<Operation *> elementwise;
-  bool paired = false;
-  for (Operation *op : epi) {
-    if (op == split.getOperation())
-      continue;
-    if (auto r = dyn_cast<RopeOp>(op)) {
-      Value src = r.getInput();
-      if (!regionOf.count(src) || !src.hasOneUse() || !io.yieldsOf.lookup(src).empty() ||
-          !llvm::all_of(r->getUsers(), [](Operation *u) { return isa<YieldOp>(u); }) ||
-          io.yieldsOf.lookup(r.getResult()).empty())
-        return r.emitError() << "CUDA codegen: a fused RoPE must be the only use of a GEMM "
-                                "region and be yielded, unused in the group";
-      regions[regionOf[src]].ropes.push_back(r);
-      continue;
-    }
-    if (!ExprEmitter::isElementwise(op))
-      return op->emitError() << "CUDA codegen cannot fuse " << op->getName()
-                             << " into a linear's epilogue";
-    std::optional<int64_t> region;
-    for (Value v : op->getOperands()) {
-      if (isa<BlockArgument>(v))
-        continue;
-      auto it = regionOf.find(v);
-      if (it == regionOf.end())
-        return op->emitError() << "CUDA codegen: an epilogue operand comes from the prologue";
-      if (region && *region != it->second)
-        region = -1;
-      else if (!region)
-        region = it->second;
-    }
-    if (!region)
-      return op->emitError() << "CUDA codegen: an epilogue op reads only group inputs";
-    paired |= *region == -1;
-    regionOf[op->getResult(0)] = *region;
-    elementwise.push_back(op);
-  }
-  if (paired) {
-    for (const Region &r : regions)
-      if (r.width != regions.front().width || !r.ropes.empty())
-        return io.group.emitError() << "CUDA codegen: combined regions must have equal widths "
-                                       "and no RoPE";
-    if (64 % regions.size() != 0)
-      return io.group.emitError() << "CUDA codegen: at most 4 combined regions (1, 2 or 4)";
-  }
+  FailureOr<EpilogueRegions> analysis = analyzeEpilogue(l, epi, io.yieldsOf, "CUDA codegen");
+  if (failed(analysis))
+    return failure();
+  const EpilogueRegions &e = *analysis;
+  const auto &regions = e.regions;
+  const auto &regionValues = e.values;
+  const auto &elementwise = e.elementwise;
+  const bool paired = e.paired;
+  auto regionOf = [&](Value v) { return e.regionOf.lookup(v); };
+  // RoPE runs after the GEMM, in place on the region's output: its result
+  // must be yielded and nothing in the group may read it.
+  for (const EpilogueRegions::Region &r : regions)
+    for (RopeOp rope : r.ropes)
+      if (!llvm::all_of(rope->getUsers(), [](Operation *u) { return isa<YieldOp>(u); }) ||
+          io.yieldsOf.lookup(rope.getResult()).empty())
+        return rope.emitError() << "CUDA codegen: a fused RoPE must be yielded and unused in "
+                                   "the group";
+  if (paired && 64 % regions.size() != 0)
+    return io.group.emitError() << "CUDA codegen: at most 4 combined regions (1, 2 or 4)";
   rows = paired ? int(regions.size()) : 1;
   columns = paired ? regions.front().width : N;
 
@@ -211,7 +164,7 @@ LogicalResult GemmGroupEmitter::linearEpilogue(LinearOp l, ArrayRef<Operation *>
         storeYields(io, rope.getResult(), name, "j", os, indent);
     }
     for (Operation *op : elementwise) {
-      if (only && regionOf[op->getResult(0)] != *only)
+      if (only && regionOf(op->getResult(0)) != *only)
         continue;
       for (Value v : op->getOperands())
         if (isa<BlockArgument>(v) && !ex.isBound(v)) {
@@ -251,7 +204,7 @@ LogicalResult GemmGroupEmitter::linearEpilogue(LinearOp l, ArrayRef<Operation *>
 
   // RoPE launches, after the GEMM.
   int index = 0;
-  for (const Region &r : regions)
+  for (const EpilogueRegions::Region &r : regions)
     for (RopeOp rope : r.ropes) {
       std::string suffix = "rope" + std::to_string(index++);
       std::string body = io.decls;

@@ -1,6 +1,7 @@
 //===- HostFusedGroup.cpp - C++ for a multi-op fusion group ---------------===//
 #include "HostFusedGroup.h"
 
+#include "Target/Common/EpilogueRegions.h"
 #include "Target/Common/ExprEmitter.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -199,25 +200,20 @@ LogicalResult FusedGroupEmitter::emitLinear(LinearOp l, ArrayRef<Operation *> ep
   WeightType wt = l.getWeight().getType();
   int64_t N = wt.getShape()[0], K = wt.getShape()[1];
 
-  // Regions: the parts of a split of the result, or the whole result.
-  llvm::DenseMap<Value, int64_t> regionOf;
-  SmallVector<std::pair<int64_t, int64_t>> regions;  // offset, width
-  SplitOp split = nullptr;
-  if (l->hasOneUse())
-    split = dyn_cast<SplitOp>(*l->getUsers().begin());
-  if (split) {
-    int64_t off = 0;
-    for (auto [i, r] : llvm::enumerate(split.getResults())) {
-      regions.push_back({off, widthOf(r)});
-      regionOf[r] = i;
-      off += widthOf(r);
-    }
-  } else {
-    regions.push_back({0, N});
-    regionOf[l.getResult()] = 0;
-  }
+  FailureOr<EpilogueRegions> analysis = analyzeEpilogue(l, epi, yieldsOf, "host codegen");
+  if (failed(analysis))
+    return failure();
+  EpilogueRegions &e = *analysis;
+  SplitOp split = e.split;
+  bool paired = e.paired;
+  llvm::DenseMap<Value, int64_t> &regionOf = e.regionOf;
+  SmallVector<Operation *> &elementwise = e.elementwise;
+  SmallVector<std::pair<int64_t, int64_t>> regions; // offset, width
+  for (const EpilogueRegions::Region &r : e.regions)
+    regions.push_back({r.offset, r.width});
 
-  // Each epilogue op's region; -1 when it combines regions (paired tiles).
+  // Tiles of a rotated region are aligned to the head dimension; rotations
+  // with the same parameters share one RoPE table.
   struct RopeUse {
     RopeOp op;
     int64_t table;
@@ -225,61 +221,22 @@ LogicalResult FusedGroupEmitter::emitLinear(LinearOp l, ArrayRef<Operation *> ep
   SmallVector<RopeUse> ropes;
   SmallVector<std::string> tableKeys;
   SmallVector<int64_t> alignOf(regions.size(), 8);
-  SmallVector<Operation *> elementwise;
-  bool paired = false;
-  for (Operation *op : epi) {
-    if (op == split.getOperation())
-      continue;
-    if (auto r = dyn_cast<RopeOp>(op)) {
-      Value src = r.getInput();
-      if (!regionOf.count(src) || !src.hasOneUse() || !yieldsOf.lookup(src).empty())
-        return r.emitError() << "host codegen: a fused RoPE must be the only use of a GEMM "
-                                "region";
-      int64_t region = regionOf[src];
-      regionOf[r.getResult()] = region;
-      int64_t d = r.getHeadDimAttr().getInt();
+  for (auto [region, r] : llvm::enumerate(e.regions))
+    for (RopeOp rope : r.ropes) {
+      int64_t d = rope.getHeadDimAttr().getInt();
       alignOf[region] = std::max<int64_t>(alignOf[region], d);
       std::string key;
       llvm::raw_string_ostream ks(key);
-      ks << d << stringifyRopeStyle(r.getStyle()) << number(r.getTheta().convertToDouble())
-         << r.getScalingAttr() << " freqs="
-         << (r.getFreqFactors() ? r.getFreqFactors().getDefiningOp<WeightOp>().getName() : "");
+      ks << d << stringifyRopeStyle(rope.getStyle()) << number(rope.getTheta().convertToDouble())
+         << rope.getScalingAttr() << " freqs="
+         << (rope.getFreqFactors() ? rope.getFreqFactors().getDefiningOp<WeightOp>().getName()
+                                   : "");
       auto it = llvm::find(tableKeys, key);
       int64_t table = it - tableKeys.begin();
       if (it == tableKeys.end())
         tableKeys.push_back(key);
-      ropes.push_back({r, table});
-      continue;
+      ropes.push_back({rope, table});
     }
-    if (!ExprEmitter::isElementwise(op))
-      return op->emitError() << "host codegen cannot fuse " << op->getName()
-                             << " into a linear's epilogue";
-    std::optional<int64_t> region;
-    for (Value v : op->getOperands()) {
-      if (isa<BlockArgument>(v))
-        continue;
-      auto it = regionOf.find(v);
-      if (it == regionOf.end())
-        return op->emitError() << "host codegen: an epilogue operand comes from the prologue";
-      if (region && *region != it->second)
-        region = -1;
-      else if (!region)
-        region = it->second;
-    }
-    if (!region)
-      return op->emitError() << "host codegen: an epilogue op reads only group inputs";
-    if (*region == -1)
-      paired = true;
-    regionOf[op->getResult(0)] = *region;
-    elementwise.push_back(op);
-  }
-  if (paired) {
-    if (!ropes.empty())
-      return group.emitError() << "host codegen: RoPE with an epilogue that combines regions";
-    for (auto [off, w] : regions)
-      if (w != regions.front().second)
-        return group.emitError() << "host codegen: combined regions must have equal widths";
-  }
 
   // RoPE tables, built once per step for the rotations that share them.
   for (auto [i, key] : llvm::enumerate(tableKeys)) {
