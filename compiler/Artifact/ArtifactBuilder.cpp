@@ -276,18 +276,7 @@ absl::Status build(ModuleOp module, const ModelConfig &config, const std::string
     return it->second;
   };
   Manifest m;
-  for (HostKernelPlan::Launch &launch : plan->launches) {
-    ManifestStep step;
-    step.name = launch.group;
-    step.kernel = launch.kernel;
-    step.buffers = launch.buffers;
-    step.caches = launch.caches;
-    for (const std::string &name : launch.weights) {
-      LLMC_ASSIGN_OR_RETURN(int64_t index, weightIndex(name));
-      step.weights.push_back(index);
-    }
-    m.steps.push_back(std::move(step));
-  }
+  LLMC_ASSIGN_OR_RETURN(m.steps, toManifestSteps(plan->launches, weightIndex));
   if (!options.cudaArchs.empty()) {
     CudaArtifactOptions cudaOptions;
     cudaOptions.archs = options.cudaArchs;

@@ -1,6 +1,7 @@
 //===- CudaArtifact.cpp - the CUDA part of model.llmc ---------------------===//
 #include "CudaArtifact.h"
 
+#include "Artifact/StepPlan.h"
 #include "Target/CUDA/NVRTCCompiler.h"
 #include "llmc/runtime/artifact/cuda_abi.h"
 #include "llmc/runtime/status_macros.h"
@@ -85,9 +86,7 @@ compileCudaSource(const std::string &source, const CudaArtifactOptions &options,
 }
 
 absl::Status buildCudaArtifact(mlir::ModuleOp module, const CudaArtifactOptions &options,
-                               const std::string &dir,
-                               const std::function<absl::StatusOr<int64_t>(const std::string &)>
-                                   &weightIndex,
+                               const std::string &dir, const WeightIndexFn &weightIndex,
                                ManifestCuda &cuda) {
   LLMC_ASSIGN_OR_RETURN(CudaKernelPlan plan, emitCudaSource(module, options.emit));
   std::string src = dir + "/kernels/cuda/src";
@@ -106,18 +105,7 @@ absl::Status buildCudaArtifact(mlir::ModuleOp module, const CudaArtifactOptions 
     LLMC_RETURN_IF_ERROR(writeText(dir + "/kernels/" + arch + "/kernels.ptx", text));
   }
   cuda.kernels = std::move(plan.kernels);
-  for (const CudaKernelPlan::Launch &l : plan.launches) {
-    ManifestStep step;
-    step.name = l.group;
-    step.kernel = l.kernel;
-    step.buffers = l.buffers;
-    step.caches = l.caches;
-    for (const std::string &w : l.weights) {
-      LLMC_ASSIGN_OR_RETURN(int64_t index, weightIndex(w));
-      step.weights.push_back(index);
-    }
-    cuda.steps.push_back(std::move(step));
-  }
+  LLMC_ASSIGN_OR_RETURN(cuda.steps, toManifestSteps(plan.launches, weightIndex));
   return absl::OkStatus();
 }
 

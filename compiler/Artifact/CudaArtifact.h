@@ -14,6 +14,7 @@
 #ifndef LLMC_COMPILER_ARTIFACT_CUDAARTIFACT_H
 #define LLMC_COMPILER_ARTIFACT_CUDAARTIFACT_H
 
+#include "Artifact/StepPlan.h"
 #include "Target/CUDA/CudaEmitter.h"
 #include "llmc/runtime/artifact/manifest.h"
 
@@ -46,9 +47,7 @@ compileCudaSource(const std::string &source, const CudaArtifactOptions &options,
 // Writes the CUDA files under `dir` (the artifact being built) and fills
 // `cuda`; `weightIndex` gives (adding if new) a weight's tensor index.
 absl::Status buildCudaArtifact(mlir::ModuleOp module, const CudaArtifactOptions &options,
-                               const std::string &dir,
-                               const std::function<absl::StatusOr<int64_t>(const std::string &)>
-                                   &weightIndex,
+                               const std::string &dir, const WeightIndexFn &weightIndex,
                                ManifestCuda &cuda);
 
 } // namespace llmc

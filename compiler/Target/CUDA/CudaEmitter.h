@@ -23,6 +23,7 @@
 #ifndef LLMC_COMPILER_TARGET_CUDA_CUDAEMITTER_H
 #define LLMC_COMPILER_TARGET_CUDA_CUDAEMITTER_H
 
+#include "Target/Common/KernelLaunch.h"
 #include "llmc/runtime/artifact/manifest.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -43,14 +44,7 @@ struct CudaEmitOptions {
 struct CudaKernelPlan {
   std::string source;                        // kernels.cu
   std::vector<ManifestCudaKernel> kernels;
-  struct Launch {
-    std::string group;
-    int64_t kernel = 0;
-    std::vector<int64_t> buffers;
-    std::vector<std::string> weights;
-    std::vector<int64_t> caches;
-  };
-  std::vector<Launch> launches;
+  std::vector<KernelLaunch> launches;
 };
 
 // Fails with a diagnostic naming the first op the CUDA templates cannot run.

@@ -11,6 +11,7 @@
 #ifndef LLMC_COMPILER_TARGET_HOST_HOSTEMITTER_H
 #define LLMC_COMPILER_TARGET_HOST_HOSTEMITTER_H
 
+#include "Target/Common/KernelLaunch.h"
 #include "llmc/runtime/artifact/manifest.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -24,14 +25,7 @@ namespace llmc {
 struct HostKernelPlan {
   std::string source;                  // kernels.cpp
   std::vector<ManifestKernel> kernels; // unique kernels, target "host"
-  struct Launch {
-    std::string group;                 // the llm.fusion group's name
-    int64_t kernel = 0;
-    std::vector<int64_t> buffers;
-    std::vector<std::string> weights;  // weight names, in binding order
-    std::vector<int64_t> caches;       // layer indices
-  };
-  std::vector<Launch> launches;
+  std::vector<KernelLaunch> launches;
   std::vector<ManifestBuffer> buffers;
   int64_t logitsBuffer = -1;
 };
