@@ -236,20 +236,28 @@ namespace detail {
 template <class Act> struct mma_op;
 template <> struct mma_op<__half> {
   __device__ static void run(float (&c)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+#ifdef LLMC_CUDA_EMULATE // test/cuda-emu: the warp's fragments combined on the CPU
+    llmc_emu::mma_m16n8k16(c, a, b, /*bf16=*/false);
+#else
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
   }
 };
 template <> struct mma_op<__nv_bfloat16> {
   __device__ static void run(float (&c)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+#ifdef LLMC_CUDA_EMULATE // test/cuda-emu: the warp's fragments combined on the CPU
+    llmc_emu::mma_m16n8k16(c, a, b, /*bf16=*/true);
+#else
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
   }
 };
 } // namespace detail

@@ -1,0 +1,108 @@
+// CUDA emulation on the CPU, for checking generated CUDA kernels end to end
+// on machines without a GPU.
+//
+// Force-included (-include cuda_emu.h -DLLMC_CUDA_EMULATE) when a host C++
+// compiler builds an artifact's kernels/cuda/src/kernels.cu into a shared
+// object: the CUDA keywords become plain C++, threadIdx & co. read the
+// current emulated thread, and __syncthreads / warp shuffles / mma.sync are
+// cooperative points of a fiber scheduler (cuda_emu.cc) that runs every
+// thread of a block as a fiber, warps in lock step at each shuffle. The fake
+// CUDA driver (test/unit/runtime/cuda/fake) runs a launch through
+// llmc_emu_launch when it was given such an object (FAKE_CUDA_KERNELS).
+//
+// What this checks: the generated source, the kernel templates' arithmetic
+// and indexing, and the runtime's bindings and grids, with the real host
+// float semantics of every operation. What it cannot: timing, the GPU memory
+// model (races that only show with real concurrency), ptxas code generation.
+#ifndef LLMC_TEST_CUDA_EMU_H_
+#define LLMC_TEST_CUDA_EMU_H_
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <algorithm>
+#include <cmath>
+
+// The toolkit's headers first (host mode), then the keywords they define
+// are replaced by their meaning on the CPU.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <vector_types.h>
+
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __forceinline__
+#undef __shared__
+#undef __restrict__
+#undef __launch_bounds__
+#undef __align__
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+// One block runs at a time on one CPU thread, so a function's static is the
+// block's shared memory.
+#define __shared__ static
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+
+namespace llmc_emu {
+
+struct ThreadIds {
+  uint3 thread, block;
+  dim3 block_dim, grid_dim;
+};
+// The running fiber's ids.
+const ThreadIds& self();
+// Every live thread of the block arrives before any continues.
+void sync_block();
+// The 32 lanes of the calling thread's warp exchange one 8-byte value each:
+// returns the value lane `src` gave.
+uint64_t exchange(uint64_t value, int src);
+// mma.sync.m16n8k16.row.col with f32 accumulators over the warp's
+// fragments (PTX's register layout); `bf16` picks the input type.
+void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16);
+
+template <class T> T shfl(T v, int src) {
+  static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
+  uint64_t bits = 0;
+  memcpy(&bits, &v, sizeof(T));
+  bits = exchange(bits, src & 31);
+  T out;
+  memcpy(&out, &bits, sizeof(T));
+  return out;
+}
+
+}  // namespace llmc_emu
+
+#define threadIdx (llmc_emu::self().thread)
+#define blockIdx (llmc_emu::self().block)
+#define blockDim (llmc_emu::self().block_dim)
+#define gridDim (llmc_emu::self().grid_dim)
+
+inline void __syncthreads() { llmc_emu::sync_block(); }
+template <class T> T __shfl_sync(unsigned, T v, int src) { return llmc_emu::shfl(v, src); }
+template <class T> T __shfl_xor_sync(unsigned, T v, int mask) {
+  return llmc_emu::shfl(v, int(threadIdx.x & 31) ^ mask);
+}
+
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline float __int_as_float(int i) {
+  float f;
+  memcpy(&f, &i, 4);
+  return f;
+}
+inline float __uint_as_float(unsigned u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+
+#endif  // LLMC_TEST_CUDA_EMU_H_

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""The CUDA backend end to end, without a GPU: generated CUDA kernels run on
+the CPU under emulation, through the runtime's real CUDA executor.
+
+For each synthetic model: `llmc compile --target=host,sm_90` writes the CUDA
+source of the model (kernels/cuda/src); the host C++ compiler builds that
+source for the CPU with test/cuda-emu/cuda_emu.h (CUDA keywords as C++, each
+thread of a block a fiber, warps in lock step at shuffles and mma.sync); the
+fake CUDA driver (test/unit/runtime/cuda/fake, FAKE_CUDA_KERNELS) runs each
+cuLaunchKernel of `llmc-rt logits --backend=cuda` through it. The logits of a
+prefill (the tensor-core GEMM path: T > 8) and of decode steps (the GEMV
+path) are compared with the float64 reference (test/reference) on the same
+weights. One case runs past 256 tokens of context, so attention splits and
+its reduction kernel run too.
+
+Tolerance, max |cuda - ref| / max |ref| per row: 2e-2 with bf16 activations
+and KV cache, 1e-2 with f16, 1e-4 with f32; top-1 agreement >= 0.98 with
+16-bit activations (near-ties of random models flip), 1.0 with f32.
+
+What this does not check: timing, the GPU's memory model (concurrency), the
+PTX that NVRTC and ptxas make from the same source (the lit tests compile it).
+
+  python3 test/e2e/cuda_emu_logits_test.py --llmc build/bin/llmc \\
+      --fake-driver build/test/unit/libllmc_fake_cuda.so [-k NAME] [--keep DIR]
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zlib
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
+import reference_forward as rf  # noqa: E402
+
+SYNTH = os.path.join(ROOT, "tools", "synth-model", "synth_model.py")
+EMU = os.path.join(ROOT, "test", "cuda-emu")
+TOLERANCE = {"bf16": 2e-2, "f16": 1e-2, "f32": 1e-4}
+TOP1 = {"bf16": 0.98, "f16": 0.98, "f32": 1.0}
+
+# name -> (synth options, model kind, --dtype, prefill tokens, decode tokens)
+CASES = {
+    "llama-gqa-hd64-q8_0-bf16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "64", "--intermediate", "384", "--layers", "2", "--gguf-type", "q8_0"],
+        "gguf", "bf16", 20, 6),
+    "qwen2-bias-f16": (
+        ["--arch", "qwen2", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "256", "--layers", "2", "--dtype", "bf16"],
+        "hf", "f16", 12, 4),
+    "llama3-scaled-hd16-f32": (
+        ["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "8", "--kv-heads", "2",
+         "--intermediate", "256", "--layers", "2", "--rope-scaling", "llama3:8,1,4,16",
+         "--max-position", "512", "--gguf-type", "q4_1"],
+        "gguf", "f32", 12, 4),
+    "mistral-window-q5_0-long": (
+        ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "1",
+         "--intermediate", "256", "--layers", "1", "--sliding-window", "300", "--max-position", "512",
+         "--gguf-type", "q5_0"],
+        "gguf", "bf16", 270, 3),
+}
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return r
+
+
+def cuda_include():
+    for var in ("LLMC_CUDA_HOME", "CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            return os.path.join(os.environ[var], "include")
+    return "/usr/local/cuda/include"
+
+
+def build_emulation(art, cxx):
+    """The artifact's CUDA source built for the CPU; returns the object's path."""
+    src = os.path.join(art, "kernels", "cuda", "src")
+    out = os.path.join(art, "kernels_emu.so")
+    run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-DLLMC_CUDA_EMULATE",
+         "-include", os.path.join(EMU, "cuda_emu.h"), "-I", src, "-I", cuda_include(),
+         "-I", EMU, os.path.join(EMU, "cuda_emu.cc"), "-x", "c++",
+         os.path.join(src, "kernels.cu"), "-o", out])
+    return out
+
+
+def check(args, name, work):
+    opts, kind, dtype, prefill, decode = CASES[name]
+    model = os.path.join(work, name + (".gguf" if kind == "gguf" else ""))
+    run([sys.executable, SYNTH, "--format", kind, "--out", model, "--seed", "9"] + opts)
+    art = os.path.join(work, name + ".llmc")
+    run([args.llmc, "compile", model, "--target=host,sm_90", f"--dtype={dtype}",
+         "--host-activations=f32", "-o", art])
+    emu = build_emulation(art, args.cxx)
+    ref = rf.ReferenceModel.from_gguf(model) if kind == "gguf" else rf.ReferenceModel.from_hf_folder(model)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    tokens = [int(t) for t in rng.integers(0, ref.cfg.vocab, prefill + decode)]
+    out = os.path.join(work, name + ".f32")
+    rt = os.path.join(os.path.dirname(args.llmc), "llmc-rt")
+    env = dict(os.environ, LLMC_CUDA_DRIVER=args.fake_driver, FAKE_CUDA_KERNELS=emu,
+               LLMC_NO_EXEC_RT="1")
+    r = run([rt if os.path.exists(rt) else args.llmc, "logits", art, "--backend=cuda", "--tokens",
+             ",".join(map(str, tokens)), "--prefill", str(prefill), "-o", out], env=env)
+    got = np.fromfile(out, dtype=np.float32).reshape(len(tokens), ref.cfg.vocab).astype(np.float64)
+    want = ref.forward(tokens)
+    err = np.abs(got - want).max(axis=1) / np.abs(want).max(axis=1)
+    top1 = float((got.argmax(axis=1) == want.argmax(axis=1)).mean())
+    ok = bool(np.isfinite(got).all()) and err.max() < TOLERANCE[dtype] and top1 >= TOP1[dtype]
+    print(f"{'PASS' if ok else 'FAIL'} {name}: {dtype} max rel err {err.max():.2e} (prefill "
+          f"{err[:prefill].max():.2e}, decode {err[prefill:].max():.2e}; tolerance "
+          f"{TOLERANCE[dtype]:.0e}), top-1 {top1:.3f}", flush=True)
+    if not ok:
+        print(r.stderr[-2000:])
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llmc", default=os.path.join(ROOT, "build", "bin", "llmc"))
+    ap.add_argument("--fake-driver", default=os.path.join(ROOT, "build", "test", "unit",
+                                                          "libllmc_fake_cuda.so"))
+    ap.add_argument("--cxx", default=os.environ.get("CXX", "c++"))
+    ap.add_argument("--keep", help="keep models and artifacts in DIR")
+    ap.add_argument("-k", dest="only", help="run the cases whose name contains this")
+    args = ap.parse_args()
+    if not os.path.exists(os.path.join(cuda_include(), "cuda_fp16.h")):
+        print(f"SKIPPED: no CUDA toolkit headers at {cuda_include()} (cuda_fp16.h)")
+        return 77
+    work = args.keep or tempfile.mkdtemp(prefix="llmc-cuda-emu-")
+    os.makedirs(work, exist_ok=True)
+    results = []
+    try:
+        for name in CASES:
+            if args.only and args.only not in name:
+                continue
+            results.append(check(args, name, work))
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    passed = sum(results)
+    print(f"{passed} passed, {len(results) - passed} failed")
+    return 0 if passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
