@@ -19,6 +19,7 @@ struct RunnerFlags {
   int64_t batch = 512;
   int64_t ctx = 0;
   bool no_verify = false;
+  bool cuda_graphs = false;
   std::string backend = "auto";
 
   void Register(FlagSet& flags) {
@@ -30,6 +31,8 @@ struct RunnerFlags {
     flags.AddInt("batch", &batch, "most tokens per step (prefill chunk)", 'b');
     flags.AddInt("ctx", &ctx, "KV-cache capacity in tokens (0: the model's max_position)", 'c');
     flags.AddBool("no-verify", &no_verify, "skip the weight checksum at load");
+    flags.AddBool("cuda-graphs", &cuda_graphs,
+                  "CUDA: replay decode steps from captured CUDA graphs (the host ignores it)");
   }
   // Settles --backend for the artifact at `dir` before it is loaded (call it
   // before Options(), which passes the choice on): 0 to go on, else the exit
@@ -63,6 +66,7 @@ struct RunnerFlags {
     o.runner.threads = int(threads);
     o.runner.block_size = block_size;
     o.runner.max_batch_tokens = batch;
+    o.runner.cuda_graphs = cuda_graphs;
     if (ctx > 0) o.runner.num_blocks = (ctx + block_size - 1) / block_size;
     o.verify_checksum = !no_verify;
     o.backend = choice_;

@@ -27,12 +27,23 @@ CudaRunner::~CudaRunner() {
   if (!device_) return;
   (void)device_->MakeCurrent();
   (void)device_->Synchronize();  // nothing of ours may still be in flight
+  DropGraphs();
   for (cuda::CUdeviceptr p : allocations_) (void)device_->memory().Free(p);
   module_.reset();
 }
 
 std::string CudaRunner::ExecutionSummary() const {
-  return absl::StrFormat("CUDA %s on %s", target_, device_->info().Summary());
+  return absl::StrFormat("CUDA %s on %s%s", target_, device_->info().Summary(),
+                         options_.cuda_graphs ? ", decode steps as CUDA graphs" : "");
+}
+
+void CudaRunner::DropGraphs() {
+  const cuda::DriverApi& api = device_->api();
+  for (Graph& g : graphs_) {
+    if (g.exec) (void)api.cuGraphExecDestroy(g.exec);
+    if (g.graph) (void)api.cuGraphDestroy(g.graph);
+  }
+  graphs_.clear();
 }
 
 absl::Status CudaRunner::Allocate(size_t bytes, const char* what, cuda::CUdeviceptr* out) {
@@ -93,6 +104,11 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   if (o.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
   if (o.num_blocks <= 0) o.num_blocks = (config.max_position + o.block_size - 1) / o.block_size + 1;
   runner->vocab_ = config.vocab_size;
+  if (o.cuda_graphs && !runner->device_->api().has_graphs())
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "--cuda-graphs: the CUDA driver %s lacks the graph functions (cuStreamBeginCapture_v2, "
+        "cuGraphInstantiateWithFlags, cuGraphLaunch, ...); update the NVIDIA driver or run "
+        "without --cuda-graphs", runner->device_->api().path()));
   LLMC_RETURN_IF_ERROR(runner->device_->MakeCurrent());
 
   LLMC_ASSIGN_OR_RETURN(runner->parsed_, ParseCudaLaunches(c));
@@ -182,17 +198,69 @@ absl::Status CudaRunner::Launch(const SelectedLaunch& sel, llmc_cuda_step_info* 
                                       c.steps[sel.step].name));
 }
 
+absl::Status CudaRunner::LaunchGraph(llmc_cuda_step_info* info) {
+  const cuda::DriverApi& api = device_->api();
+  cuda::CUstream stream = device_->stream();
+  Graph* hit = nullptr;
+  for (Graph& g : graphs_)
+    if (SameStepInfo(g.info, *info) && SameLaunches(g.launches, selected_)) hit = &g;
+  if (hit == nullptr) {
+    if (graphs_.size() >= kCudaGraphCacheSize) {
+      auto lru = std::min_element(graphs_.begin(), graphs_.end(), [](const Graph& a, const Graph& b) {
+        return a.last_used < b.last_used;
+      });
+      (void)api.cuGraphExecDestroy(lru->exec);
+      (void)api.cuGraphDestroy(lru->graph);
+      graphs_.erase(lru);
+    }
+    // Captured launches do not run: the graph's first replay runs them.
+    LLMC_CUDA_RETURN_IF_ERROR(api, cuStreamBeginCapture(stream, cuda::kCaptureModeThreadLocal));
+    absl::Status launched = absl::OkStatus();
+    for (const SelectedLaunch& sel : selected_) {
+      launched = Launch(sel, info);
+      if (!launched.ok()) break;
+    }
+    Graph g;
+    cuda::CUresult r = api.cuStreamEndCapture(stream, &g.graph);
+    if (!launched.ok() || r != cuda::kCudaSuccess) {
+      if (g.graph) (void)api.cuGraphDestroy(g.graph);
+      if (!launched.ok()) return launched;
+      return api.Check(r, "cuStreamEndCapture (a decode step's CUDA graph)");
+    }
+    r = api.cuGraphInstantiateWithFlags(&g.exec, g.graph, 0);
+    if (r != cuda::kCudaSuccess) {
+      (void)api.cuGraphDestroy(g.graph);
+      return api.Check(r, absl::StrFormat("cuGraphInstantiateWithFlags (a decode step's CUDA "
+                                          "graph of %d launches)", selected_.size()));
+    }
+    g.info = *info;
+    g.launches = selected_;
+    graphs_.push_back(std::move(g));
+    hit = &graphs_.back();
+  }
+  hit->last_used = steps_;
+  LLMC_CUDA_RETURN_IF_ERROR(api, cuGraphLaunch(hit->exec, stream));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
   LLMC_RETURN_IF_ERROR(ValidateStepBatch(batch, {options_.max_batch_tokens, options_.max_logits,
                                                  options_.num_blocks, options_.block_size, vocab_}));
   const Manifest& m = artifact_->manifest();
   LLMC_RETURN_IF_ERROR(device_->MakeCurrent());
 
+  ++steps_;
+  bool graph = options_.cuda_graphs && IsGraphStep(batch);
+
   // One upload of the batch's arrays; the area grows (rarely: S and
-  // max_blocks vary).
-  StagingLayout layout = PlanStaging(batch);
-  LLMC_RETURN_IF_ERROR(Grow(size_t(layout.total) * sizeof(int32_t), "the step's inputs", &staging_,
-                            &staging_bytes_));
+  // max_blocks vary). A graph step's block tables are padded to a width
+  // that changes rarely, so that its step info recurs.
+  StagingLayout layout = PlanStaging(batch, graph ? GraphBlockColumns(batch.max_blocks) : 0);
+  size_t staging_bytes = size_t(layout.total) * sizeof(int32_t);
+  if (staging_bytes > staging_bytes_ || staging_ == 0) {
+    DropGraphs();  // they read the old area
+    LLMC_RETURN_IF_ERROR(Grow(staging_bytes, "the step's inputs", &staging_, &staging_bytes_));
+  }
   staging_host_.resize(size_t(layout.total));
   PackStaging(batch, layout, staging_host_.data());
   LLMC_RETURN_IF_ERROR(
@@ -205,6 +273,7 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
   // scratch, which every launch's args then point to anew.
   size_t scratch = size_t(AttentionScratchFloats(m.cuda, batch.num_tokens(), max_context)) * sizeof(float);
   if (scratch > scratch_bytes_) {
+    DropGraphs();  // their launches' args point to the old scratch
     LLMC_RETURN_IF_ERROR(Grow(scratch, "the split attention scratch", &bindings_.scratch,
                               &scratch_bytes_));
     for (llmc_cuda_args& a : args_) a.scratch = reinterpret_cast<float*>(uintptr_t(bindings_.scratch));
@@ -212,7 +281,11 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
   int64_t rows = int64_t(batch.logits_rows.size());
   LLMC_RETURN_IF_ERROR(
       SelectLaunches(m.cuda, parsed_, batch.num_tokens(), rows, max_context, &selected_));
-  for (const SelectedLaunch& sel : selected_) LLMC_RETURN_IF_ERROR(Launch(sel, &info));
+  if (graph) {
+    LLMC_RETURN_IF_ERROR(LaunchGraph(&info));
+  } else {
+    for (const SelectedLaunch& sel : selected_) LLMC_RETURN_IF_ERROR(Launch(sel, &info));
+  }
 
   LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.data(),
                                            bindings_.buffers[size_t(m.logits_buffer)],

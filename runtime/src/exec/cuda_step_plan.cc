@@ -42,8 +42,9 @@ int64_t AttentionScratchFloats(const ManifestCuda& cuda, int64_t tokens, int64_t
   return kScratchHeaderFloats + floats;
 }
 
-StagingLayout PlanStaging(const StepBatch& b) {
+StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns) {
   StagingLayout l;
+  l.block_columns = std::max(block_columns, b.max_blocks);
   int64_t at = 0;
   auto place = [&](int64_t* offset, size_t count) {
     *offset = at;
@@ -53,7 +54,7 @@ StagingLayout PlanStaging(const StepBatch& b) {
   place(&l.positions, b.positions.size());
   place(&l.query_starts, b.query_starts.size());
   place(&l.context_lens, b.context_lens.size());
-  place(&l.block_tables, b.block_tables.size());
+  place(&l.block_tables, size_t(b.num_seqs() * l.block_columns));
   place(&l.slot_mapping, b.slot_mapping.size());
   place(&l.logits_rows, b.logits_rows.size());
   l.total = at;
@@ -69,7 +70,17 @@ void PackStaging(const StepBatch& b, const StagingLayout& l, int32_t* out) {
   put(l.positions, b.positions);
   put(l.query_starts, b.query_starts);
   put(l.context_lens, b.context_lens);
-  put(l.block_tables, b.block_tables);
+  if (l.block_columns == b.max_blocks) {
+    put(l.block_tables, b.block_tables);
+  } else {
+    for (int64_t s = 0; s < b.num_seqs(); ++s) {
+      int32_t* row = out + l.block_tables + s * l.block_columns;
+      if (b.max_blocks > 0)
+        std::memcpy(row, b.block_tables.data() + s * b.max_blocks,
+                    size_t(b.max_blocks) * sizeof(int32_t));
+      std::fill(row + b.max_blocks, row + l.block_columns, -1);
+    }
+  }
   put(l.slot_mapping, b.slot_mapping);
   put(l.logits_rows, b.logits_rows);
 }
@@ -83,7 +94,7 @@ llmc_cuda_step_info MakeStepInfo(const StepBatch& b, const StagingLayout& l,
   info.num_tokens = int(b.num_tokens());
   info.num_seqs = int(b.num_seqs());
   info.num_logits = int(b.logits_rows.size());
-  info.max_blocks = int(b.max_blocks);
+  info.max_blocks = int(l.block_columns);
   info.block_size = int(block_size);
   info.tokens = at(l.tokens);
   info.positions = at(l.positions);
@@ -93,6 +104,38 @@ llmc_cuda_step_info MakeStepInfo(const StepBatch& b, const StagingLayout& l,
   info.slot_mapping = at(l.slot_mapping);
   info.logits_rows = at(l.logits_rows);
   return info;
+}
+
+bool IsGraphStep(const StepBatch& b) {
+  int64_t t = b.num_tokens();
+  if (t < 1 || t > kCudaGraphMaxTokens || t != b.num_seqs()) return false;
+  for (size_t i = 0; i < b.query_starts.size(); ++i)
+    if (b.query_starts[i] != int32_t(i)) return false;
+  return true;
+}
+
+int64_t GraphBlockColumns(int64_t max_blocks) {
+  int64_t c = 1;
+  while (c < max_blocks) c *= 2;
+  return c;
+}
+
+bool SameStepInfo(const llmc_cuda_step_info& a, const llmc_cuda_step_info& b) {
+  return a.num_tokens == b.num_tokens && a.num_seqs == b.num_seqs &&
+         a.num_logits == b.num_logits && a.max_blocks == b.max_blocks &&
+         a.block_size == b.block_size && a.tokens == b.tokens && a.positions == b.positions &&
+         a.query_starts == b.query_starts && a.context_lens == b.context_lens &&
+         a.block_tables == b.block_tables && a.slot_mapping == b.slot_mapping &&
+         a.logits_rows == b.logits_rows;
+}
+
+bool SameLaunches(const std::vector<SelectedLaunch>& a, const std::vector<SelectedLaunch>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].step != b[i].step || a[i].launch != b[i].launch || a[i].grid != b[i].grid ||
+        a[i].block != b[i].block || a[i].splits != b[i].splits)
+      return false;
+  return true;
 }
 
 absl::StatusOr<std::vector<std::vector<ParsedLaunch>>> ParseCudaLaunches(const ManifestCuda& c) {

@@ -12,7 +12,10 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <set>
+
+#include "absl/strings/str_format.h"
 
 #include "../artifact/artifact_test_util.h"
 #include "fake/fake_libcuda.h"
@@ -34,7 +37,12 @@ class CudaRunnerTest : public ::testing::Test {
     count_ = reinterpret_cast<decltype(&fake_cuda_launch_count)>(
         dlsym(handle_, "fake_cuda_launch_count"));
     launch_ = reinterpret_cast<decltype(&fake_cuda_launch)>(dlsym(handle_, "fake_cuda_launch"));
-    ASSERT_TRUE(control_ && count_ && launch_);
+    query_ = reinterpret_cast<long (*)(const char*)>(dlsym(handle_, "fake_cuda_query"));
+    replay_count_ = reinterpret_cast<decltype(&fake_cuda_graph_launch_count)>(
+        dlsym(handle_, "fake_cuda_graph_launch_count"));
+    replay_ = reinterpret_cast<decltype(&fake_cuda_graph_launch)>(
+        dlsym(handle_, "fake_cuda_graph_launch"));
+    ASSERT_TRUE(control_ && count_ && launch_ && query_ && replay_count_ && replay_);
     control_("reset", 0);
     dir_ = folder_.File("model.llmc");
   }
@@ -44,9 +52,13 @@ class CudaRunnerTest : public ::testing::Test {
     if (handle_) dlclose(handle_);
   }
 
-  // Writes the tiny CUDA artifact (after `edit`) and opens a runner on it.
+  // Writes the tiny CUDA artifact (after `edit`) and opens a runner on it
+  // (replacing one opened before).
   absl::Status Open(const std::function<void(Manifest&)>& edit = nullptr,
-                    const std::string& target = "sm_90") {
+                    const std::string& target = "sm_90", bool cuda_graphs = false) {
+    runner_.reset();
+    artifact_.reset();
+    std::filesystem::remove_all(dir_);
     Manifest m = test::TinyCudaManifest();
     if (edit) edit(m);
     if (auto st = test::WriteTinyArtifact(dir_, nullptr, m); !st.ok()) return st;
@@ -61,6 +73,7 @@ class CudaRunnerTest : public ::testing::Test {
     o.max_batch_tokens = 16;
     o.block_size = 16;
     o.num_blocks = 64;
+    o.cuda_graphs = cuda_graphs;
     auto runner = CudaRunner::Create(*artifact_, o, target, *std::move(device));
     if (!runner.ok()) return runner.status();
     runner_ = *std::move(runner);
@@ -71,6 +84,44 @@ class CudaRunnerTest : public ::testing::Test {
     std::vector<FakeCudaLaunch> out(static_cast<size_t>(count_()));
     for (size_t i = 0; i < out.size(); ++i) launch_(long(i), &out[i]);
     return out;
+  }
+  // The graphs cuGraphLaunch replayed, in order.
+  std::vector<int> Replays() {
+    std::vector<int> out;
+    for (long i = 0; i < replay_count_(); ++i) out.push_back(replay_(i));
+    return out;
+  }
+  // Runs `b` and returns the launches it recorded (captured or run).
+  std::vector<FakeCudaLaunch> StepLaunches(const StepBatch& b) {
+    size_t before = size_t(count_());
+    auto logits = runner_->Step(b);
+    EXPECT_TRUE(logits.ok()) << logits.status();
+    std::vector<FakeCudaLaunch> l = Launches();
+    l.erase(l.begin(), l.begin() + long(before));
+    return l;
+  }
+
+  // A decode step: one token per sequence, at the end of contexts of
+  // `contexts[i]` tokens (sequence i's blocks are 100 i, 100 i + 1, ...:
+  // distinct, within the 64-block cache modulo 64).
+  static StepBatch Decode(const std::vector<int32_t>& contexts) {
+    StepBatch b;
+    int32_t blocks = 0;
+    for (int32_t c : contexts) blocks = std::max(blocks, (c + 15) / 16);
+    b.max_blocks = blocks;
+    b.query_starts = {0};
+    for (size_t i = 0; i < contexts.size(); ++i) {
+      int32_t c = contexts[i];
+      b.tokens.push_back(int32_t(7 + i));
+      b.positions.push_back(c - 1);
+      b.query_starts.push_back(int32_t(i + 1));
+      b.context_lens.push_back(c);
+      for (int32_t k = 0; k < blocks; ++k)
+        b.block_tables.push_back(k < (c + 15) / 16 ? int32_t((100 * i + size_t(k)) % 64) : -1);
+      b.slot_mapping.push_back(int32_t(((100 * i + size_t(c - 1) / 16) % 64) * 16 + (c - 1) % 16));
+      b.logits_rows.push_back(int32_t(i));
+    }
+    return b;
   }
 
   // One sequence: `n` new tokens after `cached` ones, logits for the last.
@@ -94,6 +145,9 @@ class CudaRunnerTest : public ::testing::Test {
   void (*control_)(const char*, long) = nullptr;
   decltype(&fake_cuda_launch_count) count_ = nullptr;
   decltype(&fake_cuda_launch) launch_ = nullptr;
+  long (*query_)(const char*) = nullptr;
+  decltype(&fake_cuda_graph_launch_count) replay_count_ = nullptr;
+  decltype(&fake_cuda_graph_launch) replay_ = nullptr;
   test::TempFolder folder_;
   std::string dir_;
   std::unique_ptr<Artifact> artifact_;
@@ -101,6 +155,46 @@ class CudaRunnerTest : public ::testing::Test {
 };
 
 std::vector<int> Read(const int* device, size_t n) { return std::vector<int>(device, device + n); }
+
+// A launch as text, with every pointer it passes named by its order of first
+// appearance across `launches` (so that two runners' launches, whose device
+// memory differs, compare), and the staged arrays its step info points to,
+// block tables up to each sequence's context.
+std::vector<std::string> Canonical(const std::vector<FakeCudaLaunch>& launches) {
+  std::map<const void*, int> names;
+  auto name = [&](const void* p) {
+    if (p == nullptr) return std::string("null");
+    auto it = names.emplace(p, int(names.size())).first;
+    return "p" + std::to_string(it->second);
+  };
+  auto ints = [](const int* p, size_t n) {
+    std::string out;
+    for (size_t i = 0; i < n; ++i) out += std::to_string(p[i]) + ",";
+    return out;
+  };
+  std::vector<std::string> out;
+  for (const FakeCudaLaunch& l : launches) {
+    const llmc_cuda_step_info& i = l.info;
+    std::string s = absl::StrFormat("%s [%d %d %d] x %d T %d S %d L %d bs %d", l.symbol, l.grid[0],
+                                    l.grid[1], l.grid[2], l.block[0], i.num_tokens, i.num_seqs,
+                                    i.num_logits, i.block_size);
+    s += " tokens " + ints(i.tokens, size_t(i.num_tokens));
+    s += " positions " + ints(i.positions, size_t(i.num_tokens));
+    s += " starts " + ints(i.query_starts, size_t(i.num_seqs + 1));
+    s += " contexts " + ints(i.context_lens, size_t(i.num_seqs));
+    s += " tables ";
+    for (int q = 0; q < i.num_seqs; ++q)
+      s += ints(i.block_tables + q * i.max_blocks, size_t((i.context_lens[q] + 15) / 16)) + ";";
+    s += " slots " + ints(i.slot_mapping, size_t(i.num_tokens));
+    s += " rows " + ints(i.logits_rows, size_t(i.num_logits));
+    for (const void* p : l.args.buffers) s += " " + name(p);
+    for (const void* p : l.args.weights) s += " " + name(p);
+    for (const void* p : l.args.caches) s += " " + name(p);
+    s += " " + name(l.args.scratch);
+    out.push_back(s);
+  }
+  return out;
+}
 
 TEST_F(CudaRunnerTest, PrefillStepLaunchesThePlanWithItsBindings) {
   auto opened = Open();
@@ -283,6 +377,190 @@ TEST_F(CudaRunnerTest, CreateErrors) {
   ASSERT_TRUE(device.ok());
   ExpectError(CudaRunner::Create(**artifact, {}, "sm_90", *std::move(device)),
               {"kernels/sm_90/kernels.ptx: checksum mismatch", "the file is corrupt"});
+}
+
+TEST_F(CudaRunnerTest, DecodeStepsReplayACapturedGraph) {
+  // Without graphs: the launches a decode step makes.
+  ASSERT_TRUE(Open().ok());
+  std::vector<FakeCudaLaunch> direct = StepLaunches(Decode({61}));
+  ASSERT_EQ(direct.size(), 4u);
+  for (const FakeCudaLaunch& l : direct) EXPECT_EQ(l.graph, 0);
+  EXPECT_EQ(query_("captures"), 0);
+
+  ASSERT_TRUE(Open(nullptr, "sm_90", /*cuda_graphs=*/true).ok());
+  control_("reset", 0);
+  EXPECT_EQ(runner_->ExecutionSummary(),
+            "CUDA sm_90 on Fake GPU (sm_90, 132 SMs, 80.0 GiB), decode steps as CUDA graphs");
+  // The first step captures its launches into graph 1 (none runs on its
+  // own) and replays it once.
+  std::vector<FakeCudaLaunch> captured = StepLaunches(Decode({61}));
+  ASSERT_EQ(captured.size(), direct.size());
+  for (const FakeCudaLaunch& l : captured) EXPECT_EQ(l.graph, 1);
+  EXPECT_EQ(Replays(), (std::vector<int>{1}));
+  EXPECT_EQ(query_("capture_violations"), 0);  // no copy or sync inside the capture
+  // The same kernels, grids and parameters as without graphs; the block
+  // tables are 4 columns wide either way (4 blocks, a power of two).
+  EXPECT_EQ(Canonical(captured), Canonical(direct));
+  EXPECT_EQ(captured[0].info.max_blocks, 4);
+
+  // The same step again, and the next decode step (one more token, same
+  // block count and splits): no launch, graph 1 replayed; the staging area
+  // the graph reads holds the new step's arrays.
+  EXPECT_TRUE(StepLaunches(Decode({61})).empty());
+  EXPECT_TRUE(StepLaunches(Decode({62})).empty());
+  EXPECT_EQ(Replays(), (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(query_("captures"), 1);
+  const llmc_cuda_step_info& info = captured[0].info;
+  EXPECT_EQ(Read(info.positions, 1), (std::vector<int>{61}));
+  EXPECT_EQ(Read(info.context_lens, 1), (std::vector<int>{62}));
+  EXPECT_EQ(Read(info.slot_mapping, 1), (std::vector<int>{3 * 16 + 13}));
+
+  // The runner's logits are still the device's rows after a replay.
+  float* device_logits = static_cast<float*>(captured.back().args.buffers[1]);
+  for (int i = 0; i < 64; ++i) device_logits[i] = float(i) + 0.5f;
+  auto logits = runner_->Step(Decode({62}));
+  ASSERT_TRUE(logits.ok());
+  for (int i = 0; i < 64; ++i) ASSERT_EQ((*logits)[i], float(i) + 0.5f) << i;
+
+  // The runner destroys its graphs.
+  EXPECT_EQ(query_("graphs"), 1);
+  EXPECT_EQ(query_("graph_execs"), 1);
+  runner_.reset();
+  EXPECT_EQ(query_("graphs"), 0);
+  EXPECT_EQ(query_("graph_execs"), 0);
+}
+
+TEST_F(CudaRunnerTest, BlockTablesOfAGraphStepArePaddedToAPowerOfTwo) {
+  ASSERT_TRUE(Open(nullptr, "sm_90", true).ok());
+  // 3 blocks: 4 columns, the 4th -1.
+  std::vector<FakeCudaLaunch> l = StepLaunches(Decode({40}));
+  ASSERT_FALSE(l.empty());
+  EXPECT_EQ(l[0].info.max_blocks, 4);
+  EXPECT_EQ(Read(l[0].info.block_tables, 4), (std::vector<int>{0, 1, 2, -1}));
+  // Two sequences of 3 and 5 blocks: rows of 8.
+  l = StepLaunches(Decode({40, 70}));
+  ASSERT_FALSE(l.empty());
+  EXPECT_EQ(l[0].info.max_blocks, 8);
+  EXPECT_EQ(Read(l[0].info.block_tables, 16),
+            (std::vector<int>{0, 1, 2, -1, -1, -1, -1, -1, 36, 37, 38, 39, 40, -1, -1, -1}));
+}
+
+TEST_F(CudaRunnerTest, ADifferentShapeOrSplitCountCapturesAnotherGraph) {
+  ASSERT_TRUE(Open(nullptr, "sm_90", true).ok());
+  // Two sequences (T = S = L = 2) of 700 keys first: their partials need
+  // more scratch than the runner starts with (growing it drops graphs).
+  std::vector<FakeCudaLaunch> two = StepLaunches(Decode({700, 700}));
+  ASSERT_EQ(two.size(), 6u);
+  EXPECT_EQ(two[0].graph, 1);
+  EXPECT_EQ(two[0].grid[0], 2u);
+  // One sequence, 700 and 800 keys: both 64 columns (44 and 50 blocks), 3
+  // and 4 splits: two more graphs.
+  std::vector<FakeCudaLaunch> three = StepLaunches(Decode({700}));
+  ASSERT_EQ(three.size(), 6u);
+  EXPECT_EQ(three[0].graph, 2);
+  EXPECT_EQ(three[1].grid[2], 3u);
+  std::vector<FakeCudaLaunch> four = StepLaunches(Decode({800}));
+  ASSERT_EQ(four.size(), 6u);
+  EXPECT_EQ(four[0].graph, 3);
+  EXPECT_EQ(four[1].grid[2], 4u);
+  EXPECT_EQ(four[0].info.max_blocks, three[0].info.max_blocks);
+  EXPECT_EQ(four[0].info.max_blocks, 64);
+  // Each is replayed when its shape comes back.
+  EXPECT_TRUE(StepLaunches(Decode({701})).empty());
+  EXPECT_TRUE(StepLaunches(Decode({690, 760})).empty());
+  EXPECT_TRUE(StepLaunches(Decode({801})).empty());
+  EXPECT_EQ(Replays(), (std::vector<int>{1, 2, 3, 2, 1, 3}));
+  EXPECT_EQ(query_("graphs"), 3);
+}
+
+TEST_F(CudaRunnerTest, PrefillStepsNeverUseGraphs) {
+  ASSERT_TRUE(Open(nullptr, "sm_90", true).ok());
+  for (int i = 0; i < 2; ++i) {
+    std::vector<FakeCudaLaunch> l = StepLaunches(Sequence(0, 3));
+    ASSERT_EQ(l.size(), 4u);
+    for (const FakeCudaLaunch& x : l) EXPECT_EQ(x.graph, 0);
+  }
+  // As many tokens as sequences, but not one each: a prefill.
+  StepBatch mixed = Decode({30, 30});
+  mixed.query_starts = {0, 2, 2};
+  mixed.positions = {28, 29};
+  std::vector<FakeCudaLaunch> l = StepLaunches(mixed);
+  ASSERT_FALSE(l.empty());
+  for (const FakeCudaLaunch& x : l) EXPECT_EQ(x.graph, 0);
+  EXPECT_EQ(l[0].info.max_blocks, 2);  // the batch's own width
+  EXPECT_EQ(query_("captures"), 0);
+  EXPECT_TRUE(Replays().empty());
+}
+
+TEST_F(CudaRunnerTest, GrowingTheScratchOrTheStagingDropsTheGraphs) {
+  ASSERT_TRUE(Open(nullptr, "sm_90", true).ok());
+  std::vector<FakeCudaLaunch> before = StepLaunches(Decode({1000}));
+  ASSERT_EQ(before.size(), 6u);
+  EXPECT_EQ(query_("graphs"), 1);
+  // A prefill of 16 tokens late in the context grows the scratch (and the
+  // staging): the graph, which points to the old ones, is destroyed.
+  ASSERT_TRUE(runner_->Step(Sequence(984, 16)).ok());
+  EXPECT_EQ(query_("graphs"), 0);
+  EXPECT_EQ(query_("graph_execs"), 0);
+  // The same decode step captures anew, with the new scratch.
+  std::vector<FakeCudaLaunch> after = StepLaunches(Decode({1000}));
+  ASSERT_EQ(after.size(), 6u);
+  EXPECT_EQ(after[0].graph, 2);
+  EXPECT_NE(after[0].args.scratch, before[0].args.scratch);
+  EXPECT_EQ(Replays(), (std::vector<int>{1, 2}));
+
+  // Staging growth alone: 8 sequences of 250 keys (one split: no partials)
+  // need a larger area (block tables 8 x 16) than one sequence did.
+  ASSERT_TRUE(Open(nullptr, "sm_90", true).ok());
+  control_("reset", 0);
+  ASSERT_EQ(StepLaunches(Decode({20})).size(), 4u);
+  EXPECT_EQ(query_("graphs"), 1);
+  std::vector<int32_t> eight(8, 250);
+  std::vector<FakeCudaLaunch> wide = StepLaunches(Decode(eight));
+  ASSERT_EQ(wide.size(), 4u);
+  EXPECT_EQ(wide[0].graph, 2);
+  EXPECT_EQ(query_("graphs"), 1);  // graph 1 was dropped with the old area
+  eight[3] = 251;
+  EXPECT_TRUE(StepLaunches(Decode(eight)).empty());
+  EXPECT_EQ(Replays(), (std::vector<int>{1, 2, 2}));
+}
+
+TEST_F(CudaRunnerTest, ALaunchFailingDuringCaptureEndsIt) {
+  ASSERT_TRUE(Open(nullptr, "sm_90", true).ok());
+  control_("launch_result", 1);
+  ExpectError(runner_->Step(Decode({5})),
+              {"cuLaunchKernel(llmc_cuda_embed, grid [1, 1, 1] x 128) of CUDA step 0 (embed) "
+               "failed: CUDA_ERROR_INVALID_VALUE (1): invalid argument"});
+  EXPECT_EQ(query_("capturing"), 0);
+  EXPECT_EQ(query_("graphs"), 0);
+  control_("launch_result", 0);
+  EXPECT_EQ(StepLaunches(Decode({5})).size(), 4u);
+  EXPECT_EQ(Replays(), (std::vector<int>{2}));
+}
+
+TEST_F(CudaRunnerTest, GraphsNeedTheDriversGraphFunctions) {
+  auto api = cuda::DriverApi::Load(LLMC_FAKE_CUDA_DRIVER_NO_GRAPHS);
+  ASSERT_TRUE(api.ok()) << api.status();
+  ASSERT_TRUE(test::WriteTinyArtifact(dir_, nullptr, test::TinyCudaManifest()).ok());
+  auto artifact = Artifact::Open(dir_);
+  ASSERT_TRUE(artifact.ok());
+  RunnerOptions o;
+  o.cuda_graphs = true;
+  {
+    auto device = cuda::CudaDevice::Open({}, api->get());
+    ASSERT_TRUE(device.ok());
+    auto runner = CudaRunner::Create(**artifact, o, "sm_90", *std::move(device));
+    ExpectError(runner, {"--cuda-graphs: the CUDA driver", "lacks the graph functions",
+                         "run without --cuda-graphs"});
+    EXPECT_EQ(runner.status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+  // Without the flag the same driver runs the artifact.
+  o.cuda_graphs = false;
+  auto device = cuda::CudaDevice::Open({}, api->get());
+  ASSERT_TRUE(device.ok());
+  auto runner = CudaRunner::Create(**artifact, o, "sm_90", *std::move(device));
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  EXPECT_TRUE((*runner)->Step(Sequence(0, 1)).ok());
 }
 
 }  // namespace

@@ -121,6 +121,66 @@ TEST(CudaStepPlan, StagingOfALongBlockTable) {
   EXPECT_EQ(l.total % kStagingAlignInts, 0);
 }
 
+TEST(CudaStepPlan, StagingWithPaddedBlockTables) {
+  StepBatch b = TwoSequences();  // 2 sequences, 2 columns
+  StagingLayout l = PlanStaging(b, 4);
+  EXPECT_EQ(l.block_columns, 4);
+  EXPECT_EQ(l.slot_mapping, l.block_tables + 16);
+  std::vector<int32_t> area(size_t(l.total), -7);
+  PackStaging(b, l, area.data());
+  EXPECT_EQ(std::vector<int32_t>(area.begin() + l.block_tables, area.begin() + l.block_tables + 8),
+            (std::vector<int32_t>{4, -1, -1, -1, 0, 1, -1, -1}));
+  EXPECT_EQ(area[size_t(l.block_tables + 8)], 0);  // alignment padding
+  llmc_cuda_step_info info = MakeStepInfo(b, l, 0x1000, 16);
+  EXPECT_EQ(info.max_blocks, 4);
+  // Fewer columns than the batch has: the batch's.
+  EXPECT_EQ(PlanStaging(b, 1).block_columns, 2);
+  EXPECT_EQ(PlanStaging(b).block_columns, 2);
+}
+
+TEST(CudaStepPlan, GraphSteps) {
+  EXPECT_FALSE(IsGraphStep(TwoSequences()));  // a prefill
+  StepBatch d;
+  d.tokens = {1, 2};
+  d.query_starts = {0, 1, 2};
+  d.context_lens = {5, 9};
+  EXPECT_TRUE(IsGraphStep(d));
+  d.query_starts = {0, 2, 2};  // T = S, but one sequence has both tokens
+  EXPECT_FALSE(IsGraphStep(d));
+  StepBatch big;
+  big.query_starts = {0};
+  for (int i = 1; i <= kCudaGraphMaxTokens; ++i) {
+    big.tokens.push_back(1);
+    big.query_starts.push_back(i);
+    big.context_lens.push_back(1);
+  }
+  EXPECT_EQ(big.num_tokens(), kCudaGraphMaxTokens);
+  EXPECT_TRUE(IsGraphStep(big));
+  big.tokens.push_back(1);
+  big.query_starts.push_back(int32_t(kCudaGraphMaxTokens + 1));
+  big.context_lens.push_back(1);
+  EXPECT_FALSE(IsGraphStep(big));  // too many tokens
+
+  EXPECT_EQ(GraphBlockColumns(0), 1);
+  EXPECT_EQ(GraphBlockColumns(1), 1);
+  EXPECT_EQ(GraphBlockColumns(3), 4);
+  EXPECT_EQ(GraphBlockColumns(64), 64);
+  EXPECT_EQ(GraphBlockColumns(65), 128);
+
+  StepBatch b = TwoSequences();
+  llmc_cuda_step_info a = MakeStepInfo(b, PlanStaging(b), 0x1000, 16);
+  llmc_cuda_step_info same = MakeStepInfo(b, PlanStaging(b), 0x1000, 16);
+  EXPECT_TRUE(SameStepInfo(a, same));
+  EXPECT_FALSE(SameStepInfo(a, MakeStepInfo(b, PlanStaging(b), 0x2000, 16)));
+  EXPECT_FALSE(SameStepInfo(a, MakeStepInfo(b, PlanStaging(b, 4), 0x1000, 16)));
+  std::vector<SelectedLaunch> x(2), y(2);
+  EXPECT_TRUE(SameLaunches(x, y));
+  y[1].grid[2] = 3;
+  EXPECT_FALSE(SameLaunches(x, y));
+  y.pop_back();
+  EXPECT_FALSE(SameLaunches(x, y));
+}
+
 struct Expected {
   size_t step, launch;
   std::array<unsigned, 3> grid;

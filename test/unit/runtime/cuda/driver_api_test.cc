@@ -74,9 +74,15 @@ TEST_F(FakeDriver, ResolvesVersionedNamesFallbacksAndOptionalGraphs) {
   float ms = 0;
   EXPECT_EQ(api_->cuEventElapsedTime(&ms, nullptr, nullptr), kCudaSuccess);
   EXPECT_EQ(ms, 0.25f);
-  EXPECT_FALSE(api_->has_graphs());  // the fake exports no cuGraph*
-  EXPECT_EQ(api_->cuGraphLaunch, nullptr);
+  EXPECT_TRUE(api_->has_graphs());
   EXPECT_EQ(api_->path(), LLMC_FAKE_CUDA_DRIVER);
+  // A driver without the graph functions is usable; they stay null.
+  auto no_graphs = DriverApi::Load(LLMC_FAKE_CUDA_DRIVER_NO_GRAPHS);
+  ASSERT_TRUE(no_graphs.ok()) << no_graphs.status();
+  EXPECT_FALSE((*no_graphs)->has_graphs());
+  EXPECT_EQ((*no_graphs)->cuGraphLaunch, nullptr);
+  EXPECT_EQ((*no_graphs)->cuStreamBeginCapture, nullptr);
+  EXPECT_NE((*no_graphs)->cuLaunchKernel, nullptr);
 }
 
 TEST_F(FakeDriver, CheckNamesTheCallAndTheDriversError) {

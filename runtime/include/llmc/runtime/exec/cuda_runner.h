@@ -9,6 +9,13 @@
 // each [num_blocks, block_size, kv_heads, head_dim] in the activation type,
 // zero-initialised; f32 scratch for split attention's partials (sized at load
 // for a decode step at full context, grown when a larger step needs more).
+//
+// With RunnerOptions.cuda_graphs, a decode step (IsGraphStep) is captured
+// into a CUDA graph the first time its launches and step info occur, and
+// replayed from it after that (cuda_step_plan.h says what a graph depends
+// on); the staging upload and the logits download stay outside the graph.
+// Growing the staging or the scratch moves pointers the graphs hold: every
+// graph is dropped then.
 #ifndef LLMC_RUNTIME_EXEC_CUDA_RUNNER_H_
 #define LLMC_RUNTIME_EXEC_CUDA_RUNNER_H_
 
@@ -29,7 +36,8 @@ class CudaRunner : public StepRunner {
  public:
   // Runs `artifact`'s module for `target` ("sm_90", from ChooseBackend) on
   // `device`, which the runner keeps (and closes last). RunnerOptions.threads
-  // is ignored.
+  // is ignored. FailedPrecondition when cuda_graphs is set and the driver
+  // lacks the graph functions.
   static absl::StatusOr<std::unique_ptr<CudaRunner>> Create(
       const Artifact& artifact, const RunnerOptions& options, const std::string& target,
       std::unique_ptr<cuda::CudaDevice> device);
@@ -57,6 +65,18 @@ class CudaRunner : public StepRunner {
   absl::Status UploadWeights();
   absl::Status LoadModule();
   absl::Status Launch(const SelectedLaunch& launch, llmc_cuda_step_info* info);
+  // The step's launches through a graph: the cached one whose launches and
+  // step info are these, else one captured now (and cached); then replayed.
+  absl::Status LaunchGraph(llmc_cuda_step_info* info);
+  void DropGraphs();
+
+  struct Graph {
+    llmc_cuda_step_info info{};
+    std::vector<SelectedLaunch> launches;
+    cuda::CUgraph graph = nullptr;
+    cuda::CUgraphExec exec = nullptr;
+    uint64_t last_used = 0;
+  };
 
   // Declared first: destroyed last, after the module and memory that need it.
   std::unique_ptr<cuda::CudaDevice> device_;
@@ -77,6 +97,8 @@ class CudaRunner : public StepRunner {
   size_t staging_bytes_ = 0;
   size_t scratch_bytes_ = 0;      // of bindings_.scratch
   std::vector<SelectedLaunch> selected_;
+  std::vector<Graph> graphs_;     // with options_.cuda_graphs; destroyed before the device
+  uint64_t steps_ = 0;            // Step calls, for the graphs' last use
   std::vector<float> logits_;     // [max_logits, vocab], what Step returns
 };
 

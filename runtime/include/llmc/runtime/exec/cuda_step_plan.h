@@ -50,15 +50,19 @@ int64_t AttentionScratchFloats(const ManifestCuda& cuda, int64_t tokens, int64_t
 struct StagingLayout {
   int64_t tokens = 0, positions = 0, query_starts = 0, context_lens = 0, block_tables = 0,
           slot_mapping = 0, logits_rows = 0;
-  int64_t total = 0;  // int32 elements of the whole area
+  int64_t total = 0;          // int32 elements of the whole area
+  int64_t block_columns = 0;  // columns of the staged block_tables (step_info.max_blocks)
 };
 inline constexpr int64_t kStagingAlignInts = 16;
-StagingLayout PlanStaging(const StepBatch& batch);
+// `block_columns`: the staged block tables' column count, at least
+// batch.max_blocks (0: batch.max_blocks). More columns pad each row with -1,
+// so that steps whose tables differ in width share one layout (CUDA graphs).
+StagingLayout PlanStaging(const StepBatch& batch, int64_t block_columns = 0);
 // Writes the arrays at their offsets into `out` (layout.total elements; the
-// padding is zeroed).
+// alignment padding is zeroed, the block tables' padding columns are -1).
 void PackStaging(const StepBatch& batch, const StagingLayout& layout, int32_t* out);
 // The step's llmc_cuda_step_info, its pointers into the staging area uploaded
-// at device address `staging`.
+// at device address `staging`; max_blocks is layout.block_columns.
 llmc_cuda_step_info MakeStepInfo(const StepBatch& batch, const StagingLayout& layout,
                                  cuda::CUdeviceptr staging, int64_t block_size);
 
@@ -86,6 +90,28 @@ struct SelectedLaunch {
 absl::Status SelectLaunches(const ManifestCuda& cuda,
                             const std::vector<std::vector<ParsedLaunch>>& parsed, int64_t tokens,
                             int64_t logits, int64_t max_context, std::vector<SelectedLaunch>* out);
+
+// CUDA graphs (RunnerOptions.cuda_graphs). A graph bakes in its launches'
+// grids and kernel parameters, so a step replays one only when its launches
+// and its llmc_cuda_step_info equal those captured (SameLaunches,
+// SameStepInfo); the step info's pointers stay put as long as the staging
+// area does, and its max_blocks is the block tables' width rounded up
+// (GraphBlockColumns), so graphs depend on T, S, L, that width and the
+// attention splits.
+//
+// Steps that may replay a graph: decode steps (every sequence one token) of
+// at most kCudaGraphMaxTokens tokens; prefill steps run launch by launch.
+inline constexpr int64_t kCudaGraphMaxTokens = 256;
+// Graphs kept at most; the least recently replayed one goes first.
+inline constexpr size_t kCudaGraphCacheSize = 64;
+bool IsGraphStep(const StepBatch& batch);
+// The block tables' width of a graph step: max_blocks rounded up to a power
+// of two, so a growing context changes it rarely (and the upload stays near
+// the batch's own size).
+int64_t GraphBlockColumns(int64_t max_blocks);
+// Field by field (the struct has padding).
+bool SameStepInfo(const llmc_cuda_step_info& a, const llmc_cuda_step_info& b);
+bool SameLaunches(const std::vector<SelectedLaunch>& a, const std::vector<SelectedLaunch>& b);
 
 // The device addresses a step plan binds.
 struct CudaBindings {

@@ -21,6 +21,7 @@ struct RunnerOptions {
   int64_t max_logits = 0;          // rows of logits per step; 0: max_batch_tokens
   int64_t block_size = 16;         // tokens per KV block
   int64_t num_blocks = 0;          // 0: enough for max_position tokens of one sequence
+  bool cuda_graphs = false;        // CUDA: replay decode steps from captured graphs (host: ignored)
 };
 
 class StepRunner {

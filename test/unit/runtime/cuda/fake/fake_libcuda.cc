@@ -4,13 +4,22 @@
 // work). fake_cuda_control(key, value) sets its behaviour; tests reach it by
 // dlopen'ing the same path (one handle, one state).
 //
-// Built twice: as is, and with FAKE_CUDA_OLD (no cuMemAlloc_v2, as a driver
-// too old to use).
+// Built three times: as is, with FAKE_CUDA_OLD (no cuMemAlloc_v2, as a driver
+// too old to use), and with FAKE_CUDA_NO_GRAPHS (no cuGraph* nor stream
+// capture: a usable driver without the optional graph functions).
 //
 // Functions are named handles (one per name cuModuleGetFunction is asked
 // for), and every cuLaunchKernel is recorded with its grid, block and the
 // llmc ABI parameters (fake_libcuda.h), so the CUDA runner's launches can be
 // checked; "launch_result" makes launches fail.
+//
+// Graphs: cuStreamBeginCapture starts graph n (numbered from 1 per reset);
+// launches until cuStreamEndCapture are recorded as captured into it and
+// not run; cuGraphLaunch records a replay of n. Copies, memsets, allocation
+// and synchronization during a capture fail with
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, as the driver's thread-local mode
+// makes them, so a runner that captures them is caught. Live graphs and
+// executable graphs are counted ("graphs", "graph_execs").
 #include "fake_libcuda.h"
 
 #include <cstdint>
@@ -33,7 +42,17 @@ struct State {
   int launch_result = 0;          // what cuLaunchKernel returns
   std::vector<FakeCudaLaunch> launches;
   int memsets = 0;
+  int capturing = 0;               // the graph being captured; 0: none
+  int captures = 0;                // cuStreamBeginCapture calls
+  int graphs = 0, graph_execs = 0;  // live
+  int capture_violations = 0;      // calls refused during a capture
+  std::vector<int> graph_launches;  // the graph each cuGraphLaunch replayed
 } g;
+struct FakeGraph {
+  int id;
+  std::vector<FakeCudaLaunch> launches;  // captured
+};
+constexpr int kCaptureUnsupported = 900;  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 // Function handles: stable addresses of their names (never freed; a test
 // process asks for few).
 std::deque<std::string> functions;
@@ -57,6 +76,11 @@ API long fake_cuda_query(const char* key) {
   if (k == "streams") return g.streams;
   if (k == "modules") return g.modules;
   if (k == "memsets") return g.memsets;
+  if (k == "captures") return g.captures;
+  if (k == "capturing") return g.capturing;
+  if (k == "graphs") return g.graphs;
+  if (k == "graph_execs") return g.graph_execs;
+  if (k == "capture_violations") return g.capture_violations;
   return -1;
 }
 API long fake_cuda_launch_count() { return long(g.launches.size()); }
@@ -66,6 +90,18 @@ API int fake_cuda_launch(long i, FakeCudaLaunch* out) {
   return 1;
 }
 
+API long fake_cuda_graph_launch_count() { return long(g.graph_launches.size()); }
+API int fake_cuda_graph_launch(long i) {
+  if (i < 0 || i >= long(g.graph_launches.size())) return 0;
+  return g.graph_launches[size_t(i)];
+}
+// During a capture: the error a call that cannot be captured gets.
+#define REFUSE_DURING_CAPTURE()  \
+  if (g.capturing) {             \
+    ++g.capture_violations;      \
+    return kCaptureUnsupported;  \
+  }
+
 API CUresult cuGetErrorName(CUresult r, const char** s) {
   switch (r) {
     case 0: *s = "CUDA_SUCCESS"; return 0;
@@ -74,6 +110,7 @@ API CUresult cuGetErrorName(CUresult r, const char** s) {
     case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
     case 218: *s = "CUDA_ERROR_INVALID_PTX"; return 0;
     case 500: *s = "CUDA_ERROR_NOT_FOUND"; return 0;
+    case 900: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; return 0;
   }
   *s = nullptr;
   return 1;
@@ -86,6 +123,7 @@ API CUresult cuGetErrorString(CUresult r, const char** s) {
     case 100: *s = "no CUDA-capable device is detected"; return 0;
     case 218: *s = "a PTX JIT compilation failed"; return 0;
     case 500: *s = "named symbol not found"; return 0;
+    case 900: *s = "operation not permitted when stream is capturing"; return 0;
   }
   *s = nullptr;
   return 1;
@@ -117,7 +155,10 @@ API CUresult cuDeviceTotalMem_v2(size_t* b, int) { *b = size_t(80) << 30; return
 API CUresult cuDevicePrimaryCtxRetain(void** c, int) { ++g.ctx_retained; *c = &g; return 0; }
 API CUresult cuDevicePrimaryCtxRelease_v2(int) { --g.ctx_retained; return 0; }
 API CUresult cuCtxSetCurrent(void*) { return 0; }
-API CUresult cuCtxSynchronize() { return 0; }
+API CUresult cuCtxSynchronize() {
+  REFUSE_DURING_CAPTURE();
+  return 0;
+}
 API CUresult cuMemGetInfo_v2(size_t* f, size_t* t) { *f = *t = size_t(80) << 30; return 0; }
 
 // PTX "modules": text containing "error" fails with a log; otherwise a module
@@ -180,11 +221,13 @@ API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsi
     std::memcpy(&l.info, params[0], sizeof l.info);
     std::memcpy(&l.args, params[1], sizeof l.args);
   }
+  l.graph = g.capturing;
   g.launches.push_back(l);
   return 0;
 }
 #ifndef FAKE_CUDA_OLD
 API CUresult cuMemAlloc_v2(unsigned long long* p, size_t bytes) {
+  REFUSE_DURING_CAPTURE();
   if (g.alloc_limit == 0) return 2;
   if (g.alloc_limit > 0) --g.alloc_limit;
   void* m = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
@@ -195,19 +238,23 @@ API CUresult cuMemAlloc_v2(unsigned long long* p, size_t bytes) {
 }
 #endif
 API CUresult cuMemFree_v2(unsigned long long p) {
+  REFUSE_DURING_CAPTURE();
   ++g.frees;
   std::free(reinterpret_cast<void*>(uintptr_t(p)));
   return 0;
 }
 API CUresult cuMemcpyHtoD_v2(unsigned long long d, const void* s, size_t n) {
+  REFUSE_DURING_CAPTURE();
   std::memcpy(reinterpret_cast<void*>(uintptr_t(d)), s, n);
   return 0;
 }
 API CUresult cuMemcpyDtoH_v2(void* d, unsigned long long s, size_t n) {
+  REFUSE_DURING_CAPTURE();
   std::memcpy(d, reinterpret_cast<void*>(uintptr_t(s)), n);
   return 0;
 }
 API CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) {
+  REFUSE_DURING_CAPTURE();
   std::memcpy(reinterpret_cast<void*>(uintptr_t(d)), reinterpret_cast<void*>(uintptr_t(s)), n);
   return 0;
 }
@@ -221,12 +268,16 @@ API CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, si
   return cuMemcpyDtoD_v2(d, s, n);
 }
 API CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void*) {
+  REFUSE_DURING_CAPTURE();
   ++g.memsets;
   std::memset(reinterpret_cast<void*>(uintptr_t(d)), v, n);
   return 0;
 }
 API CUresult cuStreamCreate(void** s, unsigned) { ++g.streams; *s = &g; return 0; }
-API CUresult cuStreamSynchronize(void*) { return 0; }
+API CUresult cuStreamSynchronize(void*) {
+  REFUSE_DURING_CAPTURE();
+  return 0;
+}
 API CUresult cuStreamDestroy_v2(void*) { --g.streams; return 0; }
 API CUresult cuEventCreate(void** e, unsigned) { *e = &g; return 0; }
 API CUresult cuEventRecord(void*, void*) { return 0; }
@@ -234,4 +285,43 @@ API CUresult cuEventSynchronize(void*) { return 0; }
 // Only the unversioned name, as drivers before CUDA 12.8 export it.
 API CUresult cuEventElapsedTime(float* ms, void*, void*) { *ms = 0.25f; return 0; }
 API CUresult cuEventDestroy_v2(void*) { return 0; }
-// No cuGraph* functions: graphs are optional.
+#ifndef FAKE_CUDA_NO_GRAPHS
+API CUresult cuStreamBeginCapture_v2(void*, int) {
+  if (g.capturing) return kCaptureUnsupported;
+  g.capturing = ++g.captures;
+  return 0;
+}
+API CUresult cuStreamEndCapture(void*, void** graph) {
+  if (!g.capturing) return 1;
+  auto* captured = new FakeGraph{g.capturing, {}};
+  for (const FakeCudaLaunch& l : g.launches)
+    if (l.graph == g.capturing) captured->launches.push_back(l);
+  *graph = captured;
+  ++g.graphs;
+  g.capturing = 0;
+  return 0;
+}
+API CUresult cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long) {
+  if (!graph) return 1;
+  *exec = new FakeGraph(*static_cast<FakeGraph*>(graph));
+  ++g.graph_execs;
+  return 0;
+}
+API CUresult cuGraphLaunch(void* exec, void*) {
+  REFUSE_DURING_CAPTURE();
+  if (!exec) return 1;
+  const FakeGraph& graph = *static_cast<FakeGraph*>(exec);
+  g.graph_launches.push_back(graph.id);
+  return 0;
+}
+API CUresult cuGraphExecDestroy(void* exec) {
+  delete static_cast<FakeGraph*>(exec);
+  --g.graph_execs;
+  return 0;
+}
+API CUresult cuGraphDestroy(void* graph) {
+  delete static_cast<FakeGraph*>(graph);
+  --g.graphs;
+  return 0;
+}
+#endif

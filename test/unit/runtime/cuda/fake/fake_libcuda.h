@@ -2,6 +2,9 @@
 // tests that run the CUDA runner's control flow without a GPU. The two
 // kernel parameters are copied as the llmc CUDA ABI's structs (cuda_abi.h);
 // the fake's device memory is host memory, so their pointers can be read.
+// A launch made while its stream is being captured is recorded with the
+// number of the graph it went into (it does not run); cuGraphLaunch records
+// the number of the graph it replays.
 #ifndef LLMC_TEST_UNIT_RUNTIME_CUDA_FAKE_FAKE_LIBCUDA_H_
 #define LLMC_TEST_UNIT_RUNTIME_CUDA_FAKE_FAKE_LIBCUDA_H_
 
@@ -15,10 +18,15 @@ struct FakeCudaLaunch {
   int has_params;            // kernelParams was not null
   llmc_cuda_step_info info;  // *kernelParams[0]
   llmc_cuda_args args;       // *kernelParams[1]
+  int graph;                 // 0: launched; n > 0: captured into graph n (the n-th capture)
 };
 
 // Exported by the fake: launches recorded since the last reset, and the i-th.
 extern "C" long fake_cuda_launch_count();
 extern "C" int fake_cuda_launch(long i, FakeCudaLaunch* out);
+// cuGraphLaunch calls since the last reset, and the graph the i-th replayed
+// (0 if there is no i-th).
+extern "C" long fake_cuda_graph_launch_count();
+extern "C" int fake_cuda_graph_launch(long i);
 
 #endif  // LLMC_TEST_UNIT_RUNTIME_CUDA_FAKE_FAKE_LIBCUDA_H_
