@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 #include "../artifact/artifact_test_util.h"
@@ -165,7 +166,7 @@ std::vector<std::string> Canonical(const std::vector<FakeCudaLaunch>& launches) 
   auto name = [&](const void* p) {
     if (p == nullptr) return std::string("null");
     auto it = names.emplace(p, int(names.size())).first;
-    return "p" + std::to_string(it->second);
+    return absl::StrCat("p", it->second);
   };
   auto ints = [](const int* p, size_t n) {
     std::string out;
@@ -187,10 +188,11 @@ std::vector<std::string> Canonical(const std::vector<FakeCudaLaunch>& launches) 
       s += ints(i.block_tables + q * i.max_blocks, size_t((i.context_lens[q] + 15) / 16)) + ";";
     s += " slots " + ints(i.slot_mapping, size_t(i.num_tokens));
     s += " rows " + ints(i.logits_rows, size_t(i.num_logits));
-    for (const void* p : l.args.buffers) s += " " + name(p);
-    for (const void* p : l.args.weights) s += " " + name(p);
-    for (const void* p : l.args.caches) s += " " + name(p);
-    s += " " + name(l.args.scratch);
+    std::vector<const void*> pointers(std::begin(l.args.buffers), std::end(l.args.buffers));
+    pointers.insert(pointers.end(), std::begin(l.args.weights), std::end(l.args.weights));
+    pointers.insert(pointers.end(), std::begin(l.args.caches), std::end(l.args.caches));
+    pointers.push_back(l.args.scratch);
+    for (const void* p : pointers) absl::StrAppend(&s, " ", name(p));
     out.push_back(s);
   }
   return out;
@@ -386,6 +388,7 @@ TEST_F(CudaRunnerTest, DecodeStepsReplayACapturedGraph) {
   ASSERT_EQ(direct.size(), 4u);
   for (const FakeCudaLaunch& l : direct) EXPECT_EQ(l.graph, 0);
   EXPECT_EQ(query_("captures"), 0);
+  std::vector<std::string> direct_text = Canonical(direct);  // while its memory is there
 
   ASSERT_TRUE(Open(nullptr, "sm_90", /*cuda_graphs=*/true).ok());
   control_("reset", 0);
@@ -400,7 +403,7 @@ TEST_F(CudaRunnerTest, DecodeStepsReplayACapturedGraph) {
   EXPECT_EQ(query_("capture_violations"), 0);  // no copy or sync inside the capture
   // The same kernels, grids and parameters as without graphs; the block
   // tables are 4 columns wide either way (4 blocks, a power of two).
-  EXPECT_EQ(Canonical(captured), Canonical(direct));
+  EXPECT_EQ(Canonical(captured), direct_text);
   EXPECT_EQ(captured[0].info.max_blocks, 4);
 
   // The same step again, and the next decode step (one more token, same
