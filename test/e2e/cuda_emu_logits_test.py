@@ -11,7 +11,8 @@ cuLaunchKernel of `llmc-rt logits --backend=cuda` through it. The logits of a
 prefill (the tensor-core GEMM path: T > 8) and of decode steps (the GEMV
 path) are compared with the float64 reference (test/reference) on the same
 weights. One case runs past 256 tokens of context, so attention splits and
-its reduction kernel run too.
+its reduction kernel run too. One case runs again with --cuda-graphs: decode
+steps captured and replayed as graphs must give the same logits to the bit.
 
 Tolerance, max |cuda - ref| / max |ref| per row: 2e-2 with bf16 activations
 and KV cache, 1e-2 with f16, 1e-4 with f32; top-1 agreement >= 0.98 with
@@ -63,6 +64,10 @@ CASES = {
          "--gguf-type", "q5_0"],
         "gguf", "bf16", 270, 3),
 }
+
+
+# Cases also run with --cuda-graphs (must match the launch-by-launch logits).
+GRAPH_CASES = {"llama-gqa-hd64-q8_0-bf16"}
 
 
 def run(cmd, env=None):
@@ -117,6 +122,18 @@ def check(args, name, work):
           f"{TOLERANCE[dtype]:.0e}), top-1 {top1:.3f}", flush=True)
     if not ok:
         print(r.stderr[-2000:])
+    if name in GRAPH_CASES:
+        # The decode steps again, captured once per shape and replayed as
+        # CUDA graphs (the fake replays the captured launches): the same
+        # logits to the bit.
+        graphs = out + ".graphs"
+        run([rt if os.path.exists(rt) else args.llmc, "logits", art, "--backend=cuda",
+             "--cuda-graphs", "--tokens", ",".join(map(str, tokens)), "--prefill", str(prefill),
+             "-o", graphs], env=env)
+        same = open(graphs, "rb").read() == open(out, "rb").read()
+        print(f"{'PASS' if same else 'FAIL'} {name} --cuda-graphs: decode steps replayed from "
+              f"graphs give {'the same' if same else 'DIFFERENT'} logits", flush=True)
+        ok = ok and same
     return ok
 
 

@@ -22,7 +22,10 @@
 // executable graphs are counted ("graphs", "graph_execs").
 #include "fake_libcuda.h"
 
+#include <dlfcn.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -161,6 +164,37 @@ API CUresult cuCtxSynchronize() {
 }
 API CUresult cuMemGetInfo_v2(size_t* f, size_t* t) { *f = *t = size_t(80) << 30; return 0; }
 
+// Execution (test/cuda-emu): with FAKE_CUDA_KERNELS naming an artifact's
+// kernels built for the CPU (cuda_emu.h), modules stand for that object and
+// cuLaunchKernel runs the named entry over its grid (llmc_emu_run), so the
+// runtime's CUDA backend computes real logits on this fake device.
+namespace {
+void* g_emu = nullptr;
+int (*g_emu_run)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                 void**) = nullptr;
+bool LoadEmulatedKernels() {
+  const char* path = std::getenv("FAKE_CUDA_KERNELS");
+  if (path == nullptr || g_emu != nullptr) return true;
+  g_emu = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (g_emu != nullptr)
+    g_emu_run = reinterpret_cast<decltype(g_emu_run)>(dlsym(g_emu, "llmc_emu_run"));
+  if (g_emu == nullptr || g_emu_run == nullptr) {
+    std::fprintf(stderr, "fake libcuda: FAKE_CUDA_KERNELS=%s: %s\n", path,
+                 g_emu == nullptr ? dlerror() : "no llmc_emu_run");
+    return false;
+  }
+  return true;
+}
+// Runs the launch when emulating; 0 otherwise or on success.
+int RunEmulated(const char* symbol, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                unsigned by, unsigned bz, void** params) {
+  if (g_emu_run == nullptr) return 0;
+  void* fn = dlsym(g_emu, symbol);
+  if (fn == nullptr) return 500;  // CUDA_ERROR_NOT_FOUND
+  return g_emu_run(fn, gx, gy, gz, bx, by, bz, params) == 0 ? 0 : 719;  // LAUNCH_FAILED
+}
+}  // namespace
+
 // PTX "modules": text containing "error" fails with a log; otherwise a module
 // whose functions are any name but "missing".
 API CUresult cuModuleLoadDataEx(void** m, const void* image, unsigned n, int* opts, void** vals) {
@@ -190,6 +224,7 @@ API CUresult cuModuleLoadDataEx(void** m, const void* image, unsigned n, int* op
     }
   }
   if (bad) return 218;
+  if (!LoadEmulatedKernels()) return 218;
   ++g.modules;
   *m = &g;
   return 0;
@@ -223,7 +258,8 @@ API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsi
   }
   l.graph = g.capturing;
   g.launches.push_back(l);
-  return 0;
+  if (g.capturing) return 0;  // captured: it runs when the graph is launched
+  return RunEmulated(l.symbol, gx, gy, gz, bx, by, bz, params);
 }
 #ifndef FAKE_CUDA_OLD
 API CUresult cuMemAlloc_v2(unsigned long long* p, size_t bytes) {
@@ -312,6 +348,14 @@ API CUresult cuGraphLaunch(void* exec, void*) {
   if (!exec) return 1;
   const FakeGraph& graph = *static_cast<FakeGraph*>(exec);
   g.graph_launches.push_back(graph.id);
+  // Emulating: the captured launches run, with their parameters as captured.
+  for (const FakeCudaLaunch& l : graph.launches) {
+    FakeCudaLaunch copy = l;
+    void* params[] = {&copy.info, &copy.args};
+    if (int r = RunEmulated(copy.symbol, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                            l.block[2], l.has_params ? params : nullptr))
+      return r;
+  }
   return 0;
 }
 API CUresult cuGraphExecDestroy(void* exec) {
