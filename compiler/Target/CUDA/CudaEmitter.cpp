@@ -101,6 +101,39 @@ std::string ropeFreqs(const GroupIO &io, RopeOp r) {
       .str();
 }
 
+RopeDeferral findDeferredRopes(Block &step) {
+  RopeDeferral d;
+  for (FusionOp group : step.getOps<FusionOp>())
+    for (PagedAttentionOp p : group.getBody().front().getOps<PagedAttentionOp>()) {
+      auto producerRope = [&](Value inner) -> RopeOp {
+        auto arg = dyn_cast<BlockArgument>(inner);
+        if (!arg || !inner.hasOneUse())
+          return {};
+        Value outer = group.getInputs()[arg.getArgNumber()];
+        auto result = dyn_cast<OpResult>(outer);
+        auto producer = result ? dyn_cast<FusionOp>(result.getOwner()) : FusionOp();
+        if (!producer || !outer.hasOneUse() ||
+            producer.getBody().front().getOps<LinearOp>().empty())
+          return {};
+        Operation *yield = producer.getBody().front().getTerminator();
+        Value yielded = yield->getOperand(result.getResultNumber());
+        auto rope = yielded.getDefiningOp<RopeOp>();
+        if (!rope || rope.getHeadDimAttr().getInt() != p.getHeadDimAttr().getInt() ||
+            llvm::count(yield->getOperands(), yielded) != 1 ||
+            !llvm::all_of(rope->getUsers(), [](Operation *u) { return isa<YieldOp>(u); }))
+          return {};
+        return rope;
+      };
+      RopeOp q = producerRope(p.getQuery()), k = producerRope(p.getKey());
+      if (!q || !k || q.getStyle() != k.getStyle())
+        continue;
+      d.deferred.insert(q);
+      d.deferred.insert(k);
+      d.byAttention[p] = {q, k};
+    }
+  return d;
+}
+
 } // namespace cudagen
 
 namespace {
@@ -130,10 +163,12 @@ struct Bindings {
 class GroupEmitter {
 public:
   GroupEmitter(FusionOp group, const llvm::DenseMap<Value, int64_t> &bufferOf,
-               int64_t logitsBuffer, const CudaEmitOptions &options, Bindings &b)
+               int64_t logitsBuffer, const CudaEmitOptions &options,
+               const RopeDeferral &deferral, Bindings &b)
       : bufferOf(bufferOf), logitsBuffer(logitsBuffer), b(b) {
     io.group = group;
     io.options = &options;
+    io.deferral = &deferral;
     io.weight = [this](Value v) { return bindWeight(v); };
   }
 
@@ -278,11 +313,24 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
                     H, D)
           .str();
   std::string query = io.in(p.getQuery()), key = io.in(p.getKey()), value = io.in(p.getValue());
+  // The cache write; with the RoPEs of the query and key the producing
+  // GEMM group left to it (RopeDeferral), rotating both on the way.
+  std::string write = "kv_write";
+  std::string writeBody =
+      llvm::formatv("  kv_cache_write<{0}, {1}, act>(s, {2}, {3}, {4}, {5});\n", KvH, D, key,
+                    value, kc, vc)
+          .str();
+  if (io.deferral && io.deferral->byAttention.count(p)) {
+    auto [qRope, kRope] = io.deferral->byAttention.lookup(p);
+    write = "rope_kv_write";
+    writeBody = llvm::formatv("  rope_kv_cache_write<{0}, {1}, {2}, rope_style::{3}, act>(s, "
+                              "const_cast<act *>({4}), {5}, {6}, {7}, {8}, {9}, {10});\n",
+                              H, KvH, D, stringifyRopeStyle(qRope.getStyle()), query, key, value,
+                              kc, vc, ropeFreqs(io, qRope), ropeFreqs(io, kRope))
+                    .str();
+  }
   text.defs =
-      entry("kv_write", 128, 4,
-            io.decls + llvm::formatv("  kv_cache_write<{0}, {1}, act>(s, {2}, {3}, {4}, {5});\n",
-                                     KvH, D, key, value, kc, vc)
-                           .str()) +
+      entry(write, 128, 4, io.decls + writeBody) +
       entry("attn", 32 * kAttnWarps, 4,
             io.decls +
                 "  const int splits = gridDim.x;\n"
@@ -301,7 +349,7 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
                               "out0);\n",
                               H, D)
                     .str());
-  text.launches.push_back(launch("kv_write", "", {"T", "1", "1"}, 128));
+  text.launches.push_back(launch(write, "", {"T", "1", "1"}, 128));
   text.launches.push_back(
       launch("attn", "", {"splits", std::to_string(KvH), "T"}, 32 * kAttnWarps));
   text.launches.push_back(launch("attn_reduce", "splits>1", {std::to_string(H), "T", "1"}, 128));
@@ -415,6 +463,7 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
   plan.source += "typedef " + actTypeName(options.activationType) + " act;\n\n";
   llvm::DenseMap<Value, int64_t> bufferOf;
   llvm::StringMap<int64_t> kernelOfText;
+  RopeDeferral deferral = findDeferredRopes(step.getBody().front());
   for (FusionOp group : step.getBody().getOps<FusionOp>()) {
     auto assigned = group->getAttrOfType<DenseI64ArrayAttr>("llm.result_buffers");
     if (!assigned || assigned.size() != int64_t(group.getNumResults()))
@@ -424,7 +473,8 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
 
     KernelText text;
     Bindings bindings;
-    if (failed(GroupEmitter(group, bufferOf, logits.getInt(), options, bindings).emit(text)))
+    if (failed(GroupEmitter(group, bufferOf, logits.getInt(), options, deferral, bindings)
+                   .emit(text)))
       return failure();
     if (bindings.buffers.size() > 12 || bindings.weights.size() > 12)
       return group.emitError() << "CUDA codegen: more than 12 buffers or weights in one launch";

@@ -13,7 +13,8 @@
 //     (f32 activations: the GEMV only), chosen at run time by the token
 //     count;
 //   - for each RoPE on a region, an in-place rotation of its output after
-//     the GEMM (the epilogue stores the region unrotated there).
+//     the GEMM (the epilogue stores the region unrotated there), unless the
+//     attention reading it rotates it with its cache write (RopeDeferral).
 //
 //===----------------------------------------------------------------------===//
 #include "CudaGroup.h"
@@ -206,6 +207,8 @@ LogicalResult GemmGroupEmitter::linearEpilogue(LinearOp l, ArrayRef<Operation *>
   int index = 0;
   for (const EpilogueRegions::Region &r : regions)
     for (RopeOp rope : r.ropes) {
+      if (io.deferral && io.deferral->deferred.contains(rope))
+        continue; // the attention reading it rotates it (with its cache write)
       std::string suffix = "rope" + std::to_string(index++);
       std::string body = io.decls;
       std::string freqs = ropeFreqs(io, rope);

@@ -553,6 +553,47 @@ __device__ void rope_qkv_cache_write(const step_info& s, const Act* __restrict__
       vcache[static_cast<i64>(slot) * KvHeads * HeadDim + i] = row[(Heads + KvHeads) * HeadDim + i];
 }
 
+// The rotations of a fused QKV GEMM taken over by attention: Q [T, Heads *
+// HeadDim] rotated in place, K [T, KvHeads * HeadDim] rotated into the cache
+// slot slot_mapping[t], V copied there (negative slots: skipped). The values
+// are those of rope() then kv_cache_write(), in one launch instead of three.
+// One block per token.
+template <int Heads, int KvHeads, int HeadDim, rope_style Style, class Act, class FreqQ,
+          class FreqK>
+__device__ void rope_kv_cache_write(const step_info& s, Act* q, const Act* __restrict__ k,
+                                    const Act* __restrict__ v, Act* __restrict__ kcache,
+                                    Act* __restrict__ vcache, const FreqQ freq_q,
+                                    const FreqK freq_k) {
+  const int t = blockIdx.x;
+  if (t >= s.num_tokens) return;
+  const int pos = s.positions[t];
+  const int slot = s.slot_mapping[t];
+  constexpr int Half = HeadDim / 2, KW = KvHeads * HeadDim;
+  for (int i = threadIdx.x; i < (Heads + KvHeads) * Half; i += blockDim.x) {
+    const int h = i / Half, j = i % Half;
+    const int ia = rope_pair<HeadDim, Style>::a(j), ib = rope_pair<HeadDim, Style>::b(j);
+    float c, sn;
+    if (h < Heads) {
+      rope_cs(pos, freq_q[j], c, sn);
+      Act* row = q + static_cast<i64>(t) * Heads * HeadDim + h * HeadDim;
+      const float a = to_float(row[ia]), b = to_float(row[ib]);
+      row[ia] = from_float<Act>(a * c - b * sn);
+      row[ib] = from_float<Act>(b * c + a * sn);
+    } else if (slot >= 0) {
+      rope_cs(pos, freq_k[j], c, sn);
+      const int kh = h - Heads;
+      const Act* src = k + static_cast<i64>(t) * KW + kh * HeadDim;
+      Act* dst = kcache + static_cast<i64>(slot) * KW + kh * HeadDim;
+      const float a = to_float(src[ia]), b = to_float(src[ib]);
+      dst[ia] = from_float<Act>(a * c - b * sn);
+      dst[ib] = from_float<Act>(b * c + a * sn);
+    }
+  }
+  if (slot >= 0)
+    for (int i = threadIdx.x; i < KW; i += blockDim.x)
+      vcache[static_cast<i64>(slot) * KW + i] = v[static_cast<i64>(t) * KW + i];
+}
+
 // K and V rows [T, KvHeads * HeadDim] into the cache (no RoPE).
 template <int KvHeads, int HeadDim, class Act>
 __device__ void kv_cache_write(const step_info& s, const Act* __restrict__ k, const Act* __restrict__ v,

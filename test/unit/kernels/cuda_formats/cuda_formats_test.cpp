@@ -55,7 +55,7 @@ template <class Fmt> std::vector<u8> randomRow(int k, std::mt19937 &rng) {
   } else {
     for (int blk = 0; blk < k / Fmt::block_elems; ++blk) {
       u8 *b = row.data() + blk * Fmt::block_bytes;
-      if (name == "q6_k") {
+      if constexpr (Fmt::block_bytes == 210) { // q6_k: d comes last
         putHalf(b + 208);
       } else {
         putHalf(b);
