@@ -1,6 +1,7 @@
 //===- ArtifactBuilder.cpp - write model.llmc -----------------------------===//
 #include "ArtifactBuilder.h"
 
+#include "Artifact/ArtifactFiles.h"
 #include "Artifact/CudaArtifact.h"
 #include "Artifact/WeightStore.h"
 #include "Target/Host/HostEmitter.h"
@@ -31,18 +32,6 @@ using namespace mlir;
 
 namespace llmc {
 namespace {
-
-absl::Status writeFile(const std::string &path, llvm::StringRef text) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return absl::InternalError(absl::StrFormat("cannot write %s: %s", path, ec.message()));
-  os << text;
-  os.close();
-  if (os.has_error())
-    return absl::InternalError(absl::StrFormat("cannot write %s", path));
-  return absl::OkStatus();
-}
 
 std::string cacheDir() {
   if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
@@ -185,7 +174,7 @@ absl::StatusOr<std::string> writeSyntheticTokenizer(const std::string &dir, int6
                                {"model", std::move(model)}};
   std::string text;
   llvm::raw_string_ostream(text) << llvm::json::Value(std::move(tokenizer));
-  LLMC_RETURN_IF_ERROR(writeFile(dir + "/tokenizer.json", text));
+  LLMC_RETURN_IF_ERROR(writeArtifactFile(dir + "/tokenizer.json", text));
   llvm::json::Object config{{"add_bos_token", false},
                             {"add_eos_token", false},
                             {"tokenizer_class", "PreTrainedTokenizerFast"}};
@@ -193,7 +182,7 @@ absl::StatusOr<std::string> writeSyntheticTokenizer(const std::string &dir, int6
     config["eos_token"] = "<|endoftext|>";
   text.clear();
   llvm::raw_string_ostream(text) << llvm::json::Value(std::move(config));
-  LLMC_RETURN_IF_ERROR(writeFile(dir + "/tokenizer_config.json", text));
+  LLMC_RETURN_IF_ERROR(writeArtifactFile(dir + "/tokenizer_config.json", text));
   return std::string("tokenizer.json");
 }
 
@@ -227,11 +216,10 @@ absl::Status build(ModuleOp module, const ModelConfig &config, const std::string
 
   // Sources and the shared object.
   std::string srcDir = tmp + "/kernels/host/src";
-  if (std::error_code ec = llvm::sys::fs::create_directories(srcDir))
-    return absl::InternalError(absl::StrFormat("cannot create %s: %s", srcDir, ec.message()));
-  LLMC_RETURN_IF_ERROR(writeFile(srcDir + "/kernels.cpp", plan->source));
-  LLMC_RETURN_IF_ERROR(writeFile(srcDir + "/llmc_host_kernels.h", kHostKernelsHeader));
-  LLMC_RETURN_IF_ERROR(writeFile(srcDir + "/host_abi.h", kHostAbiHeader));
+  LLMC_RETURN_IF_ERROR(makeArtifactDir(srcDir));
+  LLMC_RETURN_IF_ERROR(writeArtifactFile(srcDir + "/kernels.cpp", plan->source));
+  LLMC_RETURN_IF_ERROR(writeArtifactFile(srcDir + "/llmc_host_kernels.h", kHostKernelsHeader));
+  LLMC_RETURN_IF_ERROR(writeArtifactFile(srcDir + "/host_abi.h", kHostAbiHeader));
   progress(absl::StrFormat("building %d host kernels (-march=%s)", plan->kernels.size(),
                            options.hostCpu));
   LLMC_RETURN_IF_ERROR(
@@ -293,8 +281,7 @@ absl::Status build(ModuleOp module, const ModelConfig &config, const std::string
 
   // Tokenizer.
   std::string tokDir = tmp + "/tokenizer";
-  if (std::error_code ec = llvm::sys::fs::create_directories(tokDir))
-    return absl::InternalError(absl::StrFormat("cannot create %s: %s", tokDir, ec.message()));
+  LLMC_RETURN_IF_ERROR(makeArtifactDir(tokDir));
   std::string tokenizer;
   if (model) {
     LLMC_ASSIGN_OR_RETURN(tokenizer, model->exportTokenizer(tokDir));

@@ -1,6 +1,7 @@
 //===- CudaArtifact.cpp - the CUDA part of model.llmc ---------------------===//
 #include "CudaArtifact.h"
 
+#include "Artifact/ArtifactFiles.h"
 #include "Artifact/StepPlan.h"
 #include "Target/CUDA/NVRTCCompiler.h"
 #include "llmc/runtime/artifact/cuda_abi.h"
@@ -18,27 +19,6 @@
 #include "EmbeddedCudaKernels.inc"
 
 namespace llmc {
-namespace {
-
-absl::Status writeText(const std::string &path, const std::string &text) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return absl::InternalError(absl::StrFormat("cannot write %s: %s", path, ec.message()));
-  os << text;
-  os.close();
-  if (os.has_error())
-    return absl::InternalError(absl::StrFormat("cannot write %s", path));
-  return absl::OkStatus();
-}
-
-absl::Status makeDir(const std::string &dir) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return absl::InternalError(absl::StrFormat("cannot create %s: %s", dir, ec.message()));
-  return absl::OkStatus();
-}
-
-} // namespace
 
 absl::StatusOr<CudaKernelPlan> emitCudaSource(mlir::ModuleOp module,
                                               const CudaEmitOptions &options) {
@@ -90,19 +70,19 @@ absl::Status buildCudaArtifact(mlir::ModuleOp module, const CudaArtifactOptions 
                                ManifestCuda &cuda) {
   LLMC_ASSIGN_OR_RETURN(CudaKernelPlan plan, emitCudaSource(module, options.emit));
   std::string src = dir + "/kernels/cuda/src";
-  LLMC_RETURN_IF_ERROR(makeDir(src));
-  LLMC_RETURN_IF_ERROR(writeText(src + "/kernels.cu", plan.source));
-  LLMC_RETURN_IF_ERROR(writeText(src + "/llmc_cuda_kernels.cuh", kCudaKernelsHeader));
-  LLMC_RETURN_IF_ERROR(writeText(src + "/llmc_cuda_formats.cuh", kCudaFormatsHeader));
-  LLMC_RETURN_IF_ERROR(writeText(src + "/cuda_abi.h", kCudaAbiHeader));
+  LLMC_RETURN_IF_ERROR(makeArtifactDir(src));
+  LLMC_RETURN_IF_ERROR(writeArtifactFile(src + "/kernels.cu", plan.source));
+  LLMC_RETURN_IF_ERROR(writeArtifactFile(src + "/llmc_cuda_kernels.cuh", kCudaKernelsHeader));
+  LLMC_RETURN_IF_ERROR(writeArtifactFile(src + "/llmc_cuda_formats.cuh", kCudaFormatsHeader));
+  LLMC_RETURN_IF_ERROR(writeArtifactFile(src + "/cuda_abi.h", kCudaAbiHeader));
 
   cuda = ManifestCuda();
   cuda.activation_dtype = options.emit.activationType;
   cuda.cuda_abi_version = LLMC_CUDA_ABI_VERSION;
   LLMC_ASSIGN_OR_RETURN(auto ptx, compileCudaSource(plan.source, options, &cuda));
   for (const auto &[arch, text] : ptx) {
-    LLMC_RETURN_IF_ERROR(makeDir(dir + "/kernels/" + arch));
-    LLMC_RETURN_IF_ERROR(writeText(dir + "/kernels/" + arch + "/kernels.ptx", text));
+    LLMC_RETURN_IF_ERROR(makeArtifactDir(dir + "/kernels/" + arch));
+    LLMC_RETURN_IF_ERROR(writeArtifactFile(dir + "/kernels/" + arch + "/kernels.ptx", text));
   }
   cuda.kernels = std::move(plan.kernels);
   LLMC_ASSIGN_OR_RETURN(cuda.steps, toManifestSteps(plan.launches, weightIndex));
