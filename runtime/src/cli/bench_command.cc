@@ -86,7 +86,10 @@ std::vector<int32_t> SyntheticTokens(int64_t n, const Tokenizer& tok, int64_t vo
 }
 
 // One timed run of `t`: its seconds.
-absl::StatusOr<double> RunOnce(Generator& gen, const BenchTest& t, std::mt19937_64& rng) {
+// With `verify`, a batched test also decodes each of its sequences alone and
+// fails unless the greedy tokens are the same.
+absl::StatusOr<double> RunOnce(Generator& gen, const BenchTest& t, std::mt19937_64& rng,
+                               bool verify = false) {
   int64_t vocab = std::min(gen.runner().vocab_size(), gen.tokenizer().vocab_size());
   std::vector<int32_t> prompt =
       SyntheticTokens(std::max<int64_t>(t.n_prompt, 1), gen.tokenizer(), vocab, rng);
@@ -94,7 +97,29 @@ absl::StatusOr<double> RunOnce(Generator& gen, const BenchTest& t, std::mt19937_
     std::vector<std::vector<int32_t>> prompts;
     for (int64_t i = 0; i < t.n_seqs; ++i)
       prompts.push_back(SyntheticTokens(std::max<int64_t>(t.n_prompt, 1), gen.tokenizer(), vocab, rng));
-    return gen.TimeBatchedDecode(prompts, t.n_gen);
+    std::vector<std::vector<int32_t>> batched;
+    auto seconds = gen.TimeBatchedDecode(prompts, t.n_gen, verify ? &batched : nullptr);
+    if (!seconds.ok() || !verify) return seconds;
+    // Each sequence again on its own: the same greedy tokens.
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SamplingParams params;
+      params.temperature = 0;
+      params.ignore_eos = true;
+      params.max_tokens = int(t.n_gen + 1);
+      auto alone = gen.Generate(prompts[i], params, nullptr);
+      if (!alone.ok()) return alone.status();
+      if (alone->tokens != batched[i]) {
+        size_t j = 0;
+        while (j < alone->tokens.size() && j < batched[i].size() &&
+               alone->tokens[j] == batched[i][j])
+          ++j;
+        return absl::InternalError(absl::StrFormat(
+            "%s: sequence %d decoded together with %d others gives other tokens than alone "
+            "(--verify-seqs): token %d is %d, alone %d",
+            t.name, i, t.n_seqs - 1, j, j < batched[i].size() ? batched[i][j] : -1,
+            j < alone->tokens.size() ? alone->tokens[j] : -1));
+      }
+    }
   }
   SamplingParams params;
   params.temperature = 0;
@@ -137,7 +162,7 @@ int Fail(const char* self, const absl::Status& st, int code) {
 int RunBenchCommand(int argc, char** argv) {
   std::string prompt_list = "128,512", seqs_list = "1";
   int64_t gen_tokens = 64, depth = 0, repetitions = 5, seed = 1;
-  bool json = false, warmup = true;
+  bool json = false, warmup = true, verify_seqs = false;
   RunnerFlags runner;
   FlagSet flags(std::string(argv[0]) + " ARTIFACT [-p 128,512] [-n 64] [-r 5] [--json]",
                 kBenchSummary);
@@ -146,6 +171,9 @@ int RunBenchCommand(int argc, char** argv) {
   flags.AddInt("depth", &depth, "prompt tokens before the decode test's steps (0: one token)", 'd');
   flags.AddString("seqs", &seqs_list,
                   "decode test: sequences decoding together, comma-separated (1,8,64: one test each)", 'B');
+  flags.AddBool("verify-seqs", &verify_seqs,
+                "also decode each sequence of a --seqs test alone (untimed) and require the same "
+                "greedy tokens");
   flags.AddInt("repetitions", &repetitions, "timed runs of each test", 'r');
   flags.AddInt("seed", &seed, "seed of the synthetic prompt tokens");
   flags.AddBool("warmup", &warmup, "one untimed run first (--no-warmup skips it)");
@@ -230,7 +258,7 @@ int RunBenchCommand(int argc, char** argv) {
   for (const BenchTest& t : tests) {
     Measured m{t, {}, {}};
     for (int64_t r = 0; r < repetitions; ++r) {
-      auto s = RunOnce(**gen, t, rng);
+      auto s = RunOnce(**gen, t, rng, verify_seqs && r == 0);
       if (!s.ok()) return Fail(self, s.status(), 1);
       m.seconds.push_back(*s);
       m.tps.push_back(double(t.n_gen > 0 ? t.n_gen * t.n_seqs : t.n_prompt) / std::max(*s, 1e-12));

@@ -12,7 +12,8 @@
 namespace llmc {
 
 absl::StatusOr<double> Generator::TimeBatchedDecode(std::span<const std::vector<int32_t>> prompts,
-                                                    int64_t steps) {
+                                                    int64_t steps,
+                                                    std::vector<std::vector<int32_t>>* tokens) {
   const int64_t n = int64_t(prompts.size());
   if (n < 1) return absl::InvalidArgumentError("batched decode: no sequences");
   if (n > runner_->max_batch_tokens() || n > runner_->max_logits())
@@ -60,6 +61,10 @@ absl::StatusOr<double> Generator::TimeBatchedDecode(std::span<const std::vector<
     }
     next[size_t(s)] = argmax(logits);
   }
+  if (tokens) {
+    tokens->assign(size_t(n), {});
+    for (int64_t s = 0; s < n; ++s) (*tokens)[size_t(s)].push_back(next[size_t(s)]);
+  }
 
   auto start = std::chrono::steady_clock::now();
   StepBatch b;
@@ -95,6 +100,8 @@ absl::StatusOr<double> Generator::TimeBatchedDecode(std::span<const std::vector<
     }
     LLMC_ASSIGN_OR_RETURN(const float* logits, runner_->Step(b));
     for (int64_t s = 0; s < n; ++s) next[size_t(s)] = argmax(logits + s * vocab);
+    if (tokens)
+      for (int64_t s = 0; s < n; ++s) (*tokens)[size_t(s)].push_back(next[size_t(s)]);
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

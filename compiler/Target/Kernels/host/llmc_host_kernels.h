@@ -1629,9 +1629,13 @@ LLMC_HOST_INLINE void dot_rows_q8(const uint8_t* row, int64_t k, const block_q8*
   using W = q8_weight<Fmt>;
   const int64_t nb = k / 32;
 #if LLMC_HOST_SIMD
-  // With few rows, alternate blocks between two accumulators (and two
-  // offset sums) so that consecutive FMAs do not wait on each other.
-  constexpr int A = R <= 2 ? 2 : 1;
+  // One accumulator per row, blocks summed in order, whatever the tile
+  // height R: a token's result must not depend on how many tokens share its
+  // tile, since the next layer's q8 rounding turns a different float order
+  // into different tokens (batched decode must match decoding alone; `llmc
+  // bench --verify-seqs`). Alternating two accumulators for R <= 2, as
+  // before, measured no faster here (SmolLM2 tg/pp within noise).
+  constexpr int A = 1;
   __m256 acc[R][A];
   float offset[R][A] = {};
   for (int r = 0; r < R; ++r)

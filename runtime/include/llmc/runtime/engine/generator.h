@@ -78,8 +78,11 @@ class Generator {
   // prompt, each prefilled on its own (untimed), then `steps` steps that run
   // the next token of every sequence together, greedy. Returns the seconds of
   // those steps. Fails when the sequences do not fit one step or the cache.
+  // `tokens`, when given, receives each sequence's greedy tokens (the one
+  // its prefill predicts, then one per step): what Generate() would give.
   absl::StatusOr<double> TimeBatchedDecode(std::span<const std::vector<int32_t>> prompts,
-                                           int64_t steps);
+                                           int64_t steps,
+                                           std::vector<std::vector<int32_t>>* tokens = nullptr);
 
  private:
   Generator() = default;
