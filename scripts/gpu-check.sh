@@ -9,8 +9,11 @@
 #   stage 2  compiled artifacts end to end (test/gpu/e2e_check.py) over the
 #            payload scripts/gpu-payload.sh built on a machine without a GPU
 #            (build-gpu-payload/: llmc-rt, synthetic models with float64
-#            reference logits, SmolLM2- and Llama-3-8B-shaped dummy-weight
-#            artifacts): GPU logits vs the reference and the host backend,
+#            reference logits and their model files, SmolLM2- and
+#            Llama-3-8B-shaped dummy-weight artifacts): GPU logits vs the
+#            float64 reference, a PyTorch float32 reference computed here
+#            (test/gpu/torch_reference.py; SKIPPED without PyTorch) and the
+#            host backend,
 #            then prefill/decode tokens/s and the fraction of copy bandwidth.
 #
 #   scripts/gpu-check.sh [--no-timing] [--skip-kernels] [--skip-e2e]
@@ -69,7 +72,8 @@ NOT checked here:
   - kernels of stage 1 are built by nvcc from the header, not through
     NVRTCCompiler (stage 2 runs the NVRTC PTX of the artifacts);
   - the float64 references were computed with numpy where the payload was
-    built, not with PyTorch on this machine;
+    built; the PyTorch float32 reference (stage 2) is computed here only
+    when torch imports, else SKIPPED;
   - weight formats f32/f16/bf16/q4_0/q5_0/q5_1 and f32 activations (the
     synthetic shape of the unit tests) are not run; k-quants do not exist;
   - no compute-sanitizer pass; only this one GPU architecture.

@@ -6,8 +6,14 @@ a GPU machine, over the payload scripts/gpu-payload.sh built without one).
    GEMVs) on --backend=cuda; its logits are compared with the float64
    reference computed where the payload was built (test/reference), with the
    bf16 tolerance of the issue: max relative error per row (max |gpu - ref|
-   / max |ref|) under 2e-2 and top-1 agreement at least 99%. The host backend
-   runs the same artifact as a second opinion. The other artifacts (SmolLM2's
+   / max |ref|) under 2e-2 and top-1 agreement at least 99%. The same rule
+   compares them with a PyTorch float32 reference computed here
+   (test/gpu/torch_reference.py, on CUDA when torch sees it) from the model
+   files in the payload (synth/<name>.model.gguf or .model/, read with
+   test/reference's loaders; gguf-py from the payload's py/ when this Python
+   lacks it). Without PyTorch that comparison is SKIPPED, said so loudly,
+   and not counted as passed. The host backend runs the same artifact as a
+   second opinion. The other artifacts (SmolLM2's
    and Llama-3-8B's shapes with dummy weights in q4_1, q4_0 and q4_k, and a
    w4a16 model) compare the GPU with the host backend.
 2. Speed. `llmc-rt bench --json` on the GPU for the dummy-weight artifacts:
@@ -16,7 +22,14 @@ a GPU machine, over the payload scripts/gpu-payload.sh built without one).
    (all but an untied embedding table) over the step time, against a
    measured device-to-device copy (PyTorch if present).
 
-Exit status: 0 all checks passed, 1 a check failed, 2 a tool failed.
+Exit status: 0 all checks that ran passed (the last line says whether any
+was skipped), 1 a check failed, 2 a tool failed.
+
+    e2e_check.py PAYLOAD [--no-timing] [--backend cuda|host]
+
+--backend host checks this script on a machine without a GPU: the host
+backend stands in for the GPU (e.g. e2e_check.py build-gpu-payload
+--backend host --no-timing).
 """
 import argparse
 import glob
@@ -25,11 +38,59 @@ import os
 import subprocess
 import sys
 import time
+import traceback
 
 import numpy as np
 
 REL_TOL = 2e-2
 TOP1_MIN = 0.99
+# The torch float32 and the numpy float64 references of one model must agree
+# far better than the GPU does (check_torch_reference.py measures < 1e-6);
+# beyond this the harness, not the GPU, is wrong.
+REFS_AGREE = 1e-3
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def banner(lines):
+    print("!" * 76)
+    for line in lines:
+        print(f"!!! {line}")
+    print("!" * 76)
+
+
+class TorchReference:
+    """test/gpu/torch_reference.py over the payload's model files; .why
+    says why not when PyTorch (or a loader) is missing."""
+
+    def __init__(self, payload):
+        self.payload, self.why = payload, None
+        try:
+            import torch
+        except ImportError as e:
+            self.why = f"PyTorch is not importable ({e})"
+            return
+        sys.path[:0] = [os.path.join(REPO, "test", "reference"), os.path.join(REPO, "test", "gpu")]
+        sys.path.append(os.path.join(payload, "py"))   # gguf-py, PyYAML: only if not installed
+        import reference_forward
+        import torch_reference
+        self.rf, self.tr = reference_forward, torch_reference
+        self.device = str(torch_reference.default_device())
+        self.version = torch.__version__
+
+    def logits(self, name, tokens):
+        """(float64 [T, vocab], seconds, None), or (None, 0, why skipped)."""
+        base = os.path.join(self.payload, "synth", name + ".model")
+        t0 = time.time()
+        try:
+            if os.path.isfile(base + ".gguf"):
+                m = self.rf.ReferenceModel.from_gguf(base + ".gguf")
+            elif os.path.isdir(base):
+                m = self.rf.ReferenceModel.from_hf_folder(base)
+            else:
+                return None, 0, f"no model file {base}.gguf or {base}/ (payload built before they were added)"
+        except self.rf.ReferenceError as e:   # e.g. no gguf-py
+            return None, 0, str(e)
+        return self.tr.forward(m, tokens).astype(np.float64), time.time() - t0, None
 
 
 def run(cmd, env):
@@ -81,8 +142,10 @@ def copy_bandwidth():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("payload")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="Exit status: 0 all checks that ran passed, 1 a check "
+                                 "failed, 2 a tool failed.")
+    ap.add_argument("payload", help="build-gpu-payload/ (scripts/gpu-payload.sh)")
     ap.add_argument("--no-timing", action="store_true")
     # host: check this script itself on a machine without a GPU.
     ap.add_argument("--backend", default="cuda", choices=["cuda", "host"])
@@ -92,8 +155,18 @@ def main():
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(p, "lib") + ":" +
                os.environ.get("LD_LIBRARY_PATH", ""), LLMC_NO_EXEC_RT="1")
     ok = True
+    tool_error = False
+    tref = TorchReference(p)
+    torch_tally = {"passed": 0, "FAILED": 0, "SKIPPED": 0, "ERROR": 0}
+    torch_skips = []
 
-    print("--- correctness: synthetic models, GPU (bf16) vs the float64 reference")
+    print("--- correctness: synthetic models, GPU (bf16) vs the float64 reference (numpy,")
+    print("    computed where the payload was built) and a float32 PyTorch reference (here)")
+    if tref.why:
+        banner([f"{tref.why}:", "GPU vs the PyTorch float32 reference is SKIPPED for every model",
+                "(NOT checked, NOT passed); install torch to run it"])
+    else:
+        print(f"    torch {tref.version} on {tref.device}")
     for ref_path in sorted(glob.glob(os.path.join(p, "synth", "*.ref.npz"))):
         name = os.path.basename(ref_path)[: -len(".ref.npz")]
         art = os.path.join(p, "synth", name + ".llmc")
@@ -110,6 +183,34 @@ def main():
               f"(prefill {compare(gpu[:prefill], want[:prefill])[0]:.2e}, decode "
               f"{compare(gpu[prefill:], want[prefill:])[0]:.2e}), top-1 {top1:.3f}; "
               f"host {herr:.2e} / {htop1:.3f}; {gsecs:.1f} s")
+        why, tsecs = tref.why, 0
+        if not why:
+            try:
+                tlog, tsecs, why = tref.logits(name, tokens)
+            except Exception:   # a harness bug, not a GPU failure
+                print(f"ERROR {name} vs torch f32: the torch reference raised")
+                traceback.print_exc(file=sys.stdout)
+                tool_error = True
+                torch_tally["ERROR"] += 1
+                continue
+        if why:
+            torch_tally["SKIPPED"] += 1
+            torch_skips.append(name)
+            print(f"SKIP {name} vs torch f32: {'no PyTorch' if why == tref.why else why}")
+            continue
+        terr, ttop1, _ = compare(gpu, tlog)
+        refs_err, _, _ = compare(tlog, want)
+        tgood = finite and terr < REL_TOL and ttop1 >= TOP1_MIN
+        ok &= tgood
+        torch_tally["passed" if tgood else "FAILED"] += 1
+        print(f"{'PASS' if tgood else 'FAIL'} {name} vs torch f32 ({tref.device}): {args.backend} "
+              f"max rel err {terr:.2e}, top-1 {ttop1:.3f}; torch f32 vs float64 {refs_err:.1e}"
+              f"; {tsecs:.1f} s")
+        if refs_err >= REFS_AGREE:
+            print(f"ERROR {name}: the torch f32 and float64 references disagree ({refs_err:.1e} "
+                  f">= {REFS_AGREE:g}): the harness or the payload's model file is wrong")
+            tool_error = True
+    print("torch f32 reference: " + ", ".join(f"{n} {k}" for k, n in torch_tally.items() if n or k != "ERROR"))
 
     print("--- correctness: dummy-weight shapes and a w4a16 model, GPU vs host backend")
     rng = np.random.default_rng(5)
@@ -126,8 +227,18 @@ def main():
               f"top-1 {top1:.3f} (random weights: near-ties are common; bound 5e-2 / 0.90); "
               f"gpu {gsecs:.1f} s, host {hsecs:.1f} s")
 
+    def finish():
+        if torch_skips:
+            banner([f"GPU vs the PyTorch float32 reference was SKIPPED for {len(torch_skips)} "
+                    f"model(s): {', '.join(torch_skips)}",
+                    tref.why or "see the SKIP lines above"])
+        status = 2 if tool_error else 0 if ok else 1
+        print(f"e2e: {'FAILED' if status == 1 else 'TOOL ERROR' if status else 'passed'}"
+              + (f", {len(torch_skips)} torch f32 comparison(s) SKIPPED" if torch_skips else ""))
+        return status
+
     if args.no_timing:
-        return 0 if ok else 1
+        return finish()
     print(f"--- speed (llmc-rt bench --backend={args.backend}; tgN@bB: B sequences decoding together)")
     bw = copy_bandwidth()
     print(f"device-to-device copy: {bw:.0f} GB/s" if bw else "copy bandwidth: no PyTorch, not measured")
@@ -154,7 +265,7 @@ def main():
                 gbs = weight_bytes * tps / row.get("n_seqs", 1) / 1e9
                 line += f" {gbs:8.0f}" + (f" {gbs / bw:8.1%}" if bw else "")
             print(line)
-    return 0 if ok else 1
+    return finish()
 
 
 if __name__ == "__main__":
