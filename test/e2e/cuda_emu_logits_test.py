@@ -52,7 +52,7 @@ CASES = {
     "qwen2-bias-f16": (
         ["--arch", "qwen2", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "256", "--layers", "2", "--dtype", "bf16"],
-        "hf", "f16", 12, 4),
+        "hf", "f16", 30, 4),
     "llama3-scaled-hd16-f32": (
         ["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "8", "--kv-heads", "2",
          "--intermediate", "256", "--layers", "2", "--rope-scaling", "llama3:8,1,4,16",
@@ -63,6 +63,11 @@ CASES = {
          "--intermediate", "256", "--layers", "1", "--sliding-window", "300", "--max-position", "512",
          "--gguf-type", "q5_0"],
         "gguf", "bf16", 270, 3),
+    # A prefill the sliding window cuts inside the flash-attention tiles.
+    "mistral-window9-prefill-bf16": (
+        ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "256", "--layers", "1", "--sliding-window", "9", "--gguf-type", "f16"],
+        "gguf", "bf16", 40, 3),
 }
 
 

@@ -152,6 +152,7 @@ struct KernelText {
   std::string ops;
   std::vector<ManifestCudaLaunch> launches;
   int64_t splitKeys = 0, heads = 0, headDim = 0;
+  ManifestCudaGemm gemm; // symbols with kSym
 };
 
 struct Bindings {
@@ -350,9 +351,28 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
                               H, D)
                     .str());
   text.launches.push_back(launch(write, "", {"T", "1", "1"}, 128));
+  // Long queries (prefill) take the flash-attention kernel when it applies:
+  // tensor cores need half/bf16, its fragments head_dim % 16 == 0, its
+  // registers head_dim <= 128.
+  bool prefill = io.options->activationType != "f32" && D % 16 == 0 && D <= 128;
+  std::string shortQ, reduceWhen = "splits>1";
+  if (prefill) {
+    shortQ = "Q<=" + std::to_string(io.options->attnPrefillMinQuery);
+    reduceWhen = shortQ + "&&splits>1";
+    text.defs += entry("attn_prefill", 128, 2,
+                       io.decls + llvm::formatv("  paged_attention_prefill<{0}, {1}, {2}, act>(s, "
+                                                "{3}, {4}, {5}, out0, {6}f, {7});\n",
+                                                H, KvH, D, query, kc, vc,
+                                                number(p.getScale().convertToDouble()), window)
+                                      .str());
+  }
   text.launches.push_back(
-      launch("attn", "", {"splits", std::to_string(KvH), "T"}, 32 * kAttnWarps));
-  text.launches.push_back(launch("attn_reduce", "splits>1", {std::to_string(H), "T", "1"}, 128));
+      launch("attn", shortQ, {"splits", std::to_string(KvH), "T"}, 32 * kAttnWarps));
+  text.launches.push_back(launch("attn_reduce", reduceWhen, {std::to_string(H), "T", "1"}, 128));
+  if (prefill)
+    text.launches.push_back(launch("attn_prefill",
+                                   "Q>" + std::to_string(io.options->attnPrefillMinQuery),
+                                   {"cdiv(Q,64)", std::to_string(H), "S"}, 128));
   text.splitKeys = kSplitKeys;
   text.heads = H;
   text.headDim = D;
@@ -406,7 +426,7 @@ LogicalResult GroupEmitter::emit(KernelText &text) {
   if (anchor) {
     ArrayRef<Operation *> all(compute);
     return emitGemmGroup(io, anchor, all.take_front(anchorIndex), all.drop_front(anchorIndex + 1),
-                         text.defs, text.launches);
+                         text.defs, text.launches, text.gemm);
   }
   Operation *op = compute.front();
   if (compute.size() == 1) {
@@ -481,7 +501,10 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
     std::string key = text.defs;
     for (const ManifestCudaLaunch &l : text.launches)
       key += "\n" + l.symbol + " " + l.when + " " + llvm::join(l.grid, ",") + " " +
-             std::to_string(l.block);
+             std::to_string(l.block) + " " + l.impl;
+    key += llvm::formatv("\ngemm {0} {1} {2} {3} {4}", text.gemm.n, text.gemm.k,
+                         text.gemm.columns, text.gemm.weight, text.gemm.rows)
+               .str();
     auto [it, inserted] = kernelOfText.try_emplace(key, int64_t(plan.kernels.size()));
     if (inserted) {
       std::string prefix = "llmc_cuda_k" + std::to_string(plan.kernels.size());
@@ -494,6 +517,11 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
       for (ManifestCudaLaunch &l : text.launches) {
         l.symbol.replace(0, kSym.size(), prefix);
         k.launches.push_back(std::move(l));
+      }
+      k.gemm = text.gemm;
+      if (k.gemm.n > 0) {
+        k.gemm.pre.replace(0, kSym.size(), prefix);
+        k.gemm.epi.replace(0, kSym.size(), prefix);
       }
       std::string defs = text.defs;
       for (size_t pos = defs.find(kSym); pos != std::string::npos; pos = defs.find(kSym, pos))

@@ -12,6 +12,10 @@
 //   - two entries, a GEMV for decode and a tensor-core GEMM for prefill
 //     (f32 activations: the GEMV only), chosen at run time by the token
 //     count;
+//   - with bf16/f16 weights in the activation type, the two halves of a
+//     cuBLASLt GEMM the runtime may run instead (gemm_operand: the prologue
+//     into the A operand; gemm_epilogue: the epilogue functor over its f32
+//     result), the launches it would replace marked impl "llmc";
 //   - for each RoPE on a region, an in-place rotation of its output after
 //     the GEMM (the epilogue stores the region unrotated there), unless the
 //     attention reading it rotates it with its cache write (RopeDeferral).
@@ -41,8 +45,9 @@ bool isKQuant(WeightFormat f) {
 
 class GemmGroupEmitter {
 public:
-  GemmGroupEmitter(const GroupIO &io, std::string &defs, std::vector<ManifestCudaLaunch> &launches)
-      : io(io), defs(defs), launches(launches) {}
+  GemmGroupEmitter(const GroupIO &io, std::string &defs, std::vector<ManifestCudaLaunch> &launches,
+                   ManifestCudaGemm &gemm)
+      : io(io), defs(defs), launches(launches), gemm(gemm) {}
 
   LogicalResult emit(Operation *anchor, ArrayRef<Operation *> pro, ArrayRef<Operation *> epi);
 
@@ -61,10 +66,14 @@ private:
   // The GEMV and GEMM entries over `columns` output columns and their launches.
   void entries(StringRef fmt, int64_t columns, int64_t K, int rows, StringRef tokens,
                StringRef xRows, StringRef x, StringRef w, StringRef proInit, StringRef epiInit);
+  // The cuBLASLt halves (see the file comment) for a weight of `n` rows.
+  void cublasLtEntries(int64_t n, int64_t columns, int64_t K, StringRef tokens, StringRef xRows,
+                       StringRef x, StringRef w, StringRef proInit, StringRef epiInit);
 
   const GroupIO &io;
   std::string &defs;
   std::vector<ManifestCudaLaunch> &launches;
+  ManifestCudaGemm &gemm;
 };
 
 LogicalResult GemmGroupEmitter::prologue(Operation *anchor, ArrayRef<Operation *> pro,
@@ -252,6 +261,35 @@ void GemmGroupEmitter::entries(StringRef fmt, int64_t columns, int64_t K, int ro
                          {cdiv(columns, 64 / rows), "cdiv(" + var + ",64)", "1"}, 128));
 }
 
+void GemmGroupEmitter::cublasLtEntries(int64_t n, int64_t columns, int64_t K, StringRef tokens,
+                                       StringRef xRows, StringRef x, StringRef w,
+                                       StringRef proInit, StringRef epiInit) {
+  // The weight's binding slot, from its `a.weights[i]` expression.
+  StringRef slot = StringRef(w).drop_front(StringRef("a.weights[").size()).drop_back();
+  if (slot.getAsInteger(10, gemm.weight))
+    return; // not a plain binding: no cuBLASLt alternative
+  std::string var = tokens == "s.num_logits" ? "L" : "T";
+  defs += entry("lt_pre", 128, 4,
+                io.decls + llvm::formatv("  const auto pro = {0};\n  gemm_operand<{1}, act>({2}, {3}, "
+                                         "{4}, pro, static_cast<act *>(a.gemm_a));\n",
+                                         proInit, K, tokens, xRows, x)
+                               .str());
+  defs += entry("lt_epi", 128, 4,
+                io.decls + llvm::formatv("  const {0}_epi epi{1};\n  gemm_epilogue<{2}, {3}>({4}, "
+                                         "a.gemm_d, epi);\n",
+                                         kSym, epiInit, columns, n, tokens)
+                               .str());
+  gemm.n = n;
+  gemm.k = K;
+  gemm.columns = columns;
+  gemm.rows = var;
+  gemm.pre = (kSym + "_lt_pre").str();
+  gemm.epi = (kSym + "_lt_epi").str();
+  for (ManifestCudaLaunch &l : launches)
+    if (StringRef(l.symbol).ends_with("_gemv") || StringRef(l.symbol).ends_with("_gemm"))
+      l.impl = "llmc"; // not the RoPE launches after them
+}
+
 LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pro,
                                      ArrayRef<Operation *> epi) {
   Value weightValue = isa<LinearOp>(anchor) ? cast<LinearOp>(anchor).getWeight()
@@ -272,6 +310,10 @@ LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pr
   if (failed(prologue(anchor, pro, x, proInit)))
     return failure();
   std::string w = io.weight(weightValue);
+  // cuBLASLt multiplies 16-bit weights of the activations' type.
+  StringRef act = io.options->activationType;
+  bool lt = (wt.getFormat() == WeightFormat::bf16 && act == "bf16") ||
+            (wt.getFormat() == WeightFormat::f16 && act == "f16");
 
   if (auto h = dyn_cast<LMHeadOp>(anchor)) {
     if (!epi.empty())
@@ -287,6 +329,8 @@ LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pr
                           kSym, members(), outs.front(), N)
                 .str();
     entries(*fmt, N, K, 1, "s.num_logits", "s.logits_rows", x, w, proInit, init("nullptr"));
+    if (lt)
+      cublasLtEntries(N, N, K, "s.num_logits", "s.logits_rows", x, w, proInit, init("nullptr"));
     return success();
   }
   auto l = cast<LinearOp>(anchor);
@@ -296,6 +340,9 @@ LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pr
   if (failed(linearEpilogue(l, epi, rows, columns)))
     return failure();
   entries(*fmt, columns, K, rows, "s.num_tokens", "nullptr", x, w, proInit, init(bias));
+  if (lt)
+    cublasLtEntries(wt.getShape()[0], columns, K, "s.num_tokens", "nullptr", x, w, proInit,
+                    init(bias));
   return success();
 }
 
@@ -303,8 +350,8 @@ LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pr
 
 LogicalResult emitGemmGroup(const GroupIO &io, Operation *anchor, ArrayRef<Operation *> pro,
                             ArrayRef<Operation *> epi, std::string &defs,
-                            std::vector<ManifestCudaLaunch> &launches) {
-  return GemmGroupEmitter(io, defs, launches).emit(anchor, pro, epi);
+                            std::vector<ManifestCudaLaunch> &launches, ManifestCudaGemm &gemm) {
+  return GemmGroupEmitter(io, defs, launches, gemm).emit(anchor, pro, epi);
 }
 
 } // namespace llmc::cudagen

@@ -81,10 +81,13 @@ std::string ropeFreqs(const GroupIO &io, llm::RopeOp r);
 
 // A group anchored on a linear or the LM head: prologue norm, GEMV/GEMM,
 // epilogue, RoPE launches.
+// With 16-bit weights in the activation type it also emits the halves of a
+// cuBLASLt GEMM (`gemm`, whose symbols use kSym); else gemm.n stays 0.
 mlir::LogicalResult emitGemmGroup(const GroupIO &io, mlir::Operation *anchor,
                                   llvm::ArrayRef<mlir::Operation *> pro,
                                   llvm::ArrayRef<mlir::Operation *> epi, std::string &defs,
-                                  std::vector<ManifestCudaLaunch> &launches);
+                                  std::vector<ManifestCudaLaunch> &launches,
+                                  ManifestCudaGemm &gemm);
 
 } // namespace llmc::cudagen
 

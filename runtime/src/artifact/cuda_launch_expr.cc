@@ -41,6 +41,10 @@ class Cursor {
       *out = LaunchVar::kLogits;
     else if (word == "splits")
       *out = LaunchVar::kSplits;
+    else if (word == "Q")
+      *out = LaunchVar::kQueries;
+    else if (word == "S")
+      *out = LaunchVar::kSeqs;
     else
       return false;
     at_ = end;
@@ -70,6 +74,8 @@ const char* VarName(LaunchVar v) {
     case LaunchVar::kTokens: return "T";
     case LaunchVar::kLogits: return "L";
     case LaunchVar::kSplits: return "splits";
+    case LaunchVar::kQueries: return "Q";
+    case LaunchVar::kSeqs: return "S";
     case LaunchVar::kConst: break;
   }
   return "?";
@@ -80,6 +86,8 @@ int64_t Value(LaunchVar var, const LaunchVars& v) {
     case LaunchVar::kTokens: return v.tokens;
     case LaunchVar::kLogits: return v.logits;
     case LaunchVar::kSplits: return v.splits;
+    case LaunchVar::kQueries: return v.queries;
+    case LaunchVar::kSeqs: return v.seqs;
     case LaunchVar::kConst: break;
   }
   return 0;
@@ -104,19 +112,24 @@ std::string GridExpr::ToString() const {
 }
 
 bool WhenExpr::Holds(const LaunchVars& v) const {
-  if (always) return true;
-  int64_t x = Value(var, v);
-  return less_equal ? x <= bound : x > bound;
+  for (const WhenCond& c : all) {
+    int64_t x = Value(c.var, v);
+    if (c.less_equal ? x > c.bound : x <= c.bound) return false;
+  }
+  return true;
 }
 
 std::string WhenExpr::ToString() const {
-  if (always) return "";
-  return absl::StrCat(VarName(var), less_equal ? "<=" : ">", bound);
+  std::string out;
+  for (const WhenCond& c : all)
+    absl::StrAppend(&out, out.empty() ? "" : "&&", VarName(c.var), c.less_equal ? "<=" : ">",
+                    c.bound);
+  return out;
 }
 
 absl::StatusOr<GridExpr> ParseGridExpr(absl::string_view text) {
   constexpr absl::string_view kExpected =
-      "a grid expression (a positive integer, T, L, splits, or cdiv(T|L,<positive integer>))";
+      "a grid expression (a positive integer, T, L, Q, S, splits, or cdiv(T|L|Q|S,<positive integer>))";
   Cursor c(text);
   GridExpr e;
   if (c.Int(&e.value)) {
@@ -140,16 +153,21 @@ absl::StatusOr<WhenExpr> ParseWhenExpr(absl::string_view text) {
   Cursor c(text);
   WhenExpr e;
   if (c.Done()) return e;
-  e.always = false;
-  if (!c.Var(&e.var)) return Bad(text, "a condition (T, L or splits, then <= or >, then an integer)");
-  if (c.Eat("<="))
-    e.less_equal = true;
-  else if (c.Eat(">"))
-    e.less_equal = false;
-  else
-    return Bad(text, "a condition: the operator must be <= or >");
-  if (!c.Int(&e.bound) || !c.Done())
-    return Bad(text, "a condition: <= or > must be followed by a non-negative integer");
+  do {
+    WhenCond cond;
+    if (!c.Var(&cond.var))
+      return Bad(text, "a condition (T, L, Q, S or splits, then <= or >, then an integer)");
+    if (c.Eat("<="))
+      cond.less_equal = true;
+    else if (c.Eat(">"))
+      cond.less_equal = false;
+    else
+      return Bad(text, "a condition: the operator must be <= or >");
+    if (!c.Int(&cond.bound))
+      return Bad(text, "a condition: <= or > must be followed by a non-negative integer");
+    e.all.push_back(cond);
+  } while (c.Eat("&&"));
+  if (!c.Done()) return Bad(text, "a condition: conditions are joined by &&");
   return e;
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "../format/json_parse.h"
+#include "llmc/runtime/artifact/cuda_abi.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -227,12 +228,25 @@ absl::Status ParseCuda(const Reader& r, const json& c, ManifestCuda* out) {
               LLMC_READ(r, l, lf, "when", &launch->when);
               LLMC_READ(r, l, lf, "grid", &launch->grid);
               LLMC_READ(r, l, lf, "block", &launch->block);
+              if (l.contains("impl")) LLMC_READ(r, l, lf, "impl", &launch->impl);
               return absl::OkStatus();
             });
         if (!launches.ok()) return launches;
         LLMC_READ(r, k, kf, "split_keys", &kernel->split_keys);
         LLMC_READ(r, k, kf, "heads", &kernel->heads);
         LLMC_READ(r, k, kf, "head_dim", &kernel->head_dim);
+        if (k.contains("gemm")) {
+          const json& g = k["gemm"];
+          std::string gf = kf + ".gemm";
+          ManifestCudaGemm* gemm = &kernel->gemm;
+          LLMC_READ(r, g, gf, "n", &gemm->n);
+          LLMC_READ(r, g, gf, "k", &gemm->k);
+          LLMC_READ(r, g, gf, "columns", &gemm->columns);
+          LLMC_READ(r, g, gf, "weight", &gemm->weight);
+          LLMC_READ(r, g, gf, "rows", &gemm->rows);
+          LLMC_READ(r, g, gf, "pre", &gemm->pre);
+          LLMC_READ(r, g, gf, "epi", &gemm->epi);
+        }
         return absl::OkStatus();
       });
   if (!st.ok()) return st;
@@ -671,6 +685,23 @@ class Validator {
     return absl::OkStatus();
   }
 
+  absl::Status CudaGemm(const ManifestCudaGemm& g, const std::string& f) {
+    if (g.n == 0) return absl::OkStatus();
+    constexpr int64_t kMaxDim = int64_t{1} << 24;
+    for (auto [key, v] : {std::pair{"n", g.n}, std::pair{"k", g.k}, std::pair{"columns", g.columns}})
+      if (v <= 0 || v > kMaxDim)
+        return Error(f + "." + key, absl::StrCat("is ", v, "; expected 1 to ", kMaxDim));
+    if (g.weight < 0 || g.weight >= LLMC_CUDA_MAX_WEIGHTS)
+      return Error(f + ".weight", absl::StrCat("is ", g.weight, "; expected 0 to ",
+                                               LLMC_CUDA_MAX_WEIGHTS - 1));
+    if (g.rows != "T" && g.rows != "L")
+      return Error(f + ".rows", absl::StrCat("is '", g.rows, "'; expected T or L"));
+    for (auto [key, v] : {std::pair{"pre", &g.pre}, std::pair{"epi", &g.epi}})
+      if (!IsIdentifier(*v))
+        return Error(f + "." + key, absl::StrCat("'", *v, "' is not a C identifier"));
+    return absl::OkStatus();
+  }
+
   absl::Status CudaKernels() {
     for (size_t i = 0; i < m_.cuda.kernels.size(); ++i) {
       const ManifestCudaKernel& k = m_.cuda.kernels[i];
@@ -692,7 +723,12 @@ class Validator {
             return Error(Indexed(lf + ".grid", d), std::string(grid.status().message()));
         if (launch.block < 1 || launch.block > 1024)
           return Error(lf + ".block", absl::StrCat("is ", launch.block, "; expected 1 to 1024"));
+        if (!launch.impl.empty() && launch.impl != "llmc")
+          return Error(lf + ".impl", absl::StrCat("is '", launch.impl, "'; expected \"\" or llmc"));
+        if (launch.impl == "llmc" && k.gemm.n == 0)
+          return Error(lf + ".impl", "is llmc, but the kernel has no gemm to replace it");
       }
+      if (absl::Status st = CudaGemm(k.gemm, f + ".gemm"); !st.ok()) return st;
       if (k.split_keys < 0)
         return Error(f + ".split_keys", absl::StrCat("must be >= 0, got ", k.split_keys));
       if (k.split_keys > 0) {
@@ -798,15 +834,22 @@ ojson CudaToJson(const ManifestCuda& c, ojson steps) {
   ojson kernels = ojson::array();
   for (const ManifestCudaKernel& k : c.kernels) {
     ojson launches = ojson::array();
-    for (const ManifestCudaLaunch& l : k.launches)
-      launches.push_back(
-          {{"symbol", l.symbol}, {"when", l.when}, {"grid", l.grid}, {"block", l.block}});
-    kernels.push_back({{"name", k.name},
-                       {"ops", k.ops},
-                       {"launches", std::move(launches)},
-                       {"split_keys", k.split_keys},
-                       {"heads", k.heads},
-                       {"head_dim", k.head_dim}});
+    for (const ManifestCudaLaunch& l : k.launches) {
+      ojson launch = {{"symbol", l.symbol}, {"when", l.when}, {"grid", l.grid}, {"block", l.block}};
+      if (!l.impl.empty()) launch["impl"] = l.impl;
+      launches.push_back(std::move(launch));
+    }
+    ojson kernel = {{"name", k.name},
+                    {"ops", k.ops},
+                    {"launches", std::move(launches)},
+                    {"split_keys", k.split_keys},
+                    {"heads", k.heads},
+                    {"head_dim", k.head_dim}};
+    if (k.gemm.n > 0)
+      kernel["gemm"] = {{"n", k.gemm.n},         {"k", k.gemm.k},     {"columns", k.gemm.columns},
+                        {"weight", k.gemm.weight}, {"rows", k.gemm.rows}, {"pre", k.gemm.pre},
+                        {"epi", k.gemm.epi}};
+    kernels.push_back(std::move(kernel));
   }
   ojson j = ojson::object();
   j["activation_dtype"] = c.activation_dtype;

@@ -137,7 +137,9 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     runner->kv_cache_bytes_ += cache_bytes;
   }
   // Enough for any decode step; a larger step grows it (Step).
-  int64_t scratch = AttentionScratchFloats(c, 1, o.num_blocks * o.block_size);
+  LaunchVars decode{.tokens = 1, .logits = 1, .queries = 1, .seqs = 1};
+  int64_t scratch =
+      AttentionScratchFloats(c, runner->parsed_, decode, o.num_blocks * o.block_size);
   LLMC_RETURN_IF_ERROR(runner->Grow(size_t(scratch) * sizeof(float), "the split attention scratch",
                                     &bind.scratch, &runner->scratch_bytes_));
   LLMC_RETURN_IF_ERROR(runner->UploadWeights());
@@ -271,16 +273,16 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
   for (int32_t len : batch.context_lens) max_context = std::max<int64_t>(max_context, len);
   // A prefill over a long context splits too: its partials may outgrow the
   // scratch, which every launch's args then point to anew.
-  size_t scratch = size_t(AttentionScratchFloats(m.cuda, batch.num_tokens(), max_context)) * sizeof(float);
+  LaunchVars vars = StepLaunchVars(batch);
+  size_t scratch = size_t(AttentionScratchFloats(m.cuda, parsed_, vars, max_context)) * sizeof(float);
   if (scratch > scratch_bytes_) {
     DropGraphs();  // their launches' args point to the old scratch
     LLMC_RETURN_IF_ERROR(Grow(scratch, "the split attention scratch", &bindings_.scratch,
                               &scratch_bytes_));
     for (llmc_cuda_args& a : args_) a.scratch = reinterpret_cast<float*>(uintptr_t(bindings_.scratch));
   }
-  int64_t rows = int64_t(batch.logits_rows.size());
-  LLMC_RETURN_IF_ERROR(
-      SelectLaunches(m.cuda, parsed_, batch.num_tokens(), rows, max_context, &selected_));
+  int64_t rows = vars.logits;
+  LLMC_RETURN_IF_ERROR(SelectLaunches(m.cuda, parsed_, vars, max_context, &selected_));
   if (graph) {
     LLMC_RETURN_IF_ERROR(LaunchGraph(&info));
   } else {

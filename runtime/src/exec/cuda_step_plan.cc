@@ -33,15 +33,6 @@ int64_t AttentionSplits(int64_t max_context, int64_t split_keys) {
   return std::max<int64_t>(1, (max_context + split_keys - 1) / split_keys);
 }
 
-int64_t AttentionScratchFloats(const ManifestCuda& cuda, int64_t tokens, int64_t max_context) {
-  int64_t floats = 0;
-  for (const ManifestCudaKernel& k : cuda.kernels) {
-    int64_t splits = AttentionSplits(max_context, k.split_keys);
-    if (splits > 1) floats = std::max(floats, tokens * k.heads * splits * (k.head_dim + 2));
-  }
-  return kScratchHeaderFloats + floats;
-}
-
 StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns) {
   StagingLayout l;
   l.block_columns = std::max(block_columns, b.max_blocks);
@@ -164,14 +155,45 @@ absl::StatusOr<std::vector<std::vector<ParsedLaunch>>> ParseCudaLaunches(const M
   return parsed;
 }
 
+LaunchVars StepLaunchVars(const StepBatch& b) {
+  LaunchVars v;
+  v.tokens = b.num_tokens();
+  v.logits = int64_t(b.logits_rows.size());
+  v.seqs = b.num_seqs();
+  for (size_t s = 0; s + 1 < b.query_starts.size(); ++s)
+    v.queries = std::max<int64_t>(v.queries, b.query_starts[s + 1] - b.query_starts[s]);
+  return v;
+}
+
+int64_t AttentionScratchFloats(const ManifestCuda& c,
+                               const std::vector<std::vector<ParsedLaunch>>& parsed,
+                               const LaunchVars& step, int64_t max_context) {
+  int64_t floats = 0;
+  for (size_t k = 0; k < c.kernels.size() && k < parsed.size(); ++k) {
+    const ManifestCudaKernel& kernel = c.kernels[k];
+    LaunchVars vars = step;
+    vars.splits = AttentionSplits(max_context, kernel.split_keys);
+    if (vars.splits <= 1) continue;
+    for (const ParsedLaunch& p : parsed[k]) {
+      bool over_splits = false;
+      for (const GridExpr& g : p.grid) over_splits |= g.var == LaunchVar::kSplits;
+      if (over_splits && p.when.Holds(vars))
+        floats = std::max(floats, step.tokens * kernel.heads * vars.splits * (kernel.head_dim + 2));
+    }
+  }
+  return kScratchHeaderFloats + floats;
+}
+
 absl::Status SelectLaunches(const ManifestCuda& c,
-                            const std::vector<std::vector<ParsedLaunch>>& parsed, int64_t tokens,
-                            int64_t logits, int64_t max_context, std::vector<SelectedLaunch>* out) {
+                            const std::vector<std::vector<ParsedLaunch>>& parsed,
+                            const LaunchVars& step, int64_t max_context,
+                            std::vector<SelectedLaunch>* out) {
   out->clear();
   constexpr int64_t kMaxDim[3] = {(int64_t{1} << 31) - 1, 65535, 65535};
   for (size_t s = 0; s < c.steps.size(); ++s) {
     size_t k = size_t(c.steps[s].kernel);
-    LaunchVars vars{tokens, logits, AttentionSplits(max_context, c.kernels[k].split_keys)};
+    LaunchVars vars = step;
+    vars.splits = AttentionSplits(max_context, c.kernels[k].split_keys);
     for (size_t i = 0; i < parsed[k].size(); ++i) {
       const ParsedLaunch& p = parsed[k][i];
       if (!p.when.Holds(vars)) continue;
@@ -185,9 +207,10 @@ absl::Status SelectLaunches(const ManifestCuda& c,
         if (v < 1 || v > kMaxDim[d])
           return absl::InvalidArgumentError(absl::StrFormat(
               "CUDA launch %s of %s (step %d): grid dimension %c = %s is %d, outside 1 to %d "
-              "(T %d, L %d, splits %d)",
+              "(T %d, L %d, Q %d, S %d, splits %d)",
               c.kernels[k].launches[i].symbol, c.kernels[k].name, s, "xyz"[d],
-              p.grid[d].ToString(), v, kMaxDim[d], tokens, logits, vars.splits));
+              p.grid[d].ToString(), v, kMaxDim[d], vars.tokens, vars.logits, vars.queries,
+              vars.seqs, vars.splits));
         sel.grid[d] = unsigned(v);
       }
       out->push_back(sel);

@@ -11,6 +11,19 @@ import re
 import sys
 
 
+# One sequence decoding one token over a short context (one split).
+DECODE = {"T": 1, "L": 1, "Q": 1, "S": 1, "splits": 1}
+
+
+def runs(when, step):
+    """Whether a launch's `when` ("" or "<var><=|><int>" joined by &&) holds."""
+    for cond in filter(None, when.replace(" ", "").split("&&")):
+        var, op, bound = re.fullmatch(r"(\w+?)(<=|>)(\d+)", cond).groups()
+        if (step[var] <= int(bound)) != (op == "<="):
+            return False
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("artifact")
@@ -53,8 +66,8 @@ def main():
               (arch, len(symbols), len(cuda["kernels"]), regs))
     print("steps %d, launches per decode step %d" % (
         len(cuda["steps"]),
-        sum(sum(1 for l in cuda["kernels"][s["kernel"]]["launches"]
-                if l["when"] in ("", "T<=8", "L<=8")) for s in cuda["steps"])))
+        sum(sum(1 for l in cuda["kernels"][s["kernel"]]["launches"] if runs(l["when"], DECODE))
+            for s in cuda["steps"])))
     sys.exit(1 if failed else 0)
 
 

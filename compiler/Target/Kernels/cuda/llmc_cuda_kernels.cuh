@@ -389,6 +389,51 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
 }
 
 //===----------------------------------------------------------------------===//
+// The two halves of a GEMM that cuBLASLt computes (manifest `gemm`):
+// gemm_operand writes the A operand, the activation rows with the prologue
+// applied (and gathered through x_rows); gemm_epilogue hands the f32
+// products D [rows, NW] to the epilogue functor as the GEMV/GEMM would.
+// gemm_operand: grid (rows), any blockDim multiple of 32.
+// gemm_epilogue: grid (cdiv(Columns, blockDim), rows).
+//===----------------------------------------------------------------------===//
+template <int K, class Act, class Pro>
+__device__ void gemm_operand(int rows, const int* x_rows, const Act* __restrict__ x, const Pro& pro,
+                             Act* __restrict__ a) {
+  static_assert(K % 8 == 0, "gemm_operand: K must be a multiple of 8");
+  const int t = blockIdx.x;
+  if (t >= rows) return;
+  const Act* xr = x + static_cast<i64>(x_rows ? x_rows[t] : t) * K;
+  __shared__ float row_scale;
+  if constexpr (Pro::kRowScale) {
+    if (threadIdx.x < 32) {
+      const float r = pro.row_scale(xr);
+      if (threadIdx.x == 0) row_scale = r;
+    }
+  } else if (threadIdx.x == 0) {
+    row_scale = 1.0f;
+  }
+  __syncthreads();
+  const float r = row_scale;
+  for (int g = threadIdx.x; g < K / 8; g += blockDim.x) {
+    float v[8], c[8] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+    load8(xr + 8 * g, v);
+    if constexpr (Pro::kColScale) pro.col8(g, c);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) a[static_cast<i64>(t) * K + 8 * g + i] = from_float<Act>(v[i] * r * c[i]);
+  }
+}
+
+template <int Columns, int NW, class Epi>
+__device__ void gemm_epilogue(int rows, const float* __restrict__ d, const Epi& epi) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+  if (n >= Columns || t >= rows) return;
+  float acc[Epi::kRows];
+#pragma unroll
+  for (int p = 0; p < Epi::kRows; ++p) acc[p] = d[static_cast<i64>(t) * NW + Epi::row(n, p)];
+  epi(t, n, acc);
+}
+
+//===----------------------------------------------------------------------===//
 // Embedding: out[t] = table[tokens[t]] (ids outside [0, Vocab) give zeros).
 // Launch: one block per token, any multiple of 32 threads.
 //===----------------------------------------------------------------------===//
@@ -765,6 +810,166 @@ __device__ void paged_attention_reduce(int splits, const float* __restrict__ par
       O = fmaf(part_o[(base + sp) * HeadDim + d], f, O);
     }
     out[(static_cast<i64>(t) * Heads + head) * HeadDim + d] = from_float<Act>(L > 0.0f ? O / L : 0.0f);
+  }
+}
+
+
+//===----------------------------------------------------------------------===//
+// Paged attention for prefill, flash-attention style (FlashAttention-2's
+// loop order): a block holds 64 query rows of one sequence and one head in
+// registers (16 per warp, as mma.sync A fragments) and streams the keys it
+// may see through shared memory 64 at a time: S = Q K^T and O += P V on
+// tensor cores (m16n8k16, f32 accumulators), online softmax in base 2 in
+// between, causal and sliding-window masks per row. Each K/V tile is read
+// once per 64 query rows instead of once per row as in the decode kernel.
+// GQA: head h reads kv head h / (Heads / KvHeads).
+//
+// Launch: grid (cdiv(Q, 64), Heads, S) for Q the longest query of the step,
+// blockDim 128. Blocks past their sequence's query exit at once.
+//===----------------------------------------------------------------------===//
+template <int Heads, int KvHeads, int HeadDim, class Act>
+__device__ void paged_attention_prefill(const step_info& s, const Act* __restrict__ q,
+                                        const Act* __restrict__ kcache,
+                                        const Act* __restrict__ vcache, Act* __restrict__ out,
+                                        float scale, int window) {
+  static_assert(is_same<Act, __half>::value || is_same<Act, __nv_bfloat16>::value,
+                "paged_attention_prefill: activations must be half or bf16");
+  static_assert(HeadDim % 16 == 0 && HeadDim <= 128,
+                "paged_attention_prefill: HeadDim a multiple of 16 up to 128");
+  static_assert(Heads % KvHeads == 0, "paged_attention_prefill: Heads must be a multiple of KvHeads");
+  constexpr int BM = 64, BN = 64, D = HeadDim, KW = KvHeads * HeadDim, G = Heads / KvHeads;
+  constexpr int LDK = D + 8, LDV = BN + 8; // padded rows (16-byte aligned, fewer bank conflicts)
+  constexpr int KD = D / 16, NT = BN / 8, ND = D / 8;
+  __shared__ __align__(16) Act Ks[BN * LDK]; // [key][dim]
+  __shared__ __align__(16) Act Vt[D * LDV];  // [dim][key]: B fragments of P V are pairs of keys
+  __shared__ i64 rowoff[BN];
+  __shared__ int range[2];
+  const int seq = blockIdx.z, head = blockIdx.y, kvh = head / G;
+  const int qs0 = s.query_starts[seq], qlen = s.query_starts[seq + 1] - qs0;
+  const int m0 = blockIdx.x * BM;
+  if (m0 >= qlen) return;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, t4 = lane & 3;
+  const int ctx = s.context_lens[seq];
+  const int* btab = s.block_tables + static_cast<i64>(seq) * s.max_blocks;
+
+  // The keys this block may see: up to the last of its rows' positions,
+  // from the first any row's window reaches.
+  if (tid == 0) {
+    int lo = 1 << 30, hi = -1;
+    for (int r = m0; r < min(qlen, m0 + BM); ++r) {
+      const int last = min(s.positions[qs0 + r], ctx - 1);
+      hi = max(hi, last);
+      lo = min(lo, window > 0 ? max(0, last - window + 1) : 0);
+    }
+    range[0] = lo;
+    range[1] = hi;
+  }
+  // This thread's two rows (C fragment rows gid and gid + 8 of its warp).
+  int row[2], last[2], first[2];
+  for (int i = 0; i < 2; ++i) {
+    row[i] = m0 + warp * 16 + gid + 8 * i;
+    last[i] = row[i] < qlen ? min(s.positions[qs0 + row[i]], ctx - 1) : -1;
+    first[i] = window > 0 ? max(0, last[i] - window + 1) : 0;
+  }
+  // Q as A fragments, straight from global memory (zeros past the query).
+  u32 qa[KD][4];
+  const u32 zero = 0;
+  for (int kk = 0; kk < KD; ++kk)
+    for (int i = 0; i < 4; ++i) {
+      const int r = row[i & 1], c = kk * 16 + (i >> 1) * 8 + t4 * 2;
+      qa[kk][i] = r < qlen ? *reinterpret_cast<const u32*>(
+                                 q + (static_cast<i64>(qs0 + r) * Heads + head) * D + c)
+                           : zero;
+    }
+  const float qscale = scale * 1.4426950408889634f; // softmax in base 2
+  float m[2] = {-1e30f, -1e30f}, l[2] = {0.0f, 0.0f};
+  float o[ND][4];
+  for (int n = 0; n < ND; ++n)
+    for (int i = 0; i < 4; ++i) o[n][i] = 0.0f;
+  __syncthreads();
+  const int klo = range[0], khi = range[1];
+
+  for (int kt = klo; kt <= khi; kt += BN) {
+    __syncthreads(); // the previous tile is consumed
+    if (tid < BN) {
+      const int key = kt + tid;
+      rowoff[tid] = key <= khi ? (static_cast<i64>(btab[key / s.block_size]) * s.block_size +
+                                  key % s.block_size) * KW + kvh * D
+                               : -1;
+    }
+    __syncthreads();
+    for (int i = tid; i < BN * (D / 8); i += blockDim.x) {
+      const int r = i / (D / 8), c = (i % (D / 8)) * 8;
+      uint4 kv = make_uint4(0, 0, 0, 0), vv = kv; // 8 elements each, raw
+      if (rowoff[r] >= 0) {
+        kv = *reinterpret_cast<const uint4*>(kcache + rowoff[r] + c);
+        vv = *reinterpret_cast<const uint4*>(vcache + rowoff[r] + c);
+      }
+      *reinterpret_cast<uint4*>(Ks + r * LDK + c) = kv;
+      const Act* ve = reinterpret_cast<const Act*>(&vv);
+      for (int j = 0; j < 8; ++j) Vt[(c + j) * LDV + r] = ve[j];
+    }
+    __syncthreads();
+
+    // S = Q K^T: sc[j] covers keys kt + 8j .. 8j + 7.
+    float sc[NT][4];
+    for (int j = 0; j < NT; ++j) {
+      for (int i = 0; i < 4; ++i) sc[j][i] = 0.0f;
+      for (int kk = 0; kk < KD; ++kk) {
+        const Act* kr = Ks + (j * 8 + gid) * LDK + kk * 16 + t4 * 2;
+        const u32 b[2] = {*reinterpret_cast<const u32*>(kr), *reinterpret_cast<const u32*>(kr + 8)};
+        detail::mma_op<Act>::run(sc[j], qa[kk], b);
+      }
+    }
+    // Masks, then the online softmax of both rows.
+    float mx[2] = {-1e30f, -1e30f};
+    for (int j = 0; j < NT; ++j)
+      for (int i = 0; i < 4; ++i) {
+        const int r = i >> 1, key = kt + j * 8 + t4 * 2 + (i & 1);
+        sc[j][i] = key <= last[r] && key >= first[r] ? sc[j][i] * qscale
+                                                     : -__int_as_float(0x7f800000);
+        mx[r] = fmaxf(mx[r], sc[j][i]);
+      }
+    float corr[2];
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      const float mn = fmaxf(m[r], mx[r]);
+      corr[r] = exp2f(m[r] - mn);
+      m[r] = mn;
+      l[r] *= corr[r]; // this thread's share of the row sum; summed at the end
+    }
+    for (int j = 0; j < NT; ++j)
+      for (int i = 0; i < 4; ++i) {
+        sc[j][i] = exp2f(sc[j][i] - m[i >> 1]);
+        l[i >> 1] += sc[j][i];
+      }
+    for (int n = 0; n < ND; ++n)
+      for (int i = 0; i < 4; ++i) o[n][i] *= corr[i >> 1];
+    // O += P V: the C fragments of two key octets are the A fragment of 16 keys.
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const u32 pa[4] = {pack2<Act>(sc[2 * kk][0], sc[2 * kk][1]),
+                         pack2<Act>(sc[2 * kk][2], sc[2 * kk][3]),
+                         pack2<Act>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+                         pack2<Act>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+      for (int n = 0; n < ND; ++n) {
+        const Act* vr = Vt + (n * 8 + gid) * LDV + kk * 16 + t4 * 2;
+        const u32 b[2] = {*reinterpret_cast<const u32*>(vr), *reinterpret_cast<const u32*>(vr + 8)};
+        detail::mma_op<Act>::run(o[n], pa, b);
+      }
+    }
+  }
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+  for (int r = 0; r < 2; ++r) {
+    if (row[r] >= qlen) continue;
+    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    Act* orow = out + (static_cast<i64>(qs0 + row[r]) * Heads + head) * D;
+    for (int n = 0; n < ND; ++n)
+      *reinterpret_cast<u32*>(orow + n * 8 + t4 * 2) =
+          pack2<Act>(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
   }
 }
 

@@ -449,8 +449,8 @@ TEST(ManifestCuda, Launches) {
               {"launches[0].grid[0] 'cdiv(splits,2)' is not a grid expression"});
   ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).when = "T<8"; }),
               {"cuda.kernels[2].launches[0].when 'T<8' is not a condition"});
-  ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).when = "S>1"; }),
-              {"launches[0].when 'S>1' is not a condition"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).when = "s>1"; }),
+              {"launches[0].when 's>1' is not a condition"});
   ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).block = 0; }),
               {"cuda.kernels[2].launches[0].block is 0; expected 1 to 1024"});
   ExpectError(CudaRoundTrip([&](Manifest& m) { launch(m).block = 1025; }),

@@ -37,17 +37,53 @@ TEST(CudaStepPlan, AttentionSplitsCoverEveryKey) {
   EXPECT_EQ(AttentionSplits(1 << 20, 0), 1);  // not an attention kernel
 }
 
+LaunchVars Decode(int64_t seqs) {
+  return {.tokens = seqs, .logits = seqs, .queries = 1, .seqs = seqs};
+}
+
+int64_t Scratch(const Manifest& m, const LaunchVars& step, int64_t max_context) {
+  auto parsed = ParseCudaLaunches(m.cuda);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  return parsed.ok() ? AttentionScratchFloats(m.cuda, *parsed, step, max_context) : -1;
+}
+
 TEST(CudaStepPlan, ScratchOfAStep) {
   Manifest m = TinyCudaManifest();
   // The split count's 4-float header, then T x heads x splits x (head_dim + 2).
-  EXPECT_EQ(AttentionScratchFloats(m.cuda, 1, 1000), 4 + 1 * 4 * 4 * (16 + 2));
-  EXPECT_EQ(AttentionScratchFloats(m.cuda, 512, 1024), 4 + 512 * 4 * 4 * (16 + 2));
-  EXPECT_EQ(AttentionScratchFloats(m.cuda, 512, 256), 4);  // one split: no partials
-  m.cuda.kernels.push_back({"wide", "attention", {}, 128, 8, 64});
-  EXPECT_EQ(AttentionScratchFloats(m.cuda, 2, 1000), 4 + 2 * 8 * 8 * (64 + 2));
+  EXPECT_EQ(Scratch(m, Decode(1), 1000), 4 + 1 * 4 * 4 * (16 + 2));
+  EXPECT_EQ(Scratch(m, Decode(512), 1024), 4 + 512 * 4 * 4 * (16 + 2));
+  EXPECT_EQ(Scratch(m, Decode(512), 256), 4);  // one split: no partials
+  m.cuda.kernels.push_back({"wide", "attention", {{"w", "", {"splits", "1", "T"}, 32}}, 128, 8, 64});
+  EXPECT_EQ(Scratch(m, Decode(2), 1000), 4 + 2 * 8 * 8 * (64 + 2));
   m.cuda.kernels[1].split_keys = 0;
   m.cuda.kernels.pop_back();
-  EXPECT_EQ(AttentionScratchFloats(m.cuda, 64, 1 << 20), 4);
+  EXPECT_EQ(Scratch(m, Decode(64), 1 << 20), 4);
+}
+
+TEST(CudaStepPlan, PrefillKernelNeedsNoPartials) {
+  // A split launch for short queries and a flash-attention launch for long
+  // ones (the CUDA emitter's pair): only steps that run the split launch
+  // need partials.
+  Manifest m = TinyCudaManifest();
+  m.cuda.kernels[1].launches = {{"llmc_cuda_attn", "Q<=16", {"splits", "2", "T"}, 128},
+                                {"llmc_cuda_attn_reduce", "Q<=16&&splits>1", {"T", "4", "1"}, 64},
+                                {"llmc_cuda_attn_prefill", "Q>16", {"cdiv(Q,64)", "4", "S"}, 128}};
+  EXPECT_EQ(Scratch(m, Decode(3), 1000), 4 + 3 * 4 * 4 * (16 + 2));
+  LaunchVars prefill{.tokens = 2048, .logits = 1, .queries = 2048, .seqs = 1};
+  EXPECT_EQ(Scratch(m, prefill, 4096), 4);
+  auto parsed = ParseCudaLaunches(m.cuda);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::vector<SelectedLaunch> got;
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, prefill, 4096, &got).ok());
+  ASSERT_EQ(got.size(), 4u);  // embed, the prefill kernel, the GEMM head
+  EXPECT_EQ(got[1].launch, 2u);
+  EXPECT_EQ(got[1].grid, (std::array<unsigned, 3>{32, 4, 1}));
+  // Three sequences, the longest query 17 tokens: still the prefill kernel.
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 20, .logits = 3, .queries = 17, .seqs = 3},
+                             100, &got)
+                  .ok());
+  EXPECT_EQ(got[1].launch, 2u);
+  EXPECT_EQ(got[1].grid, (std::array<unsigned, 3>{1, 4, 3}));
 }
 
 StepBatch TwoSequences() {
@@ -197,6 +233,15 @@ void ExpectLaunches(const std::vector<SelectedLaunch>& got, const std::vector<Ex
   }
 }
 
+TEST(CudaStepPlan, StepLaunchVars) {
+  StepBatch b = TwoSequences();  // queries of 3 and 2 tokens
+  LaunchVars v = StepLaunchVars(b);
+  EXPECT_EQ(v.tokens, 5);
+  EXPECT_EQ(v.logits, int64_t(b.logits_rows.size()));
+  EXPECT_EQ(v.queries, 3);
+  EXPECT_EQ(v.seqs, 2);
+}
+
 TEST(CudaStepPlan, SelectsLaunchesByWhen) {
   Manifest m = TinyCudaManifest();
   auto parsed = ParseCudaLaunches(m.cuda);
@@ -204,7 +249,7 @@ TEST(CudaStepPlan, SelectsLaunchesByWhen) {
   std::vector<SelectedLaunch> got;
   // Decode over 1000 keys: 4 splits, so each attention adds its reduction;
   // one logits row takes the GEMV.
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, 1, 1, 1000, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 1, .logits = 1}, 1000, &got).ok());
   ExpectLaunches(got, {{0, 0, {1, 1, 1}, 128},
                        {1, 0, {1, 2, 4}, 128},
                        {1, 1, {1, 4, 1}, 64},
@@ -214,13 +259,13 @@ TEST(CudaStepPlan, SelectsLaunchesByWhen) {
   EXPECT_EQ(got[1].splits, 4);
   EXPECT_EQ(got[0].splits, 1);
   // A prefill of 100 tokens with 100 logits rows: no splits, the GEMM.
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, 100, 100, 100, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 100, .logits = 100}, 100, &got).ok());
   ExpectLaunches(got, {{0, 0, {100, 1, 1}, 128},
                        {1, 0, {100, 2, 1}, 128},
                        {2, 0, {100, 2, 1}, 128},
                        {3, 1, {2, 1, 1}, 128}});
   // The same chunk after 900 cached tokens: 4 splits and the reductions.
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, 100, 1, 1000, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 100, .logits = 1}, 1000, &got).ok());
   ExpectLaunches(got, {{0, 0, {100, 1, 1}, 128},
                        {1, 0, {100, 2, 4}, 128},
                        {1, 1, {100, 4, 1}, 64},
@@ -228,10 +273,10 @@ TEST(CudaStepPlan, SelectsLaunchesByWhen) {
                        {2, 1, {100, 4, 1}, 64},
                        {3, 0, {1, 16, 1}, 256}});
   // The boundary of the GEMV: L = 8 and 9.
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, 8, 8, 8, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 8, .logits = 8}, 8, &got).ok());
   EXPECT_EQ(got.back().launch, 0u);
   EXPECT_EQ(got.back().grid[0], 2u);
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, 9, 9, 9, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 9, .logits = 9}, 9, &got).ok());
   EXPECT_EQ(got.back().launch, 1u);
 }
 
@@ -241,11 +286,11 @@ TEST(CudaStepPlan, GridOutsideWhatCudaLaunches) {
   auto parsed = ParseCudaLaunches(m.cuda);
   ASSERT_TRUE(parsed.ok());
   std::vector<SelectedLaunch> got;
-  EXPECT_TRUE(SelectLaunches(m.cuda, *parsed, 65535, 1, 65535, &got).ok());
-  absl::Status st = SelectLaunches(m.cuda, *parsed, 65536, 1, 65536, &got);
+  EXPECT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 65535, .logits = 1}, 65535, &got).ok());
+  absl::Status st = SelectLaunches(m.cuda, *parsed, {.tokens = 65536, .logits = 1}, 65536, &got);
   EXPECT_EQ(st.message(),
             "CUDA launch llmc_cuda_embed of embed (step 0): grid dimension y = T is 65536, outside "
-            "1 to 65535 (T 65536, L 1, splits 1)");
+            "1 to 65535 (T 65536, L 1, Q 0, S 0, splits 1)");
 }
 
 TEST(CudaStepPlan, ParseRejectsWhatValidationWould) {

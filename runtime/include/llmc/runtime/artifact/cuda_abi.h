@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field below changes; manifests record it. */
-#define LLMC_CUDA_ABI_VERSION 1
+#define LLMC_CUDA_ABI_VERSION 2
 
 /* Most bindings of one kind a launch may have. */
 #define LLMC_CUDA_MAX_BUFFERS 12
@@ -48,6 +48,12 @@ typedef struct llmc_cuda_args {
   const void* weights[LLMC_CUDA_MAX_WEIGHTS];
   void* caches[2];
   float* scratch;
+  /* A cuBLASLt GEMM's operands (manifest cuda.kernels[i].gemm): A [rows, k]
+   * in the activation type, written by the kernel's `pre` entry, and D
+   * [rows, n] f32, read by its `epi` entry. Null unless the runner has
+   * cuBLASLt GEMMs. */
+  void* gemm_a;
+  float* gemm_d;
 } llmc_cuda_args;
 
 #ifdef __cplusplus

@@ -93,6 +93,23 @@ struct ManifestCudaLaunch {
   std::string when;
   std::vector<std::string> grid;     // x, y, z
   int64_t block = 128;               // threads per block
+  // "" always; "llmc": the kernel's own GEMM, which a cuBLASLt GEMM
+  // (ManifestCudaGemm) may replace.
+  std::string impl;
+};
+
+// A GEMM that cuBLASLt may run instead of the kernel's own launches with
+// impl "llmc" (in their place): `pre` (grid (rows), 128 threads) writes the
+// A operand [rows, k] to args.gemm_a, the prologue applied and the rows
+// gathered; cublasLtMatmul computes args.gemm_d [rows, n] (f32) = A x W^T,
+// W the step's weight number `weight`, [n, k] in the activation type;
+// `epi` (grid (cdiv(columns, 128), rows), 128 threads) applies the
+// epilogue to it. rows is the GEMM's row count, "T" or "L". n == 0: none.
+struct ManifestCudaGemm {
+  int64_t n = 0, k = 0, columns = 0;
+  int64_t weight = 0;
+  std::string rows;
+  std::string pre, epi;
 };
 
 struct ManifestCudaKernel {
@@ -103,6 +120,7 @@ struct ManifestCudaKernel {
   // runtime sizes its scratch by them); 0 for other kernels.
   int64_t split_keys = 0;
   int64_t heads = 0, head_dim = 0;
+  ManifestCudaGemm gemm;
 };
 
 // ptxas -v's numbers for one entry function of one module.

@@ -36,14 +36,6 @@ int64_t CudaBufferBytes(const Manifest& m, size_t index, int64_t max_batch_token
 // for large steps, needs a kernel whose splits loop over their share of the
 // keys.) 1 for kernels that do not split (split_keys 0).
 int64_t AttentionSplits(int64_t max_context, int64_t split_keys);
-// f32 elements of scratch one step needs: a header of kScratchHeaderFloats
-// (the split pass writes the split count there for the reduction; the
-// partials start 16-byte aligned after it), then, for the attention kernel
-// needing most, tokens x heads x splits x (head_dim + 2) (the partial
-// outputs, and their max and sum). With one split the kernel writes its
-// output directly: only the header.
-inline constexpr int64_t kScratchHeaderFloats = 4;
-int64_t AttentionScratchFloats(const ManifestCuda& cuda, int64_t tokens, int64_t max_context);
 
 // Where each of the batch's int32 arrays lies in the step's one upload, in
 // int32 elements from its start; every array starts on a 64-byte boundary.
@@ -74,6 +66,23 @@ struct ParsedLaunch {
 };
 absl::StatusOr<std::vector<std::vector<ParsedLaunch>>> ParseCudaLaunches(const ManifestCuda& cuda);
 
+// The launch variables of a step other than `splits` (which is per kernel):
+// T, L, Q (its longest query) and S.
+LaunchVars StepLaunchVars(const StepBatch& batch);
+
+// f32 elements of scratch one step needs: a header of kScratchHeaderFloats
+// (the split pass writes the split count there for the reduction; the
+// partials start 16-byte aligned after it), then, for the attention kernel
+// needing most, tokens x heads x splits x (head_dim + 2) (the partial
+// outputs, and their max and sum). Only split launches (a grid over
+// `splits`) that run in this step with more than one split need partials:
+// with one split the kernel writes its output directly, and a prefill step
+// that takes the flash-attention kernel (when Q > ...) needs none.
+inline constexpr int64_t kScratchHeaderFloats = 4;
+int64_t AttentionScratchFloats(const ManifestCuda& cuda,
+                               const std::vector<std::vector<ParsedLaunch>>& parsed,
+                               const LaunchVars& step, int64_t max_context);
+
 // One launch a step makes.
 struct SelectedLaunch {
   size_t step = 0;    // into cuda.steps
@@ -82,14 +91,15 @@ struct SelectedLaunch {
   unsigned block = 0;
   int64_t splits = 1;
 };
-// The launches of one step of `tokens` tokens, `logits` rows and longest
-// context `max_context`, in plan order: every launch of each step entry
-// whose `when` holds. Fills `out` (cleared first; reused across steps so the
+// The launches of one step (`step`: its T, L, Q and S) of longest context
+// `max_context`, in plan order: every launch of each step entry whose `when`
+// holds. Fills `out` (cleared first; reused across steps so the
 // hot path does not allocate). InvalidArgument when a grid dimension falls
 // outside what CUDA launches (x 1 to 2^31-1, y and z 1 to 65535).
 absl::Status SelectLaunches(const ManifestCuda& cuda,
-                            const std::vector<std::vector<ParsedLaunch>>& parsed, int64_t tokens,
-                            int64_t logits, int64_t max_context, std::vector<SelectedLaunch>* out);
+                            const std::vector<std::vector<ParsedLaunch>>& parsed,
+                            const LaunchVars& step, int64_t max_context,
+                            std::vector<SelectedLaunch>* out);
 
 // CUDA graphs (RunnerOptions.cuda_graphs). A graph bakes in its launches'
 // grids and kernel parameters, so a step replays one only when its launches
