@@ -11,8 +11,14 @@ cuLaunchKernel of `llmc-rt logits --backend=cuda` through it. The logits of a
 prefill (the tensor-core GEMM path: T > 8) and of decode steps (the GEMV
 path) are compared with the float64 reference (test/reference) on the same
 weights. One case runs past 256 tokens of context, so attention splits and
-its reduction kernel run too. One case runs again with --cuda-graphs: decode
-steps captured and replayed as graphs must give the same logits to the bit.
+its reduction kernel run too; prefills past 16 tokens take the
+flash-attention kernel, one of them with a sliding window inside its tiles.
+One case runs again with --cuda-graphs: decode steps captured and replayed
+as graphs must give the same logits to the bit. One (bf16 weights) runs
+again with --gemm=cublaslt on the fake cuBLASLt, which multiplies on the CPU:
+the generated halves around the library call (gemm_operand, gemm_epilogue)
+against the reference; then `llmc tune` writes tune.json and --gemm=auto
+follows it.
 
 Tolerance, max |cuda - ref| / max |ref| per row: 2e-2 with bf16 activations
 and KV cache, 1e-2 with f16, 1e-4 with f32; top-1 agreement >= 0.98 with
@@ -63,6 +69,11 @@ CASES = {
          "--intermediate", "256", "--layers", "1", "--sliding-window", "300", "--max-position", "512",
          "--gguf-type", "q5_0"],
         "gguf", "bf16", 270, 3),
+    # bf16 weights and activations: the GEMMs cuBLASLt may run (CUBLASLT_CASES).
+    "llama-bf16-weights": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "256", "--layers", "2", "--dtype", "bf16"],
+        "hf", "bf16", 20, 4),
     # A prefill the sliding window cuts inside the flash-attention tiles.
     "mistral-window9-prefill-bf16": (
         ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
@@ -73,6 +84,11 @@ CASES = {
 
 # Cases also run with --cuda-graphs (must match the launch-by-launch logits).
 GRAPH_CASES = {"llama-gqa-hd64-q8_0-bf16"}
+# Cases also run with --gemm=cublaslt on the fake cuBLASLt (test/unit: it
+# multiplies on the CPU in f32): the generated pre/epi launches around it
+# must give the reference's logits within the same tolerance, prefill and
+# decode, launch by launch and as CUDA graphs.
+CUBLASLT_CASES = {"llama-bf16-weights"}
 
 
 def run(cmd, env=None):
@@ -139,6 +155,61 @@ def check(args, name, work):
         print(f"{'PASS' if same else 'FAIL'} {name} --cuda-graphs: decode steps replayed from "
               f"graphs give {'the same' if same else 'DIFFERENT'} logits", flush=True)
         ok = ok and same
+    if name in CUBLASLT_CASES:
+        for extra in ([], ["--cuda-graphs"]):
+            lt_out = out + ".cublaslt"
+            lt_env = dict(env, LLMC_CUBLASLT_LIBRARY=args.fake_cublaslt)
+            r = run([rt if os.path.exists(rt) else args.llmc, "logits", art, "--backend=cuda",
+                     "--gemm=cublaslt", "--tokens", ",".join(map(str, tokens)), "--prefill",
+                     str(prefill), "-o", lt_out] + extra, env=lt_env)
+            lt = np.fromfile(lt_out, dtype=np.float32).reshape(len(tokens), ref.cfg.vocab)
+            lt_err = np.abs(lt - want).max(axis=1) / np.abs(want).max(axis=1)
+            lt_top1 = float((lt.argmax(axis=1) == want.argmax(axis=1)).mean())
+            used = "cuBLASLt" in r.stderr
+            lt_ok = (used and bool(np.isfinite(lt).all()) and lt_err.max() < TOLERANCE[dtype]
+                     and lt_top1 >= TOP1[dtype])
+            print(f"{'PASS' if lt_ok else 'FAIL'} {name} --gemm=cublaslt {' '.join(extra)}: max rel "
+                  f"err {lt_err.max():.2e} (prefill {lt_err[:prefill].max():.2e}, decode "
+                  f"{lt_err[prefill:].max():.2e}), top-1 {lt_top1:.3f}"
+                  f"{'' if used else '; the runner did NOT use cuBLASLt: ' + r.stderr[-300:]}",
+                  flush=True)
+            ok = ok and lt_ok
+        ok = ok and check_tune(args, rt, art, env, tokens, prefill, out)
+    return ok
+
+
+def check_tune(args, rt, art, env, tokens, prefill, own_out):
+    """`llmc tune` on the fake (its events time every kernel alike, so it
+    keeps the generated GEMMs: ties go to llmc), then --gemm=auto follows the
+    file: the own path's logits to the bit; with every choice edited to
+    cublaslt, those of --gemm=cublaslt."""
+    import json
+    env = dict(env, LLMC_CUBLASLT_LIBRARY=args.fake_cublaslt)
+    exe = rt if os.path.exists(rt) else args.llmc
+    r = run([exe, "tune", art, "--rows", "1,24", "--iters", "1"], env=env)
+    tune = json.load(open(os.path.join(art, "tune.json")))
+    kernels = tune["kernels"]
+    ok = (tune["device"] == "Fake GPU" and len(kernels) == 5 and
+          all([e["max_rows"] for e in v] == [1, 24] and all(e["impl"] == "llmc" for e in v)
+              for v in kernels.values()))
+    def logits(gemm, name):
+        path = own_out + name
+        r = run([exe, "logits", art, "--backend=cuda", f"--gemm={gemm}", "--tokens",
+                 ",".join(map(str, tokens)), "--prefill", str(prefill), "-o", path], env=env)
+        return open(path, "rb").read(), r.stderr
+    auto, err = logits("auto", ".auto")
+    ok = ok and auto == open(own_out, "rb").read() and "llmc tune's choice" in err
+    for v in kernels.values():
+        for e in v:
+            e["impl"] = "cublaslt"
+    json.dump(tune, open(os.path.join(art, "tune.json"), "w"))
+    auto_lt, _ = logits("auto", ".auto-lt")
+    lt, _ = logits("cublaslt", ".lt")
+    ok = ok and auto_lt == lt and auto_lt != auto
+    print(f"{'PASS' if ok else 'FAIL'} llmc tune: {len(kernels)} GEMM kernels timed at 1 and 24 "
+          f"rows; --gemm=auto follows tune.json (own kernels, then cuBLASLt everywhere)", flush=True)
+    if not ok:
+        print(r.stdout[-3000:], err[-1000:])
     return ok
 
 
@@ -147,6 +218,8 @@ def main():
     ap.add_argument("--llmc", default=os.path.join(ROOT, "build", "bin", "llmc"))
     ap.add_argument("--fake-driver", default=os.path.join(ROOT, "build", "test", "unit",
                                                           "libllmc_fake_cuda.so"))
+    ap.add_argument("--fake-cublaslt", default=os.path.join(ROOT, "build", "test", "unit",
+                                                            "libllmc_fake_cublaslt.so"))
     ap.add_argument("--cxx", default=os.environ.get("CXX", "c++"))
     ap.add_argument("--keep", help="keep models and artifacts in DIR")
     ap.add_argument("-k", dest="only", help="run the cases whose name contains this")

@@ -64,6 +64,7 @@ std::vector<Command> MakeRuntimeCommands() {
   out.push_back({"run", kRunSummary, &RunRunCommand});
   planned("serve");
   out.push_back({"bench", kBenchSummary, &RunBenchCommand});
+  out.push_back({"tune", kTuneSummary, &RunTuneCommand});
   out.push_back({"perplexity", kPerplexitySummary, &RunPerplexityCommand});
   out.push_back({"tokenize", kTokenizeSummary, &RunTokenizeCommand});
   out.push_back({"inspect", kInspectSummary, &RunInspectCommand});

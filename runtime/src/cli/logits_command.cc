@@ -69,6 +69,8 @@ int RunLogitsCommand(int argc, char** argv) {
     return 1;
   }
   std::fclose(f);
+  std::fprintf(stderr, "%s: %zu rows of logits on %s\n", argv[0], tokens.size(),
+               (*gen)->runner().ExecutionSummary().c_str());
   return 0;
 }
 

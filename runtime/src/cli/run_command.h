@@ -1,4 +1,4 @@
-// `llmc run`, `bench`, `perplexity`, `logits` and `inspect`: the subcommands that
+// `llmc run`, `bench`, `tune`, `perplexity`, `logits` and `inspect`: the subcommands that
 // execute or read a compiled artifact.
 #ifndef LLMC_RUNTIME_CLI_RUN_COMMAND_H_
 #define LLMC_RUNTIME_CLI_RUN_COMMAND_H_
@@ -18,7 +18,11 @@ inline constexpr const char* kLogitsSummary =
 inline constexpr const char* kBenchSummary =
     "Measure prefill and decode tokens/s of an artifact for one sequence, as llama-bench does.";
 
+inline constexpr const char* kTuneSummary =
+    "Time each GEMM of a CUDA artifact as generated and through cuBLASLt; write the faster choice.";
+
 int RunRunCommand(int argc, char** argv);
+int RunTuneCommand(int argc, char** argv);
 int RunBenchCommand(int argc, char** argv);
 int RunLogitsCommand(int argc, char** argv);
 int RunPerplexityCommand(int argc, char** argv);

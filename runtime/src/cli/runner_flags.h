@@ -21,6 +21,8 @@ struct RunnerFlags {
   bool no_verify = false;
   bool cuda_graphs = false;
   std::string backend = "auto";
+  std::string gemm = "llmc";
+  std::string tune_file;
 
   void Register(FlagSet& flags) {
     flags.AddString("backend", &backend,
@@ -33,6 +35,10 @@ struct RunnerFlags {
     flags.AddBool("no-verify", &no_verify, "skip the weight checksum at load");
     flags.AddBool("cuda-graphs", &cuda_graphs,
                   "CUDA: replay decode steps from captured CUDA graphs (the host ignores it)");
+    flags.AddString("gemm", &gemm,
+                    "CUDA: llmc|cublaslt|auto: who runs GEMMs with 16-bit weights (auto: as "
+                    "`llmc tune` measured on this GPU, from --tune-file)");
+    flags.AddString("tune-file", &tune_file, "CUDA: llmc tune's choices (default ARTIFACT/tune.json)");
   }
   // Settles --backend for the artifact at `dir` before it is loaded (call it
   // before Options(), which passes the choice on): 0 to go on, else the exit
@@ -67,6 +73,8 @@ struct RunnerFlags {
     o.runner.block_size = block_size;
     o.runner.max_batch_tokens = batch;
     o.runner.cuda_graphs = cuda_graphs;
+    o.runner.gemm = gemm;
+    o.runner.tune_file = tune_file;
     if (ctx > 0) o.runner.num_blocks = (ctx + block_size - 1) / block_size;
     o.verify_checksum = !no_verify;
     o.backend = choice_;

@@ -1,5 +1,7 @@
 #include "llmc/runtime/exec/cuda_runner.h"
 
+#include "llmc/runtime/exec/gemm_tuning.h"
+
 #include <algorithm>
 #include <fstream>
 #include <set>
@@ -28,13 +30,25 @@ CudaRunner::~CudaRunner() {
   (void)device_->MakeCurrent();
   (void)device_->Synchronize();  // nothing of ours may still be in flight
   DropGraphs();
+  for (cuda::CUevent e : events_) (void)device_->api().cuEventDestroy(e);
+  cublaslt_.reset();
   for (cuda::CUdeviceptr p : allocations_) (void)device_->memory().Free(p);
   module_.reset();
 }
 
+std::string CudaRunner::CublasLtVersion() const { return cublaslt_ ? cublaslt_->version() : ""; }
+
 std::string CudaRunner::ExecutionSummary() const {
-  return absl::StrFormat("CUDA %s on %s%s", target_, device_->info().Summary(),
-                         options_.cuda_graphs ? ", decode steps as CUDA graphs" : "");
+  std::string gemms;
+  if (cublaslt_)
+    gemms = absl::StrCat(", GEMMs with 16-bit weights by ",
+                         gemm_policy_.mode == GemmPolicy::Mode::kTuned ? "llmc tune's choice"
+                                                                         : "cuBLASLt",
+                         " (cuBLASLt ", cublaslt_->version(), ")");
+  else if (!gemm_note_.empty())
+    gemms = ", " + gemm_note_;
+  return absl::StrFormat("CUDA %s on %s%s%s", target_, device_->info().Summary(),
+                         options_.cuda_graphs ? ", decode steps as CUDA graphs" : "", gemms);
 }
 
 void CudaRunner::DropGraphs() {
@@ -143,6 +157,7 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   LLMC_RETURN_IF_ERROR(runner->Grow(size_t(scratch) * sizeof(float), "the split attention scratch",
                                     &bind.scratch, &runner->scratch_bytes_));
   LLMC_RETURN_IF_ERROR(runner->UploadWeights());
+  LLMC_RETURN_IF_ERROR(runner->SetUpGemms());
   for (const ManifestStep& s : c.steps) {
     LLMC_ASSIGN_OR_RETURN(llmc_cuda_args args, PackArgs(m, s, bind));
     runner->args_.push_back(args);
@@ -176,6 +191,64 @@ absl::Status CudaRunner::LoadModule() {
   return absl::OkStatus();
 }
 
+absl::Status CudaRunner::SetUpGemms() {
+  const Manifest& m = artifact_->manifest();
+  const ManifestCuda& c = m.cuda;
+  const std::string& mode = options_.gemm;
+  if (mode.empty() || mode == "llmc") return absl::OkStatus();
+  if (mode != "cublaslt" && mode != "auto")
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gemm: '", mode, "' is not llmc, cublaslt or auto"));
+  bool offered = false;
+  for (const ManifestCudaKernel& k : c.kernels) offered |= k.gemm.n > 0;
+  if (!offered) {
+    gemm_note_ = "the generated GEMMs (no GEMM has 16-bit weights of the activation type, which "
+                 "cuBLASLt would take)";
+    return absl::OkStatus();
+  }
+  if (mode == "auto") {
+    std::string path = options_.tune_file.empty() ? DefaultTuneFile(artifact_->dir())
+                                                  : options_.tune_file;
+    auto text = ReadWholeFile(path);
+    if (!text.ok()) {
+      gemm_note_ = "the generated GEMMs (no tune file " + path + "; run llmc tune)";
+      return absl::OkStatus();
+    }
+    LLMC_ASSIGN_OR_RETURN(GemmTuning tuning, ParseGemmTuning(*text, path));
+    if (tuning.device != device_->info().name) {
+      gemm_note_ = absl::StrCat("the generated GEMMs (", path, " was measured on ", tuning.device,
+                                ", this is ", device_->info().name, "; run llmc tune)");
+      return absl::OkStatus();
+    }
+    gemm_policy_ = PolicyFromTuning(c, tuning);
+  } else {
+    gemm_policy_.mode = GemmPolicy::Mode::kCublasLt;
+  }
+  auto lt = cuda::CublasLt::Load();
+  if (!lt.ok())
+    return absl::FailedPreconditionError(
+        absl::StrCat("--gemm=", mode, ": ", lt.status().message()));
+  cublaslt_ = *std::move(lt);
+
+  // Operands for the largest GEMM: A in the activation type, D in f32.
+  int64_t elem = CudaActivationBytes(c.activation_dtype);
+  int64_t a_bytes = 0, d_bytes = 0;
+  gemm_functions_.assign(c.kernels.size(), {nullptr, nullptr});
+  for (size_t k = 0; k < c.kernels.size(); ++k) {
+    const ManifestCudaGemm& g = c.kernels[k].gemm;
+    if (g.n == 0) continue;
+    int64_t rows = g.rows == "L" ? options_.max_logits : options_.max_batch_tokens;
+    a_bytes = std::max(a_bytes, rows * g.k * elem);
+    d_bytes = std::max(d_bytes, rows * g.n * int64_t(sizeof(float)));
+    LLMC_ASSIGN_OR_RETURN(gemm_functions_[k][0], module_->Function(g.pre));
+    LLMC_ASSIGN_OR_RETURN(gemm_functions_[k][1], module_->Function(g.epi));
+  }
+  LLMC_RETURN_IF_ERROR(Allocate(size_t(a_bytes), "cuBLASLt's A operand", &bindings_.gemm_a));
+  LLMC_RETURN_IF_ERROR(Allocate(size_t(d_bytes), "cuBLASLt's f32 result", &bindings_.gemm_d));
+  gemm_workspace_bytes_ = size_t{32} << 20;  // what cuBLASLt's Hopper kernels ask for at most
+  return Allocate(gemm_workspace_bytes_, "cuBLASLt's workspace", &gemm_workspace_);
+}
+
 absl::Status CudaRunner::UploadWeights() {
   // The file as one copy: every tensor lands at its manifest offset from the
   // base (kWeightAlignment-aligned, as the kernels' vector loads need).
@@ -188,16 +261,68 @@ absl::Status CudaRunner::UploadWeights() {
 absl::Status CudaRunner::Launch(const SelectedLaunch& sel, llmc_cuda_step_info* info) {
   const ManifestCuda& c = artifact_->manifest().cuda;
   size_t k = size_t(c.steps[sel.step].kernel);
-  void* params[] = {info, &args_[sel.step]};
+  const llmc_cuda_args& args = args_[sel.step];
+  const ManifestCudaGemm& gemm = c.kernels[k].gemm;
+  if (sel.kind == LaunchKind::kGemmMatmul) {
+    cuda::GemmType type =
+        c.activation_dtype == "f16" ? cuda::GemmType::kF16 : cuda::GemmType::kBF16;
+    absl::Status st = cublaslt_->Gemm(
+        device_->stream(), type, sel.rows, gemm.n, gemm.k, uintptr_t(args.gemm_a),
+        uintptr_t(args.weights[gemm.weight]), uintptr_t(args.gemm_d), gemm_workspace_,
+        gemm_workspace_bytes_);
+    if (st.ok()) return st;
+    return absl::Status(st.code(), absl::StrFormat("%s (CUDA step %d, %s)", st.message(), sel.step,
+                                                   c.steps[sel.step].name));
+  }
+  cuda::CUfunction fn = sel.kind == LaunchKind::kKernel ? functions_[k][sel.launch]
+                        : sel.kind == LaunchKind::kGemmPre ? gemm_functions_[k][0]
+                                                           : gemm_functions_[k][1];
+  const std::string& symbol = sel.kind == LaunchKind::kKernel ? c.kernels[k].launches[sel.launch].symbol
+                              : sel.kind == LaunchKind::kGemmPre ? gemm.pre
+                                                                 : gemm.epi;
+  void* params[] = {info, const_cast<llmc_cuda_args*>(&args)};
   const cuda::DriverApi& api = device_->api();
-  cuda::CUresult r =
-      api.cuLaunchKernel(functions_[k][sel.launch], sel.grid[0], sel.grid[1], sel.grid[2],
-                         sel.block, 1, 1, 0, device_->stream(), params, nullptr);
+  cuda::CUresult r = api.cuLaunchKernel(fn, sel.grid[0], sel.grid[1], sel.grid[2], sel.block, 1,
+                                        1, 0, device_->stream(), params, nullptr);
   if (r == cuda::kCudaSuccess) return absl::OkStatus();
   return api.Check(r, absl::StrFormat("cuLaunchKernel(%s, grid [%d, %d, %d] x %d) of CUDA step %d (%s)",
-                                      c.kernels[k].launches[sel.launch].symbol, sel.grid[0],
-                                      sel.grid[1], sel.grid[2], sel.block, sel.step,
-                                      c.steps[sel.step].name));
+                                      symbol, sel.grid[0], sel.grid[1], sel.grid[2], sel.block,
+                                      sel.step, c.steps[sel.step].name));
+}
+
+absl::Status CudaRunner::LaunchProfiled(llmc_cuda_step_info* info) {
+  const ManifestCuda& c = artifact_->manifest().cuda;
+  const cuda::DriverApi& api = device_->api();
+  event_kernels_.clear();
+  size_t used = 0;
+  auto record = [&](size_t kernel) -> absl::Status {
+    if (used == events_.size()) {
+      cuda::CUevent e = nullptr;
+      LLMC_CUDA_RETURN_IF_ERROR(api, cuEventCreate(&e, 0));
+      events_.push_back(e);
+    }
+    event_kernels_.push_back(kernel);
+    LLMC_CUDA_RETURN_IF_ERROR(api, cuEventRecord(events_[used++], device_->stream()));
+    return absl::OkStatus();
+  };
+  for (size_t i = 0; i < selected_.size(); ++i) {
+    if (i == 0 || selected_[i].step != selected_[i - 1].step)
+      LLMC_RETURN_IF_ERROR(record(size_t(c.steps[selected_[i].step].kernel)));
+    LLMC_RETURN_IF_ERROR(Launch(selected_[i], info));
+  }
+  return record(0);  // the end of the last entry
+}
+
+absl::Status CudaRunner::ReadProfile() {
+  const cuda::DriverApi& api = device_->api();
+  kernel_ms_.resize(artifact_->manifest().cuda.kernels.size(), 0.0);
+  for (size_t i = 0; i + 1 < event_kernels_.size(); ++i) {
+    float ms = 0;
+    LLMC_CUDA_RETURN_IF_ERROR(api, cuEventElapsedTime(&ms, events_[i], events_[i + 1]));
+    kernel_ms_[event_kernels_[i]] += ms;
+  }
+  event_kernels_.clear();
+  return absl::OkStatus();
 }
 
 absl::Status CudaRunner::LaunchGraph(llmc_cuda_step_info* info) {
@@ -283,8 +408,11 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
   }
   int64_t rows = vars.logits;
   LLMC_RETURN_IF_ERROR(SelectLaunches(m.cuda, parsed_, vars, max_context, &selected_));
+  ApplyGemmPolicy(m.cuda, gemm_policy_, vars, &selected_);
   if (graph) {
     LLMC_RETURN_IF_ERROR(LaunchGraph(&info));
+  } else if (options_.profile_kernels) {
+    LLMC_RETURN_IF_ERROR(LaunchProfiled(&info));
   } else {
     for (const SelectedLaunch& sel : selected_) LLMC_RETURN_IF_ERROR(Launch(sel, &info));
   }
@@ -294,6 +422,7 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
                                            size_t(rows * vocab_) * sizeof(float)));
   // Errors of the launches surface here (the driver reports them late).
   LLMC_RETURN_IF_ERROR(device_->Synchronize());
+  if (!event_kernels_.empty()) LLMC_RETURN_IF_ERROR(ReadProfile());
   return logits_.data();
 }
 

@@ -124,7 +124,8 @@ bool SameLaunches(const std::vector<SelectedLaunch>& a, const std::vector<Select
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i].step != b[i].step || a[i].launch != b[i].launch || a[i].grid != b[i].grid ||
-        a[i].block != b[i].block || a[i].splits != b[i].splits)
+        a[i].block != b[i].block || a[i].splits != b[i].splits || a[i].kind != b[i].kind ||
+        a[i].rows != b[i].rows)
       return false;
   return true;
 }
@@ -219,6 +220,57 @@ absl::Status SelectLaunches(const ManifestCuda& c,
   return absl::OkStatus();
 }
 
+bool GemmPolicy::UsesCublasLt(const ManifestCuda& c, size_t kernel, int64_t rows) const {
+  if (kernel >= c.kernels.size() || c.kernels[kernel].gemm.n == 0) return false;
+  switch (mode) {
+    case Mode::kOwn: return false;
+    case Mode::kCublasLt: return true;
+    case Mode::kTuned: break;
+  }
+  if (kernel >= tuned.size() || tuned[kernel].empty()) return false;
+  for (const auto& [max_rows, lt] : tuned[kernel])
+    if (rows <= max_rows) return lt;
+  return tuned[kernel].back().second;
+}
+
+void ApplyGemmPolicy(const ManifestCuda& c, const GemmPolicy& policy, const LaunchVars& step,
+                     std::vector<SelectedLaunch>* launches) {
+  if (policy.mode == GemmPolicy::Mode::kOwn) return;
+  std::vector<SelectedLaunch>& v = *launches;
+  std::vector<SelectedLaunch> replaced;  // rarely more than a few entries
+  for (size_t i = 0; i < v.size(); ++i) {
+    const SelectedLaunch sel = v[i];
+    size_t k = size_t(c.steps[sel.step].kernel);
+    const ManifestCudaKernel& kernel = c.kernels[k];
+    int64_t rows = kernel.gemm.rows == "L" ? step.logits : step.tokens;
+    if (sel.kind != LaunchKind::kKernel || kernel.launches[sel.launch].impl != "llmc" ||
+        !policy.UsesCublasLt(c, k, rows)) {
+      replaced.push_back(sel);
+      continue;
+    }
+    // The first replaced launch of this step entry brings the GEMM; the
+    // others (there is one GEMV or GEMM per step) go.
+    if (!replaced.empty() && replaced.back().step == sel.step &&
+        replaced.back().kind == LaunchKind::kGemmEpi)
+      continue;
+    SelectedLaunch part = sel;
+    part.rows = rows;
+    part.block = 128;
+    part.splits = 1;
+    part.kind = LaunchKind::kGemmPre;
+    part.grid = {unsigned(rows), 1, 1};
+    replaced.push_back(part);
+    part.kind = LaunchKind::kGemmMatmul;
+    part.block = 0;
+    replaced.push_back(part);
+    part.kind = LaunchKind::kGemmEpi;
+    part.block = 128;
+    part.grid = {unsigned((kernel.gemm.columns + 127) / 128), unsigned(rows), 1};
+    replaced.push_back(part);
+  }
+  v.swap(replaced);
+}
+
 absl::StatusOr<llmc_cuda_args> PackArgs(const Manifest& m, const ManifestStep& step,
                                         const CudaBindings& bindings) {
   if (step.buffers.size() > LLMC_CUDA_MAX_BUFFERS || step.weights.size() > LLMC_CUDA_MAX_WEIGHTS ||
@@ -251,6 +303,8 @@ absl::StatusOr<llmc_cuda_args> PackArgs(const Manifest& m, const ManifestStep& s
     args.caches[1] = DevicePointer(bindings.caches[2 * layer + 1]);
   }
   args.scratch = static_cast<float*>(DevicePointer(bindings.scratch));
+  args.gemm_a = DevicePointer(bindings.gemm_a);
+  args.gemm_d = static_cast<float*>(DevicePointer(bindings.gemm_d));
   return args;
 }
 

@@ -1,5 +1,6 @@
-"""Checks the CUDA part of an artifact: every launch of every CUDA kernel has
-an entry point in the PTX of each target and a ptxas report, and no entry
+"""Checks the CUDA part of an artifact: every launch of every CUDA kernel (and
+the halves of each cuBLASLt GEMM it offers) has an entry point in the PTX of
+each target and a ptxas report, and no entry
 spills registers or uses a stack frame. Prints one summary line per arch.
 
 usage: check_cuda_artifact.py ARTIFACT [--archs sm_80,sm_90]
@@ -33,7 +34,8 @@ def main():
     cuda = manifest.get("cuda")
     if not cuda:
         sys.exit("no cuda section in %s/manifest.json" % args.artifact)
-    symbols = sorted({l["symbol"] for k in cuda["kernels"] for l in k["launches"]})
+    symbols = sorted({l["symbol"] for k in cuda["kernels"] for l in k["launches"]} |
+                     {k["gemm"][h] for k in cuda["kernels"] if "gemm" in k for h in ("pre", "epi")})
     used = {s["kernel"] for s in cuda["steps"]}
     if used != set(range(len(cuda["kernels"]))):
         sys.exit("kernels not used by any step: %s" % sorted(set(range(len(cuda["kernels"]))) - used))

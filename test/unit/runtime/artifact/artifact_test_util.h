@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "llmc/runtime/artifact/artifact_writer.h"
+#include "llmc/runtime/artifact/cuda_abi.h"
 #include "llmc/runtime/artifact/manifest.h"
 #include "llmc/runtime/weight_format.h"
 
@@ -111,7 +112,7 @@ inline Manifest TinyCudaManifest() {
   m.targets = {"host", "sm_80", "sm_90"};
   ManifestCuda& c = m.cuda;
   c.activation_dtype = "bf16";
-  c.cuda_abi_version = 1;
+  c.cuda_abi_version = LLMC_CUDA_ABI_VERSION;
   c.modules = {{"sm_80", "kernels/sm_80/kernels.ptx", "00000000000000aa",
                 {{"llmc_cuda_embed", 24, 0, 0, 0, 0},
                  {"llmc_cuda_attn", 96, 16, 24, 4096, 32},

@@ -342,7 +342,7 @@ TEST(ManifestCuda, JsonRoundTripKeepsEveryField) {
   ASSERT_TRUE(out.ok()) << out.status() << "\n" << json;
   const ManifestCuda &a = out->cuda, &b = in.cuda;
   EXPECT_EQ(a.activation_dtype, "bf16");
-  EXPECT_EQ(a.cuda_abi_version, 1);
+  EXPECT_EQ(a.cuda_abi_version, LLMC_CUDA_ABI_VERSION);
   ASSERT_EQ(a.modules.size(), b.modules.size());
   for (size_t i = 0; i < a.modules.size(); ++i) {
     EXPECT_EQ(a.modules[i].arch, b.modules[i].arch);
@@ -469,6 +469,34 @@ TEST(ManifestCuda, Launches) {
                 launch(m).grid = {"cdiv( L , 4 )", "65535", "splits"};
                 launch(m).when = " splits > 0 ";
               }).ok());
+}
+
+TEST(ManifestCuda, CublasLtGemm) {
+  // The LM head (kernel 2) offering a cuBLASLt GEMM in place of its own.
+  auto offer = [](Manifest& m) -> ManifestCudaGemm& {
+    ManifestCudaKernel& k = m.cuda.kernels[2];
+    for (ManifestCudaLaunch& l : k.launches) l.impl = "llmc";
+    k.gemm = {64, 64, 64, 1, "L", "llmc_cuda_k2_lt_pre", "llmc_cuda_k2_lt_epi"};
+    return k.gemm;
+  };
+  absl::StatusOr<Manifest> ok = CudaRoundTrip([&](Manifest& m) { offer(m); });
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->cuda.kernels[2].gemm.epi, "llmc_cuda_k2_lt_epi");
+  EXPECT_EQ(ok->cuda.kernels[2].gemm.rows, "L");
+  EXPECT_EQ(ok->cuda.kernels[2].launches[1].impl, "llmc");
+  EXPECT_EQ(ok->cuda.kernels[0].gemm.n, 0);
+  ExpectError(CudaRoundTrip([&](Manifest& m) { offer(m).rows = "S"; }),
+              {kPath, "cuda.kernels[2].gemm.rows is 'S'; expected T or L"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { offer(m).k = 0; }),
+              {"cuda.kernels[2].gemm.k is 0; expected 1 to 16777216"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { offer(m).weight = 12; }),
+              {"cuda.kernels[2].gemm.weight is 12; expected 0 to 11"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { offer(m).epi = "a b"; }),
+              {"cuda.kernels[2].gemm.epi 'a b' is not a C identifier"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { m.cuda.kernels[0].launches[0].impl = "llmc"; }),
+              {"cuda.kernels[0].launches[0].impl is llmc, but the kernel has no gemm"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) { offer(m); m.cuda.kernels[2].launches[0].impl = "cublas"; }),
+              {"cuda.kernels[2].launches[0].impl is 'cublas'; expected \"\" or llmc"});
 }
 
 TEST(ManifestCuda, ModulesAndSection) {

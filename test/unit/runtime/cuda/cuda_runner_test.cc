@@ -365,8 +365,10 @@ TEST_F(CudaRunnerTest, CreateErrors) {
               {"kernels/sm_90/kernels.ptx: kernel missing: cuModuleGetFunction(\"missing\") "
                "failed: CUDA_ERROR_NOT_FOUND (500)"});
   std::filesystem::remove_all(dir_);
-  ExpectError(Open([](Manifest& m) { m.cuda.cuda_abi_version = 2; }),
-              {"CUDA kernels use ABI version 2, this runtime speaks 1; recompile the model"});
+  ExpectError(Open([](Manifest& m) { m.cuda.cuda_abi_version = LLMC_CUDA_ABI_VERSION + 1; }),
+              {absl::StrCat("CUDA kernels use ABI version ", LLMC_CUDA_ABI_VERSION + 1,
+                            ", this runtime speaks ", LLMC_CUDA_ABI_VERSION,
+                            "; recompile the model")});
   std::filesystem::remove_all(dir_);
   ExpectError(Open(nullptr, "sm_75"), {"the artifact has no CUDA module for sm_75"});
   std::filesystem::remove_all(dir_);

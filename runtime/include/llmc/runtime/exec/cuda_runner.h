@@ -16,9 +16,15 @@
 // on); the staging upload and the logits download stay outside the graph.
 // Growing the staging or the scratch moves pointers the graphs hold: every
 // graph is dropped then.
+//
+// With RunnerOptions.gemm "cublaslt" or "auto" (and a tune file measured on
+// this device), the GEMMs the artifact offers to cuBLASLt (16-bit weights in
+// the activation type; manifest kernels[i].gemm) run as its pre launch,
+// cublasLtMatmul into an f32 area, and its epi launch (ApplyGemmPolicy).
 #ifndef LLMC_RUNTIME_EXEC_CUDA_RUNNER_H_
 #define LLMC_RUNTIME_EXEC_CUDA_RUNNER_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,6 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "llmc/runtime/artifact/artifact.h"
+#include "llmc/runtime/cuda/cublaslt.h"
 #include "llmc/runtime/cuda/device.h"
 #include "llmc/runtime/exec/cuda_step_plan.h"
 #include "llmc/runtime/exec/step_runner.h"
@@ -55,6 +62,13 @@ class CudaRunner : public StepRunner {
   std::string ExecutionSummary() const override;
 
   cuda::CudaDevice& device() { return *device_; }
+  // With RunnerOptions.profile_kernels: milliseconds spent in each cuda
+  // kernel (by index into cuda.kernels) over the steps run, from events
+  // recorded between step entries. Graph steps are not timed.
+  const std::vector<double>& KernelTimes() const { return kernel_ms_; }
+  void ResetKernelTimes() { kernel_ms_.assign(kernel_ms_.size(), 0.0); }
+  // The cuBLASLt version when it runs GEMMs, else "".
+  std::string CublasLtVersion() const;
 
  private:
   CudaRunner() = default;
@@ -65,6 +79,13 @@ class CudaRunner : public StepRunner {
   absl::Status UploadWeights();
   absl::Status LoadModule();
   absl::Status Launch(const SelectedLaunch& launch, llmc_cuda_step_info* info);
+  // Loads cuBLASLt and allocates its operands when options_.gemm asks for it
+  // (sets gemm_policy_, or gemm_note_ saying why the generated GEMMs stay).
+  absl::Status SetUpGemms();
+  // Launches selected_, recording an event before each step entry and after
+  // the last; Step reads them after it synchronizes.
+  absl::Status LaunchProfiled(llmc_cuda_step_info* info);
+  absl::Status ReadProfile();
   // The step's launches through a graph: the cached one whose launches and
   // step info are these, else one captured now (and cached); then replayed.
   absl::Status LaunchGraph(llmc_cuda_step_info* info);
@@ -100,6 +121,17 @@ class CudaRunner : public StepRunner {
   std::vector<Graph> graphs_;     // with options_.cuda_graphs; destroyed before the device
   uint64_t steps_ = 0;            // Step calls, for the graphs' last use
   std::vector<float> logits_;     // [max_logits, vocab], what Step returns
+  // cuBLASLt GEMMs.
+  std::unique_ptr<cuda::CublasLt> cublaslt_;  // destroyed before the device
+  GemmPolicy gemm_policy_;
+  std::string gemm_note_;
+  std::vector<std::array<cuda::CUfunction, 2>> gemm_functions_;  // per kernel: pre, epi
+  cuda::CUdeviceptr gemm_workspace_ = 0;
+  size_t gemm_workspace_bytes_ = 0;
+  // Profiling.
+  std::vector<cuda::CUevent> events_;
+  std::vector<size_t> event_kernels_;  // the kernel of the entry each event opens
+  std::vector<double> kernel_ms_;
 };
 
 }  // namespace llmc

@@ -83,13 +83,19 @@ int64_t AttentionScratchFloats(const ManifestCuda& cuda,
                                const std::vector<std::vector<ParsedLaunch>>& parsed,
                                const LaunchVars& step, int64_t max_context);
 
+// What a selected launch runs: one of the kernel's launches, or a part of
+// the cuBLASLt GEMM that replaces its own (manifest kernels[i].gemm).
+enum class LaunchKind : uint8_t { kKernel, kGemmPre, kGemmMatmul, kGemmEpi };
+
 // One launch a step makes.
 struct SelectedLaunch {
   size_t step = 0;    // into cuda.steps
-  size_t launch = 0;  // into the step's kernel's launches
+  size_t launch = 0;  // into the step's kernel's launches (kKernel)
   std::array<unsigned, 3> grid{};
   unsigned block = 0;
   int64_t splits = 1;
+  LaunchKind kind = LaunchKind::kKernel;
+  int64_t rows = 0;   // the GEMM's rows (the gemm kinds)
 };
 // The launches of one step (`step`: its T, L, Q and S) of longest context
 // `max_context`, in plan order: every launch of each step entry whose `when`
@@ -100,6 +106,23 @@ absl::Status SelectLaunches(const ManifestCuda& cuda,
                             const std::vector<std::vector<ParsedLaunch>>& parsed,
                             const LaunchVars& step, int64_t max_context,
                             std::vector<SelectedLaunch>* out);
+
+// Which kernels' GEMMs cuBLASLt runs (RunnerOptions.gemm): none (the
+// generated GEMV/GEMM), every one the artifact offers, or per kernel and
+// row count as `llmc tune` measured: `tuned[k]` lists (max_rows, cuBLASLt?)
+// by ascending max_rows; a GEMM of r rows takes the first entry with
+// max_rows >= r, else the last; a kernel without entries keeps its own.
+struct GemmPolicy {
+  enum class Mode { kOwn, kCublasLt, kTuned } mode = Mode::kOwn;
+  std::vector<std::vector<std::pair<int64_t, bool>>> tuned;
+  bool UsesCublasLt(const ManifestCuda& cuda, size_t kernel, int64_t rows) const;
+};
+// Replaces, in each step entry whose kernel's GEMM `policy` gives to
+// cuBLASLt, the launches marked impl "llmc" by the GEMM's pre launch, the
+// matmul and its epi launch (where the first of them was). `step` gives the
+// GEMM's rows (T or L).
+void ApplyGemmPolicy(const ManifestCuda& cuda, const GemmPolicy& policy, const LaunchVars& step,
+                     std::vector<SelectedLaunch>* launches);
 
 // CUDA graphs (RunnerOptions.cuda_graphs). A graph bakes in its launches'
 // grids and kernel parameters, so a step replays one only when its launches
@@ -129,6 +152,7 @@ struct CudaBindings {
   cuda::CUdeviceptr weights = 0;           // the weight file's copy; tensors at their offsets
   std::vector<cuda::CUdeviceptr> caches;   // 2 per layer: K, V
   cuda::CUdeviceptr scratch = 0;           // 0 when no kernel splits attention
+  cuda::CUdeviceptr gemm_a = 0, gemm_d = 0; // cuBLASLt operands; 0 without cuBLASLt GEMMs
 };
 // llmc_cuda_args of cuda.steps entry `step`, bindings in the step's order.
 absl::StatusOr<llmc_cuda_args> PackArgs(const Manifest& m, const ManifestStep& step,

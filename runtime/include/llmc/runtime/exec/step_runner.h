@@ -22,6 +22,15 @@ struct RunnerOptions {
   int64_t block_size = 16;         // tokens per KV block
   int64_t num_blocks = 0;          // 0: enough for max_position tokens of one sequence
   bool cuda_graphs = false;        // CUDA: replay decode steps from captured graphs (host: ignored)
+  // CUDA: who runs the GEMMs with 16-bit weights: "llmc" (the generated
+  // kernels), "cublaslt" (cuBLASLt, loaded with dlopen, wherever the artifact
+  // offers it), "auto" (per kernel and row count as `llmc tune` measured on
+  // this device, from `tune_file`, default ARTIFACT/tune.json; the generated
+  // kernels without one).
+  std::string gemm = "llmc";
+  std::string tune_file;
+  // CUDA: time each step entry with events (KernelTimes); for `llmc tune`.
+  bool profile_kernels = false;
 };
 
 class StepRunner {

@@ -11,11 +11,18 @@
 // column-major order with f32 accumulation, reading f16/bf16/f32 and writing
 // D in its layout's type.
 //
+// The product runs as host work on the fake driver's stream when the fake
+// driver is the process's (LLMC_CUDA_DRIVER names it and it is loaded): at
+// once, or, while the driver captures a graph, when the graph is replayed,
+// as the real library's kernels would. Without it, at once.
+//
 // FAKE_CUBLASLT_FAIL=matmul|heuristic|noalgo|create makes cublasLtMatmul
 // fail (CUBLAS_STATUS_EXECUTION_FAILED), the heuristic fail
 // (CUBLAS_STATUS_NOT_SUPPORTED) or find nothing, or cublasLtCreate fail
 // (CUBLAS_STATUS_NOT_INITIALIZED). fake_cublaslt_control / _query set and
 // read its state; tests reach them by dlopen'ing the same path.
+#include <dlfcn.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -309,6 +316,36 @@ API Status cublasLtMatmulAlgoGetHeuristic(Handle* h, Desc* desc, Layout* a, Layo
   return kSuccess;
 }
 
+namespace {
+// One cublasLtMatmul's work, by value (it may run later, from a graph).
+struct Product {
+  Desc desc;
+  Layout la, lb, lc, ld;
+  const void *A, *B, *C;
+  void* D;
+  uint64_t m, n, k;
+  float alpha, beta;
+};
+
+void RunProduct(const void* ctx) {
+  const Product& q = *static_cast<const Product*>(ctx);
+  for (uint64_t j = 0; j < q.n; ++j) {
+    for (uint64_t i = 0; i < q.m; ++i) {
+      float acc = 0.0f;
+      for (uint64_t p = 0; p < q.k; ++p) {
+        // op(A)[i,p], op(B)[p,j], column-major with ld.
+        size_t ia = q.desc.transa ? size_t(p + i * uint64_t(q.la.ld)) : size_t(i + p * uint64_t(q.la.ld));
+        size_t ib = q.desc.transb ? size_t(j + p * uint64_t(q.lb.ld)) : size_t(p + j * uint64_t(q.lb.ld));
+        acc += Load(q.A, q.la.type, ia) * Load(q.B, q.lb.type, ib);
+      }
+      float out = q.alpha * acc;
+      if (q.beta != 0.0f) out += q.beta * Load(q.C, q.lc.type, size_t(i + j * uint64_t(q.lc.ld)));
+      Store(q.D, q.ld.type, size_t(i + j * uint64_t(q.ld.ld)), out);
+    }
+  }
+}
+}  // namespace
+
 API Status cublasLtMatmul(Handle* h, Desc* desc, const void* alpha, const void* A, Layout* la,
                           const void* B, Layout* lb, const void* beta, const void* C, Layout* lc,
                           void* D, Layout* ld, const Algo* algo, void* workspace,
@@ -338,19 +375,17 @@ API Status cublasLtMatmul(Handle* h, Desc* desc, const void* alpha, const void* 
   if (FailIs("matmul")) return kExecutionFailed;
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   if (be != 0.0f && !C) return kInvalidValue;
-  for (uint64_t j = 0; j < n; ++j) {
-    for (uint64_t i = 0; i < m; ++i) {
-      float acc = 0.0f;
-      for (uint64_t p = 0; p < k; ++p) {
-        // op(A)[i,p], op(B)[p,j], column-major with ld.
-        size_t ia = desc->transa ? size_t(p + i * uint64_t(la->ld)) : size_t(i + p * uint64_t(la->ld));
-        size_t ib = desc->transb ? size_t(j + p * uint64_t(lb->ld)) : size_t(p + j * uint64_t(lb->ld));
-        acc += Load(A, la->type, ia) * Load(B, lb->type, ib);
-      }
-      float out = al * acc;
-      if (be != 0.0f) out += be * Load(C, lc->type, size_t(i + j * uint64_t(lc->ld)));
-      Store(D, ld->type, size_t(i + j * uint64_t(ld->ld)), out);
-    }
-  }
+  const Product p{*desc, *la, *lb, *lc, *ld, A, B, C, D, m, n, k, al, be};
+  // The fake driver's stream, when the fake driver is loaded.
+  using Enqueue = int (*)(void (*)(const void*), const void*, unsigned long);
+  static Enqueue enqueue = [] {
+    const char* driver = std::getenv("LLMC_CUDA_DRIVER");
+    void* lib = driver ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+    return lib ? reinterpret_cast<Enqueue>(dlsym(lib, "fake_cuda_enqueue_host")) : nullptr;
+  }();
+  if (enqueue)
+    enqueue(&RunProduct, &p, sizeof p);
+  else
+    RunProduct(&p);
   return kSuccess;
 }

@@ -50,6 +50,8 @@ struct State {
   int graphs = 0, graph_execs = 0;  // live
   int capture_violations = 0;      // calls refused during a capture
   std::vector<int> graph_launches;  // the graph each cuGraphLaunch replayed
+  // Host work captured into graphs, numbered from 1 (never freed: few).
+  std::vector<std::pair<void (*)(const void*), std::vector<char>>> host_work;
 } g;
 struct FakeGraph {
   int id;
@@ -321,6 +323,20 @@ API CUresult cuEventSynchronize(void*) { return 0; }
 // Only the unversioned name, as drivers before CUDA 12.8 export it.
 API CUresult cuEventElapsedTime(float* ms, void*, void*) { *ms = 0.25f; return 0; }
 API CUresult cuEventDestroy_v2(void*) { return 0; }
+API int fake_cuda_enqueue_host(void (*run)(const void*), const void* ctx, unsigned long bytes) {
+  if (!g.capturing) {
+    run(ctx);
+    return 0;
+  }
+  const char* c = static_cast<const char*>(ctx);
+  g.host_work.push_back({run, std::vector<char>(c, c + bytes)});
+  FakeCudaLaunch l{};
+  std::strncpy(l.symbol, "<host work>", sizeof l.symbol - 1);
+  l.graph = g.capturing;
+  l.host_work = int(g.host_work.size());
+  g.launches.push_back(l);
+  return 0;
+}
 #ifndef FAKE_CUDA_NO_GRAPHS
 API CUresult cuStreamBeginCapture_v2(void*, int) {
   if (g.capturing) return kCaptureUnsupported;
@@ -350,6 +366,11 @@ API CUresult cuGraphLaunch(void* exec, void*) {
   g.graph_launches.push_back(graph.id);
   // Emulating: the captured launches run, with their parameters as captured.
   for (const FakeCudaLaunch& l : graph.launches) {
+    if (l.host_work > 0) {
+      const auto& [run, ctx] = g.host_work[size_t(l.host_work - 1)];
+      run(ctx.data());
+      continue;
+    }
     FakeCudaLaunch copy = l;
     void* params[] = {&copy.info, &copy.args};
     if (int r = RunEmulated(copy.symbol, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],

@@ -19,7 +19,15 @@ struct FakeCudaLaunch {
   llmc_cuda_step_info info;  // *kernelParams[0]
   llmc_cuda_args args;       // *kernelParams[1]
   int graph;                 // 0: launched; n > 0: captured into graph n (the n-th capture)
+  int host_work;             // n > 0: not a kernel but captured host work n (fake_cuda_enqueue_host)
 };
+
+// Host work that another fake library (the fake cuBLASLt) puts on the
+// stream: `run(ctx)` with a copy of ctx_bytes bytes of `ctx`, at once, or,
+// while a graph is captured, when the graph is replayed (as a real library's
+// kernels would be). Returns 0.
+extern "C" int fake_cuda_enqueue_host(void (*run)(const void* ctx), const void* ctx,
+                                      unsigned long ctx_bytes);
 
 // Exported by the fake: launches recorded since the last reset, and the i-th.
 extern "C" long fake_cuda_launch_count();

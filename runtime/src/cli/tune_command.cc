@@ -1,0 +1,178 @@
+// `llmc tune ARTIFACT`: for every CUDA kernel whose GEMM cuBLASLt may run
+// instead (16-bit weights of the activation type; manifest kernels[i].gemm),
+// times the generated GEMV/GEMM and the cuBLASLt path (pre launch, matmul,
+// epi launch) inside real prefill steps of --rows tokens, and writes the
+// faster per kernel and row count to ARTIFACT/tune.json (or -o), which
+// `--gemm=auto` then follows on the same GPU.
+//
+// A step of R tokens is one sequence's prefill with logits for every row
+// (so the LM head's GEMM has R rows too); each runs once untimed, then
+// --iters times with events between the step's kernels (CudaRunner's
+// profile_kernels). A kernel's time includes everything of its step entry
+// (its RoPE or epilogue launches too), the same on both sides.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "llmc/runtime/cli/commands.h"
+#include "llmc/runtime/exec/cuda_runner.h"
+#include "llmc/runtime/exec/gemm_tuning.h"
+#include "llmc/runtime/status_macros.h"
+#include "run_command.h"
+#include "runner_flags.h"
+
+namespace llmc::cli {
+namespace {
+
+// One prefill of `rows` tokens from position 0, logits for every row.
+StepBatch PrefillBatch(int64_t rows, int64_t vocab, int64_t block_size) {
+  StepBatch b;
+  int64_t blocks = (rows + block_size - 1) / block_size;
+  for (int64_t i = 0; i < rows; ++i) {
+    b.tokens.push_back(int32_t((i * 7919 + 13) % vocab));
+    b.positions.push_back(int32_t(i));
+    b.slot_mapping.push_back(int32_t(i));
+    b.logits_rows.push_back(int32_t(i));
+  }
+  b.query_starts = {0, int32_t(rows)};
+  b.context_lens = {int32_t(rows)};
+  b.max_blocks = blocks;
+  for (int64_t i = 0; i < blocks; ++i) b.block_tables.push_back(int32_t(i));
+  return b;
+}
+
+// Milliseconds per step of each kernel at each row count: [rows][kernel].
+absl::StatusOr<std::vector<std::vector<double>>> TimeKernels(const std::string& dir,
+                                                             GeneratorOptions options,
+                                                             const std::string& gemm,
+                                                             const std::vector<int64_t>& rows,
+                                                             int64_t iters, std::string* version) {
+  options.runner.gemm = gemm;
+  options.runner.profile_kernels = true;
+  LLMC_ASSIGN_OR_RETURN(auto gen, Generator::Create(dir, options));
+  auto* runner = dynamic_cast<CudaRunner*>(&gen->runner());
+  if (runner == nullptr) return absl::FailedPreconditionError("llmc tune needs the CUDA backend");
+  *version = runner->CublasLtVersion();
+  std::vector<std::vector<double>> out;
+  for (int64_t r : rows) {
+    StepBatch batch = PrefillBatch(r, runner->vocab_size(), runner->block_size());
+    LLMC_RETURN_IF_ERROR(runner->Step(batch).status());  // warm-up (JIT, cuBLASLt heuristics)
+    runner->ResetKernelTimes();
+    for (int64_t i = 0; i < iters; ++i) LLMC_RETURN_IF_ERROR(runner->Step(batch).status());
+    std::vector<double> ms = runner->KernelTimes();
+    for (double& v : ms) v /= double(iters);
+    out.push_back(std::move(ms));
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunTuneCommand(int argc, char** argv) {
+  RunnerFlags runner;
+  std::string rows_text = "1,16,128,512", out_path;
+  int64_t iters = 10;
+  FlagSet flags(std::string(argv[0]) + " ARTIFACT [--rows 1,16,128,512] [-o FILE]", kTuneSummary);
+  flags.AddString("rows", &rows_text, "GEMM row counts (prefill tokens) to time");
+  flags.AddInt("iters", &iters, "timed steps per row count");
+  flags.AddString("out", &out_path, "where to write the choices (default ARTIFACT/tune.json)", 'o');
+  runner.Register(flags);
+  if (auto st = flags.Parse(argc, argv); !st.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(st.message()).c_str());
+    return kExitUsage;
+  }
+  if (flags.help_requested()) {
+    std::fputs(flags.Usage().c_str(), stdout);
+    return 0;
+  }
+  std::vector<int64_t> rows;
+  for (absl::string_view piece : absl::StrSplit(rows_text, ',', absl::SkipWhitespace())) {
+    int64_t r;
+    if (!absl::SimpleAtoi(piece, &r) || r < 1) {
+      std::fprintf(stderr, "%s: --rows: '%s' is not a positive row count\n", argv[0],
+                   std::string(piece).c_str());
+      return kExitUsage;
+    }
+    rows.push_back(r);
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  if (flags.positional().size() != 1 || rows.empty() || iters < 1) {
+    std::fprintf(stderr, "%s: expected ARTIFACT, --rows and --iters >= 1 (see --help)\n", argv[0]);
+    return kExitUsage;
+  }
+  const std::string dir = flags.positional()[0];
+  if (out_path.empty()) out_path = DefaultTuneFile(dir);
+  runner.backend = "cuda";
+  runner.batch = rows.back();
+  if (runner.ctx < rows.back()) runner.ctx = rows.back();
+  if (int rc = runner.ResolveBackend(argv[0], dir); rc != 0) return rc;
+  GeneratorOptions options = runner.Options(/*logits_rows=*/rows.back());
+  if (options.backend.backend != Backend::kCuda || !options.backend.device) {
+    std::fprintf(stderr, "%s: llmc tune needs a GPU and an artifact with CUDA kernels for it\n",
+                 argv[0]);
+    return 1;
+  }
+  std::string version, own_version;
+  auto own = TimeKernels(dir, options, "llmc", rows, iters, &own_version);
+  auto lt = own.ok() ? TimeKernels(dir, options, "cublaslt", rows, iters, &version) : own;
+  if (!own.ok() || !lt.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0],
+                 std::string((own.ok() ? lt : own).status().message()).c_str());
+    return 1;
+  }
+  auto artifact = Artifact::Open(dir, {});
+  if (!artifact.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(artifact.status().message()).c_str());
+    return 1;
+  }
+  const ManifestCuda& c = (*artifact)->manifest().cuda;
+  GemmTuning tuning;
+  tuning.device = options.backend.device->name;
+  tuning.cublaslt = version;
+  std::printf("| %-48s | %6s | %10s | %12s | %-8s |\n", "kernel", "rows", "llmc us",
+              "cublaslt us", "choice");
+  for (size_t k = 0; k < c.kernels.size(); ++k) {
+    if (c.kernels[k].gemm.n == 0) continue;
+    std::vector<GemmTuneEntry>& entries = tuning.kernels[c.kernels[k].name];
+    for (size_t i = 0; i < rows.size(); ++i) {
+      GemmTuneEntry e;
+      e.max_rows = rows[i];
+      e.llmc_us = 1e3 * (*own)[i][k];
+      e.cublaslt_us = 1e3 * (*lt)[i][k];
+      e.cublaslt = e.cublaslt_us < e.llmc_us;
+      entries.push_back(e);
+      std::printf("| %-48.48s | %6lld | %10.1f | %12.1f | %-8s |\n", c.kernels[k].name.c_str(),
+                  static_cast<long long>(e.max_rows), e.llmc_us, e.cublaslt_us,
+                  e.cublaslt ? "cublaslt" : "llmc");
+    }
+  }
+  if (tuning.kernels.empty())
+    std::fprintf(stderr, "%s: no GEMM of %s can run on cuBLASLt (it takes 16-bit weights of the "
+                 "activation type); writing an empty tuning\n", argv[0], dir.c_str());
+  std::string tmp = out_path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << GemmTuningToJson(tuning);
+    if (!out) {
+      std::fprintf(stderr, "%s: %s: cannot write\n", argv[0], tmp.c_str());
+      std::remove(tmp.c_str());
+      return 1;
+    }
+  }
+  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
+    std::fprintf(stderr, "%s: %s: cannot rename to %s\n", argv[0], tmp.c_str(), out_path.c_str());
+    std::remove(tmp.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "%s: wrote %s (on %s, cuBLASLt %s); run with --gemm=auto\n", argv[0],
+               out_path.c_str(), tuning.device.c_str(), version.c_str());
+  return 0;
+}
+
+}  // namespace llmc::cli
