@@ -99,6 +99,15 @@ if (( ! skip_e2e )); then
     echo "gpu-check: no payload at $payload (build it with scripts/gpu-payload.sh where MLIR is)" >&2
     exit 3
   fi
+  # cuBLASLt for --gemm=cublaslt (llmc-rt dlopens it): the toolkit's, else
+  # the one PyTorch's wheels bring, unless LLMC_CUBLASLT_LIBRARY names one.
+  if [[ -z "${LLMC_CUBLASLT_LIBRARY:-}" ]]; then
+    wheel=$(python3 -c "import nvidia.cublas as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null || true)
+    for lib in /usr/local/cuda/lib64/libcublasLt.so.1[0-9] "$wheel"/libcublasLt.so.1[0-9]; do
+      if [[ -e "$lib" ]]; then export LLMC_CUBLASLT_LIBRARY=$lib; break; fi
+    done
+  fi
+  echo "cuBLASLt: ${LLMC_CUBLASLT_LIBRARY:-none found, the loader searches}"
   python3 test/gpu/e2e_check.py "$payload" "${timing[@]}" || { s=$?; (( s > status )) && status=$s; }
 fi
 exit $status

@@ -16,11 +16,16 @@ a GPU machine, over the payload scripts/gpu-payload.sh built without one).
    second opinion. The other artifacts (SmolLM2's
    and Llama-3-8B's shapes with dummy weights in q4_1, q4_0 and q4_k, and a
    w4a16 model) compare the GPU with the host backend.
+   Models with bf16 weights run again with their GEMMs on cuBLASLt
+   (--gemm=cublaslt, launch by launch and as CUDA graphs), then `llmc tune`
+   times both and --gemm=auto follows its tune.json; all against the
+   float64 reference.
 2. Speed. `llmc-rt bench --json` on the GPU for the dummy-weight artifacts:
    prefill at 512 and 2048 tokens, decode of 1, 8, 64 and 256 sequences
    together (--seqs); decode bandwidth = bytes of weights read per step
    (all but an untied embedding table) over the step time, against a
-   measured device-to-device copy (PyTorch if present).
+   measured device-to-device copy (PyTorch if present). Then the bf16
+   Llama-3-8B shape with the generated GEMMs and with cuBLASLt's, as ratios.
 
 Exit status: 0 all checks that ran passed (the last line says whether any
 was skipped), 1 a check failed, 2 a tool failed.
@@ -102,10 +107,10 @@ def run(cmd, env):
     return r, time.time() - t0
 
 
-def logits(rt, env, art, tokens, prefill, backend, vocab):
+def logits(rt, env, art, tokens, prefill, backend, vocab, extra=()):
     out = os.path.join(art, f"..{os.path.basename(art)}.{backend}.f32")
     _, secs = run([rt, "logits", art, "--tokens", ",".join(map(str, tokens)), "--prefill",
-                   str(prefill), "--backend", backend, "--no-verify", "-o", out], env)
+                   str(prefill), "--backend", backend, "--no-verify", "-o", out] + list(extra), env)
     got = np.fromfile(out, dtype=np.float32).reshape(len(tokens), vocab).astype(np.float64)
     os.remove(out)
     return got, secs
@@ -212,6 +217,32 @@ def main():
             tool_error = True
     print("torch f32 reference: " + ", ".join(f"{n} {k}" for k, n in torch_tally.items() if n or k != "ERROR"))
 
+    if args.backend == "cuda":
+        print("--- correctness: GEMMs on cuBLASLt (--gemm=cublaslt; models with bf16 weights), "
+              "then llmc tune and --gemm=auto")
+        for ref_path in sorted(glob.glob(os.path.join(p, "synth", "*.ref.npz"))):
+            name = os.path.basename(ref_path)[: -len(".ref.npz")]
+            art = os.path.join(p, "synth", name + ".llmc")
+            if not any("gemm" in k for k in manifest(art)["cuda"]["kernels"]):
+                continue
+            ref = np.load(ref_path)
+            tokens, prefill, want = ref["tokens"].tolist(), int(ref["prefill"]), ref["logits"]
+            for extra in (["--gemm=cublaslt"], ["--gemm=cublaslt", "--cuda-graphs"]):
+                got, _ = logits(rt, env, art, tokens, prefill, "cuda", want.shape[1], extra)
+                err, top1, finite = compare(got, want)
+                good = finite and err < REL_TOL and top1 >= TOP1_MIN
+                ok &= good
+                print(f"{'PASS' if good else 'FAIL'} {name} {' '.join(extra)}: max rel err "
+                      f"{err:.2e}, top-1 {top1:.3f}")
+            r, _ = run([rt, "tune", art, "--rows", "1,16,64", "--no-verify"], env)
+            print(r.stdout.rstrip())
+            got, _ = logits(rt, env, art, tokens, prefill, "cuda", want.shape[1], ["--gemm=auto"])
+            err, top1, finite = compare(got, want)
+            good = finite and err < REL_TOL and top1 >= TOP1_MIN
+            ok &= good
+            print(f"{'PASS' if good else 'FAIL'} {name} --gemm=auto (tune.json): max rel err "
+                  f"{err:.2e}, top-1 {top1:.3f}")
+
     print("--- correctness: dummy-weight shapes and a w4a16 model, GPU vs host backend")
     rng = np.random.default_rng(5)
     for art in sorted(glob.glob(os.path.join(p, "*.llmc"))):
@@ -265,6 +296,20 @@ def main():
                 gbs = weight_bytes * tps / row.get("n_seqs", 1) / 1e9
                 line += f" {gbs:8.0f}" + (f" {gbs / bw:8.1%}" if bw else "")
             print(line)
+    # The GEMMs against their peer, cuBLASLt, in one run: the bf16
+    # 8B shape with every GEMM generated, then every GEMM on cuBLASLt.
+    art = os.path.join(p, "peer", "llama3-8b-shape-bf16.llmc")
+    if args.backend == "cuda" and os.path.exists(art):
+        print("--- GEMMs: generated (llmc) vs cuBLASLt, llama3-8b-shape bf16 weights")
+        runs = {}
+        for gemm in ("llmc", "cublaslt"):
+            r, _ = run([rt, "bench", art, "--backend", "cuda", "--json", "-p", "512,2048", "-n", "64",
+                        "-B", "1,64", "-r", "3", "--no-verify", f"--gemm={gemm}"], env)
+            runs[gemm] = {row["test"]: float(row["avg_ts"]) for row in json.loads(r.stdout)["tests"]}
+        print(f"{'test':12} {'llmc tok/s':>11} {'cuBLASLt':>10} {'llmc/cuBLASLt':>14}")
+        for test, tps in runs["llmc"].items():
+            lt = runs["cublaslt"].get(test, 0)
+            print(f"{test:12} {tps:11.1f} {lt:10.1f} {tps / lt if lt else float('nan'):14.2f}")
     return finish()
 
 
