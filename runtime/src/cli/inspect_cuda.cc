@@ -91,6 +91,12 @@ void AppendCudaSection(const Artifact& artifact, bool steps, std::string* out) {
         line += " if " + l.when;
       *out += line + "\n";
     }
+    if (k.gemm.n > 0)
+      absl::StrAppendFormat(out,
+                            "        --gemm=cublaslt: %s [%s, 1, 1], cublasLtMatmul %dx%d x %s rows, "
+                            "%s [cdiv(%d,128), %s, 1] instead of the llmc launches\n",
+                            k.gemm.pre, k.gemm.rows, k.gemm.n, k.gemm.k, k.gemm.rows, k.gemm.epi,
+                            k.gemm.columns, k.gemm.rows);
   }
   if (steps)
     for (size_t i = 0; i < c.steps.size(); ++i)

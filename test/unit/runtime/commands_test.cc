@@ -19,7 +19,7 @@ int RunDispatch(std::vector<std::string> args) {
 TEST(Commands, RuntimeProvidesEveryPlannedSubcommand) {
   std::vector<std::string> names;
   for (const Command& c : RuntimeCommands()) names.emplace_back(c.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"run", "serve", "bench", "perplexity", "tokenize",
+  EXPECT_EQ(names, (std::vector<std::string>{"run", "serve", "bench", "tune", "perplexity", "tokenize",
                                              "inspect", "logits"}));
 }
 

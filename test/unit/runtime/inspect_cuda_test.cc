@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "artifact/artifact_test_util.h"
+#include "llmc/runtime/artifact/cuda_abi.h"
 #include "llmc/runtime/cli/commands.h"
 
 namespace llmc::cli {
@@ -34,14 +35,19 @@ void ExpectLines(const std::string& out, const std::vector<std::string>& lines) 
 TEST(InspectCuda, ShowsTargetsKernelsAndPtxas) {
   test::TempFolder folder;
   std::string dir = folder.File("model.llmc");
-  ASSERT_TRUE(test::WriteTinyArtifact(dir, nullptr, test::TinyCudaManifest()).ok());
+  Manifest m = test::TinyCudaManifest();
+  // The LM head offers a cuBLASLt GEMM (--gemm) in place of its own.
+  for (ManifestCudaLaunch& l : m.cuda.kernels[2].launches) l.impl = "llmc";
+  m.cuda.kernels[2].gemm = {64, 64, 64, 1, "L", "llmc_cuda_lt_pre", "llmc_cuda_lt_epi"};
+  ASSERT_TRUE(test::WriteTinyArtifact(dir, nullptr, m).ok());
   int rc = -1;
   std::string out = Inspect({"llmc-test", "inspect", dir, "--steps"}, &rc);
   EXPECT_EQ(rc, 0);
   ExpectLines(
       out,
       {"targets  host, sm_80, sm_90; activations f32, KV cache f16",
-       "cuda     sm_80, sm_90; activations and KV cache bf16 (logits f32), ABI 1",
+       "cuda     sm_80, sm_90; activations and KV cache bf16 (logits f32), ABI " +
+           std::to_string(LLMC_CUDA_ABI_VERSION),
        "cuda kernels  3 unique (5 launch shapes), 4 steps",
        "  c0   x1    gather f32 64x64",
        "        llmc_cuda_embed       [T, 1, 1] x 128",
@@ -51,6 +57,8 @@ TEST(InspectCuda, ShowsTargetsKernelsAndPtxas) {
        "  c2   x1    linear q4_1 64x64",
        "        llmc_cuda_gemv        [cdiv(L,4), 16, 1] x 256 if L<=8",
        "        llmc_cuda_gemm        [cdiv(L,64), 1, 1] x 128 if L>8",
+       "        --gemm=cublaslt: llmc_cuda_lt_pre [L, 1, 1], cublasLtMatmul 64x64 x L rows, "
+       "llmc_cuda_lt_epi [cdiv(64,128), L, 1] instead of the llmc launches",
        "  cuda step    1: c1 layers.0.attn",
        "ptxas sm_80: 5 entries, 1 with spills",
        "  symbol                 regs spill st/ld B shared B  stack",
