@@ -1,6 +1,9 @@
 #include "llmc/runtime/cli/flags.h"
 
+#include "llmc/runtime/cli/commands.h"
+
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
@@ -134,6 +137,18 @@ std::string FlagSet::Usage() const {
     absl::StrAppend(&out, "\n");
   }
   return out;
+}
+
+std::optional<int> ParseCommandLine(FlagSet& flags, int argc, char** argv) {
+  if (absl::Status st = flags.Parse(argc, argv); !st.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(st.message()).c_str());
+    return kExitUsage;
+  }
+  if (flags.help_requested()) {
+    std::fputs(flags.Usage().c_str(), stdout);
+    return 0;
+  }
+  return std::nullopt;
 }
 
 }  // namespace llmc::cli

@@ -67,14 +67,7 @@ int RunInspectCommand(int argc, char** argv) {
   FlagSet flags(std::string(argv[0]) + " ARTIFACT [--json] [--steps]", kInspectSummary);
   flags.AddBool("json", &json, "print the manifest as JSON");
   flags.AddBool("steps", &steps, "list every kernel launch of the step plan");
-  if (auto st = flags.Parse(argc, argv); !st.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(st.message()).c_str());
-    return kExitUsage;
-  }
-  if (flags.help_requested()) {
-    std::fputs(flags.Usage().c_str(), stdout);
-    return 0;
-  }
+  if (auto rc = ParseCommandLine(flags, argc, argv)) return *rc;
   if (flags.positional().size() != 1) {
     std::fprintf(stderr, "%s: expected one ARTIFACT (see --help)\n", argv[0]);
     return kExitUsage;

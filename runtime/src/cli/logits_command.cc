@@ -24,14 +24,7 @@ int RunLogitsCommand(int argc, char** argv) {
   flags.AddInt("prefill", &prefill, "tokens run as the prefill (0: all of them)");
   flags.AddString("out", &out_path, "write float32 logits [tokens, vocab] here", 'o');
   runner.Register(flags);
-  if (auto st = flags.Parse(argc, argv); !st.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(st.message()).c_str());
-    return kExitUsage;
-  }
-  if (flags.help_requested()) {
-    std::fputs(flags.Usage().c_str(), stdout);
-    return 0;
-  }
+  if (auto rc = ParseCommandLine(flags, argc, argv)) return *rc;
   std::vector<int32_t> tokens;
   for (absl::string_view piece : absl::StrSplit(tokens_text, ',', absl::SkipWhitespace())) {
     int32_t id;

@@ -25,14 +25,7 @@ int RunPerplexityCommand(int argc, char** argv) {
   flags.AddString("file", &file, "text file to score", 'f');
   flags.AddInt("chunks", &max_chunks, "score at most this many chunks (0: all)");
   runner.Register(flags);
-  if (auto st = flags.Parse(argc, argv); !st.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(st.message()).c_str());
-    return kExitUsage;
-  }
-  if (flags.help_requested()) {
-    std::fputs(flags.Usage().c_str(), stdout);
-    return 0;
-  }
+  if (auto rc = ParseCommandLine(flags, argc, argv)) return *rc;
   if (runner.ctx > 0) ctx = runner.ctx;
   if (flags.positional().size() != 1 || file.empty()) {
     std::fprintf(stderr, "%s: expected ARTIFACT and --file (see --help)\n", argv[0]);

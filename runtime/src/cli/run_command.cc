@@ -36,14 +36,7 @@ int RunRunCommand(int argc, char** argv) {
                 "(llama.cpp's --ignore-eos)");
   flags.AddBool("no-stats", &no_stats, "do not print timings to stderr");
   runner.Register(flags);
-  if (auto st = flags.Parse(argc, argv); !st.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(st.message()).c_str());
-    return kExitUsage;
-  }
-  if (flags.help_requested()) {
-    std::fputs(flags.Usage().c_str(), stdout);
-    return 0;
-  }
+  if (auto rc = ParseCommandLine(flags, argc, argv)) return *rc;
   if (flags.positional().size() != 1) {
     std::fprintf(stderr, "%s: expected one ARTIFACT (see --help)\n", argv[0]);
     return kExitUsage;

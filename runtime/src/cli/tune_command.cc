@@ -82,14 +82,7 @@ int RunTuneCommand(int argc, char** argv) {
   flags.AddInt("iters", &iters, "timed steps per row count");
   flags.AddString("out", &out_path, "where to write the choices (default ARTIFACT/tune.json)", 'o');
   runner.Register(flags);
-  if (auto st = flags.Parse(argc, argv); !st.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(st.message()).c_str());
-    return kExitUsage;
-  }
-  if (flags.help_requested()) {
-    std::fputs(flags.Usage().c_str(), stdout);
-    return 0;
-  }
+  if (auto rc = ParseCommandLine(flags, argc, argv)) return *rc;
   std::vector<int64_t> rows;
   for (absl::string_view piece : absl::StrSplit(rows_text, ',', absl::SkipWhitespace())) {
     int64_t r;

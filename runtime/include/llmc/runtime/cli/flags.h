@@ -8,6 +8,7 @@
 #define LLMC_RUNTIME_CLI_FLAGS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,11 @@ class FlagSet {
   std::vector<std::string> positional_;
   bool help_requested_ = false;
 };
+
+// The start every subcommand shares: parses argv into `flags`; on a bad
+// flag prints "<argv[0]>: <why>" to stderr and returns kExitUsage, on --help
+// prints the usage to stdout and returns 0; otherwise nullopt: go on.
+std::optional<int> ParseCommandLine(FlagSet& flags, int argc, char** argv);
 
 }  // namespace llmc::cli
 
