@@ -5,7 +5,8 @@
 #   stage 1  the CUDA kernel templates (compiler/Target/Kernels/cuda/
 #            llmc_cuda_kernels.cuh), built by nvcc from test/gpu/
 #            kernel_check.cu, against the host kernels and double loops,
-#            then the decode GEMV timed against cudaMemcpy bandwidth;
+#            then the decode GEMV timed against cudaMemcpy bandwidth and the
+#            flash-attention prefill kernel in TFLOP/s;
 #   stage 2  compiled artifacts end to end (test/gpu/e2e_check.py) over the
 #            payload scripts/gpu-payload.sh built on a machine without a GPU
 #            (build-gpu-payload/: llmc-rt, synthetic models with float64
@@ -64,9 +65,19 @@ q8_0 blocks; activations f16 and bf16), GPU output vs the host kernels
   - paged_attention_decode (+ reduce when split), block_size 16, GQA 9/3,
     contexts 1/17/300/2048 in one step (SplitKeys 256 and 128, window 0 and
     100), a one-split step, and prefill chunks through the decode kernel
+  - paged_attention_prefill (flash attention, tensor cores), 9/3 x 64 and
+    Llama-3-8B's 32/8 x 128: one step of queries 1/17/64/200/129 tokens
+    (contexts 40/17/64/500/333, i.e. chunks after prior context), shuffled
+    blocks of 16, window 0 and 100, vs the host kernel and a double loop
+  - the halves around a cuBLASLt GEMM: gemm_operand (rms_norm prologue,
+    f32 and bf16 norm weight, K = 576 and 4096, with and without an x_rows
+    gather; no_prologue gather) and gemm_epilogue (store_epilogue 960,
+    silu_mul_epilogue 1536 over 3072) on a random f32 D
   Tolerance: max |gpu - ref| / max |ref| per output, 5e-3 f16, 2e-2 bf16.
 Timing: decode GEMV (T = 1, f16) over gate_up and lm_head, q4_1 and q8_0,
-  L2-cold (rotating weight copies) and L2-warm, vs cudaMemcpy D2D.
+  L2-cold (rotating weight copies) and L2-warm, vs cudaMemcpy D2D;
+  paged_attention_prefill on one 2048-token sequence (32/8 x 128, bf16,
+  causal) in TFLOP/s (4 * T^2/2 * 128 * 32 flops). Printed, not asserted.
 Stage 2 (e2e_check.py) runs the NVRTC-built PTX of real artifacts.
 NOT checked here:
   - kernels of stage 1 are built by nvcc from the header, not through

@@ -107,6 +107,23 @@ void rms_norm(bool bf16_weight, const Step& s, const float* x, const void* w, fl
     lh::rms_norm<576, lh::fmt::f32>(&h, x, w, out, eps);
 }
 
+bool rms_norm(int64_t hidden, bool bf16_weight, const Step& s, const float* x, const void* w, float* out,
+              double eps) {
+  const llmc_host_step_info h = host_step(s);
+#define LLMC_NORM(n)                                                  \
+  if (hidden == n) {                                                  \
+    if (bf16_weight)                                                  \
+      lh::rms_norm<n, lh::fmt::bf16>(&h, x, w, out, eps);             \
+    else                                                              \
+      lh::rms_norm<n, lh::fmt::f32>(&h, x, w, out, eps);              \
+    return true;                                                      \
+  }
+  LLMC_NORM(576)
+  LLMC_NORM(4096)
+#undef LLMC_NORM
+  return false;
+}
+
 bool rope(int heads, bool interleaved, const Step& s, const float* x, float* out, double theta) {
   const llmc_host_step_info h = host_step(s);
   if (heads == 9)
@@ -126,6 +143,18 @@ void paged_attention(const Step& s, const float* q, const float* k, const float*
                      float* vcache, float* out, float scale, int64_t window) {
   const llmc_host_step_info h = host_step(s);
   lh::paged_attention<9, 3, 64>(&h, q, k, v, kcache, vcache, out, scale, window);
+}
+
+bool paged_attention(int heads, int kv_heads, int head_dim, const Step& s, const float* q, const float* k,
+                     const float* v, float* kcache, float* vcache, float* out, float scale, int64_t window) {
+  const llmc_host_step_info h = host_step(s);
+  if (heads == 9 && kv_heads == 3 && head_dim == 64)
+    lh::paged_attention<9, 3, 64>(&h, q, k, v, kcache, vcache, out, scale, window);
+  else if (heads == 32 && kv_heads == 8 && head_dim == 128)
+    lh::paged_attention<32, 8, 128>(&h, q, k, v, kcache, vcache, out, scale, window);
+  else
+    return false;
+  return true;
 }
 
 void embed(WFmt f, const Step& s, const uint8_t* table, float* out) {

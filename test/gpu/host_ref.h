@@ -38,12 +38,19 @@ bool linear(WFmt f, int64_t N, int64_t K, const Step& s, const float* x, const u
 void lm_head(WFmt f, const Step& s, const float* x, const uint8_t* w, float* logits);
 // rms_norm<576, f32 | bf16 weight>.
 void rms_norm(bool bf16_weight, const Step& s, const float* x, const void* w, float* out, double eps);
+// rms_norm<hidden, f32 | bf16 weight> for hidden 576 or 4096; false for others.
+bool rms_norm(int64_t hidden, bool bf16_weight, const Step& s, const float* x, const void* w, float* out,
+              double eps);
 // rope<heads, 64, half | interleaved>, heads 9 or 3. False for other heads.
 bool rope(int heads, bool interleaved, const Step& s, const float* x, float* out, double theta);
 void rope_inv_freq(double theta, double* inv); // 32 pairs of head_dim 64
 // paged_attention<9, 3, 64>.
 void paged_attention(const Step& s, const float* q, const float* k, const float* v, float* kcache,
                      float* vcache, float* out, float scale, int64_t window);
+// paged_attention<heads, kv_heads, head_dim> for 9/3 x 64 (SmolLM2) and 32/8 x 128
+// (Llama-3-8B); false for other shapes.
+bool paged_attention(int heads, int kv_heads, int head_dim, const Step& s, const float* q, const float* k,
+                     const float* v, float* kcache, float* vcache, float* out, float scale, int64_t window);
 // embed<Fmt, 49152, 576>.
 void embed(WFmt f, const Step& s, const uint8_t* table, float* out);
 

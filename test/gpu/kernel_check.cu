@@ -11,9 +11,14 @@
 //   - the host kernels of llmc_host_kernels.h (f32 activations, Q8 = false)
 //     on the same (Act-rounded) inputs, through host_ref.cpp, and
 //   - a double-precision loop over the dequantized weights where cheap.
+// Also the flash-attention prefill kernel (paged_attention_prefill) for the
+// SmolLM2 and the Llama-3-8B (32/8 heads x 128) attention shapes, and the two
+// halves around a cuBLASLt GEMM (gemm_operand with the rms_norm prologue and
+// the x_rows gather, gemm_epilogue with store / silu_mul on a random f32 D).
 // Error measure per output tensor: max |gpu - ref| / max |ref|; tolerance
 // 5e-3 for f16 activations, 2e-2 for bf16. Then times the decode GEMV over
-// the gate_up weight and the lm_head against cudaMemcpy D2D bandwidth.
+// the gate_up weight and the lm_head against cudaMemcpy D2D bandwidth, and
+// the prefill attention kernel on 2048 tokens (8B shape, bf16) in TFLOP/s.
 // Exit status: 0 all passed, 1 some check failed, 2 a CUDA error.
 //
 //===----------------------------------------------------------------------===//
@@ -30,6 +35,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace lc = llmc::cuda;
@@ -145,6 +151,30 @@ template <class A> __global__ void LB attn_reduce(int splits, const float* po, c
 }
 template <class F, class A> __global__ void LB embed_k(lc::step_info s, const void* table, A* y) {
   lc::embed<F, V, H, A>(s, table, y);
+}
+// Flash-attention prefill: __launch_bounds__(128, 2) as the emitter's
+// attn_prefill entry (head_dim 128 needs more than 128 registers).
+template <class A, int Heads, int KvHeads, int HeadDim>
+__global__ void __launch_bounds__(128, 2) attn_prefill(lc::step_info s, const A* q, const A* kc, const A* vc,
+                                                       A* o, float scale, int window) {
+  lc::paged_attention_prefill<Heads, KvHeads, HeadDim, A>(s, q, kc, vc, o, scale, window);
+}
+// The halves around a cuBLASLt GEMM, as the emitter's lt_pre / lt_epi entries.
+template <class A, int K, class WF>
+__global__ void LB operand_norm(int rows, const int* x_rows, const A* x, const void* nw, A* a) {
+  const auto pro = lc::rms_norm_prologue<K, WF>{nw, kEps};
+  lc::gemm_operand<K, A>(rows, x_rows, x, pro, a);
+}
+template <class A, int K> __global__ void LB operand_plain(int rows, const int* x_rows, const A* x, A* a) {
+  lc::gemm_operand<K, A>(rows, x_rows, x, lc::no_prologue{}, a);
+}
+template <class A> __global__ void LB epilogue_store(int rows, const float* d, A* y) {
+  const lc::store_epilogue<QKV, A> epi{y};
+  lc::gemm_epilogue<QKV, QKV>(rows, d, epi);
+}
+template <class A> __global__ void LB epilogue_silu_mul(int rows, const float* d, A* y) {
+  const lc::silu_mul_epilogue<I, A> epi{y};
+  lc::gemm_epilogue<I, 2 * I>(rows, d, epi);
 }
 
 //===----------------------------------------------------------------------===//
@@ -800,15 +830,17 @@ template <class F, class A> static void check_embed(const ModelWeights& W, std::
 }
 
 //===----------------------------------------------------------------------===//
-// Paged attention (decode kernel + split reduction), block_size 16, GQA 9/3.
+// Paged attention, block_size 16: the decode kernel (+ split reduction) for
+// GQA 9/3 and the flash-attention prefill kernel for 9/3 x 64 and 32/8 x 128.
 // Sequence s has context ctx[s] and its last qlen[s] positions as queries.
 //===----------------------------------------------------------------------===//
-template <class A, int SplitKeys>
-static void check_attention(const std::vector<int>& ctx, const std::vector<int>& qlen, int window,
-                            std::mt19937& rng) {
-  using tr = act_traits<A>;
+// The step: each sequence's blocks drawn from a shuffled pool of physical
+// blocks (5 spare), its queries at positions ctx - qlen .. ctx - 1 with the
+// slots of those positions. Returns the number of physical blocks.
+static int attention_step(const std::vector<int>& ctx, const std::vector<int>& qlen, std::mt19937& rng,
+                          HostStep& hs) {
   const int S = static_cast<int>(ctx.size());
-  HostStep hs;
+  hs = HostStep{};
   hs.S = S;
   hs.block_size = kBlockSize;
   int total_blocks = 0, max_blocks = 0;
@@ -838,53 +870,89 @@ static void check_attention(const std::vector<int>& ctx, const std::vector<int>&
     hs.context_lens.push_back(ctx[s]);
   }
   hs.T = T;
+  return num_blocks;
+}
+
+// This step's K/V rows [T, kvw] = what the cache already holds at their slots
+// (the GPU path writes them with a cache-write kernel first).
+static void step_kv_rows(const HostStep& hs, const std::vector<float>& cache, int kvw, std::vector<float>& rows) {
+  rows.resize(static_cast<size_t>(hs.T) * kvw);
+  for (int t = 0; t < hs.T; ++t)
+    std::copy_n(cache.data() + static_cast<size_t>(hs.slot_mapping[t]) * kvw, kvw,
+                rows.data() + static_cast<size_t>(t) * kvw);
+}
+
+// The double-precision reference: token t of sequence s attends to cache
+// positions first .. last (last = min(positions[t], ctx - 1), first = 0 or
+// last - window + 1) of its kv head h / (heads / kv_heads), exact softmax.
+// q [T, heads * hd], caches [blocks, 16, kv_heads, hd]. Returns the longest
+// key range.
+static int f64_attention(const HostStep& hs, int heads, int kv_heads, int hd, const std::vector<float>& qf,
+                         const std::vector<float>& kcf, const std::vector<float>& vcf, double scale, int window,
+                         std::vector<double>& out) {
+  const int T = hs.T, qw = heads * hd, kvw = kv_heads * hd, mb = hs.max_blocks;
+  out.assign(static_cast<size_t>(T) * qw, 0.0);
+  std::vector<int> seq(T), first(T), last(T);
+  int max_keys = 1;
+  for (int t = 0; t < T; ++t) {
+    int s = 0;
+    while (hs.query_starts[s + 1] <= t) ++s;
+    seq[t] = s;
+    last[t] = std::min(hs.positions[t], hs.context_lens[s] - 1);
+    first[t] = window > 0 ? std::max(0, last[t] - window + 1) : 0;
+    max_keys = std::max(max_keys, last[t] - first[t] + 1);
+  }
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int t = 0; t < T; ++t) {
+    const int s = seq[t];
+    std::vector<double> sc(last[t] - first[t] + 1);
+    for (int h = 0; h < heads; ++h) {
+      const int g = h / (heads / kv_heads);
+      double m = -1e300;
+      for (int p = first[t]; p <= last[t]; ++p) {
+        const size_t row = (static_cast<size_t>(hs.block_tables[s * mb + p / kBlockSize]) * kBlockSize +
+                            p % kBlockSize) * kvw + g * hd;
+        double d = 0;
+        for (int i = 0; i < hd; ++i) d += double(qf[static_cast<size_t>(t) * qw + h * hd + i]) * kcf[row + i];
+        sc[p - first[t]] = d * scale;
+        m = std::max(m, sc[p - first[t]]);
+      }
+      double l = 0;
+      for (double& v : sc) l += (v = std::exp(v - m));
+      double* o = out.data() + static_cast<size_t>(t) * qw + h * hd;
+      for (int p = first[t]; p <= last[t]; ++p) {
+        const size_t row = (static_cast<size_t>(hs.block_tables[s * mb + p / kBlockSize]) * kBlockSize +
+                            p % kBlockSize) * kvw + g * hd;
+        for (int i = 0; i < hd; ++i) o[i] += sc[p - first[t]] / l * vcf[row + i];
+      }
+    }
+  }
+  return max_keys;
+}
+
+template <class A, int SplitKeys>
+static void check_attention(const std::vector<int>& ctx, const std::vector<int>& qlen, int window,
+                            std::mt19937& rng) {
+  using tr = act_traits<A>;
+  const int S = static_cast<int>(ctx.size());
+  HostStep hs;
+  const int num_blocks = attention_step(ctx, qlen, rng, hs);
+  const int T = hs.T;
   const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * KVW;
   std::vector<A> qa, kca, vca;
   std::vector<float> qf, kcf, vcf;
   random_act<A>(static_cast<size_t>(T) * Q, rng, -4.0f, 4.0f, qa, qf);
   random_act<A>(cache_elems, rng, -1.0f, 1.0f, kca, kcf);
   random_act<A>(cache_elems, rng, -1.0f, 1.0f, vca, vcf);
-  // This step's K/V rows = what the cache already holds at their slots (the
-  // GPU path writes them with the cache-write kernel first).
-  std::vector<float> kf(static_cast<size_t>(T) * KVW), vf(kf.size());
-  for (int t = 0; t < T; ++t) {
-    std::copy_n(kcf.data() + static_cast<size_t>(hs.slot_mapping[t]) * KVW, KVW, kf.data() + static_cast<size_t>(t) * KVW);
-    std::copy_n(vcf.data() + static_cast<size_t>(hs.slot_mapping[t]) * KVW, KVW, vf.data() + static_cast<size_t>(t) * KVW);
-  }
+  std::vector<float> kf, vf;
+  step_kv_rows(hs, kcf, KVW, kf);
+  step_kv_rows(hs, vcf, KVW, vf);
   const float scale = 0.125f; // 1/sqrt(64)
   std::vector<float> host(static_cast<size_t>(T) * Q), hkc = kcf, hvc = vcf;
   ref::paged_attention(hs.ref(), qf.data(), kf.data(), vf.data(), hkc.data(), hvc.data(), host.data(), scale,
                        window);
-  // double reference.
-  std::vector<double> f64(host.size(), 0.0);
-  int max_keys = 1;
-  for (int t = 0; t < T; ++t) {
-    int s = 0;
-    while (hs.query_starts[s + 1] <= t) ++s;
-    const int last = std::min(hs.positions[t], ctx[s] - 1);
-    const int first = window > 0 ? std::max(0, last - window + 1) : 0;
-    max_keys = std::max(max_keys, last - first + 1);
-    for (int h = 0; h < NH; ++h) {
-      const int g = h / (NH / KV);
-      std::vector<double> sc(last - first + 1);
-      double m = -1e300;
-      for (int p = first; p <= last; ++p) {
-        const size_t row = (static_cast<size_t>(hs.block_tables[s * max_blocks + p / kBlockSize]) * kBlockSize +
-                            p % kBlockSize) * KVW + g * HD;
-        double d = 0;
-        for (int i = 0; i < HD; ++i) d += double(qf[static_cast<size_t>(t) * Q + h * HD + i]) * kcf[row + i];
-        sc[p - first] = d * scale;
-        m = std::max(m, sc[p - first]);
-      }
-      double l = 0;
-      for (double& v : sc) l += (v = std::exp(v - m));
-      for (int p = first; p <= last; ++p) {
-        const size_t row = (static_cast<size_t>(hs.block_tables[s * max_blocks + p / kBlockSize]) * kBlockSize +
-                            p % kBlockSize) * KVW + g * HD;
-        for (int i = 0; i < HD; ++i) f64[static_cast<size_t>(t) * Q + h * HD + i] += sc[p - first] / l * vcf[row + i];
-      }
-    }
-  }
+  std::vector<double> f64;
+  const int max_keys = f64_attention(hs, NH, KV, HD, qf, kcf, vcf, scale, window, f64);
   const int splits = (max_keys + SplitKeys - 1) / SplitKeys;
   DBuf<A> dq(qa.size()), dkc(kca.size()), dvc(vca.size()), dout(static_cast<size_t>(T) * Q);
   dq.up(qa);
@@ -906,6 +974,165 @@ static void check_attention(const std::vector<int>& ctx, const std::vector<int>&
   if (window > 0) shape += " win=" + std::to_string(window);
   report(splits > 1 ? "paged_attention_decode+reduce" : "paged_attention_decode (1 split)", shape, tr::name,
          to_float(dout.down()), host, &f64, tr::tol, Q);
+}
+
+// The prefill kernel on one step of several sequences: grid (cdiv(longest
+// query, 64), Heads, S) as the emitter launches it, so that blocks past a
+// shorter sequence's query exit; scale 1/sqrt(HeadDim).
+template <class A, int Heads, int KvHeads, int HeadDim>
+static void check_attention_prefill(const std::vector<int>& ctx, const std::vector<int>& qlen, int window,
+                                    std::mt19937& rng) {
+  using tr = act_traits<A>;
+  constexpr int QW = Heads * HeadDim, KW = KvHeads * HeadDim;
+  const int S = static_cast<int>(ctx.size());
+  HostStep hs;
+  const int num_blocks = attention_step(ctx, qlen, rng, hs);
+  const int T = hs.T;
+  const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * KW;
+  std::vector<A> qa, kca, vca;
+  std::vector<float> qf, kcf, vcf;
+  random_act<A>(static_cast<size_t>(T) * QW, rng, -4.0f, 4.0f, qa, qf);
+  random_act<A>(cache_elems, rng, -1.0f, 1.0f, kca, kcf);
+  random_act<A>(cache_elems, rng, -1.0f, 1.0f, vca, vcf);
+  std::vector<float> kf, vf;
+  step_kv_rows(hs, kcf, KW, kf);
+  step_kv_rows(hs, vcf, KW, vf);
+  const float scale = static_cast<float>(1.0 / std::sqrt(double(HeadDim)));
+  std::vector<float> host(static_cast<size_t>(T) * QW), hkc = kcf, hvc = vcf;
+  if (!ref::paged_attention(Heads, KvHeads, HeadDim, hs.ref(), qf.data(), kf.data(), vf.data(), hkc.data(),
+                            hvc.data(), host.data(), scale, window)) {
+    std::printf("INTERNAL: host paged_attention %d/%d x %d not instantiated\n", Heads, KvHeads, HeadDim);
+    std::exit(3);
+  }
+  std::vector<double> f64;
+  f64_attention(hs, Heads, KvHeads, HeadDim, qf, kcf, vcf, scale, window, f64);
+  const int longest = *std::max_element(qlen.begin(), qlen.end());
+  DBuf<A> dq(qa.size()), dkc(kca.size()), dvc(vca.size()), dout(static_cast<size_t>(T) * QW);
+  dq.up(qa);
+  dkc.up(kca);
+  dvc.up(vca);
+  CK(cudaMemset(dout.p, 0xff, dout.n * sizeof(A))); // NaN: unwritten rows fail
+  DevStep ds(hs);
+  attn_prefill<A, Heads, KvHeads, HeadDim><<<dim3((longest + 63) / 64, Heads, S), 128>>>(
+      ds.s, dq.p, dkc.p, dvc.p, dout.p, scale, window);
+  LAUNCHED();
+  std::string shape = std::to_string(Heads) + "/" + std::to_string(KvHeads) + "x" + std::to_string(HeadDim) +
+                      " q/ctx";
+  for (int s = 0; s < S; ++s) shape += " " + std::to_string(qlen[s]) + "/" + std::to_string(ctx[s]);
+  if (window > 0) shape += " win=" + std::to_string(window);
+  report("paged_attention_prefill", shape, tr::name, to_float(dout.down()), host, &f64, tr::tol, QW);
+}
+
+//===----------------------------------------------------------------------===//
+// The halves around a cuBLASLt GEMM: gemm_operand (A operand = activation
+// rows through the prologue, gathered through x_rows) and gemm_epilogue (the
+// epilogue functor over the f32 product D [rows, NW]).
+//===----------------------------------------------------------------------===//
+// x [37, K] in [-2, 2]; with `gather`, x_rows = 13 permuted rows and a repeat.
+// norm: rms_norm_prologue<K, WF> with weights in [0.5, 1.5] (bf16-rounded for
+// a bf16 WF); else no_prologue (a gathered copy).
+template <class A, int K, class WF> static void check_gemm_operand(bool norm, bool gather, std::mt19937& rng) {
+  using tr = act_traits<A>;
+  constexpr bool bf16w = std::is_same<WF, lc::fmt::bf16>::value;
+  const int T = 37;
+  std::vector<A> xa;
+  std::vector<float> xf;
+  random_act<A>(static_cast<size_t>(T) * K, rng, -2.0f, 2.0f, xa, xf);
+  std::vector<float> wf(K);
+  std::vector<uint16_t> wb(K);
+  std::uniform_real_distribution<float> un(0.5f, 1.5f);
+  for (int i = 0; i < K; ++i) {
+    wf[i] = un(rng);
+    const __nv_bfloat16 b = __float2bfloat16_rn(wf[i]);
+    std::memcpy(&wb[i], &b, 2);
+    if (bf16w) wf[i] = __bfloat162float(b);
+  }
+  std::vector<int> x_rows;
+  if (gather) {
+    std::vector<int> perm(T);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    x_rows.assign(perm.begin(), perm.begin() + 13);
+    x_rows.push_back(x_rows[0]);
+  }
+  const int rows = gather ? static_cast<int>(x_rows.size()) : T;
+  auto src = [&](int i) { return gather ? x_rows[i] : i; };
+  // Host kernel (rms_norm over all T rows, then the gather) and double.
+  HostStep hs;
+  hs.T = T;
+  std::vector<float> normed = xf;
+  if (norm && !ref::rms_norm(K, bf16w, hs.ref(), xf.data(), bf16w ? static_cast<const void*>(wb.data()) : wf.data(),
+                             normed.data(), kEps)) {
+    std::printf("INTERNAL: host rms_norm<%d> not instantiated\n", K);
+    std::exit(3);
+  }
+  std::vector<float> host(static_cast<size_t>(rows) * K);
+  std::vector<double> f64(host.size());
+  for (int i = 0; i < rows; ++i) {
+    const int t = src(i);
+    double r = 1.0;
+    if (norm) {
+      double ss = 0;
+      for (int k = 0; k < K; ++k) ss += double(xf[static_cast<size_t>(t) * K + k]) * xf[static_cast<size_t>(t) * K + k];
+      r = 1.0 / std::sqrt(ss / K + double(kEps));
+    }
+    for (int k = 0; k < K; ++k) {
+      host[static_cast<size_t>(i) * K + k] = normed[static_cast<size_t>(t) * K + k];
+      f64[static_cast<size_t>(i) * K + k] = double(xf[static_cast<size_t>(t) * K + k]) * r * (norm ? wf[k] : 1.0f);
+    }
+  }
+  DBuf<A> dx(xa.size()), da(host.size());
+  dx.up(xa);
+  DBuf<float> dwf(K);
+  DBuf<uint16_t> dwb(K);
+  dwf.up(wf);
+  dwb.up(wb);
+  DBuf<int> drows(x_rows.size());
+  if (gather) drows.up(x_rows);
+  CK(cudaMemset(da.p, 0xff, da.n * sizeof(A))); // NaN
+  const int* xr = gather ? drows.p : nullptr;
+  if (norm) operand_norm<A, K, WF><<<rows, 128>>>(rows, xr, dx.p, bf16w ? static_cast<const void*>(dwb.p) : dwf.p, da.p);
+  else operand_plain<A, K><<<rows, 128>>>(rows, xr, dx.p, da.p);
+  LAUNCHED();
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "K=%d rows=%d%s", K, rows, gather ? " x_rows (13 of 37 + repeat)" : "");
+  report(norm ? std::string("gemm_operand rms_norm w ") + (bf16w ? "bf16" : "f32") : "gemm_operand no_prologue",
+         shape, tr::name, to_float(da.down()), host, &f64, tr::tol, K);
+}
+
+// D [77, NW] f32 in [-6, 6]; store_epilogue<960> over NW = 960 columns, or
+// silu_mul_epilogue<1536> over NW = 3072 (gate columns n, up n + 1536).
+template <class A> static void check_gemm_epilogue(bool silu_mul, std::mt19937& rng) {
+  using tr = act_traits<A>;
+  const int rows = 77, cols = silu_mul ? I : QKV, nw = silu_mul ? 2 * I : QKV;
+  std::vector<float> d(static_cast<size_t>(rows) * nw);
+  std::uniform_real_distribution<float> u(-6.0f, 6.0f);
+  for (float& v : d) v = u(rng);
+  std::vector<float> host(static_cast<size_t>(rows) * cols);
+  std::vector<double> f64(host.size());
+  for (int t = 0; t < rows; ++t)
+    for (int n = 0; n < cols; ++n) {
+      const size_t o = static_cast<size_t>(t) * cols + n, i = static_cast<size_t>(t) * nw + n;
+      if (silu_mul) {
+        host[o] = silu_f(d[i]) * d[i + I];
+        f64[o] = silu(d[i]) * d[i + I];
+      } else {
+        host[o] = d[i];
+        f64[o] = d[i];
+      }
+    }
+  DBuf<float> dd(d.size());
+  dd.up(d);
+  DBuf<A> dy(host.size());
+  CK(cudaMemset(dy.p, 0xff, dy.n * sizeof(A))); // NaN
+  const dim3 grid((cols + 127) / 128, rows);
+  if (silu_mul) epilogue_silu_mul<A><<<grid, 128>>>(rows, dd.p, dy.p);
+  else epilogue_store<A><<<grid, 128>>>(rows, dd.p, dy.p);
+  LAUNCHED();
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "rows=%d D[%d,%d] f32 -> [%d,%d]", rows, rows, nw, rows, cols);
+  report(silu_mul ? "gemm_epilogue silu_mul_epilogue" : "gemm_epilogue store_epilogue", shape, tr::name,
+         to_float(dy.down()), host, &f64, tr::tol, cols);
 }
 
 //===----------------------------------------------------------------------===//
@@ -967,6 +1194,54 @@ static void time_gemv(const char* what, const Weight& w, double copy_gbs, Launch
   cudaFree(buf);
 }
 
+// Timing: the flash-attention prefill kernel on one sequence of T tokens
+// (Llama-3-8B shape 32/8 x 128, bf16, causal, block_size 16, shuffled
+// blocks) as TFLOP/s of 4 * T^2/2 * HeadDim * Heads (QK^T and PV over the
+// causal half). Printed, not asserted.
+static void time_prefill(int T) {
+  using A = __nv_bfloat16;
+  constexpr int Heads = 32, KvHeads = 8, D = 128;
+  std::mt19937 rng(4242);
+  HostStep hs;
+  const int num_blocks = attention_step({T}, {T}, rng, hs);
+  const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * KvHeads * D;
+  std::vector<A> qa, kca, vca;
+  std::vector<float> qf, kcf, vcf;
+  random_act<A>(static_cast<size_t>(T) * Heads * D, rng, -4.0f, 4.0f, qa, qf);
+  random_act<A>(cache_elems, rng, -1.0f, 1.0f, kca, kcf);
+  random_act<A>(cache_elems, rng, -1.0f, 1.0f, vca, vcf);
+  DBuf<A> dq(qa.size()), dkc(kca.size()), dvc(vca.size()), dout(qa.size());
+  dq.up(qa);
+  dkc.up(kca);
+  dvc.up(vca);
+  DevStep ds(hs);
+  const float scale = static_cast<float>(1.0 / std::sqrt(double(D)));
+  const dim3 grid((T + 63) / 64, Heads, 1);
+  auto launch = [&] {
+    attn_prefill<A, Heads, KvHeads, D><<<grid, 128>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, scale, 0);
+  };
+  for (int i = 0; i < 3; ++i) launch(); // warm-up
+  LAUNCHED();
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  const int iters = 20;
+  CK(cudaEventRecord(e0));
+  for (int i = 0; i < iters; ++i) launch();
+  CK(cudaEventRecord(e1));
+  CK(cudaEventSynchronize(e1));
+  CK(cudaGetLastError());
+  float ms;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
+  const double sec = ms * 1e-3 / iters;
+  const double flops = 4.0 * double(T) * T / 2.0 * D * Heads;
+  std::printf("%-40s T=%d causal, grid %dx%dx1: %8.2f us %7.1f TFLOP/s (4 * T^2/2 * %d * %d flops)\n",
+              "paged_attention_prefill 32/8x128 bf16", T, grid.x, grid.y, sec * 1e6, flops / sec / 1e12, D,
+              Heads);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+}
+
 //===----------------------------------------------------------------------===//
 template <class F, class A> static void linear_checks(const ModelWeights& W, std::mt19937& rng) {
   for (int T : {1, 8})
@@ -993,6 +1268,25 @@ template <class A> static void other_checks(const double* dinv, const double* in
   check_attention<A, 128>({1, 17, 300, 2048}, {1, 1, 1, 1}, 100, rng);
   check_attention<A, 256>({1, 17, 200}, {1, 1, 1}, 0, rng);  // one split: direct output
   check_attention<A, 256>({300, 33}, {13, 33}, 0, rng);      // prefill chunks through the decode kernel
+}
+
+// The flash-attention prefill kernel and the cuBLASLt GEMM halves.
+template <class A> static void prefill_and_gemm_half_checks(std::mt19937& rng) {
+  // One step: a decode token (1 query, 40 context), fresh prefills of 17 and
+  // 64 tokens, positions 300..499 of a 500-token context and 204..332 of 333
+  // (chunks after earlier ones: prior context, a first row off the 64 grid).
+  const std::vector<int> ctx = {40, 17, 64, 500, 333}, qlen = {1, 17, 64, 200, 129};
+  for (int window : {0, 100}) {
+    check_attention_prefill<A, NH, KV, HD>(ctx, qlen, window, rng); // SmolLM2
+    check_attention_prefill<A, 32, 8, 128>(ctx, qlen, window, rng); // Llama-3-8B
+  }
+  check_gemm_operand<A, H, lc::fmt::f32>(true, false, rng);
+  check_gemm_operand<A, H, lc::fmt::f32>(true, true, rng);
+  check_gemm_operand<A, 4096, lc::fmt::bf16>(true, false, rng);
+  check_gemm_operand<A, 4096, lc::fmt::bf16>(true, true, rng);
+  check_gemm_operand<A, H, lc::fmt::f32>(false, true, rng);
+  check_gemm_epilogue<A>(false, rng);
+  check_gemm_epilogue<A>(true, rng);
 }
 
 int main(int argc, char** argv) {
@@ -1033,6 +1327,8 @@ int main(int argc, char** argv) {
   linear_checks<lc::fmt::q8_0, __nv_bfloat16>(w80, rng);
   other_checks<__half>(dinv.p, inv, rng);
   other_checks<__nv_bfloat16>(dinv.p, inv, rng);
+  prefill_and_gemm_half_checks<__half>(rng);
+  prefill_and_gemm_half_checks<__nv_bfloat16>(rng);
   print_table();
 
   if (timing) {
@@ -1067,6 +1363,8 @@ int main(int argc, char** argv) {
         });
       }
     }
+    std::printf("\ntiming (prefill attention, one sequence, bf16):\n");
+    time_prefill(2048);
   }
   int fails = 0;
   for (const Row& r : g_rows) fails += !r.pass;
