@@ -109,7 +109,10 @@ def build_emulation(art, cxx):
     """The artifact's CUDA source built for the CPU; returns the object's path."""
     src = os.path.join(art, "kernels", "cuda", "src")
     out = os.path.join(art, "kernels_emu.so")
-    run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-DLLMC_CUDA_EMULATE",
+    # -fno-strict-aliasing: the kernels read 16-bit arrays through u32/uint4
+    # pointers, as CUDA code does; host compilers may miscompile that at -O2.
+    run([cxx, "-std=c++17", "-O1", "-fno-strict-aliasing", "-shared", "-fPIC", "-w",
+         "-DLLMC_CUDA_EMULATE",
          "-include", os.path.join(EMU, "cuda_emu.h"), "-I", src, "-I", cuda_include(),
          "-I", EMU, os.path.join(EMU, "cuda_emu.cc"), "-x", "c++",
          os.path.join(src, "kernels.cu"), "-o", out])
