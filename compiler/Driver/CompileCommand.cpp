@@ -107,8 +107,8 @@ int runCompileCommand(int argc, char **argv) {
   static cl::opt<std::string> dummyWeights(
       "dummy-weights",
       cl::desc("with --builtin: an artifact without weights, which the runtime generates at load "
-               "(for timing); the matrices' format: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0 or "
-               "q5_1 (norms and biases stay f32)"),
+               "(for timing); the matrices' format: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, "
+               "q5_1, q2_k, q3_k, q4_k, q5_k or q6_k (norms and biases stay f32)"),
       cl::value_desc("format"), cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
@@ -142,13 +142,14 @@ int runCompileCommand(int argc, char **argv) {
       return cli::kExitUsage;
     }
     static const char *const kDummyFormats[] = {"f32",  "f16",  "bf16", "q8_0", "q4_0", "q4_1",
-                                                "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"};
+                                                "q5_0", "q5_1", "q2_k", "q3_k", "q4_k",
+                                                "q5_k", "q6_k"};
     std::optional<llm::WeightFormat> format;
     if (llvm::is_contained(kDummyFormats, dummyWeights.getValue()))
       format = llm::symbolizeWeightFormat(dummyWeights.getValue());
     if (!format) {
       llvm::errs() << "llmc compile: --dummy-weights must be f32, f16, bf16, q8_0, q4_0, q4_1, "
-                      "q5_0, q5_1, q4_k, q5_k or q6_k, got '"
+                      "q5_0, q5_1, q2_k, q3_k, q4_k, q5_k or q6_k, got '"
                    << dummyWeights << "'\n";
       return cli::kExitUsage;
     }

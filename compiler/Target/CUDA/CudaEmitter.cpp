@@ -40,6 +40,10 @@ FailureOr<std::string> formatTag(Operation *user, WeightType w) {
   case WeightFormat::q5_0:
   case WeightFormat::q5_1:
     return "fmt::" + stringifyWeightFormat(w.getFormat()).str();
+  case WeightFormat::q2_k:
+    return std::string("fmt::q2_K");
+  case WeightFormat::q3_k:
+    return std::string("fmt::q3_K");
   case WeightFormat::q4_k:
     return std::string("fmt::q4_K");
   case WeightFormat::q5_k:

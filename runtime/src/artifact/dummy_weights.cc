@@ -40,7 +40,7 @@ enum class Kind { kMatrix, kNorm, kBias };
 enum class Layout {
   kF32, kF16, kBF16,  // one element per "block"
   kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1,
-  kQ4_K, kQ5_K, kQ6_K,
+  kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K,
   kI8, kI4,
 };
 
@@ -89,8 +89,11 @@ absl::Status MakePlan(const ManifestTensor& t, uint64_t index, Plan* p) {
   else if (f == "q4_1") p->layout = Layout::kQ4_1, p->scale = 0.02f / 8;
   else if (f == "q5_0") p->layout = Layout::kQ5_0, p->scale = 0.02f / 16;
   else if (f == "q5_1") p->layout = Layout::kQ5_1, p->scale = 0.02f / 16;
-  // k-quants: every sub-block scale (and min) at its largest, 63 (q6_k: 64),
-  // so the super-block's d sets the range as for the 32-element formats.
+  // k-quants: every sub-block scale (and min) at its largest, 63 (q2_k: 15,
+  // q3_k: 31 or -32, q6_k: 64), so the super-block's d sets the range as for
+  // the 32-element formats.
+  else if (f == "q2_k") p->layout = Layout::kQ2_K, p->scale = 0.02f / (2 * 15);
+  else if (f == "q3_k") p->layout = Layout::kQ3_K, p->scale = 0.02f / (4 * 32);
   else if (f == "q4_k") p->layout = Layout::kQ4_K, p->scale = 0.02f / (8 * 63);
   else if (f == "q5_k") p->layout = Layout::kQ5_K, p->scale = 0.02f / (16 * 63);
   else if (f == "q6_k") p->layout = Layout::kQ6_K, p->scale = 0.02f / (32 * 64);
@@ -184,6 +187,21 @@ void GenerateChunk(const Plan& p, const uint16_t* scales, uint64_t seed, uint64_
       case Layout::kI4:
         Store16(blk, d);
         Store16(blk + 2, kHalfEight);
+        break;
+      case Layout::kQ2_K:
+        // {scales[16], qs[64], d, dmin}: scale bytes 0xff make every 4-bit
+        // scale and min 15; dmin centers the quants (1.5 steps).
+        std::memset(blk, 0xff, 16);
+        Store16(blk + 80, d);
+        Store16(blk + 82, FloatToHalf(1.5f * HalfToFloat(d)));
+        break;
+      case Layout::kQ3_K:
+        // {hmask[32], qs[64], scales[12], d}: x = d * scale * (q - 4), q - 4
+        // in [-4, 3]. Scale bytes alternating 0xff, 0x00 make the sub-block
+        // scales alternate 31 and -32 (stored plus 32: 63 and 0), so the
+        // values center on 0.
+        for (int i = 0; i < 12; ++i) blk[96 + i] = i % 2 ? 0x00 : 0xff;
+        Store16(blk + 108, d);
         break;
       case Layout::kQ4_K:
       case Layout::kQ5_K: {

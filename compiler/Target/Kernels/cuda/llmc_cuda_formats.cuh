@@ -233,9 +233,72 @@ struct q5_1 {
 
 
 //===----------------------------------------------------------------------===//
-// k-quants: 256-element super-blocks (llama.cpp's Q4_K_M / Q5_K_M / Q6_K
-// files). Rows are 2-byte aligned at best, so these read bytes.
+// k-quants: 256-element super-blocks (llama.cpp's Q2_K / Q3_K_M / Q4_K_M /
+// Q5_K_M / Q6_K files). Rows are 2-byte aligned at best, so these read bytes
+// or 16-bit words.
 //===----------------------------------------------------------------------===//
+// q2_K and q3_K walk a super-block alike: element e = 128h + 32j + 16s + l
+// (half h, 2-bit field j, 16-element sub-block s, l < 16) is bits 2j..2j+1
+// of quant byte 32h + 16s + l, and its sub-block scale is number e / 16. A
+// group of 8 (l = 0 or 8) stays inside one sub-block; its 8 quant bytes (and
+// q3_K's 8 hmask bytes) start at an even offset.
+
+// Field `shift` (bits shift..shift+1) of byte i (0..7) of lo|hi.
+LLMC_HD u32 crumb(u32 lo, u32 hi, int i, int shift) {
+  const u32 w = i < 4 ? lo : hi;
+  return (w >> (8 * (i & 3) + shift)) & 3u;
+}
+
+// block_q2_K {u8 scales[16]; u8 qs[64]; f16 d; f16 dmin}: scales[e / 16] is
+// scale | min << 4 (4 bits each); x = (d * scale) * q - dmin * min.
+struct q2_K {
+  static constexpr const char* name = "q2_k";
+  static constexpr int block_elems = 256, block_bytes = 84;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / 256 * 84; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const u8* b = row + (g >> 5) * block_bytes;
+    const int e = (g & 31) * 8, h = e >> 7, j = (e >> 5) & 3, s = (e >> 4) & 1, l = e & 15;
+    const u32 sc = b[e >> 4];
+    const float d = f16_bits(ld16(b + 80)) * static_cast<float>(sc & 0xf);
+    const float m = f16_bits(ld16(b + 82)) * static_cast<float>(sc >> 4);
+    u32 lo, hi;
+    ld8b(b + 16 + 32 * h + 16 * s + l, lo, hi);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i] = d * static_cast<float>(crumb(lo, hi, i, 2 * j)) - m;
+  }
+};
+
+// block_q3_K {u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d}: the 16 6-bit
+// scales, stored plus 32, are packed as low nibbles (bytes 0..7: low nibbles
+// for scales 0..7, high nibbles for 8..15) and 2-bit fields (scale n: field
+// n / 4 of byte 8 + n % 4). The third quant bit of element e is bit 4h + j of
+// hmask[16s + l]; clear, it subtracts 4: x = (d * (scale - 32)) * (q - 4|0).
+struct q3_K {
+  static constexpr const char* name = "q3_k";
+  static constexpr int block_elems = 256, block_bytes = 110;
+  LLMC_HD static constexpr i64 row_bytes(i64 k) { return k / 256 * 110; }
+  LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
+    const u8* b = row + (g >> 5) * block_bytes;
+    const int e = (g & 31) * 8, h = e >> 7, j = (e >> 5) & 3, s = (e >> 4) & 1, l = e & 15;
+    const int n = e >> 4;
+    const u8* sb = b + 96;
+    const int low = n < 8 ? (sb[n] & 0xf) : (sb[n - 8] >> 4);
+    const int high = (sb[8 + (n & 3)] >> (2 * (n >> 2))) & 3;
+    const float d = f16_bits(ld16(b + 108)) * static_cast<float>((low | (high << 4)) - 32);
+    u32 lo, hi, mlo, mhi;
+    ld8b(b + 32 + 32 * h + 16 * s + l, lo, hi);
+    ld8b(b + 16 * s + l, mlo, mhi);
+    const int bit = 4 * h + j;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const u32 mw = i < 4 ? mlo : mhi;
+      const int q = static_cast<int>(crumb(lo, hi, i, 2 * j)) -
+                    (((mw >> (8 * (i & 3) + bit)) & 1u) ? 0 : 4);
+      w[i] = d * static_cast<float>(q);
+    }
+  }
+};
+
 // The 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes
 // (ggml's get_scale_min_k4).
 LLMC_HD void scale_min_k4(int j, const u8* q, float& sc, float& mn) {

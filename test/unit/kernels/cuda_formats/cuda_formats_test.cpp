@@ -57,6 +57,11 @@ template <class Fmt> std::vector<u8> randomRow(int k, std::mt19937 &rng) {
       u8 *b = row.data() + blk * Fmt::block_bytes;
       if constexpr (Fmt::block_bytes == 210) { // q6_k: d comes last
         putHalf(b + 208);
+      } else if constexpr (Fmt::block_bytes == 84) { // q2_k: d, dmin last
+        putHalf(b + 80);
+        putHalf(b + 82);
+      } else if constexpr (Fmt::block_bytes == 110) { // q3_k: d last
+        putHalf(b + 108);
       } else {
         putHalf(b);
         if (name == "q4_1" || name == "q5_1" || name == "q4_k" || name == "q5_k")
@@ -108,6 +113,8 @@ TEST(CudaFormatsOnHost, LegacyBlocks) {
 }
 
 TEST(CudaFormatsOnHost, KQuants) {
+  checkFormat<fmt::q2_K>(512);
+  checkFormat<fmt::q3_K>(512);
   checkFormat<fmt::q4_K>(512);
   checkFormat<fmt::q5_K>(512);
   checkFormat<fmt::q6_K>(512);

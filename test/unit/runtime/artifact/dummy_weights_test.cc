@@ -101,7 +101,7 @@ TEST(DummyWeights, MatricesInRangeForEveryFormat) {
       {"q8_0", 0, 0.0254f},      {"q4_0", 0, 0.0251f},      {"q4_1", 0, 0.0251f},
       {"q5_0", 0, 0.0251f},      {"q5_1", 0, 0.0251f},      {"i8", 32, 0.0254f},
       {"i4", 64, 0.0251f},       {"q4_k", 0, 0.0251f},      {"q5_k", 0, 0.0251f},
-      {"q6_k", 0, 0.0251f},
+      {"q6_k", 0, 0.0251f},      {"q2_k", 0, 0.0188f},      {"q3_k", 0, 0.0251f},
   };
   for (const Range& r : ranges) {
     SCOPED_TRACE(r.format);
@@ -151,11 +151,12 @@ TEST(DummyWeights, NormsNearOneBiasesSmall) {
 }
 
 TEST(DummyWeights, Errors) {
-  ManifestTensor k = Tensor("w", "q2_k", {4, 256});
+  ManifestTensor k = Tensor("w", "iq2_xxs", {4, 256});
+  k.bytes = 4 * 256;
   std::vector<uint8_t> bytes(k.bytes);
   auto st = GenerateDummyTensor(k, 1, 0, bytes.data());
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("'q2_k' cannot be generated"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("unknown format 'iq2_xxs'"), std::string::npos) << st;
   ManifestTensor wrong = Tensor("w", "q4_0", {4, 64});
   wrong.bytes += 1;
   st = GenerateDummyTensor(wrong, 1, 0, bytes.data());
