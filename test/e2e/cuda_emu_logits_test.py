@@ -74,6 +74,15 @@ CASES = {
         ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "256", "--layers", "2", "--dtype", "bf16"],
         "hf", "bf16", 20, 4),
+    # The smallest k-quants (every matrix in 256-element blocks).
+    "llama-q2_k-f16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "64", "--intermediate", "512", "--layers", "1", "--gguf-type", "q2_k"],
+        "gguf", "f16", 20, 3),
+    "llama-q3_k-bf16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "64", "--intermediate", "512", "--layers", "1", "--gguf-type", "q3_k"],
+        "gguf", "bf16", 20, 3),
     # A prefill the sliding window cuts inside the flash-attention tiles.
     "mistral-window9-prefill-bf16": (
         ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",

@@ -326,10 +326,14 @@ def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -
         else:
             # Allowed error per element: one quantization step of its block
             # (plus the f16 scale's rounding), relative to the block's range.
-            blk = 32
+            # k-quants: the 256-element super-block's range (their sub-block
+            # scales are themselves quantized).
+            blk = 256 if p["type"] in ("q2_k", "q3_k") else 32
             rows = src.reshape(-1, blk)
-            rng = np.abs(rows).max(axis=1, keepdims=True) * (2 if p["type"] in ("q4_1", "q5_1") else 1)
-            levels = {"q8_0": 127, "q5_0": 16, "q5_1": 31, "q4_0": 8, "q4_1": 15}[p["type"]]
+            rng = np.abs(rows).max(axis=1, keepdims=True) * (
+                2 if p["type"] in ("q4_1", "q5_1", "q2_k") else 1)
+            levels = {"q8_0": 127, "q5_0": 16, "q5_1": 31, "q4_0": 8, "q4_1": 15, "q2_k": 3,
+                      "q3_k": 4}[p["type"]]
             err = np.abs(a.reshape(rows.shape) - rows) / np.maximum(rng / levels, 1e-30)
             worst = max(worst, float(err.max()))
     check(f"{tag}/gguf-{gguf_type}/tensor-shapes+types", shapes_ok and types_ok)

@@ -40,7 +40,7 @@ import numpy as np
 ARCHES = ("llama", "qwen2", "mistral")
 HF_DTYPES = {"f32": ("F32", "float32"), "f16": ("F16", "float16"),
              "bf16": ("BF16", "bfloat16")}
-GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1")
+GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k")
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 BOS_TOKEN = "<|endoftext|>"
 EOS_TOKEN = "<|im_end|>"
@@ -1028,12 +1028,25 @@ def _encode_gguf_tensor(a: np.ndarray, ttype: str):
     if ttype == "f16":
         return np.ascontiguousarray(a, dtype=np.float16), None
     qt = _gguf_qtype(ttype)
+    if ttype in ("q2_k", "q3_k"):  # gguf-py cannot quantize k-quants: kquant.py
+        return getattr(_kquant(), ttype)(np.ascontiguousarray(a, dtype=np.float32)), qt
     try:
         q = g.quants.quantize(np.ascontiguousarray(a, dtype=np.float32), qt)
     except (NotImplementedError, getattr(g.quants, "QuantError", NotImplementedError)) as e:
         raise SynthError(f"gguf-type {ttype}: the installed gguf package cannot "
                          f"quantize to it ({e})") from None
     return q, qt
+
+
+@functools.lru_cache(maxsize=None)
+def _kquant():
+    """kquant.py beside this file, however this file was imported."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kquant.py")
+    spec = importlib.util.spec_from_file_location("llmc_synth_kquant", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _dequantize(a: np.ndarray, ttype: str) -> np.ndarray:
@@ -1051,7 +1064,8 @@ def _file_type(gguf_type: str):
     return {"f32": g.LlamaFileType.ALL_F32, "f16": g.LlamaFileType.MOSTLY_F16,
             "bf16": g.LlamaFileType.MOSTLY_BF16, "q8_0": g.LlamaFileType.MOSTLY_Q8_0,
             "q4_0": g.LlamaFileType.MOSTLY_Q4_0, "q4_1": g.LlamaFileType.MOSTLY_Q4_1,
-            "q5_0": g.LlamaFileType.MOSTLY_Q5_0, "q5_1": g.LlamaFileType.MOSTLY_Q5_1}[gguf_type]
+            "q5_0": g.LlamaFileType.MOSTLY_Q5_0, "q5_1": g.LlamaFileType.MOSTLY_Q5_1,
+            "q2_k": g.LlamaFileType.MOSTLY_Q2_K, "q3_k": g.LlamaFileType.MOSTLY_Q3_K_M}[gguf_type]
 
 
 def gguf_tensor_plan(cfg: Config | dict, gguf_type: str = "f32") -> list[dict]:
