@@ -240,7 +240,7 @@ TEST(CudaKernels, SyntheticF32AllFormats) {
 }
 // k-quant super-blocks and the quantize pass's group-wise integers (their
 // decoders are checked on the host by cuda_format_tests).
-const std::vector<std::string> kBlockFormats = {"q4_K", "q5_K", "q6_K", "i8<128>", "i4<128>",
+const std::vector<std::string> kBlockFormats = {"q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "i8<128>", "i4<128>",
                                                 "i4<32>"};
 TEST(CudaKernels, SyntheticBf16KQuantsAndGroupwise) {
   compileAndCheck({"synthetic_bf16_blocks", 256, 4, 2, 64, 512, 1024, kBlockFormats,
