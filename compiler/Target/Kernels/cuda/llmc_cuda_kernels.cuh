@@ -188,6 +188,9 @@ __device__ void gemv(int T, const int* x_rows, const Act* __restrict__ x, const 
     for (int p = 0; p < P; ++p)
 #pragma unroll
       for (int tt = 0; tt < MaxT; ++tt) acc[p][tt] = 0.0f;
+    // Unrolled so that each lane has several weight loads in flight: one
+    // warp per column leaves too few bytes outstanding per SM otherwise.
+#pragma unroll 4
     for (int g = lane; g < G; g += 32) {
       float wv[P][8];
 #pragma unroll
@@ -898,14 +901,20 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
                                : -1;
     }
     __syncthreads();
+    // K: consecutive threads read one key's row (coalesced), stored as is.
     for (int i = tid; i < BN * (D / 8); i += blockDim.x) {
       const int r = i / (D / 8), c = (i % (D / 8)) * 8;
-      uint4 kv = make_uint4(0, 0, 0, 0), vv = kv; // 8 elements each, raw
-      if (rowoff[r] >= 0) {
-        kv = *reinterpret_cast<const uint4*>(kcache + rowoff[r] + c);
-        vv = *reinterpret_cast<const uint4*>(vcache + rowoff[r] + c);
-      }
+      uint4 kv = make_uint4(0, 0, 0, 0); // 8 elements, raw
+      if (rowoff[r] >= 0) kv = *reinterpret_cast<const uint4*>(kcache + rowoff[r] + c);
       *reinterpret_cast<uint4*>(Ks + r * LDK + c) = kv;
+    }
+    // V: consecutive threads take consecutive keys of one 8-dim slice, so
+    // that the transposed stores of a warp fill one Vt row (no bank
+    // conflicts; 8 threads per key row would all hit one bank).
+    for (int i = tid; i < BN * (D / 8); i += blockDim.x) {
+      const int r = i % BN, c = (i / BN) * 8;
+      uint4 vv = make_uint4(0, 0, 0, 0);
+      if (rowoff[r] >= 0) vv = *reinterpret_cast<const uint4*>(vcache + rowoff[r] + c);
       const Act* ve = reinterpret_cast<const Act*>(&vv);
       for (int j = 0; j < 8; ++j) Vt[(c + j) * LDV + r] = ve[j];
     }
