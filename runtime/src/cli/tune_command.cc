@@ -47,17 +47,19 @@ StepBatch PrefillBatch(int64_t rows, int64_t vocab, int64_t block_size) {
 }
 
 // Milliseconds per step of each kernel at each row count: [rows][kernel].
-absl::StatusOr<std::vector<std::vector<double>>> TimeKernels(const std::string& dir,
-                                                             GeneratorOptions options,
-                                                             const std::string& gemm,
-                                                             const std::vector<int64_t>& rows,
-                                                             int64_t iters, std::string* version) {
+// Also returns the artifact's CUDA kernels (the manifest of the loaded
+// artifact: opening it again would hash the weights again).
+absl::StatusOr<std::vector<std::vector<double>>> TimeKernels(
+    const std::string& dir, GeneratorOptions options, const std::string& gemm,
+    const std::vector<int64_t>& rows, int64_t iters, std::string* version,
+    std::vector<ManifestCudaKernel>* kernels) {
   options.runner.gemm = gemm;
   options.runner.profile_kernels = true;
   LLMC_ASSIGN_OR_RETURN(auto gen, Generator::Create(dir, options));
   auto* runner = dynamic_cast<CudaRunner*>(&gen->runner());
   if (runner == nullptr) return absl::FailedPreconditionError("llmc tune needs the CUDA backend");
   *version = runner->CublasLtVersion();
+  *kernels = gen->artifact().manifest().cuda.kernels;
   std::vector<std::vector<double>> out;
   for (int64_t r : rows) {
     StepBatch batch = PrefillBatch(r, runner->vocab_size(), runner->block_size());
@@ -112,27 +114,22 @@ int RunTuneCommand(int argc, char** argv) {
     return 1;
   }
   std::string version, own_version;
-  auto own = TimeKernels(dir, options, "llmc", rows, iters, &own_version);
-  auto lt = own.ok() ? TimeKernels(dir, options, "cublaslt", rows, iters, &version) : own;
+  std::vector<ManifestCudaKernel> kernels;
+  auto own = TimeKernels(dir, options, "llmc", rows, iters, &own_version, &kernels);
+  auto lt = own.ok() ? TimeKernels(dir, options, "cublaslt", rows, iters, &version, &kernels) : own;
   if (!own.ok() || !lt.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0],
                  std::string((own.ok() ? lt : own).status().message()).c_str());
     return 1;
   }
-  auto artifact = Artifact::Open(dir, {});
-  if (!artifact.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(artifact.status().message()).c_str());
-    return 1;
-  }
-  const ManifestCuda& c = (*artifact)->manifest().cuda;
   GemmTuning tuning;
   tuning.device = options.backend.device->name;
   tuning.cublaslt = version;
   std::printf("| %-48s | %6s | %10s | %12s | %-8s |\n", "kernel", "rows", "llmc us",
               "cublaslt us", "choice");
-  for (size_t k = 0; k < c.kernels.size(); ++k) {
-    if (c.kernels[k].gemm.n == 0) continue;
-    std::vector<GemmTuneEntry>& entries = tuning.kernels[c.kernels[k].name];
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (kernels[k].gemm.n == 0) continue;
+    std::vector<GemmTuneEntry>& entries = tuning.kernels[kernels[k].name];
     for (size_t i = 0; i < rows.size(); ++i) {
       GemmTuneEntry e;
       e.max_rows = rows[i];
@@ -140,7 +137,7 @@ int RunTuneCommand(int argc, char** argv) {
       e.cublaslt_us = 1e3 * (*lt)[i][k];
       e.cublaslt = e.cublaslt_us < e.llmc_us;
       entries.push_back(e);
-      std::printf("| %-48.48s | %6lld | %10.1f | %12.1f | %-8s |\n", c.kernels[k].name.c_str(),
+      std::printf("| %-48.48s | %6lld | %10.1f | %12.1f | %-8s |\n", kernels[k].name.c_str(),
                   static_cast<long long>(e.max_rows), e.llmc_us, e.cublaslt_us,
                   e.cublaslt ? "cublaslt" : "llmc");
     }
