@@ -8,8 +8,9 @@
 // A step of R tokens is one sequence's prefill with logits for every row
 // (so the LM head's GEMM has R rows too); each runs once untimed, then
 // --iters times with events between the step's kernels (CudaRunner's
-// profile_kernels). A kernel's time includes everything of its step entry
-// (its RoPE or epilogue launches too), the same on both sides.
+// profile_kernels), on one runner whose GEMM policy switches from the
+// generated GEMMs to cuBLASLt. A kernel's time includes everything of its
+// step entry (its RoPE or epilogue launches too), the same on both sides.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -46,27 +47,18 @@ StepBatch PrefillBatch(int64_t rows, int64_t vocab, int64_t block_size) {
   return b;
 }
 
-// Milliseconds per step of each kernel at each row count: [rows][kernel].
-// Also returns the artifact's CUDA kernels (the manifest of the loaded
-// artifact: opening it again would hash the weights again).
-absl::StatusOr<std::vector<std::vector<double>>> TimeKernels(
-    const std::string& dir, GeneratorOptions options, const std::string& gemm,
-    const std::vector<int64_t>& rows, int64_t iters, std::string* version,
-    std::vector<ManifestCudaKernel>* kernels) {
-  options.runner.gemm = gemm;
-  options.runner.profile_kernels = true;
-  LLMC_ASSIGN_OR_RETURN(auto gen, Generator::Create(dir, options));
-  auto* runner = dynamic_cast<CudaRunner*>(&gen->runner());
-  if (runner == nullptr) return absl::FailedPreconditionError("llmc tune needs the CUDA backend");
-  *version = runner->CublasLtVersion();
-  *kernels = gen->artifact().manifest().cuda.kernels;
+// Milliseconds per step of each kernel at each row count, [rows][kernel],
+// on `runner` as its GEMM policy stands.
+absl::StatusOr<std::vector<std::vector<double>>> TimeKernels(CudaRunner& runner,
+                                                             const std::vector<int64_t>& rows,
+                                                             int64_t iters) {
   std::vector<std::vector<double>> out;
   for (int64_t r : rows) {
-    StepBatch batch = PrefillBatch(r, runner->vocab_size(), runner->block_size());
-    LLMC_RETURN_IF_ERROR(runner->Step(batch).status());  // warm-up (JIT, cuBLASLt heuristics)
-    runner->ResetKernelTimes();
-    for (int64_t i = 0; i < iters; ++i) LLMC_RETURN_IF_ERROR(runner->Step(batch).status());
-    std::vector<double> ms = runner->KernelTimes();
+    StepBatch batch = PrefillBatch(r, runner.vocab_size(), runner.block_size());
+    LLMC_RETURN_IF_ERROR(runner.Step(batch).status());  // warm-up (JIT, cuBLASLt heuristics)
+    runner.ResetKernelTimes();
+    for (int64_t i = 0; i < iters; ++i) LLMC_RETURN_IF_ERROR(runner.Step(batch).status());
+    std::vector<double> ms = runner.KernelTimes();
     for (double& v : ms) v /= double(iters);
     out.push_back(std::move(ms));
   }
@@ -113,15 +105,29 @@ int RunTuneCommand(int argc, char** argv) {
                  argv[0]);
     return 1;
   }
-  std::string version, own_version;
-  std::vector<ManifestCudaKernel> kernels;
-  auto own = TimeKernels(dir, options, "llmc", rows, iters, &own_version, &kernels);
-  auto lt = own.ok() ? TimeKernels(dir, options, "cublaslt", rows, iters, &version, &kernels) : own;
-  if (!own.ok() || !lt.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0],
-                 std::string((own.ok() ? lt : own).status().message()).c_str());
+  // One runner set up for cuBLASLt, timed with the generated GEMMs and then
+  // with cuBLASLt's (the weights load once).
+  options.runner.gemm = "cublaslt";
+  options.runner.profile_kernels = true;
+  auto gen = Generator::Create(dir, options);
+  auto fail = [&](const absl::Status& st) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(st.message()).c_str());
     return 1;
-  }
+  };
+  if (!gen.ok()) return fail(gen.status());
+  auto* cuda = dynamic_cast<CudaRunner*>(&(*gen)->runner());
+  if (cuda == nullptr) return fail(absl::FailedPreconditionError("llmc tune needs the CUDA backend"));
+  const std::vector<ManifestCudaKernel>& kernels = (*gen)->artifact().manifest().cuda.kernels;
+  const std::string version = cuda->CublasLtVersion();
+  GemmPolicy own, lt_everywhere;
+  lt_everywhere.mode = GemmPolicy::Mode::kCublasLt;
+  if (absl::Status st = cuda->SetGemmPolicy(own); !st.ok()) return fail(st);
+  auto own_ms = TimeKernels(*cuda, rows, iters);
+  if (!own_ms.ok()) return fail(own_ms.status());
+  if (!version.empty())
+    if (absl::Status st = cuda->SetGemmPolicy(lt_everywhere); !st.ok()) return fail(st);
+  auto lt_ms = TimeKernels(*cuda, rows, iters);
+  if (!lt_ms.ok()) return fail(lt_ms.status());
   GemmTuning tuning;
   tuning.device = options.backend.device->name;
   tuning.cublaslt = version;
@@ -133,8 +139,8 @@ int RunTuneCommand(int argc, char** argv) {
     for (size_t i = 0; i < rows.size(); ++i) {
       GemmTuneEntry e;
       e.max_rows = rows[i];
-      e.llmc_us = 1e3 * (*own)[i][k];
-      e.cublaslt_us = 1e3 * (*lt)[i][k];
+      e.llmc_us = 1e3 * (*own_ms)[i][k];
+      e.cublaslt_us = 1e3 * (*lt_ms)[i][k];
       e.cublaslt = e.cublaslt_us < e.llmc_us;
       entries.push_back(e);
       std::printf("| %-48.48s | %6lld | %10.1f | %12.1f | %-8s |\n", kernels[k].name.c_str(),

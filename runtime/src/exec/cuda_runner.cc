@@ -38,6 +38,14 @@ CudaRunner::~CudaRunner() {
 
 std::string CudaRunner::CublasLtVersion() const { return cublaslt_ ? cublaslt_->version() : ""; }
 
+absl::Status CudaRunner::SetGemmPolicy(const GemmPolicy& policy) {
+  if (policy.mode != GemmPolicy::Mode::kOwn && !cublaslt_)
+    return absl::FailedPreconditionError(
+        "a GEMM policy with cuBLASLt needs a runner created with --gemm=cublaslt or auto");
+  gemm_policy_ = policy;
+  return absl::OkStatus();
+}
+
 std::string CudaRunner::ExecutionSummary() const {
   std::string gemms;
   if (cublaslt_)

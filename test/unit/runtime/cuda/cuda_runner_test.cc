@@ -56,7 +56,8 @@ class CudaRunnerTest : public ::testing::Test {
   // Writes the tiny CUDA artifact (after `edit`) and opens a runner on it
   // (replacing one opened before).
   absl::Status Open(const std::function<void(Manifest&)>& edit = nullptr,
-                    const std::string& target = "sm_90", bool cuda_graphs = false) {
+                    const std::string& target = "sm_90", bool cuda_graphs = false,
+                    const std::string& gemm = "llmc") {
     runner_.reset();
     artifact_.reset();
     std::filesystem::remove_all(dir_);
@@ -75,6 +76,7 @@ class CudaRunnerTest : public ::testing::Test {
     o.block_size = 16;
     o.num_blocks = 64;
     o.cuda_graphs = cuda_graphs;
+    o.gemm = gemm;
     auto runner = CudaRunner::Create(*artifact_, o, target, *std::move(device));
     if (!runner.ok()) return runner.status();
     runner_ = *std::move(runner);
@@ -350,6 +352,31 @@ TEST_F(CudaRunnerTest, BadBatchIsRefusedBeforeAnyLaunch) {
   b = Sequence(0, 17);
   ExpectError(runner_->Step(b), {"step batch: 17 tokens; the runner takes 1 to 16"});
   EXPECT_EQ(count_(), 0);
+}
+
+TEST_F(CudaRunnerTest, GemmChoices) {
+  ExpectError(Open(nullptr, "sm_90", false, "cublas"),
+              {"--gemm: 'cublas' is not llmc, cublaslt or auto"});
+  // The tiny artifact offers no cuBLASLt GEMM: the generated ones stay, and
+  // the summary says why; no cuBLASLt policy can be set then.
+  ASSERT_TRUE(Open(nullptr, "sm_90", false, "cublaslt").ok());
+  EXPECT_NE(runner_->ExecutionSummary().find("the generated GEMMs (no GEMM has 16-bit weights"),
+            std::string::npos)
+      << runner_->ExecutionSummary();
+  EXPECT_EQ(runner_->CublasLtVersion(), "");
+  GemmPolicy lt;
+  lt.mode = GemmPolicy::Mode::kCublasLt;
+  ExpectError(runner_->SetGemmPolicy(lt), {"a GEMM policy with cuBLASLt needs a runner created"});
+  EXPECT_TRUE(runner_->SetGemmPolicy(GemmPolicy{}).ok());
+  // auto without a tune file: the generated GEMMs, said so.
+  ASSERT_TRUE(Open([](Manifest& m) {
+                for (ManifestCudaLaunch& l : m.cuda.kernels[2].launches) l.impl = "llmc";
+                m.cuda.kernels[2].gemm = {64, 64, 64, 1, "L", "llmc_cuda_gemv", "llmc_cuda_gemm"};
+              }, "sm_90", false, "auto")
+                  .ok());
+  EXPECT_NE(runner_->ExecutionSummary().find("the generated GEMMs (no tune file "),
+            std::string::npos)
+      << runner_->ExecutionSummary();
 }
 
 TEST_F(CudaRunnerTest, LaunchFailureNamesTheKernelAndStep) {

@@ -69,6 +69,10 @@ class CudaRunner : public StepRunner {
   void ResetKernelTimes() { kernel_ms_.assign(kernel_ms_.size(), 0.0); }
   // The cuBLASLt version when it runs GEMMs, else "".
   std::string CublasLtVersion() const;
+  // Replaces the GEMM policy, e.g. to time both sides on one runner (llmc
+  // tune). FailedPrecondition for a policy that uses cuBLASLt on a runner
+  // created without it (RunnerOptions.gemm "llmc").
+  absl::Status SetGemmPolicy(const GemmPolicy& policy);
 
  private:
   CudaRunner() = default;
