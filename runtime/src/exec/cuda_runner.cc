@@ -416,7 +416,7 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
   }
   int64_t rows = vars.logits;
   LLMC_RETURN_IF_ERROR(SelectLaunches(m.cuda, parsed_, vars, max_context, &selected_));
-  ApplyGemmPolicy(m.cuda, gemm_policy_, vars, &selected_);
+  ApplyGemmPolicy(m.cuda, gemm_policy_, vars, &selected_, &selected_scratch_);
   if (graph) {
     LLMC_RETURN_IF_ERROR(LaunchGraph(&info));
   } else if (options_.profile_kernels) {

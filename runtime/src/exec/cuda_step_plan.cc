@@ -234,10 +234,12 @@ bool GemmPolicy::UsesCublasLt(const ManifestCuda& c, size_t kernel, int64_t rows
 }
 
 void ApplyGemmPolicy(const ManifestCuda& c, const GemmPolicy& policy, const LaunchVars& step,
-                     std::vector<SelectedLaunch>* launches) {
+                     std::vector<SelectedLaunch>* launches, std::vector<SelectedLaunch>* scratch) {
   if (policy.mode == GemmPolicy::Mode::kOwn) return;
   std::vector<SelectedLaunch>& v = *launches;
-  std::vector<SelectedLaunch> replaced;  // rarely more than a few entries
+  std::vector<SelectedLaunch> local;
+  std::vector<SelectedLaunch>& replaced = scratch ? *scratch : local;
+  replaced.clear();
   for (size_t i = 0; i < v.size(); ++i) {
     const SelectedLaunch sel = v[i];
     size_t k = size_t(c.steps[sel.step].kernel);

@@ -122,6 +122,7 @@ class CudaRunner : public StepRunner {
   size_t staging_bytes_ = 0;
   size_t scratch_bytes_ = 0;      // of bindings_.scratch
   std::vector<SelectedLaunch> selected_;
+  std::vector<SelectedLaunch> selected_scratch_;  // ApplyGemmPolicy's, reused
   std::vector<Graph> graphs_;     // with options_.cuda_graphs; destroyed before the device
   uint64_t steps_ = 0;            // Step calls, for the graphs' last use
   std::vector<float> logits_;     // [max_logits, vocab], what Step returns

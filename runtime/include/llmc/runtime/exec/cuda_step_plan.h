@@ -120,9 +120,11 @@ struct GemmPolicy {
 // Replaces, in each step entry whose kernel's GEMM `policy` gives to
 // cuBLASLt, the launches marked impl "llmc" by the GEMM's pre launch, the
 // matmul and its epi launch (where the first of them was). `step` gives the
-// GEMM's rows (T or L).
+// GEMM's rows (T or L). `scratch` (optional) is reused for the rewritten
+// list, so that a runner's hot path does not allocate.
 void ApplyGemmPolicy(const ManifestCuda& cuda, const GemmPolicy& policy, const LaunchVars& step,
-                     std::vector<SelectedLaunch>* launches);
+                     std::vector<SelectedLaunch>* launches,
+                     std::vector<SelectedLaunch>* scratch = nullptr);
 
 // CUDA graphs (RunnerOptions.cuda_graphs). A graph bakes in its launches'
 // grids and kernel parameters, so a step replays one only when its launches
