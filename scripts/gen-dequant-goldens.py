@@ -30,7 +30,7 @@ except ImportError:
 T = gguf.GGMLQuantizationType
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "data", "dequant")
 
-# format name (as in runtime/include/llmc/runtime/weight_format.h) -> (type,
+# format name (as in core/include/llmc/core/weight_format.h) -> (type,
 # number of blocks, byte offsets of the f16 scale fields within a block)
 FORMATS = {
     "q8_0": (T.Q8_0, 6, [0]),

@@ -4,7 +4,7 @@
 #
 #   stage 1  the CUDA kernel templates (compiler/Target/Kernels/cuda/
 #            llmc_cuda_kernels.cuh), built by nvcc from test/gpu/
-#            kernel_check.cu, against the host kernels and double loops,
+#            kernel_check*.cu, against the host kernels and double loops,
 #            then the decode GEMV timed against cudaMemcpy bandwidth and the
 #            flash-attention prefill kernel in TFLOP/s;
 #   stage 2  compiled artifacts end to end (test/gpu/e2e_check.py) over the
@@ -94,12 +94,19 @@ status=0
 if (( ! skip_kernels )); then
 echo "--- build ($arch, $nvcc)"
 "$cxx" -std=c++17 -O2 -march=native -fopenmp -Wno-aggressive-loop-optimizations \
-  -Icompiler/Target/Kernels/host -Iruntime/include/llmc/runtime/artifact \
+  -Icompiler/Target/Kernels/host -Icore/include/llmc/core/artifact \
   -c test/gpu/host_ref.cpp -o "$out/host_ref.o" &
-"$nvcc" -std=c++17 -O3 -arch="$arch" -Icompiler/Target/Kernels/cuda \
-  -Xcompiler -fopenmp,-O3 -c test/gpu/kernel_check.cu -o "$out/kernel_check.o"
-wait $!
-"$nvcc" -arch="$arch" "$out/kernel_check.o" "$out/host_ref.o" -o "$out/kernel_check" -Xcompiler -fopenmp
+pids=($!) objs=()
+# The parts of kernel_check (test/gpu/kernel_check.cu lists them), one nvcc
+# each, in parallel.
+for part in kernel_check kernel_check_harness kernel_check_linear kernel_check_norm_rope \
+            kernel_check_attention kernel_check_gemm_halves; do
+  "$nvcc" -std=c++17 -O3 -arch="$arch" -Icompiler/Target/Kernels/cuda \
+    -Xcompiler -fopenmp,-O3 -c "test/gpu/$part.cu" -o "$out/$part.o" &
+  pids+=($!) objs+=("$out/$part.o")
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+"$nvcc" -arch="$arch" "${objs[@]}" "$out/host_ref.o" -o "$out/kernel_check" -Xcompiler -fopenmp
 echo "--- run"
 "$out/kernel_check" "${timing[@]}" || status=$?
 fi

@@ -2,14 +2,15 @@
 #include "ArtifactBuilder.h"
 
 #include "Artifact/ArtifactFiles.h"
+#include "Artifact/EmbeddedFile.h"
 #include "Artifact/CudaArtifact.h"
 #include "Artifact/WeightStore.h"
 #include "Target/Host/HostEmitter.h"
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
-#include "llmc/runtime/artifact/artifact_writer.h"
-#include "llmc/runtime/artifact/host_abi.h"
-#include "llmc/runtime/status_macros.h"
-#include "llmc/runtime/weight_format.h"
+#include "llmc/core/artifact/artifact_writer.h"
+#include "llmc/core/artifact/host_abi.h"
+#include "llmc/core/status_macros.h"
+#include "llmc/core/weight_format.h"
 
 #include "absl/strings/str_format.h"
 #include "llvm/ADT/StringMap.h"
@@ -25,7 +26,6 @@
 #include <unistd.h>
 
 // The host template library and the ABI header, embedded at build time.
-#include "EmbeddedHostAbi.inc"
 #include "EmbeddedHostKernels.inc"
 
 using namespace mlir;
@@ -50,8 +50,10 @@ absl::Status buildHostLibrary(const std::string &srcDir, const std::string &sour
                                    srcDir + "/kernels.cpp"};
   args.insert(args.end() - 3, options.hostCflags.begin(), options.hostCflags.end());
   std::string key = source;
-  key += kHostKernelsHeader;
-  key += kHostAbiHeader;
+  for (const EmbeddedFile &f : kHostKernelFiles) {
+    key += f.name;
+    key += f.text;
+  }
   for (const std::string &a : args)
     if (a != library && a.rfind("-I", 0) != 0 && a.find("kernels.cpp") == std::string::npos)
       key += "\n" + a;
@@ -218,8 +220,8 @@ absl::Status build(ModuleOp module, const ModelConfig &config, const std::string
   std::string srcDir = tmp + "/kernels/host/src";
   LLMC_RETURN_IF_ERROR(makeArtifactDir(srcDir));
   LLMC_RETURN_IF_ERROR(writeArtifactFile(srcDir + "/kernels.cpp", plan->source));
-  LLMC_RETURN_IF_ERROR(writeArtifactFile(srcDir + "/llmc_host_kernels.h", kHostKernelsHeader));
-  LLMC_RETURN_IF_ERROR(writeArtifactFile(srcDir + "/host_abi.h", kHostAbiHeader));
+  for (const EmbeddedFile &f : kHostKernelFiles)
+    LLMC_RETURN_IF_ERROR(writeArtifactFile(srcDir + "/" + f.name, f.text));
   progress(absl::StrFormat("building %d host kernels (-march=%s)", plan->kernels.size(),
                            options.hostCpu));
   LLMC_RETURN_IF_ERROR(

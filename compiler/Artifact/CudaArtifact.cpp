@@ -2,10 +2,11 @@
 #include "CudaArtifact.h"
 
 #include "Artifact/ArtifactFiles.h"
+#include "Artifact/EmbeddedFile.h"
 #include "Artifact/StepPlan.h"
 #include "Target/CUDA/NVRTCCompiler.h"
-#include "llmc/runtime/artifact/cuda_abi.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/artifact/cuda_abi.h"
+#include "llmc/core/status_macros.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,8 +15,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 // The CUDA template library and ABI header, embedded at build time.
-#include "EmbeddedCudaAbi.inc"
-#include "EmbeddedCudaFormats.inc"
 #include "EmbeddedCudaKernels.inc"
 
 namespace llmc {
@@ -39,9 +38,8 @@ compileCudaSource(const std::string &source, const CudaArtifactOptions &options,
         nvrtc.status().message(), " (install the toolkit or set LLMC_CUDA_HOME)"));
   cuda::CompileOptions co;
   co.archs = options.archs;
-  co.headers = {{"llmc_cuda_kernels.cuh", kCudaKernelsHeader},
-                {"llmc_cuda_formats.cuh", kCudaFormatsHeader},
-                {"cuda_abi.h", kCudaAbiHeader}};
+  for (const EmbeddedFile &f : kCudaKernelFiles)
+    co.headers.push_back({f.name, f.text});
   co.use_cache = options.useCache;
   if (options.progress)
     options.progress(absl::StrFormat("compiling CUDA kernels with NVRTC %s for %s",
@@ -72,9 +70,8 @@ absl::Status buildCudaArtifact(mlir::ModuleOp module, const CudaArtifactOptions 
   std::string src = dir + "/kernels/cuda/src";
   LLMC_RETURN_IF_ERROR(makeArtifactDir(src));
   LLMC_RETURN_IF_ERROR(writeArtifactFile(src + "/kernels.cu", plan.source));
-  LLMC_RETURN_IF_ERROR(writeArtifactFile(src + "/llmc_cuda_kernels.cuh", kCudaKernelsHeader));
-  LLMC_RETURN_IF_ERROR(writeArtifactFile(src + "/llmc_cuda_formats.cuh", kCudaFormatsHeader));
-  LLMC_RETURN_IF_ERROR(writeArtifactFile(src + "/cuda_abi.h", kCudaAbiHeader));
+  for (const EmbeddedFile &f : kCudaKernelFiles)
+    LLMC_RETURN_IF_ERROR(writeArtifactFile(src + "/" + f.name, f.text));
 
   cuda = ManifestCuda();
   cuda.activation_dtype = options.emit.activationType;

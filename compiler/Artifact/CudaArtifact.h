@@ -16,7 +16,7 @@
 
 #include "Artifact/StepPlan.h"
 #include "Target/CUDA/CudaEmitter.h"
-#include "llmc/runtime/artifact/manifest.h"
+#include "llmc/core/artifact/manifest.h"
 
 #include "absl/status/statusor.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -3,8 +3,8 @@
 #define LLMC_COMPILER_ARTIFACT_STEPPLAN_H
 
 #include "Target/Common/KernelLaunch.h"
-#include "llmc/runtime/artifact/manifest.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/artifact/manifest.h"
+#include "llmc/core/status_macros.h"
 
 #include "absl/status/statusor.h"
 

@@ -1,9 +1,9 @@
 //===- WeightStore.cpp - the bytes behind each llm.weight -----------------===//
 #include "WeightStore.h"
 
-#include "llmc/runtime/format/dequantize.h"
-#include "llmc/runtime/format/quantize.h"
-#include "llmc/runtime/weight_format.h"
+#include "llmc/core/format/dequantize.h"
+#include "llmc/core/format/quantize.h"
+#include "llmc/core/weight_format.h"
 
 #include "absl/strings/str_format.h"
 

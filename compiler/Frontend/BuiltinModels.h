@@ -12,7 +12,7 @@
 
 #include "WeightCatalog.h"
 
-#include "llmc/runtime/model_config.h"
+#include "llmc/core/model_config.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

@@ -4,12 +4,12 @@
 #include "GGUFWeightNames.h"
 #include "HFWeightNames.h"
 
-#include "llmc/runtime/format/gguf.h"
-#include "llmc/runtime/format/gguf_config.h"
-#include "llmc/runtime/format/gguf_writer.h"
-#include "llmc/runtime/format/hf_config.h"
-#include "llmc/runtime/format/safetensors.h"
-#include "llmc/runtime/weight_format.h"
+#include "llmc/core/format/gguf.h"
+#include "llmc/core/format/gguf_config.h"
+#include "llmc/core/format/gguf_writer.h"
+#include "llmc/core/format/hf_config.h"
+#include "llmc/core/format/safetensors.h"
+#include "llmc/core/weight_format.h"
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"

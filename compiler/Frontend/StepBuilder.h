@@ -4,7 +4,7 @@
 
 #include "WeightCatalog.h"
 
-#include "llmc/runtime/model_config.h"
+#include "llmc/core/model_config.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

@@ -6,7 +6,7 @@ For synthetic Hugging Face models (f32, f16 and bf16 sources; tied and untied
 embeddings; a QKV bias), `llmc compile --quantize=MODE --quantize-group=G`
 each, read the quantized tensors back from the artifact's weight file and
 dequantize them with the numpy decoder below (written from the layout in
-runtime/include/llmc/runtime/format/quantize.h, sharing no code with the C++),
+core/include/llmc/core/format/quantize.h, sharing no code with the C++),
 then compare `llmc logits` with test/reference's float64 forward pass on those
 dequantized weights. The kernels must read the format exactly as written:
 max |llmc - ref| / max |ref| < 1e-4 per row, as for float weights.

@@ -11,10 +11,10 @@
 #include <variant>
 #include <vector>
 
-#include "llmc/runtime/format/dequantize.h"
-#include "llmc/runtime/format/gguf.h"
-#include "llmc/runtime/format/gguf_config.h"
-#include "llmc/runtime/weight_format.h"
+#include "llmc/core/format/dequantize.h"
+#include "llmc/core/format/gguf.h"
+#include "llmc/core/format/gguf_config.h"
+#include "llmc/core/weight_format.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "llmc/runtime/artifact/manifest.h"
+#include "llmc/core/artifact/manifest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

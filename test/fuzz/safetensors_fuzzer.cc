@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "llmc/runtime/format/safetensors.h"
+#include "llmc/core/format/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto tensors = llmc::ParseSafetensorsHeader(data, size, "fuzz.safetensors");

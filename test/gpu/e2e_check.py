@@ -146,7 +146,7 @@ def copy_bandwidth():
     return 2 * n * reps / (time.time() - t0) / 1e9
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="Exit status: 0 all checks that ran passed, 1 a check "
                                  "failed, 2 a tool failed.")
@@ -154,17 +154,44 @@ def main():
     ap.add_argument("--no-timing", action="store_true")
     # host: check this script itself on a machine without a GPU.
     ap.add_argument("--backend", default="cuda", choices=["cuda", "host"])
-    args = ap.parse_args()
-    p = os.path.abspath(args.payload)
-    rt = os.path.join(p, "bin", "llmc-rt")
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(p, "lib") + ":" +
-               os.environ.get("LD_LIBRARY_PATH", ""), LLMC_NO_EXEC_RT="1")
-    ok = True
-    tool_error = False
-    tref = TorchReference(p)
-    torch_tally = {"passed": 0, "FAILED": 0, "SKIPPED": 0, "ERROR": 0}
-    torch_skips = []
+    return ap.parse_args()
 
+
+class Payload:
+    """The payload folder, its llmc-rt, the environment to run it in, and the
+    backend under test (--backend)."""
+
+    def __init__(self, path, backend):
+        self.path = os.path.abspath(path)
+        self.rt = os.path.join(self.path, "bin", "llmc-rt")
+        self.env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(self.path, "lib") + ":" +
+                        os.environ.get("LD_LIBRARY_PATH", ""), LLMC_NO_EXEC_RT="1")
+        self.backend = backend
+
+    def synth_refs(self):
+        """(name, artifact, reference .npz path) of each synthetic model, by name."""
+        for ref_path in sorted(glob.glob(os.path.join(self.path, "synth", "*.ref.npz"))):
+            name = os.path.basename(ref_path)[: -len(".ref.npz")]
+            yield name, os.path.join(self.path, "synth", name + ".llmc"), ref_path
+
+
+class Outcome:
+    """What the checks found so far: whether all passed, whether a tool or the
+    harness failed, and the torch f32 comparisons by result."""
+
+    def __init__(self):
+        self.ok = True
+        self.tool_error = False
+        self.torch_tally = {"passed": 0, "FAILED": 0, "SKIPPED": 0, "ERROR": 0}
+        self.torch_skips = []
+
+    def status(self):
+        return 2 if self.tool_error else 0 if self.ok else 1
+
+
+def check_synthetic(pl, out, tref):
+    """Each synthetic model on the backend under test vs the float64 and the
+    torch float32 references."""
     print("--- correctness: synthetic models, GPU (bf16) vs the float64 reference (numpy,")
     print("    computed where the payload was built) and a float32 PyTorch reference (here)")
     if tref.why:
@@ -172,122 +199,127 @@ def main():
                 "(NOT checked, NOT passed); install torch to run it"])
     else:
         print(f"    torch {tref.version} on {tref.device}")
-    for ref_path in sorted(glob.glob(os.path.join(p, "synth", "*.ref.npz"))):
-        name = os.path.basename(ref_path)[: -len(".ref.npz")]
-        art = os.path.join(p, "synth", name + ".llmc")
+    for name, art, ref_path in pl.synth_refs():
         ref = np.load(ref_path)
         tokens, prefill, want = ref["tokens"].tolist(), int(ref["prefill"]), ref["logits"]
         vocab = want.shape[1]
-        gpu, gsecs = logits(rt, env, art, tokens, prefill, args.backend, vocab)
-        host, _ = logits(rt, env, art, tokens, prefill, "host", vocab)
+        gpu, gsecs = logits(pl.rt, pl.env, art, tokens, prefill, pl.backend, vocab)
+        host, _ = logits(pl.rt, pl.env, art, tokens, prefill, "host", vocab)
         err, top1, finite = compare(gpu, want)
         herr, htop1, _ = compare(host, want)
         good = finite and err < REL_TOL and top1 >= TOP1_MIN
-        ok &= good
-        print(f"{'PASS' if good else 'FAIL'} {name}: {args.backend} max rel err {err:.2e} "
+        out.ok &= good
+        print(f"{'PASS' if good else 'FAIL'} {name}: {pl.backend} max rel err {err:.2e} "
               f"(prefill {compare(gpu[:prefill], want[:prefill])[0]:.2e}, decode "
               f"{compare(gpu[prefill:], want[prefill:])[0]:.2e}), top-1 {top1:.3f}; "
               f"host {herr:.2e} / {htop1:.3f}; {gsecs:.1f} s")
-        why, tsecs = tref.why, 0
-        if not why:
-            try:
-                tlog, tsecs, why = tref.logits(name, tokens)
-            except Exception:   # a harness bug, not a GPU failure
-                print(f"ERROR {name} vs torch f32: the torch reference raised")
-                traceback.print_exc(file=sys.stdout)
-                tool_error = True
-                torch_tally["ERROR"] += 1
-                continue
-        if why:
-            torch_tally["SKIPPED"] += 1
-            torch_skips.append(name)
-            print(f"SKIP {name} vs torch f32: {'no PyTorch' if why == tref.why else why}")
-            continue
-        terr, ttop1, _ = compare(gpu, tlog)
-        refs_err, _, _ = compare(tlog, want)
-        tgood = finite and terr < REL_TOL and ttop1 >= TOP1_MIN
-        ok &= tgood
-        torch_tally["passed" if tgood else "FAILED"] += 1
-        print(f"{'PASS' if tgood else 'FAIL'} {name} vs torch f32 ({tref.device}): {args.backend} "
-              f"max rel err {terr:.2e}, top-1 {ttop1:.3f}; torch f32 vs float64 {refs_err:.1e}"
-              f"; {tsecs:.1f} s")
-        if refs_err >= REFS_AGREE:
-            print(f"ERROR {name}: the torch f32 and float64 references disagree ({refs_err:.1e} "
-                  f">= {REFS_AGREE:g}): the harness or the payload's model file is wrong")
-            tool_error = True
-    print("torch f32 reference: " + ", ".join(f"{n} {k}" for k, n in torch_tally.items() if n or k != "ERROR"))
+        check_vs_torch(pl, out, tref, name, tokens, gpu, want, finite)
+    print("torch f32 reference: " + ", ".join(f"{n} {k}" for k, n in out.torch_tally.items()
+                                              if n or k != "ERROR"))
 
-    if args.backend == "cuda":
-        print("--- correctness: GEMMs on cuBLASLt (--gemm=cublaslt; models with bf16 weights), "
-              "then llmc tune and --gemm=auto")
-        for ref_path in sorted(glob.glob(os.path.join(p, "synth", "*.ref.npz"))):
-            name = os.path.basename(ref_path)[: -len(".ref.npz")]
-            art = os.path.join(p, "synth", name + ".llmc")
-            if not any("gemm" in k for k in manifest(art)["cuda"]["kernels"]):
-                continue
-            ref = np.load(ref_path)
-            tokens, prefill, want = ref["tokens"].tolist(), int(ref["prefill"]), ref["logits"]
-            for extra in (["--gemm=cublaslt"], ["--gemm=cublaslt", "--cuda-graphs"]):
-                got, _ = logits(rt, env, art, tokens, prefill, "cuda", want.shape[1], extra)
-                err, top1, finite = compare(got, want)
-                good = finite and err < REL_TOL and top1 >= TOP1_MIN
-                ok &= good
-                print(f"{'PASS' if good else 'FAIL'} {name} {' '.join(extra)}: max rel err "
-                      f"{err:.2e}, top-1 {top1:.3f}")
-            r, _ = run([rt, "tune", art, "--rows", "1,16,64", "--no-verify"], env)
-            print(r.stdout.rstrip())
-            got, _ = logits(rt, env, art, tokens, prefill, "cuda", want.shape[1], ["--gemm=auto"])
+
+def check_vs_torch(pl, out, tref, name, tokens, gpu, want, finite):
+    """One synthetic model's logits `gpu` vs the torch float32 reference, which
+    must itself agree with the float64 one (`want`)."""
+    why, tsecs = tref.why, 0
+    if not why:
+        try:
+            tlog, tsecs, why = tref.logits(name, tokens)
+        except Exception:   # a harness bug, not a GPU failure
+            print(f"ERROR {name} vs torch f32: the torch reference raised")
+            traceback.print_exc(file=sys.stdout)
+            out.tool_error = True
+            out.torch_tally["ERROR"] += 1
+            return
+    if why:
+        out.torch_tally["SKIPPED"] += 1
+        out.torch_skips.append(name)
+        print(f"SKIP {name} vs torch f32: {'no PyTorch' if why == tref.why else why}")
+        return
+    terr, ttop1, _ = compare(gpu, tlog)
+    refs_err, _, _ = compare(tlog, want)
+    tgood = finite and terr < REL_TOL and ttop1 >= TOP1_MIN
+    out.ok &= tgood
+    out.torch_tally["passed" if tgood else "FAILED"] += 1
+    print(f"{'PASS' if tgood else 'FAIL'} {name} vs torch f32 ({tref.device}): {pl.backend} "
+          f"max rel err {terr:.2e}, top-1 {ttop1:.3f}; torch f32 vs float64 {refs_err:.1e}"
+          f"; {tsecs:.1f} s")
+    if refs_err >= REFS_AGREE:
+        print(f"ERROR {name}: the torch f32 and float64 references disagree ({refs_err:.1e} "
+              f">= {REFS_AGREE:g}): the harness or the payload's model file is wrong")
+        out.tool_error = True
+
+
+def check_cublaslt(pl, out):
+    """The synthetic models with bf16 weights (those with GEMM kernels) with
+    --gemm=cublaslt, then llmc tune and --gemm=auto, vs the float64 reference."""
+    print("--- correctness: GEMMs on cuBLASLt (--gemm=cublaslt; models with bf16 weights), "
+          "then llmc tune and --gemm=auto")
+    for name, art, ref_path in pl.synth_refs():
+        if not any("gemm" in k for k in manifest(art)["cuda"]["kernels"]):
+            continue
+        ref = np.load(ref_path)
+        tokens, prefill, want = ref["tokens"].tolist(), int(ref["prefill"]), ref["logits"]
+        for extra in (["--gemm=cublaslt"], ["--gemm=cublaslt", "--cuda-graphs"]):
+            got, _ = logits(pl.rt, pl.env, art, tokens, prefill, "cuda", want.shape[1], extra)
             err, top1, finite = compare(got, want)
             good = finite and err < REL_TOL and top1 >= TOP1_MIN
-            ok &= good
-            print(f"{'PASS' if good else 'FAIL'} {name} --gemm=auto (tune.json): max rel err "
+            out.ok &= good
+            print(f"{'PASS' if good else 'FAIL'} {name} {' '.join(extra)}: max rel err "
                   f"{err:.2e}, top-1 {top1:.3f}")
+        r, _ = run([pl.rt, "tune", art, "--rows", "1,16,64", "--no-verify"], pl.env)
+        print(r.stdout.rstrip())
+        got, _ = logits(pl.rt, pl.env, art, tokens, prefill, "cuda", want.shape[1], ["--gemm=auto"])
+        err, top1, finite = compare(got, want)
+        good = finite and err < REL_TOL and top1 >= TOP1_MIN
+        out.ok &= good
+        print(f"{'PASS' if good else 'FAIL'} {name} --gemm=auto (tune.json): max rel err "
+              f"{err:.2e}, top-1 {top1:.3f}")
 
+
+def check_vs_host(pl, out):
+    """The dummy-weight shapes and the w4a16 model: the backend under test vs
+    the host backend, on seeded random tokens."""
     print("--- correctness: dummy-weight shapes and a w4a16 model, GPU vs host backend")
     rng = np.random.default_rng(5)
-    for art in sorted(glob.glob(os.path.join(p, "*.llmc"))):
+    for art in sorted(glob.glob(os.path.join(pl.path, "*.llmc"))):
         name = os.path.basename(art)[: -len(".llmc")]
         vocab = manifest(art)["model"]["vocab_size"]
         tokens = rng.integers(0, vocab, 48).tolist()
-        gpu, gsecs = logits(rt, env, art, tokens, 32, args.backend, vocab)
-        host, hsecs = logits(rt, env, art, tokens, 32, "host", vocab)
+        gpu, gsecs = logits(pl.rt, pl.env, art, tokens, 32, pl.backend, vocab)
+        host, hsecs = logits(pl.rt, pl.env, art, tokens, 32, "host", vocab)
         err, top1, finite = compare(gpu, host)
         good = finite and err < REL_TOL * 2.5 and top1 >= 0.9
-        ok &= good
-        print(f"{'PASS' if good else 'FAIL'} {name}: {args.backend} vs host max rel err {err:.2e}, "
+        out.ok &= good
+        print(f"{'PASS' if good else 'FAIL'} {name}: {pl.backend} vs host max rel err {err:.2e}, "
               f"top-1 {top1:.3f} (random weights: near-ties are common; bound 5e-2 / 0.90); "
               f"gpu {gsecs:.1f} s, host {hsecs:.1f} s")
 
-    def finish():
-        if torch_skips:
-            banner([f"GPU vs the PyTorch float32 reference was SKIPPED for {len(torch_skips)} "
-                    f"model(s): {', '.join(torch_skips)}",
-                    tref.why or "see the SKIP lines above"])
-        status = 2 if tool_error else 0 if ok else 1
-        print(f"e2e: {'FAILED' if status == 1 else 'TOOL ERROR' if status else 'passed'}"
-              + (f", {len(torch_skips)} torch f32 comparison(s) SKIPPED" if torch_skips else ""))
-        return status
 
-    if args.no_timing:
-        return finish()
-    print(f"--- speed (llmc-rt bench --backend={args.backend}; tgN@bB: B sequences decoding together)")
+def decode_weight_bytes(m):
+    # Bytes a decode step reads: every weight, except an untied
+    # embedding table (one row per token).
+    tensors = m["weights"]["tensors"]
+    names = [t["name"] for t in tensors]
+    untied = any("lm_head" in n or n.startswith("output.") for n in names)
+    return sum(t["bytes"] for t in tensors
+               if not (untied and ("embed_tokens" in t["name"] or "token_embd" in t["name"])))
+
+
+def bench_dummy_shapes(pl):
+    """llmc-rt bench of the dummy-weight artifacts: tokens/s, and for decode
+    the weight bandwidth, also as a fraction of a device-to-device copy."""
+    print(f"--- speed (llmc-rt bench --backend={pl.backend}; tgN@bB: B sequences decoding together)")
     bw = copy_bandwidth()
     print(f"device-to-device copy: {bw:.0f} GB/s" if bw else "copy bandwidth: no PyTorch, not measured")
     print(f"{'model':22} {'test':12} {'tok/s':>10} {'GB/s':>8} {'of copy':>8}")
     for name in ("smollm2-shape", "llama3-8b-shape", "llama3-8b-shape-q4_k"):
-        art = os.path.join(p, name + ".llmc")
+        art = os.path.join(pl.path, name + ".llmc")
         if not os.path.exists(art):
             continue
-        m = manifest(art)
-        # Bytes a decode step reads: every weight, except an untied
-        # embedding table (one row per token).
-        tensors = m["weights"]["tensors"]
-        names = [t["name"] for t in tensors]
-        untied = any("lm_head" in n or n.startswith("output.") for n in names)
-        weight_bytes = sum(t["bytes"] for t in tensors
-                           if not (untied and ("embed_tokens" in t["name"] or "token_embd" in t["name"])))
-        r, _ = run([rt, "bench", art, "--backend", args.backend, "--json", "-p", "512,2048", "-n", "128",
-                    "-B", "1,8,64,256", "-r", "3", "--no-verify"], env)
+        weight_bytes = decode_weight_bytes(manifest(art))
+        r, _ = run([pl.rt, "bench", art, "--backend", pl.backend, "--json", "-p", "512,2048", "-n",
+                    "128", "-B", "1,8,64,256", "-r", "3", "--no-verify"], pl.env)
         for row in json.loads(r.stdout)["tests"]:
             test, tps = row["test"], float(row["avg_ts"])
             line = f"{name:22} {test:12} {tps:10.1f}"
@@ -296,21 +328,52 @@ def main():
                 gbs = weight_bytes * tps / row.get("n_seqs", 1) / 1e9
                 line += f" {gbs:8.0f}" + (f" {gbs / bw:8.1%}" if bw else "")
             print(line)
-    # The GEMMs against their peer, cuBLASLt, in one run: the bf16
-    # 8B shape with every GEMM generated, then every GEMM on cuBLASLt.
-    art = os.path.join(p, "peer", "llama3-8b-shape-bf16.llmc")
-    if args.backend == "cuda" and os.path.exists(art):
-        print("--- GEMMs: generated (llmc) vs cuBLASLt, llama3-8b-shape bf16 weights")
-        runs = {}
-        for gemm in ("llmc", "cublaslt"):
-            r, _ = run([rt, "bench", art, "--backend", "cuda", "--json", "-p", "512,2048", "-n", "64",
-                        "-B", "1,64", "-r", "3", "--no-verify", f"--gemm={gemm}"], env)
-            runs[gemm] = {row["test"]: float(row["avg_ts"]) for row in json.loads(r.stdout)["tests"]}
-        print(f"{'test':12} {'llmc tok/s':>11} {'cuBLASLt':>10} {'llmc/cuBLASLt':>14}")
-        for test, tps in runs["llmc"].items():
-            lt = runs["cublaslt"].get(test, 0)
-            print(f"{test:12} {tps:11.1f} {lt:10.1f} {tps / lt if lt else float('nan'):14.2f}")
-    return finish()
+
+
+def bench_gemm_peer(pl):
+    """The GEMMs against their peer, cuBLASLt, in one run: the bf16 8B shape
+    with every GEMM generated, then every GEMM on cuBLASLt (cuda only)."""
+    art = os.path.join(pl.path, "peer", "llama3-8b-shape-bf16.llmc")
+    if not (pl.backend == "cuda" and os.path.exists(art)):
+        return
+    print("--- GEMMs: generated (llmc) vs cuBLASLt, llama3-8b-shape bf16 weights")
+    runs = {}
+    for gemm in ("llmc", "cublaslt"):
+        r, _ = run([pl.rt, "bench", art, "--backend", "cuda", "--json", "-p", "512,2048", "-n", "64",
+                    "-B", "1,64", "-r", "3", "--no-verify", f"--gemm={gemm}"], pl.env)
+        runs[gemm] = {row["test"]: float(row["avg_ts"]) for row in json.loads(r.stdout)["tests"]}
+    print(f"{'test':12} {'llmc tok/s':>11} {'cuBLASLt':>10} {'llmc/cuBLASLt':>14}")
+    for test, tps in runs["llmc"].items():
+        lt = runs["cublaslt"].get(test, 0)
+        print(f"{test:12} {tps:11.1f} {lt:10.1f} {tps / lt if lt else float('nan'):14.2f}")
+
+
+def finish(out, tref):
+    """Prints the verdict (loudly about skipped torch comparisons); returns the exit status."""
+    if out.torch_skips:
+        banner([f"GPU vs the PyTorch float32 reference was SKIPPED for {len(out.torch_skips)} "
+                f"model(s): {', '.join(out.torch_skips)}",
+                tref.why or "see the SKIP lines above"])
+    status = out.status()
+    print(f"e2e: {'FAILED' if status == 1 else 'TOOL ERROR' if status else 'passed'}"
+          + (f", {len(out.torch_skips)} torch f32 comparison(s) SKIPPED" if out.torch_skips else ""))
+    return status
+
+
+def main():
+    args = parse_args()
+    pl = Payload(args.payload, args.backend)
+    out = Outcome()
+    tref = TorchReference(pl.path)
+
+    check_synthetic(pl, out, tref)
+    if pl.backend == "cuda":
+        check_cublaslt(pl, out)
+    check_vs_host(pl, out)
+    if not args.no_timing:
+        bench_dummy_shapes(pl)
+        bench_gemm_peer(pl)
+    return finish(out, tref)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
 // __global__` kernels that instantiate the CUDA template library
 // (Target/Kernels/cuda/llmc_cuda_kernels.cuh) with the model's constants,
 // plus a step plan binding each launch to its buffers, weights and caches
-// (the ABI of runtime/include/llmc/runtime/artifact/cuda_abi.h).
+// (the ABI of core/include/llmc/core/artifact/cuda_abi.h).
 //
 // One group becomes one kernel with one or more launches:
 //   GEMM groups     a GEMV (T <= gemvMaxTokens: decode) or a tensor-core GEMM
@@ -24,7 +24,7 @@
 #define LLMC_COMPILER_TARGET_CUDA_CUDAEMITTER_H
 
 #include "Target/Common/KernelLaunch.h"
-#include "llmc/runtime/artifact/manifest.h"
+#include "llmc/core/artifact/manifest.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"

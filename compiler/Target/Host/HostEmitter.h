@@ -12,7 +12,7 @@
 #define LLMC_COMPILER_TARGET_HOST_HOSTEMITTER_H
 
 #include "Target/Common/KernelLaunch.h"
-#include "llmc/runtime/artifact/manifest.h"
+#include "llmc/core/artifact/manifest.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "llmc/runtime/artifact/dummy_weights.h"
-#include "llmc/runtime/artifact/host_abi.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/artifact/host_abi.h"
+#include "llmc/core/status_macros.h"
 
 namespace llmc {
 namespace {

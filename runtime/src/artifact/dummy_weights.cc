@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "llmc/runtime/format/dequantize.h"
-#include "llmc/runtime/weight_format.h"
+#include "llmc/core/format/dequantize.h"
+#include "llmc/core/weight_format.h"
 
 namespace llmc {
 namespace {

@@ -20,7 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "llmc/runtime/cli/commands.h"
 #include "llmc/runtime/cli/flags.h"
-#include "llmc/runtime/format/gguf.h"
+#include "llmc/core/format/gguf.h"
 #include "llmc/runtime/tokenizer/chat_template.h"
 #include "llmc/runtime/tokenizer/tokenizer.h"
 

@@ -23,7 +23,7 @@
 #include "llmc/runtime/cli/commands.h"
 #include "llmc/runtime/exec/cuda_runner.h"
 #include "llmc/runtime/exec/gemm_tuning.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/status_macros.h"
 #include "run_command.h"
 #include "runner_flags.h"
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
 #include "llmc/runtime/engine/generator.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/status_macros.h"
 
 namespace llmc {
 

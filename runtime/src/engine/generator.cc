@@ -5,9 +5,9 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
-#include "llmc/runtime/format/gguf.h"
+#include "llmc/core/format/gguf.h"
 #include "llmc/runtime/sample/sampler.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/status_macros.h"
 #include "llmc/runtime/tokenizer/incremental_detokenizer.h"
 
 namespace llmc {

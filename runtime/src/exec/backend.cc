@@ -9,7 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "llmc/runtime/artifact/manifest.h"
+#include "llmc/core/artifact/manifest.h"
 #include "llmc/runtime/cuda/driver_api.h"
 
 namespace llmc {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/status_macros.h"
 
 namespace llmc {
 namespace {

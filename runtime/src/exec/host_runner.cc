@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/status_macros.h"
 
 namespace llmc {
 

@@ -2,7 +2,7 @@
 
 #include "llmc/runtime/exec/cuda_runner.h"
 #include "llmc/runtime/exec/host_runner.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/status_macros.h"
 
 namespace llmc {
 

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/status_macros.h"
 
 namespace llmc {
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/status_macros.h"
 
 namespace llmc {
 namespace {

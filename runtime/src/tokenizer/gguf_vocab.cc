@@ -4,8 +4,8 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
-#include "llmc/runtime/format/gguf.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/format/gguf.h"
+#include "llmc/core/status_macros.h"
 #include "llmc/runtime/tokenizer/tokenizer.h"
 #include "pre_configs.h"
 #include "vocab.h"

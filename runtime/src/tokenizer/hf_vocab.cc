@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "llmc/runtime/format/mapped_file.h"
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/format/mapped_file.h"
+#include "llmc/core/status_macros.h"
 #include "llmc/runtime/tokenizer/tokenizer.h"
 #include "pre_configs.h"
 #include "vocab.h"

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "llmc/runtime/status_macros.h"
+#include "llmc/core/status_macros.h"
 #include "merges.h"
 #include "special_tokens.h"
 #include "unicode.h"

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "artifact/artifact_test_util.h"
-#include "llmc/runtime/artifact/cuda_abi.h"
+#include "core/artifact/artifact_test_util.h"
+#include "llmc/core/artifact/cuda_abi.h"
 #include "llmc/runtime/cli/commands.h"
 
 namespace llmc::cli {

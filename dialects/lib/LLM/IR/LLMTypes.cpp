@@ -2,7 +2,7 @@
 #include "llmc/Dialect/LLM/IR/LLMTypes.h"
 
 #include "llmc/Dialect/LLM/IR/LLMDialect.h"
-#include "llmc/runtime/weight_format.h"
+#include "llmc/core/weight_format.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"

@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "llmc_cuda_formats.cuh"
 
-#include "llmc/runtime/format/dequantize.h"
-#include "llmc/runtime/format/quantize.h"
+#include "llmc/core/format/dequantize.h"
+#include "llmc/core/format/quantize.h"
 
 #include <gtest/gtest.h>
 

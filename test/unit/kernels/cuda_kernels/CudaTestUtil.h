@@ -4,9 +4,12 @@
 
 #include "Target/CUDA/NVRTCCompiler.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace llmc::cuda::test {
 
@@ -28,7 +31,13 @@ inline std::string readText(const std::string &path) {
 inline CompileOptions kernelLibraryOptions(const std::string &cacheDir) {
   CompileOptions o;
   o.archs = {"sm_80", "sm_90"};
-  for (const char *header : {"llmc_cuda_kernels.cuh", "llmc_cuda_formats.cuh"})
+  // Every .cuh of the library (the umbrella and its parts), in name order.
+  std::vector<std::string> headers;
+  for (const auto &entry : std::filesystem::directory_iterator(LLMC_CUDA_KERNELS_DIR))
+    if (entry.path().extension() == ".cuh")
+      headers.push_back(entry.path().filename().string());
+  std::sort(headers.begin(), headers.end());
+  for (const std::string &header : headers)
     o.headers.push_back({header, readText(std::string(LLMC_CUDA_KERNELS_DIR) + "/" + header)});
   o.cache_dir = cacheDir;
   return o;

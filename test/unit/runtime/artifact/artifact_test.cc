@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <string>
 
-#include "artifact_test_util.h"
-#include "llmc/runtime/artifact/artifact_writer.h"
+#include "core/artifact/artifact_test_util.h"
+#include "llmc/core/artifact/artifact_writer.h"
 
 namespace llmc {
 namespace {

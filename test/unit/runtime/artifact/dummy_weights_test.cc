@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "artifact_test_util.h"
+#include "core/artifact/artifact_test_util.h"
 #include "llmc/runtime/artifact/artifact.h"
-#include "llmc/runtime/artifact/artifact_writer.h"
-#include "llmc/runtime/format/dequantize.h"
-#include "llmc/runtime/format/quantize.h"
-#include "llmc/runtime/weight_format.h"
+#include "llmc/core/artifact/artifact_writer.h"
+#include "llmc/core/format/dequantize.h"
+#include "llmc/core/format/quantize.h"
+#include "llmc/core/weight_format.h"
 
 namespace llmc {
 namespace {

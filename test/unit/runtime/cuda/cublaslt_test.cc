@@ -20,7 +20,7 @@
 #include "llmc/runtime/cuda/cublaslt.h"
 #include "llmc/runtime/cuda/device.h"
 #include "llmc/runtime/cuda/driver_api.h"
-#include "llmc/runtime/format/dequantize.h"
+#include "llmc/core/format/dequantize.h"
 
 namespace llmc::cuda {
 namespace {

@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-#include "../artifact/artifact_test_util.h"
+#include "core/artifact/artifact_test_util.h"
 #include "fake/fake_libcuda.h"
 
 namespace llmc {

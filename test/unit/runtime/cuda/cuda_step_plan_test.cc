@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../artifact/artifact_test_util.h"
+#include "core/artifact/artifact_test_util.h"
 
 namespace llmc {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "../format/gguf_builder.h"
-#include "llmc/runtime/format/gguf.h"
+#include "core/format/gguf_builder.h"
+#include "llmc/core/format/gguf.h"
 #include "llmc/runtime/tokenizer/tokenizer.h"
 
 namespace llmc {

@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_format.h"
 #include "golden_cases.h"
-#include "llmc/runtime/format/gguf.h"
+#include "llmc/core/format/gguf.h"
 #include "llmc/runtime/tokenizer/incremental_detokenizer.h"
 #include "llmc/runtime/tokenizer/tokenizer.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "golden_cases.h"
-#include "llmc/runtime/format/gguf.h"
+#include "llmc/core/format/gguf.h"
 #include "llmc/runtime/tokenizer/chat_template.h"
 #include "llmc/runtime/tokenizer/tokenizer.h"
 

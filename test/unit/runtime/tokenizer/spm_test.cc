@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "../format/gguf_builder.h"
+#include "core/format/gguf_builder.h"
 #include "absl/strings/str_format.h"
-#include "llmc/runtime/format/gguf.h"
+#include "llmc/core/format/gguf.h"
 #include "llmc/runtime/tokenizer/tokenizer.h"
 
 namespace llmc {

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "llmc/runtime/artifact/manifest.h"
-#include "llmc/runtime/format/mapped_file.h"
+#include "llmc/core/artifact/manifest.h"
+#include "llmc/core/format/mapped_file.h"
 
 namespace llmc {
 

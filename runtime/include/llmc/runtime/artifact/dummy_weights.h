@@ -25,12 +25,9 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "llmc/runtime/artifact/manifest.h"
+#include "llmc/core/artifact/manifest.h"
 
 namespace llmc {
-
-// The seed `llmc compile --dummy-weights` writes (any nonzero value works).
-inline constexpr uint64_t kDefaultDummySeed = 0x6c6c6d6364756d79ull;  // "llmcdumy"
 
 // Writes tensor `index` of the weights seeded `seed` into `out` (t.bytes
 // bytes, the size of t.format over t.shape). Errors: a format that cannot

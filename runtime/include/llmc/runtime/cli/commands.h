@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "llmc/core/exit_codes.h"
+
 namespace llmc::cli {
 
 struct Command {
@@ -17,11 +19,6 @@ struct Command {
   // argv[0] is "<program> <name>"; returns the process exit code.
   int (*run)(int argc, char** argv);
 };
-
-// Exit code of a subcommand that exists in the interface but is not built yet.
-inline constexpr int kExitNotImplemented = 3;
-// Exit code for bad usage (unknown flag, missing argument).
-inline constexpr int kExitUsage = 2;
 
 // The subcommands the runtime provides: run, serve, bench, perplexity,
 // tokenize, inspect.

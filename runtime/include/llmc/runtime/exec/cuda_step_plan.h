@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "llmc/runtime/artifact/cuda_abi.h"
-#include "llmc/runtime/artifact/cuda_launch_expr.h"
-#include "llmc/runtime/artifact/manifest.h"
+#include "llmc/core/artifact/cuda_abi.h"
+#include "llmc/core/artifact/cuda_launch_expr.h"
+#include "llmc/core/artifact/manifest.h"
 #include "llmc/runtime/cuda/driver_types.h"
 #include "llmc/runtime/exec/step_batch.h"
 

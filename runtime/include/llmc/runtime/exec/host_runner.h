@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "llmc/runtime/artifact/artifact.h"
-#include "llmc/runtime/artifact/host_abi.h"
+#include "llmc/core/artifact/host_abi.h"
 #include "llmc/runtime/exec/step_batch.h"
 #include "llmc/runtime/exec/step_runner.h"
 #include "llmc/runtime/host/thread_pool.h"

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "llmc/runtime/artifact/host_abi.h"
+#include "llmc/core/artifact/host_abi.h"
 
 namespace llmc {
 

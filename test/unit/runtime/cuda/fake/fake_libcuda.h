@@ -8,7 +8,7 @@
 #ifndef LLMC_TEST_UNIT_RUNTIME_CUDA_FAKE_FAKE_LIBCUDA_H_
 #define LLMC_TEST_UNIT_RUNTIME_CUDA_FAKE_FAKE_LIBCUDA_H_
 
-#include "llmc/runtime/artifact/cuda_abi.h"
+#include "llmc/core/artifact/cuda_abi.h"
 
 struct FakeCudaLaunch {
   char symbol[96];           // the name cuModuleGetFunction was given

@@ -5,7 +5,7 @@
 include "mlir/IR/EnumAttr.td"
 include "llmc/Dialect/LLM/IR/LLMBase.td"
 
-// Storage format of a weight. The names match llmc/runtime/weight_format.h,
+// Storage format of a weight. The names match llmc/core/weight_format.h,
 // which holds block sizes and byte counts for the compiler and the runtime.
 def LLM_WeightFormat : I32EnumAttr<"WeightFormat", "storage format of a weight", [
     I32EnumAttrCase<"f32", 0>,

@@ -1,0 +1,344 @@
+// llmc CUDA kernel library: attention.
+//
+// Paged attention: flash-decoding (splits + reduce) for short queries and
+// flash-attention prefill on tensor cores.
+//
+// Part of llmc_cuda_kernels.cuh, the header generated kernels include; see
+// README.md beside it for the library as a whole.
+#ifndef LLMC_CUDA_ATTENTION_CUH_
+#define LLMC_CUDA_ATTENTION_CUH_
+
+#include "llmc_cuda_gemm.cuh"
+
+namespace llmc {
+namespace cuda {
+
+//===----------------------------------------------------------------------===//
+// Paged attention, flash-decoding style. Token t of sequence s (found from
+// query_starts) attends to cache positions first .. last, last =
+// min(positions[t], context_lens[s] - 1), first = 0 or last - window + 1.
+// The cache must already hold this step's K/V (rope_qkv_cache_write or
+// kv_cache_write run first).
+//
+// paged_attention_decode: grid (splits, KvHeads, T), blockDim 32 * Warps.
+// Block (split, g, t) covers keys [first + split * SplitKeys, ...+SplitKeys)
+// for the Heads / KvHeads query heads sharing kv head g (each K/V row read
+// once), in chunks of 32 keys per warp: lane = key for the scores, lane =
+// HeadDim / 32 dims for the V accumulation; online softmax in base 2.
+// With gridDim.x == 1 it writes `out` directly; otherwise it writes partial
+// states (unnormalized o [T, Heads, splits, HeadDim], (m, l) [T, Heads,
+// splits, 2]) that paged_attention_reduce merges.
+//===----------------------------------------------------------------------===//
+__device__ __forceinline__ int seq_of_token(const step_info& s, int t) {
+  int lo = 0, hi = s.num_seqs - 1; // largest seq with query_starts[seq] <= t
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (s.query_starts[mid] <= t) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+template <int Heads, int KvHeads, int HeadDim, class Act, int SplitKeys, int Warps>
+__device__ void paged_attention_decode(const step_info& s, const Act* __restrict__ q,
+                                       const Act* __restrict__ kcache, const Act* __restrict__ vcache,
+                                       Act* __restrict__ out, float* __restrict__ part_o,
+                                       float* __restrict__ part_ml, float scale, int window) {
+  static_assert(Heads % KvHeads == 0, "paged_attention: Heads must be a multiple of KvHeads");
+  static_assert((HeadDim % 32 == 0 || (HeadDim < 32 && HeadDim % 8 == 0)) && HeadDim <= 256,
+                "paged_attention: HeadDim 8, 16, 24 or a multiple of 32 up to 256");
+  static_assert(SplitKeys % (32 * Warps) == 0, "paged_attention: SplitKeys must fill the warps");
+  // R dims of V per lane; below 32 dims, lanes >= HeadDim hold no V dims.
+  constexpr int G = Heads / KvHeads, R = HeadDim >= 32 ? HeadDim / 32 : 1, KW = KvHeads * HeadDim;
+  __shared__ float qs[G][HeadDim];
+  __shared__ float sm[Warps][G], sl[Warps][G];
+  __shared__ float so[Warps][G][HeadDim];
+  const int split = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int seq = seq_of_token(s, t);
+  const int last = min(s.positions[t], s.context_lens[seq] - 1);
+  const int first = window > 0 ? max(0, last - window + 1) : 0;
+  const int k0 = first + split * SplitKeys;
+  const int k1 = min(last + 1, k0 + SplitKeys);
+  const float qscale = scale * 1.4426950408889634f; // softmax in base 2
+  for (int i = threadIdx.x; i < G * HeadDim; i += blockDim.x)
+    qs[i / HeadDim][i % HeadDim] =
+        to_float(q[static_cast<i64>(t) * Heads * HeadDim + (kvh * G) * HeadDim + i]) * qscale;
+  __syncthreads();
+  const int* btab = s.block_tables + static_cast<i64>(seq) * s.max_blocks;
+
+  float m[G], l[G], o[G][R];
+#pragma unroll
+  for (int h = 0; h < G; ++h) {
+    m[h] = -1e30f;
+    l[h] = 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; ++r) o[h][r] = 0.0f;
+  }
+  for (int c0 = k0 + warp * 32; c0 < k1; c0 += 32 * Warps) {
+    const int key = c0 + lane;
+    const bool valid = key < k1;
+    i64 rowoff = 0;
+    float sc[G];
+#pragma unroll
+    for (int h = 0; h < G; ++h) sc[h] = -__int_as_float(0x7f800000); // -inf
+    if (valid) {
+      const int blk = btab[key / s.block_size];
+      rowoff = (static_cast<i64>(blk) * s.block_size + key % s.block_size) * KW + kvh * HeadDim;
+#pragma unroll
+      for (int h = 0; h < G; ++h) sc[h] = 0.0f;
+      for (int d = 0; d < HeadDim; d += 8) {
+        float kv[8];
+        load8(kcache + rowoff + d, kv);
+#pragma unroll
+        for (int h = 0; h < G; ++h)
+#pragma unroll
+          for (int i = 0; i < 8; ++i) sc[h] = fmaf(qs[h][d + i], kv[i], sc[h]);
+      }
+    }
+    float p[G];
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      const float mn = fmaxf(m[h], warp_max(sc[h]));
+      const float corr = exp2f(m[h] - mn);
+      p[h] = exp2f(sc[h] - mn);
+      l[h] = l[h] * corr + warp_sum(p[h]);
+      m[h] = mn;
+#pragma unroll
+      for (int r = 0; r < R; ++r) o[h][r] *= corr;
+    }
+    const int nk = min(32, k1 - c0);
+    for (int j = 0; j < nk; ++j) {
+      const i64 off = __shfl_sync(0xffffffffu, rowoff, j);
+      float vv[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) vv[r] = lane * R < HeadDim ? to_float(vcache[off + lane * R + r]) : 0.0f;
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        const float pj = __shfl_sync(0xffffffffu, p[h], j);
+#pragma unroll
+        for (int r = 0; r < R; ++r) o[h][r] = fmaf(pj, vv[r], o[h][r]);
+      }
+    }
+  }
+  // Merge the warps.
+#pragma unroll
+  for (int h = 0; h < G; ++h) {
+    if (lane == 0) { sm[warp][h] = m[h]; sl[warp][h] = l[h]; }
+    if (lane * R < HeadDim)
+#pragma unroll
+      for (int r = 0; r < R; ++r) so[warp][h][lane * R + r] = o[h][r];
+  }
+  __syncthreads();
+  const int splits = gridDim.x;
+  for (int i = threadIdx.x; i < G * HeadDim; i += blockDim.x) {
+    const int h = i / HeadDim, d = i % HeadDim;
+    float M = -1e30f;
+#pragma unroll
+    for (int w = 0; w < Warps; ++w) M = fmaxf(M, sm[w][h]);
+    float L = 0.0f, O = 0.0f;
+#pragma unroll
+    for (int w = 0; w < Warps; ++w) {
+      const float f = exp2f(sm[w][h] - M);
+      L = fmaf(sl[w][h], f, L);
+      O = fmaf(so[w][h][d], f, O);
+    }
+    const int head = kvh * G + h;
+    if (splits == 1) {
+      out[(static_cast<i64>(t) * Heads + head) * HeadDim + d] = from_float<Act>(L > 0.0f ? O / L : 0.0f);
+    } else {
+      const i64 ps = (static_cast<i64>(t) * Heads + head) * splits + split;
+      part_o[ps * HeadDim + d] = O;
+      if (d == 0) { part_ml[2 * ps] = M; part_ml[2 * ps + 1] = L; }
+    }
+  }
+}
+
+// Merges the splits: grid (Heads, T), blockDim HeadDim (or any, looping).
+template <int Heads, int HeadDim, class Act>
+__device__ void paged_attention_reduce(int splits, const float* __restrict__ part_o,
+                                       const float* __restrict__ part_ml, Act* __restrict__ out) {
+  const int head = blockIdx.x, t = blockIdx.y;
+  const i64 base = (static_cast<i64>(t) * Heads + head) * splits;
+  float M = -1e30f;
+  for (int sp = 0; sp < splits; ++sp) M = fmaxf(M, part_ml[2 * (base + sp)]);
+  for (int d = threadIdx.x; d < HeadDim; d += blockDim.x) {
+    float L = 0.0f, O = 0.0f;
+    for (int sp = 0; sp < splits; ++sp) {
+      const float f = exp2f(part_ml[2 * (base + sp)] - M);
+      L = fmaf(part_ml[2 * (base + sp) + 1], f, L);
+      O = fmaf(part_o[(base + sp) * HeadDim + d], f, O);
+    }
+    out[(static_cast<i64>(t) * Heads + head) * HeadDim + d] = from_float<Act>(L > 0.0f ? O / L : 0.0f);
+  }
+}
+
+
+//===----------------------------------------------------------------------===//
+// Paged attention for prefill, flash-attention style (FlashAttention-2's
+// loop order): a block holds 64 query rows of one sequence and one head in
+// registers (16 per warp, as mma.sync A fragments) and streams the keys it
+// may see through shared memory 64 at a time: S = Q K^T and O += P V on
+// tensor cores (m16n8k16, f32 accumulators), online softmax in base 2 in
+// between, causal and sliding-window masks per row. Each K/V tile is read
+// once per 64 query rows instead of once per row as in the decode kernel.
+// GQA: head h reads kv head h / (Heads / KvHeads).
+//
+// Launch: grid (cdiv(Q, 64), Heads, S) for Q the longest query of the step,
+// blockDim 128. Blocks past their sequence's query exit at once.
+//===----------------------------------------------------------------------===//
+template <int Heads, int KvHeads, int HeadDim, class Act>
+__device__ void paged_attention_prefill(const step_info& s, const Act* __restrict__ q,
+                                        const Act* __restrict__ kcache,
+                                        const Act* __restrict__ vcache, Act* __restrict__ out,
+                                        float scale, int window) {
+  static_assert(is_same<Act, __half>::value || is_same<Act, __nv_bfloat16>::value,
+                "paged_attention_prefill: activations must be half or bf16");
+  static_assert(HeadDim % 16 == 0 && HeadDim <= 128,
+                "paged_attention_prefill: HeadDim a multiple of 16 up to 128");
+  static_assert(Heads % KvHeads == 0, "paged_attention_prefill: Heads must be a multiple of KvHeads");
+  constexpr int BM = 64, BN = 64, D = HeadDim, KW = KvHeads * HeadDim, G = Heads / KvHeads;
+  constexpr int LDK = D + 8, LDV = BN + 8; // padded rows (16-byte aligned, fewer bank conflicts)
+  constexpr int KD = D / 16, NT = BN / 8, ND = D / 8;
+  __shared__ __align__(16) Act Ks[BN * LDK]; // [key][dim]
+  __shared__ __align__(16) Act Vt[D * LDV];  // [dim][key]: B fragments of P V are pairs of keys
+  __shared__ i64 rowoff[BN];
+  __shared__ int range[2];
+  const int seq = blockIdx.z, head = blockIdx.y, kvh = head / G;
+  const int qs0 = s.query_starts[seq], qlen = s.query_starts[seq + 1] - qs0;
+  const int m0 = blockIdx.x * BM;
+  if (m0 >= qlen) return;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, t4 = lane & 3;
+  const int ctx = s.context_lens[seq];
+  const int* btab = s.block_tables + static_cast<i64>(seq) * s.max_blocks;
+
+  // The keys this block may see: up to the last of its rows' positions,
+  // from the first any row's window reaches.
+  if (tid == 0) {
+    int lo = 1 << 30, hi = -1;
+    for (int r = m0; r < min(qlen, m0 + BM); ++r) {
+      const int last = min(s.positions[qs0 + r], ctx - 1);
+      hi = max(hi, last);
+      lo = min(lo, window > 0 ? max(0, last - window + 1) : 0);
+    }
+    range[0] = lo;
+    range[1] = hi;
+  }
+  // This thread's two rows (C fragment rows gid and gid + 8 of its warp).
+  int row[2], last[2], first[2];
+  for (int i = 0; i < 2; ++i) {
+    row[i] = m0 + warp * 16 + gid + 8 * i;
+    last[i] = row[i] < qlen ? min(s.positions[qs0 + row[i]], ctx - 1) : -1;
+    first[i] = window > 0 ? max(0, last[i] - window + 1) : 0;
+  }
+  // Q as A fragments, straight from global memory (zeros past the query).
+  u32 qa[KD][4];
+  const u32 zero = 0;
+  for (int kk = 0; kk < KD; ++kk)
+    for (int i = 0; i < 4; ++i) {
+      const int r = row[i & 1], c = kk * 16 + (i >> 1) * 8 + t4 * 2;
+      qa[kk][i] = r < qlen ? *reinterpret_cast<const u32*>(
+                                 q + (static_cast<i64>(qs0 + r) * Heads + head) * D + c)
+                           : zero;
+    }
+  const float qscale = scale * 1.4426950408889634f; // softmax in base 2
+  float m[2] = {-1e30f, -1e30f}, l[2] = {0.0f, 0.0f};
+  float o[ND][4];
+  for (int n = 0; n < ND; ++n)
+    for (int i = 0; i < 4; ++i) o[n][i] = 0.0f;
+  __syncthreads();
+  const int klo = range[0], khi = range[1];
+
+  for (int kt = klo; kt <= khi; kt += BN) {
+    __syncthreads(); // the previous tile is consumed
+    if (tid < BN) {
+      const int key = kt + tid;
+      rowoff[tid] = key <= khi ? (static_cast<i64>(btab[key / s.block_size]) * s.block_size +
+                                  key % s.block_size) * KW + kvh * D
+                               : -1;
+    }
+    __syncthreads();
+    // K: consecutive threads read one key's row (coalesced), stored as is.
+    for (int i = tid; i < BN * (D / 8); i += blockDim.x) {
+      const int r = i / (D / 8), c = (i % (D / 8)) * 8;
+      uint4 kv = make_uint4(0, 0, 0, 0); // 8 elements, raw
+      if (rowoff[r] >= 0) kv = *reinterpret_cast<const uint4*>(kcache + rowoff[r] + c);
+      *reinterpret_cast<uint4*>(Ks + r * LDK + c) = kv;
+    }
+    // V: consecutive threads take consecutive keys of one 8-dim slice, so
+    // that the transposed stores of a warp fill one Vt row (no bank
+    // conflicts; 8 threads per key row would all hit one bank).
+    for (int i = tid; i < BN * (D / 8); i += blockDim.x) {
+      const int r = i % BN, c = (i / BN) * 8;
+      uint4 vv = make_uint4(0, 0, 0, 0);
+      if (rowoff[r] >= 0) vv = *reinterpret_cast<const uint4*>(vcache + rowoff[r] + c);
+      const Act* ve = reinterpret_cast<const Act*>(&vv);
+      for (int j = 0; j < 8; ++j) Vt[(c + j) * LDV + r] = ve[j];
+    }
+    __syncthreads();
+
+    // S = Q K^T: sc[j] covers keys kt + 8j .. 8j + 7.
+    float sc[NT][4];
+    for (int j = 0; j < NT; ++j) {
+      for (int i = 0; i < 4; ++i) sc[j][i] = 0.0f;
+      for (int kk = 0; kk < KD; ++kk) {
+        const Act* kr = Ks + (j * 8 + gid) * LDK + kk * 16 + t4 * 2;
+        const u32 b[2] = {*reinterpret_cast<const u32*>(kr), *reinterpret_cast<const u32*>(kr + 8)};
+        detail::mma_op<Act>::run(sc[j], qa[kk], b);
+      }
+    }
+    // Masks, then the online softmax of both rows.
+    float mx[2] = {-1e30f, -1e30f};
+    for (int j = 0; j < NT; ++j)
+      for (int i = 0; i < 4; ++i) {
+        const int r = i >> 1, key = kt + j * 8 + t4 * 2 + (i & 1);
+        sc[j][i] = key <= last[r] && key >= first[r] ? sc[j][i] * qscale
+                                                     : -__int_as_float(0x7f800000);
+        mx[r] = fmaxf(mx[r], sc[j][i]);
+      }
+    float corr[2];
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      const float mn = fmaxf(m[r], mx[r]);
+      corr[r] = exp2f(m[r] - mn);
+      m[r] = mn;
+      l[r] *= corr[r]; // this thread's share of the row sum; summed at the end
+    }
+    for (int j = 0; j < NT; ++j)
+      for (int i = 0; i < 4; ++i) {
+        sc[j][i] = exp2f(sc[j][i] - m[i >> 1]);
+        l[i >> 1] += sc[j][i];
+      }
+    for (int n = 0; n < ND; ++n)
+      for (int i = 0; i < 4; ++i) o[n][i] *= corr[i >> 1];
+    // O += P V: the C fragments of two key octets are the A fragment of 16 keys.
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const u32 pa[4] = {pack2<Act>(sc[2 * kk][0], sc[2 * kk][1]),
+                         pack2<Act>(sc[2 * kk][2], sc[2 * kk][3]),
+                         pack2<Act>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+                         pack2<Act>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+      for (int n = 0; n < ND; ++n) {
+        const Act* vr = Vt + (n * 8 + gid) * LDV + kk * 16 + t4 * 2;
+        const u32 b[2] = {*reinterpret_cast<const u32*>(vr), *reinterpret_cast<const u32*>(vr + 8)};
+        detail::mma_op<Act>::run(o[n], pa, b);
+      }
+    }
+  }
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+  for (int r = 0; r < 2; ++r) {
+    if (row[r] >= qlen) continue;
+    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    Act* orow = out + (static_cast<i64>(qs0 + row[r]) * Heads + head) * D;
+    for (int n = 0; n < ND; ++n)
+      *reinterpret_cast<u32*>(orow + n * 8 + t4 * 2) =
+          pack2<Act>(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+  }
+}
+
+} // namespace cuda
+} // namespace llmc
+
+#endif // LLMC_CUDA_ATTENTION_CUH_

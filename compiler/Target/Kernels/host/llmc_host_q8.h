@@ -1,0 +1,296 @@
+// llmc host kernel library: q8.
+//
+// q8 activations: activation rows rounded to int8 blocks and integer dot
+// products against the 32-element block formats (llama.cpp's CPU path).
+//
+// Part of llmc_host_kernels.h, the header generated kernels include; see
+// README.md beside it for the library as a whole.
+#ifndef LLMC_HOST_Q8_H_
+#define LLMC_HOST_Q8_H_
+
+#include "llmc_host_gemm.h"
+#include "llmc_host_parallel.h"
+
+namespace llmc {
+namespace host {
+
+//===----------------------------------------------------------------------===//
+// q8 activations: integer dot products for the 32-element block formats
+//===----------------------------------------------------------------------===//
+//
+// With Q8 = true a GEMM over q4_0, q4_1, q5_0, q5_1 or q8_0 weights first
+// rounds each activation row to blocks of 32 int8 with one f32 scale (what
+// llama.cpp's CPU backend does with q8_0/q8_1), then multiplies weight quants
+// by activation quants in integers (AVX2 maddubs: 32 products per
+// instruction) and applies the two scales once per block:
+//   sum_k w_k x_k ~= sum_blocks dw dx sum_i qw_i qx_i  (+ mw sx for q4_1/q5_1,
+//   sx = dx sum_i qx_i).
+// The rounding of x costs accuracy (relative error ~ 1/254 per element
+// before averaging); Q8 = false keeps the f32 path, which matches a float64
+// reference to ~1e-7.
+
+struct block_q8 {
+  float d;  // scale: x ~= d * q
+  float s;  // d * sum(q), for the formats with an offset
+  int8_t q[32];
+};
+
+namespace detail {
+
+// x [k] (k a multiple of 32) -> k / 32 blocks; round half to even like
+// _mm256_round_ps(_MM_FROUND_TO_NEAREST_INT).
+inline void quantize_row_q8(const float* x, block_q8* y, int64_t k) {
+  for (int64_t b = 0; b < k / 32; ++b, x += 32, ++y) {
+    float amax = 0.0f;
+#if LLMC_HOST_SIMD
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < 32; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    amax = vhmax(vf{m});
+    const float d = amax / 127.0f;
+    const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    __m256i qi[4];
+    for (int i = 0; i < 4; ++i)
+      qi[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), id),
+                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256i sum32 = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
+    const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum32), _mm256_extracti128_si256(sum32, 1));
+    const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+    const int sum = _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
+    // int32 -> int8 in element order (packs interleave 128-bit lanes).
+    const __m256i p16 = _mm256_packs_epi32(qi[0], qi[1]);
+    const __m256i p16b = _mm256_packs_epi32(qi[2], qi[3]);
+    __m256i p8 = _mm256_packs_epi16(p16, p16b);
+    p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y->q), p8);
+#else
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int q = static_cast<int>(std::nearbyint(x[i] * id));
+      y->q[i] = static_cast<int8_t>(q);
+      sum += q;
+    }
+#endif
+    y->d = d;
+    y->s = d * static_cast<float>(sum);
+  }
+}
+
+// Weight-side access for the integer path: the 32 quants of a block as
+// signed (`q_signed`) or unsigned (`q_unsigned`) bytes, its scale, its offset.
+template <class Fmt>
+struct q8_weight;  // specialized for the formats that take q8 activations
+
+// Every such block starts with its f16 scale; the "_1" formats follow it
+// with an f16 min.
+template <bool HasMin>
+struct q8_scales {
+  static constexpr bool has_min = HasMin;
+  static LLMC_HOST_INLINE float scale(const uint8_t* b) { return load_half(b); }
+  static LLMC_HOST_INLINE float min(const uint8_t* b) {
+    if constexpr (HasMin) return load_half(b + 2);
+    return 0.0f;
+  }
+};
+
+template <>
+struct q8_weight<fmt::q8_0> : q8_scales<false> {
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
+    return static_cast<int8_t>(b[2 + i]);
+  }
+#if LLMC_HOST_SIMD
+  static constexpr bool is_unsigned = false;
+  static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) { return load256(b + 2); }
+#endif
+};
+
+template <>
+struct q8_weight<fmt::q4_0> : q8_scales<false> {
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
+    const uint8_t v = b[2 + (i & 15)];
+    return (i < 16 ? (v & 0x0F) : (v >> 4)) - 8;
+  }
+#if LLMC_HOST_SIMD
+  static constexpr bool is_unsigned = false;
+  static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) {
+    return _mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8));
+  }
+#endif
+};
+
+template <>
+struct q8_weight<fmt::q4_1> : q8_scales<true> {
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
+    const uint8_t v = b[4 + (i & 15)];
+    return i < 16 ? (v & 0x0F) : (v >> 4);
+  }
+#if LLMC_HOST_SIMD
+  static constexpr bool is_unsigned = true;
+  static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) { return nibbles32(b + 4); }
+#endif
+};
+
+template <>
+struct q8_weight<fmt::q5_0> : q8_scales<false> {
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
+    const uint8_t v = b[6 + (i & 15)];
+    const int hi = static_cast<int>((load_u32(b + 2) >> i) & 1) << 4;
+    return ((i < 16 ? (v & 0x0F) : (v >> 4)) | hi) - 16;
+  }
+#if LLMC_HOST_SIMD
+  static constexpr bool is_unsigned = false;
+  static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) {
+    const __m256i hi = _mm256_and_si256(bits_to_bytes32(load_u32(b + 2)), _mm256_set1_epi8(0x10));
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles32(b + 6), hi), _mm256_set1_epi8(16));
+  }
+#endif
+};
+
+template <>
+struct q8_weight<fmt::q5_1> : q8_scales<true> {
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
+    const uint8_t v = b[8 + (i & 15)];
+    const int hi = static_cast<int>((load_u32(b + 4) >> i) & 1) << 4;
+    return (i < 16 ? (v & 0x0F) : (v >> 4)) | hi;
+  }
+#if LLMC_HOST_SIMD
+  static constexpr bool is_unsigned = true;
+  static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) {
+    const __m256i hi = _mm256_and_si256(bits_to_bytes32(load_u32(b + 4)), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(nibbles32(b + 8), hi);
+  }
+#endif
+};
+
+template <class Fmt, class = void>
+struct takes_q8 : std::false_type {};
+template <class Fmt>
+struct takes_q8<Fmt, std::void_t<decltype(q8_weight<Fmt>::has_min)>> : std::true_type {};
+
+// out[r] = sum over the row of w * x_r for R quantized activation rows.
+template <class Fmt, int R>
+LLMC_HOST_INLINE void dot_rows_q8(const uint8_t* row, int64_t k, const block_q8* const* xs,
+                                  float* out) {
+  using W = q8_weight<Fmt>;
+  const int64_t nb = k / 32;
+#if LLMC_HOST_SIMD
+  // One accumulator per row, blocks summed in order, whatever the tile
+  // height R: a token's result must not depend on how many tokens share its
+  // tile, since the next layer's q8 rounding turns a different float order
+  // into different tokens (batched decode must match decoding alone; `llmc
+  // bench --verify-seqs`). Alternating two accumulators for R <= 2, as
+  // before, measured no faster here (SmolLM2 tg/pp within noise).
+  constexpr int A = 1;
+  __m256 acc[R][A];
+  float offset[R][A] = {};
+  for (int r = 0; r < R; ++r)
+    for (int a = 0; a < A; ++a) acc[r][a] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const int a = static_cast<int>(b % A);
+    const uint8_t* wb = row + b * Fmt::block_bytes;
+    const __m256i qw = W::quants(wb);
+    const float dw = W::scale(wb);
+    __m256i aw = qw;
+    if constexpr (!W::is_unsigned) aw = _mm256_sign_epi8(qw, qw);
+    LLMC_HOST_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const block_q8* xb = xs[r] + b;
+      __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb->q));
+      if constexpr (!W::is_unsigned) qx = _mm256_sign_epi8(qx, qw);
+      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, qx), ones);
+      acc[r][a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * xb->d), acc[r][a]);
+      if constexpr (W::has_min) offset[r][a] += W::min(wb) * xb->s;
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    __m256 sum = acc[r][0];
+    float off = offset[r][0];
+    for (int a = 1; a < A; ++a) {
+      sum = _mm256_add_ps(sum, acc[r][a]);
+      off += offset[r][a];
+    }
+    out[r] = vhsum(vf{sum}) + off;
+  }
+#else
+  float offset[R] = {};
+  float acc[R] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* wb = row + b * Fmt::block_bytes;
+    const float dw = W::scale(wb);
+    int qw[32];
+    for (int i = 0; i < 32; ++i) qw[i] = W::quant(wb, i);
+    for (int r = 0; r < R; ++r) {
+      const block_q8* xb = xs[r] + b;
+      int sum = 0;
+      for (int i = 0; i < 32; ++i) sum += qw[i] * xb->q[i];
+      acc[r] += dw * xb->d * static_cast<float>(sum);
+      if constexpr (W::has_min) offset[r] += W::min(wb) * xb->s;
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = acc[r] + offset[r];
+#endif
+}
+
+template <class Fmt, int R, class XRow, class Store>
+inline void gemm_tile_q8(const uint8_t* w, int64_t rb, int64_t k, int64_t n0, int64_t n1, int64_t m,
+                         const XRow& xrow, const Store& store) {
+  const block_q8* xs[R];
+  for (int r = 0; r < R; ++r) xs[r] = xrow(m + r);
+  for (int64_t n = n0; n < n1; ++n) {
+    float o[R];
+    dot_rows_q8<Fmt, R>(w + n * rb, k, xs, o);
+    for (int r = 0; r < R; ++r) store(m + r, n, o[r]);
+  }
+}
+
+// gemm() with quantized activation rows xrow(m) -> const block_q8*.
+template <class Fmt, class XRow, class Store>
+inline void gemm_q8(const uint8_t* w, int64_t k, int64_t n0, int64_t n1, int64_t M,
+                    const XRow& xrow, const Store& store) {
+  const int64_t rb = Fmt::row_bytes(k);
+  if (M == 1) {
+    gemm_tile_q8<Fmt, 1>(w, rb, k, n0, n1, 0, xrow, store);
+    return;
+  }
+  const int64_t nb = std::max<int64_t>(4, kWeightTileBytes / std::max<int64_t>(rb, 1));
+  for (int64_t nt = n0; nt < n1; nt += nb) {
+    const int64_t ne = std::min(n1, nt + nb);
+    int64_t m = 0;
+    for (; m + 4 <= M; m += 4) gemm_tile_q8<Fmt, 4>(w, rb, k, nt, ne, m, xrow, store);
+    if (M - m >= 2) {
+      gemm_tile_q8<Fmt, 2>(w, rb, k, nt, ne, m, xrow, store);
+      m += 2;
+    }
+    if (M - m >= 1) gemm_tile_q8<Fmt, 1>(w, rb, k, nt, ne, m, xrow, store);
+  }
+}
+
+struct q8_tag {};
+
+// Activation rows xrow(t) for t < T (K floats each; T is the step's tokens
+// for a linear, its logits rows for the LM head), quantized once into
+// per-thread scratch: T rows of K / 32 blocks.
+template <int64_t K, class XRow>
+inline const block_q8* quantize_rows_q8(const llmc_host_step_info* step, int64_t T,
+                                        const XRow& xrow) {
+  static_assert(K % 32 == 0, "q8 activations need K a multiple of 32");
+  constexpr int64_t nb = K / 32;
+  const size_t floats = static_cast<size_t>(std::max<int64_t>(T, 1) * nb) * sizeof(block_q8) /
+                        sizeof(float);
+  block_q8* q = reinterpret_cast<block_q8*>(scratch<q8_tag>(floats));
+  for_rows(step, T, K, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) quantize_row_q8(xrow(t), q + t * nb, K);
+  });
+  return q;
+}
+
+}  // namespace detail
+
+}  // namespace host
+}  // namespace llmc
+
+#endif  // LLMC_HOST_Q8_H_

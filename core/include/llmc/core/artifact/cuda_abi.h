@@ -1,0 +1,63 @@
+/* The calling convention between the runtime's CUDA backend and the kernels
+ * `llmc compile --target=sm_XX` generates (the CUDA twin of host_abi.h).
+ * Plain C with no includes, so NVRTC compiles it inside the generated source
+ * and the runtime includes it as is.
+ *
+ * Every kernel is `extern "C" __global__ void <symbol>(llmc_cuda_step_info s,
+ * llmc_cuda_args a)`: both structs travel by value as kernel parameters. The
+ * manifest's `cuda.steps` say which buffers, weights and caches fill `a`, in
+ * order; `cuda.kernels[i].launches` give each launch's grid and block.
+ */
+#ifndef LLMC_CORE_ARTIFACT_CUDA_ABI_H_
+#define LLMC_CORE_ARTIFACT_CUDA_ABI_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a field below changes; manifests record it. */
+#define LLMC_CUDA_ABI_VERSION 2
+
+/* Most bindings of one kind a launch may have. */
+#define LLMC_CUDA_MAX_BUFFERS 12
+#define LLMC_CUDA_MAX_WEIGHTS 12
+
+/* Per-step metadata (device pointers; int32 everywhere). Must match
+ * llmc::cuda::step_info in llmc_cuda_kernels.cuh field for field; the
+ * generated source checks the size. */
+typedef struct llmc_cuda_step_info {
+  int num_tokens;          /* T */
+  int num_seqs;            /* S */
+  int num_logits;          /* rows of logits_rows */
+  int max_blocks;          /* columns of block_tables */
+  int block_size;          /* tokens per KV block */
+  const int* tokens;       /* [T] */
+  const int* positions;    /* [T] */
+  const int* query_starts; /* [S + 1] */
+  const int* context_lens; /* [S] */
+  const int* block_tables; /* [S, max_blocks] */
+  const int* slot_mapping; /* [T] */
+  const int* logits_rows;  /* [num_logits] */
+} llmc_cuda_step_info;
+
+/* What one launch binds. A KV cache is K then V, each [num_blocks,
+ * block_size, kv_heads, head_dim] in the activation type. `scratch` is the
+ * runtime's f32 scratch for split attention partials. */
+typedef struct llmc_cuda_args {
+  void* buffers[LLMC_CUDA_MAX_BUFFERS];
+  const void* weights[LLMC_CUDA_MAX_WEIGHTS];
+  void* caches[2];
+  float* scratch;
+  /* A cuBLASLt GEMM's operands (manifest cuda.kernels[i].gemm): A [rows, k]
+   * in the activation type, written by the kernel's `pre` entry, and D
+   * [rows, n] f32, read by its `epi` entry. Null unless the runner has
+   * cuBLASLt GEMMs. */
+  void* gemm_a;
+  float* gemm_d;
+} llmc_cuda_args;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LLMC_CORE_ARTIFACT_CUDA_ABI_H_ */

@@ -1,0 +1,218 @@
+// The artifact contract: what `llmc compile` writes into model.llmc/ and the
+// runtime reads back. It lives on the runtime side (the compiler includes it,
+// never the reverse), and both sides serialize through the functions here, so
+// the JSON has exactly one definition.
+//
+// model.llmc/
+//   manifest.json            this struct, as JSON
+//   weights/rank0.bin        every weight in its packed format, 64-byte aligned
+//   kernels/host/kernels.so  the host kernels (symbols listed in `kernels`)
+//   kernels/host/src/...     the generated C++ they were built from
+//   kernels/cuda/src/...     the generated CUDA C++ (with --target=sm_XX)
+//   kernels/sm_XX/kernels.ptx  NVRTC's PTX for each CUDA target
+//   tokenizer/...            tokenizer.json (+ tokenizer_config.json) or tokenizer.gguf
+//
+// An artifact with dummy weights (`llmc compile --builtin=... --dummy-weights`)
+// has no weight file: weights.dummy_seed is nonzero, weights.file and
+// weights.checksum are empty, and the runtime generates the bytes at load
+// (dummy_weights.h) at the offsets the tensors give, as if packed.
+#ifndef LLMC_CORE_ARTIFACT_MANIFEST_H_
+#define LLMC_CORE_ARTIFACT_MANIFEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "llmc/core/model_config.h"
+
+namespace llmc {
+
+// Bumped on every incompatible change of the layout below.
+inline constexpr int kArtifactFormatVersion = 1;
+inline constexpr const char* kManifestFile = "manifest.json";
+inline constexpr uint64_t kWeightAlignment = 64;
+
+struct ManifestTensor {
+  std::string name;
+  std::string format;          // weight_format.h name: f32, q4_1, i4, ...
+  std::vector<int64_t> shape;  // logical, outermost first
+  int64_t group = 0;           // i8/i4 quantization group
+  uint64_t offset = 0;         // into the weight file, kWeightAlignment-aligned
+  uint64_t bytes = 0;
+};
+
+// The seed `llmc compile --dummy-weights` writes (any nonzero value works).
+inline constexpr uint64_t kDefaultDummySeed = 0x6c6c6d6364756d79ull;  // "llmcdumy"
+
+struct ManifestWeights {
+  std::string file;            // relative to the artifact root; empty for dummy weights
+  uint64_t size = 0;           // bytes of the whole file (or of the generated weights)
+  std::string checksum;        // ChecksumHex() of the whole file; empty for dummy weights
+  // Nonzero: no file; the runtime generates every tensor from this seed and
+  // its index (GenerateDummyWeights). 0: real weights (omitted in the JSON).
+  uint64_t dummy_seed = 0;
+  std::vector<ManifestTensor> tensors;
+};
+
+// An activation buffer. Its size depends on the step: `rows` is "tokens"
+// (T rows) or "logits" (one row per logits_rows entry).
+struct ManifestBuffer {
+  std::string name;
+  std::string rows;            // "tokens" | "logits"
+  int64_t row_bytes = 0;
+  std::string dtype;           // element type, for inspection: f32, f16, bf16
+  int64_t row_elems = 0;
+};
+
+struct ManifestKernel {
+  std::string name;            // the fusion group's name
+  std::string target;          // "host" (later "sm_90", ...)
+  std::string symbol;          // entry point in the target's library
+  std::string ops;             // what it computes, e.g. "linear q4_1 576x576"
+  std::string launch;          // its launch shape as a function of T and S
+};
+
+// One kernel launch of the step plan, with what it binds, in ABI order.
+struct ManifestStep {
+  int64_t kernel = 0;                // index into `kernels`
+  std::vector<int64_t> buffers;      // indices into `buffers`
+  std::vector<int64_t> weights;      // indices into `weights.tensors`
+  std::vector<int64_t> caches;       // layer indices (K and V are passed together)
+  // The fusion group it runs, e.g. "layers.3.mlp.linear+add_7" (optional in
+  // the file; `llmc inspect` groups launches per layer by it).
+  std::string name;
+};
+
+// One launch of a CUDA kernel. A kernel may need several in order (a GEMM
+// group: the GEMM, then an in-place RoPE; attention: the split pass, then
+// the reduction), and a GEMM has a GEMV variant for small token counts.
+//   when:  "" (always), or "<var><op><int>" with var T (tokens), L (logits
+//          rows) or splits, op <= > (e.g. "T<=8", "splits>1")
+//   grid:  three expressions: an integer, T, L, splits, or cdiv(T|L,<int>)
+struct ManifestCudaLaunch {
+  std::string symbol;                // __global__ entry of every PTX module
+  std::string when;
+  std::vector<std::string> grid;     // x, y, z
+  int64_t block = 128;               // threads per block
+  // "" always; "llmc": the kernel's own GEMM, which a cuBLASLt GEMM
+  // (ManifestCudaGemm) may replace.
+  std::string impl;
+};
+
+// A GEMM that cuBLASLt may run instead of the kernel's own launches with
+// impl "llmc" (in their place): `pre` (grid (rows), 128 threads) writes the
+// A operand [rows, k] to args.gemm_a, the prologue applied and the rows
+// gathered; cublasLtMatmul computes args.gemm_d [rows, n] (f32) = A x W^T,
+// W the step's weight number `weight`, [n, k] in the activation type;
+// `epi` (grid (cdiv(columns, 128), rows), 128 threads) applies the
+// epilogue to it. rows is the GEMM's row count, "T" or "L". n == 0: none.
+struct ManifestCudaGemm {
+  int64_t n = 0, k = 0, columns = 0;
+  int64_t weight = 0;
+  std::string rows;
+  std::string pre, epi;
+};
+
+struct ManifestCudaKernel {
+  std::string name;                  // e.g. "layers.0.attn.rms_norm+linear+split+rope_0"
+  std::string ops;                   // what it computes, as in ManifestKernel
+  std::vector<ManifestCudaLaunch> launches;
+  // Flash-decoding attention: keys per split and the partials' shape (the
+  // runtime sizes its scratch by them); 0 for other kernels.
+  int64_t split_keys = 0;
+  int64_t heads = 0, head_dim = 0;
+  ManifestCudaGemm gemm;
+};
+
+// ptxas -v's numbers for one entry function of one module.
+struct ManifestPtxasEntry {
+  std::string symbol;
+  int64_t registers = 0;
+  int64_t spill_stores = 0, spill_loads = 0;  // bytes
+  int64_t shared_bytes = 0;                   // static shared memory
+  int64_t stack_bytes = 0;
+};
+
+struct ManifestCudaModule {
+  std::string arch;                  // "sm_90"
+  std::string file;                  // "kernels/sm_90/kernels.ptx"
+  std::string checksum;              // ChecksumHex of the PTX
+  std::vector<ManifestPtxasEntry> ptxas;
+};
+
+// The CUDA side of an artifact (empty `modules`: compiled for host only).
+// Its step plan binds the same buffers (by index; element type
+// activation_dtype, except the logits buffer, always f32), weights (by
+// index) and caches as the host plan, in the order its kernels read them
+// (the ABI of cuda_abi.h).
+struct ManifestCuda {
+  std::string activation_dtype;      // bf16 | f16 | f32; the KV cache too
+  int64_t cuda_abi_version = 0;
+  std::vector<ManifestCudaModule> modules;
+  std::vector<ManifestCudaKernel> kernels;
+  std::vector<ManifestStep> steps;   // `kernel` indexes `kernels` above
+};
+
+struct Manifest {
+  int format_version = kArtifactFormatVersion;
+  int host_abi_version = 0;
+  std::string compiler;              // "llmc <version>"
+  std::string source;                // the model it was compiled from
+  ModelConfig model;
+  std::vector<std::string> targets;  // "host", "sm_90", ...
+  std::string activation_dtype;      // f32 | f16 | bf16
+  std::string kv_dtype;
+  ManifestWeights weights;
+  std::vector<ManifestBuffer> buffers;
+  std::vector<ManifestKernel> kernels;
+  std::vector<ManifestStep> steps;
+  int64_t logits_buffer = -1;        // the buffer holding the step's logits
+  std::string host_library;          // e.g. "kernels/host/kernels.so"
+  std::string tokenizer;             // e.g. "tokenizer/tokenizer.json"
+  int64_t bos_id = -1, eos_id = -1;
+  ManifestCuda cuda;
+};
+
+std::string ManifestToJson(const Manifest& manifest);
+// Parses and checks a manifest: version, index ranges, offsets within the
+// weight file, alignment. `path` names the file in errors.
+absl::StatusOr<Manifest> ManifestFromJson(const std::string& json, const std::string& path);
+
+// 64-bit checksum of a byte range (fast, not cryptographic), as 16 hex digits.
+std::string ChecksumHex(const uint8_t* data, uint64_t size);
+
+// The checksum behind ChecksumHex, fed piece by piece (the weight writer
+// hashes as it writes): Update(a); Update(b) gives the value of a + b.
+//
+// The algorithm ("llmc-hash64", fixed by format_version; little-endian loads,
+// so every machine agrees): four 64-bit lanes each take every fourth 8-byte
+// word of 32-byte blocks with XXH64's round, acc = rotl(acc + w * P2, 31) * P1;
+// then the lanes, the length, the tail's whole words and its last 1-7 bytes
+// (zero-padded) are folded in and the result avalanched. Every step is a
+// bijection of the word it takes, so two inputs of one length that differ in a
+// single aligned 8-byte word (any one-bit flip) never collide. Not XXH64's
+// values: only its structure. About 4 bytes per cycle per core.
+class Checksum64 {
+ public:
+  Checksum64();
+  void Update(const uint8_t* data, uint64_t size);
+  uint64_t Value() const;   // of everything so far; Update may continue after
+  std::string Hex() const;  // Value() as 16 lowercase hex digits
+  uint64_t size() const { return total_; }
+
+ private:
+  uint64_t lanes_[4];
+  uint8_t pending_[32];
+  uint64_t num_pending_ = 0;
+  uint64_t total_ = 0;
+};
+
+// Checks one manifest already in memory (what ManifestFromJson checks after
+// parsing). `path` names the file in errors.
+absl::Status ValidateManifest(const Manifest& manifest, const std::string& path);
+
+}  // namespace llmc
+
+#endif  // LLMC_CORE_ARTIFACT_MANIFEST_H_

@@ -1,0 +1,75 @@
+// The architecture-level description of a decoder-only transformer, shared by
+// the compiler (the frontend fills it from config.json or GGUF metadata and the
+// IR builder reads it) and the runtime (the artifact manifest carries it).
+// Lives on the runtime side: the compiler may include runtime headers, never
+// the reverse.
+#ifndef LLMC_CORE_MODEL_CONFIG_H_
+#define LLMC_CORE_MODEL_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace llmc {
+
+// RoPE frequency scaling (HF `rope_scaling`).
+struct RopeScaling {
+  enum class Kind { kNone, kLinear, kLlama3 };
+  Kind kind = Kind::kNone;
+  double factor = 1.0;
+  // llama3 only.
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position = 8192;
+};
+
+// How RoPE pairs dimensions: `kHalf` rotates (x[i], x[i + d/2]) as HF
+// transformers does; `kInterleaved` rotates (x[2i], x[2i+1]) as GGML's normal
+// mode does on GGUF Llama weights (whose Q/K rows were permuted on export).
+enum class RopeStyle { kHalf, kInterleaved };
+
+enum class Activation { kSiLU, kGeluTanh, kGeluErf };
+
+struct ModelConfig {
+  std::string architecture = "llama";  // llama | mistral | qwen2
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;  // explicit; hidden_size / num_heads when absent
+  int64_t max_position = 2048;
+  double rms_norm_eps = 1e-5;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  RopeStyle rope_style = RopeStyle::kHalf;
+  Activation activation = Activation::kSiLU;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // Q/K/V projections carry a bias (Qwen2)
+  int64_t sliding_window = 0;   // 0: full attention
+  // RoPE frequencies are divided by per-pair factors stored as a weight
+  // (GGUF's `rope_freqs.weight`, how llama.cpp stores Llama 3.1 scaling).
+  bool rope_freq_factors = false;
+
+  int64_t q_size() const { return num_heads * head_dim; }
+  int64_t kv_size() const { return num_kv_heads * head_dim; }
+};
+
+// Checks that the fields are consistent (positive sizes, heads divide, ...).
+// The error names the field at fault.
+absl::Status ValidateModelConfig(const ModelConfig& config);
+
+// JSON form used by the artifact manifest and `llmc inspect`.
+std::string ModelConfigToJson(const ModelConfig& config, int indent = 2);
+absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& json);
+
+const char* ToString(RopeScaling::Kind kind);
+const char* ToString(RopeStyle style);
+const char* ToString(Activation activation);
+
+}  // namespace llmc
+
+#endif  // LLMC_CORE_MODEL_CONFIG_H_

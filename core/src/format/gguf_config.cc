@@ -1,0 +1,152 @@
+#include "llmc/core/format/gguf_config.h"
+
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_format.h"
+#include "llmc/core/status_macros.h"
+
+namespace llmc {
+namespace {
+
+constexpr const char* kSupported = "llama, qwen2";
+
+// Reads `<arch>.<suffix>` keys and names them in errors.
+class KeyReader {
+ public:
+  KeyReader(const GgufFile& gguf, std::string arch) : gguf_(gguf), arch_(std::move(arch)) {}
+
+  std::string Key(std::string_view suffix) const { return absl::StrFormat("%s.%s", arch_, suffix); }
+  bool Has(std::string_view suffix) const { return gguf_.Find(Key(suffix)) != nullptr; }
+
+  absl::Status Error(std::string_view suffix, const std::string& why) const {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: key '%s' %s", gguf_.path(), Key(suffix), why));
+  }
+
+  // A required positive integer.
+  absl::StatusOr<int64_t> Positive(std::string_view suffix) const {
+    LLMC_ASSIGN_OR_RETURN(int64_t v, gguf_.GetInt(Key(suffix)));
+    if (v <= 0) return Error(suffix, absl::StrFormat("must be positive, got %d", v));
+    return v;
+  }
+
+  // An optional positive integer.
+  absl::StatusOr<int64_t> Positive(std::string_view suffix, int64_t fallback) const {
+    if (!Has(suffix)) return fallback;
+    return Positive(suffix);
+  }
+
+  absl::StatusOr<double> Float(std::string_view suffix, double fallback) const {
+    if (!Has(suffix)) return fallback;
+    return gguf_.GetFloat(Key(suffix));
+  }
+
+ private:
+  const GgufFile& gguf_;
+  std::string arch_;
+};
+
+// llama.cpp's reading of RoPE scaling: the type defaults to "linear" and the
+// factor (`rope.scaling.factor`, or the older `rope.scale_linear`) to none;
+// a factor of 0 or 1 means no scaling.
+absl::StatusOr<RopeScaling> ReadRopeScaling(const GgufFile& gguf, const KeyReader& keys) {
+  RopeScaling scaling;
+  const char* factor_key =
+      keys.Has("rope.scaling.factor") ? "rope.scaling.factor" : "rope.scale_linear";
+  LLMC_ASSIGN_OR_RETURN(double factor, keys.Float(factor_key, 0.0));
+  std::string type = "linear";
+  if (keys.Has("rope.scaling.type")) {
+    LLMC_ASSIGN_OR_RETURN(type, gguf.GetString(keys.Key("rope.scaling.type")));
+  }
+  if (type == "none" || factor == 0.0 || factor == 1.0) return scaling;
+  if (type != "linear")
+    return keys.Error("rope.scaling.type",
+                      absl::StrFormat("is '%s' (factor %g), which llmc does not support "
+                                      "(supported: none, linear)",
+                                      type, factor));
+  if (!(factor > 0))
+    return keys.Error(factor_key, absl::StrFormat("must be positive, got %g", factor));
+  scaling.kind = RopeScaling::Kind::kLinear;
+  scaling.factor = factor;
+  return scaling;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
+  const std::string& path = gguf.path();
+  LLMC_ASSIGN_OR_RETURN(std::string arch, gguf.GetString("general.architecture"));
+  if (arch != "llama" && arch != "qwen2")
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: key 'general.architecture' is '%s', which llmc does not support (supported: %s)", path,
+        arch, kSupported));
+  KeyReader keys(gguf, arch);
+
+  ModelConfig c;
+  c.architecture = arch;
+  LLMC_ASSIGN_OR_RETURN(c.num_layers, keys.Positive("block_count"));
+  LLMC_ASSIGN_OR_RETURN(c.max_position, keys.Positive("context_length"));
+  LLMC_ASSIGN_OR_RETURN(c.hidden_size, keys.Positive("embedding_length"));
+  LLMC_ASSIGN_OR_RETURN(c.intermediate_size, keys.Positive("feed_forward_length"));
+  LLMC_ASSIGN_OR_RETURN(c.num_heads, keys.Positive("attention.head_count"));
+  LLMC_ASSIGN_OR_RETURN(c.num_kv_heads, keys.Positive("attention.head_count_kv", c.num_heads));
+  LLMC_ASSIGN_OR_RETURN(c.rms_norm_eps,
+                        gguf.GetFloat(keys.Key("attention.layer_norm_rms_epsilon")));
+  LLMC_ASSIGN_OR_RETURN(c.rope_theta, keys.Float("rope.freq_base", 10000.0));
+  if (c.hidden_size % c.num_heads != 0 && !keys.Has("attention.key_length"))
+    return keys.Error("attention.head_count",
+                      absl::StrFormat("(%d) does not divide %s (%d) and %s is absent", c.num_heads,
+                                      keys.Key("embedding_length"), c.hidden_size,
+                                      keys.Key("attention.key_length")));
+  LLMC_ASSIGN_OR_RETURN(c.head_dim,
+                        keys.Positive("attention.key_length", c.hidden_size / c.num_heads));
+  // llmc's attention uses one head size for K and V and rotates whole heads.
+  LLMC_ASSIGN_OR_RETURN(int64_t value_length, keys.Positive("attention.value_length", c.head_dim));
+  if (value_length != c.head_dim)
+    return keys.Error("attention.value_length",
+                      absl::StrFormat("is %d but the key length is %d; llmc needs them equal",
+                                      value_length, c.head_dim));
+  LLMC_ASSIGN_OR_RETURN(int64_t rope_dims, keys.Positive("rope.dimension_count", c.head_dim));
+  if (rope_dims != c.head_dim)
+    return keys.Error("rope.dimension_count",
+                      absl::StrFormat("is %d but the head size is %d; partial rotary embeddings "
+                                      "are not supported",
+                                      rope_dims, c.head_dim));
+  LLMC_ASSIGN_OR_RETURN(c.rope_scaling, ReadRopeScaling(gguf, keys));
+  // Llama 3.1-style frequency factors live in a tensor, not in metadata; the
+  // IR's rope op takes them as a weight.
+  c.rope_freq_factors = gguf.FindTensor("rope_freqs.weight") != nullptr;
+  if (keys.Has("attention.sliding_window")) {  // 0: full attention
+    LLMC_ASSIGN_OR_RETURN(c.sliding_window, gguf.GetInt(keys.Key("attention.sliding_window")));
+    if (c.sliding_window < 0)
+      return keys.Error("attention.sliding_window",
+                        absl::StrFormat("must not be negative, got %d", c.sliding_window));
+  }
+
+  if (keys.Has("vocab_size")) {
+    LLMC_ASSIGN_OR_RETURN(c.vocab_size, keys.Positive("vocab_size"));
+  } else if (gguf.Find("tokenizer.ggml.tokens") != nullptr) {
+    LLMC_ASSIGN_OR_RETURN(const std::vector<std::string>* tokens,
+                          gguf.GetStringArray("tokenizer.ggml.tokens"));
+    c.vocab_size = static_cast<int64_t>(tokens->size());
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: no vocabulary size: neither key '%s' nor 'tokenizer.ggml.tokens' "
+                        "is present",
+                        path, keys.Key("vocab_size")));
+  }
+
+  c.tie_word_embeddings = gguf.FindTensor("output.weight") == nullptr;
+  c.attention_bias = arch == "qwen2" || gguf.FindTensor("blk.0.attn_q.bias") != nullptr;
+  // llama.cpp's converter permutes Llama's Q/K rows so that GGML's normal
+  // (interleaved) rope applies; Qwen2 uses NEOX (half-split) rope unpermuted.
+  c.rope_style = arch == "llama" ? RopeStyle::kInterleaved : RopeStyle::kHalf;
+  c.activation = Activation::kSiLU;
+
+  if (absl::Status st = ValidateModelConfig(c); !st.ok())
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %s", path, st.message()));
+  return c;
+}
+
+}  // namespace llmc

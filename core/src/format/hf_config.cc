@@ -1,0 +1,348 @@
+#include "llmc/core/format/hf_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "json_parse.h"
+#include "llmc/core/format/mapped_file.h"
+#include "llmc/core/status_macros.h"
+
+namespace llmc {
+namespace {
+
+using format_internal::DescribeJson;
+using format_internal::ParseJson;
+using nlohmann::json;
+
+struct Architecture {
+  const char* model_type;
+  const char* hf_class;
+  int64_t default_max_position;  // transformers' default for the class
+};
+constexpr Architecture kArchitectures[] = {
+    {"llama", "LlamaForCausalLM", 2048},
+    {"mistral", "MistralForCausalLM", 4096 * 32},
+    {"qwen2", "Qwen2ForCausalLM", 32768},
+};
+
+std::string SupportedList(bool classes) {
+  std::vector<const char*> names;
+  for (const Architecture& a : kArchitectures) names.push_back(classes ? a.hf_class : a.model_type);
+  return absl::StrJoin(names, ", ");
+}
+
+// Typed access to the fields of one JSON object, with errors of the form
+// "<path>: field '<prefix><key>' <why>". A null value counts as absent, as it
+// does for transformers' config classes.
+class Fields {
+ public:
+  Fields(const json& object, const std::string& path, std::string prefix = "")
+      : object_(object), path_(path), prefix_(std::move(prefix)) {}
+
+  // True even for a null value, which some fields distinguish from absence.
+  bool Present(const char* key) const { return object_.contains(key); }
+
+  const json* Get(const char* key) const {
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  absl::Status Error(const char* key, absl::string_view why) const {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": field '", prefix_, key, "' ", why));
+  }
+
+  // Each reader leaves `out` unchanged when the field is absent.
+  absl::Status Int(const char* key, int64_t& out) const {
+    const json* v = Get(key);
+    if (v == nullptr) return absl::OkStatus();
+    if (!v->is_number_integer()) return Error(key, "must be an integer, got " + DescribeJson(*v));
+    if (v->is_number_unsigned() &&
+        v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return Error(key, "is too large, got " + DescribeJson(*v));
+    out = v->get<int64_t>();
+    return absl::OkStatus();
+  }
+  absl::Status Number(const char* key, double& out) const {
+    const json* v = Get(key);
+    if (v == nullptr) return absl::OkStatus();
+    if (!v->is_number()) return Error(key, "must be a number, got " + DescribeJson(*v));
+    double d = v->get<double>();
+    if (!std::isfinite(d)) return Error(key, "must be finite, got " + DescribeJson(*v));
+    out = d;
+    return absl::OkStatus();
+  }
+  absl::Status Bool(const char* key, bool& out) const {
+    const json* v = Get(key);
+    if (v == nullptr) return absl::OkStatus();
+    if (!v->is_boolean()) return Error(key, "must be true or false, got " + DescribeJson(*v));
+    out = v->get<bool>();
+    return absl::OkStatus();
+  }
+  absl::Status String(const char* key, std::string& out) const {
+    const json* v = Get(key);
+    if (v == nullptr) return absl::OkStatus();
+    if (!v->is_string()) return Error(key, "must be a string, got " + DescribeJson(*v));
+    out = v->get<std::string>();
+    return absl::OkStatus();
+  }
+  absl::Status Require(const char* key) const {
+    return Get(key) != nullptr ? absl::OkStatus() : Error(key, "is required but missing");
+  }
+
+ private:
+  const json& object_;
+  const std::string& path_;
+  std::string prefix_;
+};
+
+absl::Status Unsupported(const std::string& path, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
+}
+
+// model_type decides; architectures, when present, must name that type's
+// causal-LM class (a LlamaForSequenceClassification checkpoint has no lm_head).
+absl::StatusOr<const Architecture*> ReadArchitecture(const Fields& f, const std::string& path) {
+  std::string model_type;
+  LLMC_RETURN_IF_ERROR(f.String("model_type", model_type));
+  std::vector<std::string> classes;
+  if (const json* archs = f.Get("architectures")) {
+    if (!archs->is_array())
+      return f.Error("architectures", "must be an array of strings, got " + DescribeJson(*archs));
+    for (const json& a : *archs) {
+      if (!a.is_string())
+        return f.Error("architectures", "must be an array of strings, holds " + DescribeJson(a));
+      classes.push_back(a.get<std::string>());
+    }
+  }
+  const Architecture* arch = nullptr;
+  if (!model_type.empty()) {
+    for (const Architecture& a : kArchitectures) {
+      if (model_type == a.model_type) arch = &a;
+    }
+    if (arch == nullptr)
+      return Unsupported(path, absl::StrFormat("model_type '%s' is not supported (supported: %s)",
+                                               model_type, SupportedList(false)));
+  } else if (!classes.empty()) {
+    for (const Architecture& a : kArchitectures) {
+      if (classes[0] == a.hf_class) arch = &a;
+    }
+    if (arch == nullptr)
+      return Unsupported(path, absl::StrFormat("architecture '%s' is not supported (supported: %s)",
+                                               classes[0], SupportedList(true)));
+  } else {
+    return Unsupported(path, "neither 'model_type' nor 'architectures' says which model this is");
+  }
+  if (!classes.empty() &&
+      std::find(classes.begin(), classes.end(), arch->hf_class) == classes.end())
+    return f.Error("architectures",
+                   absl::StrFormat("is [%s], but llmc runs model_type '%s' only as %s",
+                                   absl::StrJoin(classes, ", "), arch->model_type, arch->hf_class));
+  return arch;
+}
+
+absl::StatusOr<Activation> ReadActivation(const Fields& f) {
+  std::string act = "silu";
+  LLMC_RETURN_IF_ERROR(f.String("hidden_act", act));
+  // transformers' ACT2FN: "swish" is SiLU; "gelu_new" and "gelu_pytorch_tanh"
+  // are both the tanh approximation.
+  if (act == "silu" || act == "swish") return Activation::kSiLU;
+  if (act == "gelu_pytorch_tanh" || act == "gelu_new") return Activation::kGeluTanh;
+  if (act == "gelu") return Activation::kGeluErf;
+  return f.Error("hidden_act", absl::StrFormat("is '%s'; supported: silu, swish, gelu, "
+                                               "gelu_pytorch_tanh, gelu_new",
+                                               act));
+}
+
+// RoPE base and scaling. transformers 5 moved both into `rope_parameters`
+// ({"rope_type": "default", "rope_theta": ...}); older files keep
+// `rope_theta` at the top level and `rope_scaling` (null for plain RoPE).
+absl::Status ReadRope(const Fields& top, const std::string& path, ModelConfig& c) {
+  LLMC_RETURN_IF_ERROR(top.Number("rope_theta", c.rope_theta));
+  const char* field = top.Get("rope_parameters") != nullptr ? "rope_parameters" : "rope_scaling";
+  const json* params = top.Get(field);
+  if (params == nullptr) return absl::OkStatus();
+  if (!params->is_object())
+    return top.Error(field, "must be an object or null, got " + DescribeJson(*params));
+  Fields f(*params, path, absl::StrCat(field, "."));
+  LLMC_RETURN_IF_ERROR(f.Number("rope_theta", c.rope_theta));
+
+  // "type" is the older spelling; transformers prefers "rope_type" when both are there.
+  const char* type_key = f.Get("rope_type") != nullptr ? "rope_type" : "type";
+  std::string type;
+  LLMC_RETURN_IF_ERROR(f.String(type_key, type));
+  if (type.empty()) return top.Error(field, "has neither 'rope_type' nor 'type'");
+  RopeScaling& rs = c.rope_scaling;
+  if (type == "default") {
+    rs.kind = RopeScaling::Kind::kNone;
+    return absl::OkStatus();
+  }
+  if (type == "linear") {
+    rs.kind = RopeScaling::Kind::kLinear;
+    LLMC_RETURN_IF_ERROR(f.Require("factor"));
+    return f.Number("factor", rs.factor);
+  }
+  if (type == "llama3") {
+    rs.kind = RopeScaling::Kind::kLlama3;
+    for (const char* key :
+         {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}) {
+      LLMC_RETURN_IF_ERROR(f.Require(key));
+    }
+    LLMC_RETURN_IF_ERROR(f.Number("factor", rs.factor));
+    LLMC_RETURN_IF_ERROR(f.Number("low_freq_factor", rs.low_freq_factor));
+    LLMC_RETURN_IF_ERROR(f.Number("high_freq_factor", rs.high_freq_factor));
+    LLMC_RETURN_IF_ERROR(f.Int("original_max_position_embeddings", rs.original_max_position));
+    if (rs.original_max_position <= 0)
+      return f.Error("original_max_position_embeddings",
+                     absl::StrFormat("must be positive, got %d", rs.original_max_position));
+    return absl::OkStatus();
+  }
+  return f.Error(type_key, absl::StrFormat("is '%s', which llmc does not support "
+                                           "(supported: default, linear, llama3)",
+                                           type));
+}
+
+// Qwen2 slides only layers i >= max_window_layers, and only when
+// use_sliding_window is set; newer files spell the per-layer choice out in
+// `layer_types`. ModelConfig has one window for all layers, so a mix is an error.
+absl::Status ReadQwen2Window(const Fields& f, ModelConfig& c) {
+  bool use_sliding_window = false;
+  LLMC_RETURN_IF_ERROR(f.Bool("use_sliding_window", use_sliding_window));
+  c.sliding_window = 0;
+  if (!use_sliding_window) return absl::OkStatus();
+  // Absent: transformers' default 4096; null: no window after all.
+  int64_t window = f.Present("sliding_window") ? 0 : 4096;
+  LLMC_RETURN_IF_ERROR(f.Int("sliding_window", window));
+  int64_t sliding_layers = 0;
+  if (const json* types = f.Get("layer_types")) {
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != c.num_layers)
+      return f.Error("layer_types", absl::StrFormat("must be an array of %d strings, one per layer",
+                                                    c.num_layers));
+    for (const json& t : *types) {
+      if (t == "sliding_attention") {
+        ++sliding_layers;
+      } else if (t != "full_attention") {
+        return f.Error(
+            "layer_types",
+            "may hold only 'full_attention' and 'sliding_attention', holds " + DescribeJson(t));
+      }
+    }
+  } else {
+    int64_t max_window_layers = 28;  // transformers' default
+    LLMC_RETURN_IF_ERROR(f.Int("max_window_layers", max_window_layers));
+    sliding_layers = c.num_layers - std::clamp<int64_t>(max_window_layers, 0, c.num_layers);
+  }
+  if (sliding_layers > 0 && sliding_layers < c.num_layers)
+    return f.Error(f.Get("layer_types") != nullptr ? "layer_types" : "max_window_layers",
+                   absl::StrFormat("puts %d of %d layers on a sliding window and the rest on full "
+                                   "attention; llmc needs one kind for all layers",
+                                   sliding_layers, c.num_layers));
+  if (sliding_layers == c.num_layers) c.sliding_window = window;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
+  Fields f(j, path);
+  LLMC_ASSIGN_OR_RETURN(const Architecture* arch, ReadArchitecture(f, path));
+  const std::string type = arch->model_type;
+
+  if (const json* q = f.Get("quantization_config")) {
+    std::string method = "unknown";
+    if (q->is_object() && q->contains("quant_method") && (*q)["quant_method"].is_string())
+      method = (*q)["quant_method"].get<std::string>();
+    return f.Error("quantization_config",
+                   absl::StrFormat("says the checkpoint is pre-quantized (quant_method '%s'); llmc "
+                                   "reads unquantized weights and quantizes them itself",
+                                   method));
+  }
+
+  ModelConfig c;
+  c.architecture = type;
+  c.rope_style = RopeStyle::kHalf;
+  c.max_position = arch->default_max_position;
+  c.rms_norm_eps = 1e-6;  // transformers' default for all three classes
+  for (const char* key : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                          "num_attention_heads"}) {
+    LLMC_RETURN_IF_ERROR(f.Require(key));
+  }
+  LLMC_RETURN_IF_ERROR(f.Int("vocab_size", c.vocab_size));
+  LLMC_RETURN_IF_ERROR(f.Int("hidden_size", c.hidden_size));
+  LLMC_RETURN_IF_ERROR(f.Int("intermediate_size", c.intermediate_size));
+  LLMC_RETURN_IF_ERROR(f.Int("num_hidden_layers", c.num_layers));
+  LLMC_RETURN_IF_ERROR(f.Int("num_attention_heads", c.num_heads));
+  c.num_kv_heads = c.num_heads;
+  LLMC_RETURN_IF_ERROR(f.Int("num_key_value_heads", c.num_kv_heads));
+  LLMC_RETURN_IF_ERROR(f.Int("head_dim", c.head_dim));
+  if (f.Get("head_dim") == nullptr && c.num_heads > 0) {
+    if (c.hidden_size % c.num_heads != 0)
+      return f.Error("head_dim",
+                     absl::StrFormat("is absent and hidden_size (%d) is not a multiple of "
+                                     "num_attention_heads (%d)",
+                                     c.hidden_size, c.num_heads));
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  LLMC_RETURN_IF_ERROR(f.Int("max_position_embeddings", c.max_position));
+  LLMC_RETURN_IF_ERROR(f.Number("rms_norm_eps", c.rms_norm_eps));
+  LLMC_RETURN_IF_ERROR(f.Bool("tie_word_embeddings", c.tie_word_embeddings));
+  LLMC_ASSIGN_OR_RETURN(c.activation, ReadActivation(f));
+  LLMC_RETURN_IF_ERROR(ReadRope(f, path, c));
+
+  // Biases and windows differ by class; transformers ignores the fields a
+  // class does not define, and so does this.
+  if (type == "llama") {
+    bool mlp_bias = false;
+    LLMC_RETURN_IF_ERROR(f.Bool("mlp_bias", mlp_bias));
+    if (mlp_bias) return f.Error("mlp_bias", "is true; llmc does not support MLP biases");
+    bool attention_bias = false;
+    LLMC_RETURN_IF_ERROR(f.Bool("attention_bias", attention_bias));
+    if (attention_bias)
+      return f.Error("attention_bias",
+                     "is true; Llama then biases o_proj as well as Q/K/V, which llmc does not "
+                     "support");
+    c.attention_bias = false;
+    c.sliding_window = 0;
+  } else if (type == "mistral") {
+    c.attention_bias = false;
+    // Absent means transformers' default 4096; null means full attention.
+    c.sliding_window = f.Present("sliding_window") ? 0 : 4096;
+    LLMC_RETURN_IF_ERROR(f.Int("sliding_window", c.sliding_window));
+  } else {                    // qwen2
+    c.attention_bias = true;  // Qwen2Attention always biases Q/K/V (not o_proj)
+    LLMC_RETURN_IF_ERROR(ReadQwen2Window(f, c));
+  }
+
+  if (absl::Status st = ValidateModelConfig(c); !st.ok())
+    return absl::Status(st.code(), absl::StrCat(path, ": ", st.message()));
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> ParseHFConfig(std::string_view json_text, const std::string& path) {
+  LLMC_ASSIGN_OR_RETURN(json j, ParseJson(json_text, path));
+  if (!j.is_object())
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": must be a JSON object, got ", DescribeJson(j)));
+  // The checks above should leave nothing to throw; this keeps a missed case
+  // an error rather than an exception crossing the library boundary.
+  try {
+    return MapConfig(j, path);
+  } catch (const json::exception& e) {
+    return absl::InternalError(absl::StrCat(path, ": ", e.what()));
+  }
+}
+
+absl::StatusOr<ModelConfig> LoadHFConfig(const std::string& folder) {
+  std::string path = (std::filesystem::path(folder) / "config.json").string();
+  LLMC_ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
+  std::string_view text(reinterpret_cast<const char*>(file->data()), file->size());
+  return ParseHFConfig(text, path);
+}
+
+}  // namespace llmc

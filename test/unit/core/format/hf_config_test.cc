@@ -1,0 +1,349 @@
+#include "llmc/core/format/hf_config.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "safetensors_writer.h"
+
+namespace llmc {
+namespace {
+
+const std::string kConfigDir = std::string(LLMC_TEST_DATA_DIR) + "/hf_configs/";
+
+// Parses one of the real-world configs in test/data/hf_configs.
+absl::StatusOr<ModelConfig> ParseDataFile(const std::string& name) {
+  std::string path = kConfigDir + name;
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseHFConfig(text.str(), path);
+}
+
+template <typename T>
+void ExpectError(const absl::StatusOr<T>& result, std::initializer_list<std::string> parts) {
+  ASSERT_FALSE(result.ok()) << "expected an error mentioning " << *parts.begin();
+  std::string message(result.status().message());
+  for (const std::string& part : parts)
+    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+}
+
+// A small valid Llama config as key -> raw JSON value, for tests to edit.
+using Fields = std::map<std::string, std::string>;
+Fields SmallLlama() {
+  return {{"model_type", "\"llama\""},  {"architectures", "[\"LlamaForCausalLM\"]"},
+          {"vocab_size", "1000"},       {"hidden_size", "64"},
+          {"intermediate_size", "128"}, {"num_hidden_layers", "2"},
+          {"num_attention_heads", "4"}, {"num_key_value_heads", "2"}};
+}
+std::string ToJson(const Fields& fields) {
+  std::string text = "{";
+  for (const auto& [key, value] : fields) {
+    if (text.size() > 1) text += ",";
+    text += "\"" + key + "\":" + value;
+  }
+  return text + "}";
+}
+absl::StatusOr<ModelConfig> ParseFields(const Fields& fields) {
+  return ParseHFConfig(ToJson(fields), "cfg/config.json");
+}
+Fields With(Fields fields, const std::string& key, const std::string& value) {
+  fields[key] = value;
+  return fields;
+}
+Fields Without(Fields fields, const std::string& key) {
+  fields.erase(key);
+  return fields;
+}
+
+TEST(HFConfig, SmolLM2_135M) {
+  auto c = ParseDataFile("smollm2-135m.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "llama");
+  EXPECT_EQ(c->vocab_size, 49152);
+  EXPECT_EQ(c->hidden_size, 576);
+  EXPECT_EQ(c->intermediate_size, 1536);
+  EXPECT_EQ(c->num_layers, 30);
+  EXPECT_EQ(c->num_heads, 9);
+  EXPECT_EQ(c->num_kv_heads, 3);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_EQ(c->max_position, 8192);
+  EXPECT_DOUBLE_EQ(c->rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 100000.0);  // written as the integer 100000
+  EXPECT_EQ(c->rope_scaling.kind, RopeScaling::Kind::kNone);
+  EXPECT_EQ(c->rope_style, RopeStyle::kHalf);
+  EXPECT_EQ(c->activation, Activation::kSiLU);
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_FALSE(c->attention_bias);
+  EXPECT_EQ(c->sliding_window, 0);
+}
+
+TEST(HFConfig, Llama31_8B) {
+  auto c = ParseDataFile("llama-3.1-8b.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "llama");
+  EXPECT_EQ(c->vocab_size, 128256);
+  EXPECT_EQ(c->hidden_size, 4096);
+  EXPECT_EQ(c->intermediate_size, 14336);
+  EXPECT_EQ(c->num_layers, 32);
+  EXPECT_EQ(c->num_heads, 32);
+  EXPECT_EQ(c->num_kv_heads, 8);
+  EXPECT_EQ(c->head_dim, 128);
+  EXPECT_EQ(c->max_position, 131072);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 500000.0);
+  EXPECT_EQ(c->rope_scaling.kind, RopeScaling::Kind::kLlama3);
+  EXPECT_DOUBLE_EQ(c->rope_scaling.factor, 8.0);
+  EXPECT_DOUBLE_EQ(c->rope_scaling.low_freq_factor, 1.0);
+  EXPECT_DOUBLE_EQ(c->rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(c->rope_scaling.original_max_position, 8192);
+  EXPECT_FALSE(c->tie_word_embeddings);
+  EXPECT_FALSE(c->attention_bias);
+}
+
+TEST(HFConfig, Mistral7B_v01) {
+  auto c = ParseDataFile("mistral-7b-v0.1.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "mistral");
+  EXPECT_EQ(c->vocab_size, 32000);
+  EXPECT_EQ(c->num_heads, 32);
+  EXPECT_EQ(c->num_kv_heads, 8);
+  EXPECT_EQ(c->head_dim, 128);
+  EXPECT_EQ(c->intermediate_size, 14336);
+  EXPECT_EQ(c->max_position, 32768);
+  EXPECT_EQ(c->sliding_window, 4096);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 10000.0);
+  EXPECT_FALSE(c->attention_bias);
+  EXPECT_FALSE(c->tie_word_embeddings);
+}
+
+TEST(HFConfig, Qwen2_05B) {
+  auto c = ParseDataFile("qwen2-0.5b.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "qwen2");
+  EXPECT_EQ(c->vocab_size, 151936);
+  EXPECT_EQ(c->hidden_size, 896);
+  EXPECT_EQ(c->intermediate_size, 4864);
+  EXPECT_EQ(c->num_layers, 24);
+  EXPECT_EQ(c->num_heads, 14);
+  EXPECT_EQ(c->num_kv_heads, 2);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(c->rms_norm_eps, 1e-6);
+  EXPECT_TRUE(c->attention_bias);
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_EQ(c->sliding_window, 0);  // use_sliding_window is false
+}
+
+TEST(HFConfig, TinyLlama_11B) {
+  auto c = ParseDataFile("tinyllama-1.1b-chat-v1.0.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "llama");
+  EXPECT_EQ(c->vocab_size, 32000);
+  EXPECT_EQ(c->hidden_size, 2048);
+  EXPECT_EQ(c->intermediate_size, 5632);
+  EXPECT_EQ(c->num_layers, 22);
+  EXPECT_EQ(c->num_heads, 32);
+  EXPECT_EQ(c->num_kv_heads, 4);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_EQ(c->max_position, 2048);
+  EXPECT_FALSE(c->tie_word_embeddings);
+}
+
+TEST(HFConfig, DefaultsFollowTransformers) {
+  Fields f = Without(Without(SmallLlama(), "num_key_value_heads"), "architectures");
+  auto c = ParseFields(f);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_kv_heads, 4);  // = num_attention_heads
+  EXPECT_EQ(c->head_dim, 16);     // = hidden_size / num_attention_heads
+  EXPECT_EQ(c->max_position, 2048);
+  EXPECT_DOUBLE_EQ(c->rms_norm_eps, 1e-6);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 10000.0);
+  EXPECT_FALSE(c->tie_word_embeddings);
+  EXPECT_EQ(c->activation, Activation::kSiLU);
+  // null means "use the default", as in transformers.
+  c = ParseFields(With(With(f, "num_key_value_heads", "null"), "head_dim", "null"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_kv_heads, 4);
+  EXPECT_EQ(c->head_dim, 16);
+}
+
+TEST(HFConfig, ExplicitHeadDimAndGelu) {
+  auto c = ParseFields(
+      With(With(SmallLlama(), "head_dim", "32"), "hidden_act", "\"gelu_pytorch_tanh\""));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->head_dim, 32);
+  EXPECT_EQ(c->q_size(), 128);
+  EXPECT_EQ(c->activation, Activation::kGeluTanh);
+  c = ParseFields(With(SmallLlama(), "hidden_act", "\"gelu\""));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->activation, Activation::kGeluErf);
+}
+
+TEST(HFConfig, ArchitectureFromClassWhenModelTypeIsAbsent) {
+  auto c = ParseFields(
+      With(Without(SmallLlama(), "model_type"), "architectures", "[\"MistralForCausalLM\"]"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "mistral");
+  EXPECT_EQ(c->sliding_window, 4096);  // MistralConfig's default
+}
+
+TEST(HFConfig, LinearRopeScalingWithLegacyTypeKey) {
+  auto c = ParseFields(With(SmallLlama(), "rope_scaling", R"({"type":"linear","factor":4.0})"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_scaling.kind, RopeScaling::Kind::kLinear);
+  EXPECT_DOUBLE_EQ(c->rope_scaling.factor, 4.0);
+  c = ParseFields(With(SmallLlama(), "rope_scaling", R"({"rope_type":"default"})"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_scaling.kind, RopeScaling::Kind::kNone);
+}
+
+TEST(HFConfig, RopeParametersOfTransformers5) {
+  auto c = ParseFields(
+      With(SmallLlama(), "rope_parameters",
+           R"({"rope_type":"llama3","rope_theta":500000.0,"factor":32.0,"low_freq_factor":1.0,)"
+           R"("high_freq_factor":4.0,"original_max_position_embeddings":8192})"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->rope_theta, 500000.0);
+  EXPECT_EQ(c->rope_scaling.kind, RopeScaling::Kind::kLlama3);
+  EXPECT_DOUBLE_EQ(c->rope_scaling.factor, 32.0);
+}
+
+TEST(HFConfig, MistralSlidingWindowMayBeNull) {
+  Fields f = With(With(SmallLlama(), "model_type", "\"mistral\""), "architectures",
+                  "[\"MistralForCausalLM\"]");
+  auto c = ParseFields(With(f, "sliding_window", "null"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sliding_window, 0);
+  c = ParseFields(With(f, "sliding_window", "128"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sliding_window, 128);
+}
+
+TEST(HFConfig, Qwen2SlidingWindow) {
+  Fields f = With(With(SmallLlama(), "model_type", "\"qwen2\""), "architectures",
+                  "[\"Qwen2ForCausalLM\"]");
+  f = With(With(f, "sliding_window", "256"), "max_window_layers", "0");
+  // Ignored unless use_sliding_window is set.
+  auto c = ParseFields(f);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sliding_window, 0);
+  EXPECT_TRUE(c->attention_bias);
+  f = With(f, "use_sliding_window", "true");
+  c = ParseFields(f);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sliding_window, 256);
+  // max_window_layers >= num_hidden_layers: no layer slides.
+  c = ParseFields(With(f, "max_window_layers", "2"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sliding_window, 0);
+  // Half and half cannot be expressed.
+  ExpectError(ParseFields(With(f, "max_window_layers", "1")),
+              {"cfg/config.json", "field 'max_window_layers'", "1 of 2 layers"});
+  ExpectError(ParseFields(With(f, "layer_types", R"(["full_attention","sliding_attention"])")),
+              {"cfg/config.json", "field 'layer_types'"});
+}
+
+TEST(HFConfig, LoadsConfigJsonFromFolder) {
+  test::TempFolder dir;
+  dir.Write("config.json", ToJson(SmallLlama()));
+  auto c = LoadHFConfig(dir.path());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->hidden_size, 64);
+  ExpectError(LoadHFConfig(dir.File("missing")), {"missing/config.json"});
+}
+
+TEST(HFConfig, ErrorUnsupportedModelType) {
+  ExpectError(
+      ParseFields(With(Without(SmallLlama(), "architectures"), "model_type", "\"gpt_neox\"")),
+      {"cfg/config.json", "model_type 'gpt_neox'", "llama, mistral, qwen2"});
+  ExpectError(ParseFields(Without(With(SmallLlama(), "architectures", "[\"GPTNeoXForCausalLM\"]"),
+                                  "model_type")),
+              {"cfg/config.json", "'GPTNeoXForCausalLM'", "LlamaForCausalLM"});
+  ExpectError(ParseFields(Without(Without(SmallLlama(), "architectures"), "model_type")),
+              {"cfg/config.json", "model_type"});
+}
+
+TEST(HFConfig, ErrorArchitectureNotACausalLM) {
+  ExpectError(
+      ParseFields(With(SmallLlama(), "architectures", "[\"LlamaForSequenceClassification\"]")),
+      {"cfg/config.json", "field 'architectures'", "LlamaForSequenceClassification"});
+}
+
+TEST(HFConfig, ErrorUnsupportedRopeScaling) {
+  ExpectError(ParseFields(With(
+                  SmallLlama(), "rope_scaling",
+                  R"({"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768})")),
+              {"cfg/config.json", "field 'rope_scaling.rope_type'", "'yarn'", "linear, llama3"});
+  ExpectError(ParseFields(With(SmallLlama(), "rope_scaling", R"({"type":"dynamic","factor":2.0})")),
+              {"cfg/config.json", "field 'rope_scaling.type'", "'dynamic'"});
+  ExpectError(ParseFields(With(SmallLlama(), "rope_scaling", R"({"factor":2.0})")),
+              {"cfg/config.json", "field 'rope_scaling'", "rope_type"});
+  ExpectError(
+      ParseFields(With(SmallLlama(), "rope_scaling", R"({"rope_type":"llama3","factor":8.0})")),
+      {"cfg/config.json", "field 'rope_scaling.low_freq_factor'", "missing"});
+  ExpectError(ParseFields(With(SmallLlama(), "rope_scaling", R"({"rope_type":"linear"})")),
+              {"cfg/config.json", "field 'rope_scaling.factor'", "missing"});
+}
+
+TEST(HFConfig, ErrorBadTypes) {
+  ExpectError(ParseFields(With(SmallLlama(), "hidden_size", "\"64\"")),
+              {"cfg/config.json", "field 'hidden_size'", "must be an integer", "a string"});
+  ExpectError(ParseFields(With(SmallLlama(), "hidden_size", "64.0")),
+              {"cfg/config.json", "field 'hidden_size'", "must be an integer", "64.0"});
+  ExpectError(ParseFields(With(SmallLlama(), "tie_word_embeddings", "\"yes\"")),
+              {"cfg/config.json", "field 'tie_word_embeddings'", "true or false"});
+  ExpectError(ParseFields(With(SmallLlama(), "rope_theta", "\"1e4\"")),
+              {"cfg/config.json", "field 'rope_theta'", "must be a number"});
+  ExpectError(ParseFields(With(SmallLlama(), "rope_scaling", "3")),
+              {"cfg/config.json", "field 'rope_scaling'", "object or null"});
+  ExpectError(ParseFields(With(SmallLlama(), "model_type", "7")),
+              {"cfg/config.json", "field 'model_type'", "must be a string"});
+  ExpectError(ParseFields(With(SmallLlama(), "architectures", "\"LlamaForCausalLM\"")),
+              {"cfg/config.json", "field 'architectures'", "array"});
+  ExpectError(ParseFields(With(SmallLlama(), "vocab_size", "18446744073709551615")),
+              {"cfg/config.json", "field 'vocab_size'", "too large"});
+}
+
+TEST(HFConfig, ErrorMissingRequiredFields) {
+  for (const char* key : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                          "num_attention_heads"}) {
+    ExpectError(ParseFields(Without(SmallLlama(), key)),
+                {"cfg/config.json", std::string("field '") + key + "'", "required"});
+  }
+}
+
+TEST(HFConfig, ErrorUnsupportedFeatures) {
+  ExpectError(ParseFields(With(SmallLlama(), "hidden_act", "\"relu\"")),
+              {"cfg/config.json", "field 'hidden_act'", "'relu'"});
+  ExpectError(ParseFields(With(SmallLlama(), "mlp_bias", "true")),
+              {"cfg/config.json", "field 'mlp_bias'"});
+  ExpectError(ParseFields(With(SmallLlama(), "attention_bias", "true")),
+              {"cfg/config.json", "field 'attention_bias'", "o_proj"});
+  ExpectError(
+      ParseFields(With(SmallLlama(), "quantization_config", R"({"quant_method":"gptq","bits":4})")),
+      {"cfg/config.json", "field 'quantization_config'", "'gptq'"});
+}
+
+TEST(HFConfig, ErrorInconsistentSizesNameTheField) {
+  ExpectError(ParseFields(With(SmallLlama(), "num_key_value_heads", "3")),
+              {"cfg/config.json: model config: field 'num_key_value_heads'"});
+  ExpectError(ParseFields(With(SmallLlama(), "num_hidden_layers", "-1")),
+              {"cfg/config.json", "field 'num_hidden_layers'", "positive"});
+  ExpectError(ParseFields(With(SmallLlama(), "num_attention_heads", "5")),
+              {"cfg/config.json", "field 'head_dim'", "not a multiple"});
+}
+
+TEST(HFConfig, ErrorNotJsonOrNotAnObject) {
+  ExpectError(ParseHFConfig("{\"model_type\": ", "cfg/config.json"),
+              {"cfg/config.json", "invalid JSON"});
+  ExpectError(ParseHFConfig("[1]", "cfg/config.json"), {"cfg/config.json", "JSON object"});
+  ExpectError(ParseHFConfig("", "cfg/config.json"), {"cfg/config.json", "invalid JSON"});
+}
+
+}  // namespace
+}  // namespace llmc
