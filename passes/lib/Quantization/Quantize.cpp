@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
 #include "llmc/Passes/Passes.h"
+#include "llmc/Passes/QuantizeOptions.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
@@ -55,28 +56,16 @@ struct QuantizePass : llmc::impl::QuantizeBase<QuantizePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    std::vector<std::string> skipped(skip.begin(), skip.end());
+    if (auto problem = llmc::checkQuantizeOptions(mode, group, skipped)) {
+      static const char *const kNames[] = {"mode", "group", "skip"};
+      module.emitError() << "llmc-quantize: " << kNames[int(problem->option)] << " "
+                         << problem->message;
+      return signalPassFailure();
+    }
     if (mode == "none")
       return markAllAnalysesPreserved();
-    WeightFormat target;
-    if (mode == "w8a16") {
-      target = WeightFormat::i8;
-    } else if (mode == "w4a16") {
-      target = WeightFormat::i4;
-    } else {
-      module.emitError() << "llmc-quantize: mode must be none, w8a16 or w4a16, got '" << mode
-                         << "'";
-      return signalPassFailure();
-    }
-    if (group != 32 && group != 64 && group != 128) {
-      module.emitError() << "llmc-quantize: group must be 32, 64 or 128, got "
-                         << static_cast<int64_t>(group);
-      return signalPassFailure();
-    }
-    for (const std::string &s : skip)
-      if (s.empty()) {
-        module.emitError() << "llmc-quantize: skip has an empty entry";
-        return signalPassFailure();
-      }
+    WeightFormat target = mode == "w8a16" ? WeightFormat::i8 : WeightFormat::i4;
 
     // Every op naming a weight must agree on its type, so decide per name.
     llvm::MapVector<StringRef, SmallVector<WeightOp>> byName;
