@@ -25,6 +25,7 @@ void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &opt
   if (options.fuse)
     pm.addPass(createFuse());
   pm.addPass(createOutlineKernels());
+  pm.addPass(createPlaceRope());
   pm.addPass(createPlanMemory());
 }
 

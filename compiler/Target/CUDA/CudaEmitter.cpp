@@ -1,6 +1,7 @@
 //===- CudaEmitter.cpp - CUDA C++ for the kernels of a model --------------===//
 #include "CudaEmitter.h"
 #include "CudaGroup.h"
+#include "Target/Common/AttentionGroup.h"
 
 #include "Target/Common/ExprEmitter.h"
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
@@ -105,39 +106,6 @@ std::string ropeFreqs(const GroupIO &io, RopeOp r) {
       .str();
 }
 
-RopeDeferral findDeferredRopes(Block &step) {
-  RopeDeferral d;
-  for (FusionOp group : step.getOps<FusionOp>())
-    for (PagedAttentionOp p : group.getBody().front().getOps<PagedAttentionOp>()) {
-      auto producerRope = [&](Value inner) -> RopeOp {
-        auto arg = dyn_cast<BlockArgument>(inner);
-        if (!arg || !inner.hasOneUse())
-          return {};
-        Value outer = group.getInputs()[arg.getArgNumber()];
-        auto result = dyn_cast<OpResult>(outer);
-        auto producer = result ? dyn_cast<FusionOp>(result.getOwner()) : FusionOp();
-        if (!producer || !outer.hasOneUse() ||
-            producer.getBody().front().getOps<LinearOp>().empty())
-          return {};
-        Operation *yield = producer.getBody().front().getTerminator();
-        Value yielded = yield->getOperand(result.getResultNumber());
-        auto rope = yielded.getDefiningOp<RopeOp>();
-        if (!rope || rope.getHeadDimAttr().getInt() != p.getHeadDimAttr().getInt() ||
-            llvm::count(yield->getOperands(), yielded) != 1 ||
-            !llvm::all_of(rope->getUsers(), [](Operation *u) { return isa<YieldOp>(u); }))
-          return {};
-        return rope;
-      };
-      RopeOp q = producerRope(p.getQuery()), k = producerRope(p.getKey());
-      if (!q || !k || q.getStyle() != k.getStyle())
-        continue;
-      d.deferred.insert(q);
-      d.deferred.insert(k);
-      d.byAttention[p] = {q, k};
-    }
-  return d;
-}
-
 } // namespace cudagen
 
 namespace {
@@ -168,12 +136,10 @@ struct Bindings {
 class GroupEmitter {
 public:
   GroupEmitter(FusionOp group, const llvm::DenseMap<Value, int64_t> &bufferOf,
-               int64_t logitsBuffer, const CudaEmitOptions &options,
-               const RopeDeferral &deferral, Bindings &b)
+               int64_t logitsBuffer, const CudaEmitOptions &options, Bindings &b)
       : bufferOf(bufferOf), logitsBuffer(logitsBuffer), b(b) {
     io.group = group;
     io.options = &options;
-    io.deferral = &deferral;
     io.weight = [this](Value v) { return bindWeight(v); };
   }
 
@@ -317,16 +283,20 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
                     "{1};\n",
                     H, D)
           .str();
-  std::string query = io.in(p.getQuery()), key = io.in(p.getKey()), value = io.in(p.getValue());
-  // The cache write; with the RoPEs of the query and key the producing
-  // GEMM group left to it (RopeDeferral), rotating both on the way.
+  // With the RoPEs of the query and key in this group (llmc-place-rope put
+  // them here), the cache write rotates both on the way: Q in place, K as it
+  // goes into the cache.
+  auto qRope = p.getQuery().getDefiningOp<RopeOp>();
+  auto kRope = p.getKey().getDefiningOp<RopeOp>();
+  std::string query = io.in(qRope ? qRope.getInput() : p.getQuery());
+  std::string key = io.in(kRope ? kRope.getInput() : p.getKey());
+  std::string value = io.in(p.getValue());
   std::string write = "kv_write";
   std::string writeBody =
       llvm::formatv("  kv_cache_write<{0}, {1}, act>(s, {2}, {3}, {4}, {5});\n", KvH, D, key,
                     value, kc, vc)
           .str();
-  if (io.deferral && io.deferral->byAttention.count(p)) {
-    auto [qRope, kRope] = io.deferral->byAttention.lookup(p);
+  if (qRope && kRope) {
     write = "rope_kv_write";
     writeBody = llvm::formatv("  rope_kv_cache_write<{0}, {1}, {2}, rope_style::{3}, act>(s, "
                               "const_cast<act *>({4}), {5}, {6}, {7}, {8}, {9}, {10});\n",
@@ -443,6 +413,8 @@ LogicalResult GroupEmitter::emit(KernelText &text) {
     if (auto p = dyn_cast<PagedAttentionOp>(op))
       return emitAttention(p, text);
   }
+  if (PagedAttentionOp p = attentionWithRopes(compute))
+    return emitAttention(p, text);
   for (Operation *o : compute)
     if (!ExprEmitter::isElementwise(o))
       return o->emitError() << "CUDA codegen does not support " << o->getName()
@@ -487,7 +459,6 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
   plan.source += "typedef " + actTypeName(options.activationType) + " act;\n\n";
   llvm::DenseMap<Value, int64_t> bufferOf;
   llvm::StringMap<int64_t> kernelOfText;
-  RopeDeferral deferral = findDeferredRopes(step.getBody().front());
   for (FusionOp group : step.getBody().getOps<FusionOp>()) {
     auto assigned = group->getAttrOfType<DenseI64ArrayAttr>("llm.result_buffers");
     if (!assigned || assigned.size() != int64_t(group.getNumResults()))
@@ -497,7 +468,7 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
 
     KernelText text;
     Bindings bindings;
-    if (failed(GroupEmitter(group, bufferOf, logits.getInt(), options, deferral, bindings)
+    if (failed(GroupEmitter(group, bufferOf, logits.getInt(), options, bindings)
                    .emit(text)))
       return failure();
     if (bindings.buffers.size() > 12 || bindings.weights.size() > 12)

@@ -17,8 +17,9 @@
 //     into the A operand; gemm_epilogue: the epilogue functor over its f32
 //     result), the launches it would replace marked impl "llmc";
 //   - for each RoPE on a region, an in-place rotation of its output after
-//     the GEMM (the epilogue stores the region unrotated there), unless the
-//     attention reading it rotates it with its cache write (RopeDeferral).
+//     the GEMM (the epilogue stores the region unrotated there). The RoPEs
+//     of an attention's query and key are not here: llmc-place-rope moved
+//     them into the attention's group, whose cache write rotates them.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaGroup.h"
@@ -216,8 +217,6 @@ LogicalResult GemmGroupEmitter::linearEpilogue(LinearOp l, ArrayRef<Operation *>
   int index = 0;
   for (const EpilogueRegions::Region &r : regions)
     for (RopeOp rope : r.ropes) {
-      if (io.deferral && io.deferral->deferred.contains(rope))
-        continue; // the attention reading it rotates it (with its cache write)
       std::string suffix = "rope" + std::to_string(index++);
       std::string body = io.decls;
       std::string freqs = ropeFreqs(io, rope);

@@ -25,20 +25,6 @@ namespace llmc::cudagen {
 
 inline constexpr llvm::StringLiteral kSym = "@K@";
 
-// RoPEs of GEMM groups that the attention consuming them applies instead,
-// together with its cache write (one launch instead of three): found once
-// per @step by findDeferredRopes.
-struct RopeDeferral {
-  llvm::DenseSet<mlir::Operation *> deferred; // not launched by their GEMM group
-  // attention op -> the RoPEs of its query and key
-  llvm::DenseMap<mlir::Operation *, std::pair<llm::RopeOp, llm::RopeOp>> byAttention;
-};
-
-// A rotation qualifies when its result is the only value of a GEMM group's
-// result that only one attention reads, as its query or key, with the
-// attention's head dimension; both of an attention's must qualify.
-RopeDeferral findDeferredRopes(mlir::Block &step);
-
 // A group's bound pointers and how its results are yielded.
 struct GroupIO {
   mutable llm::FusionOp group; // (op handles are not const-correct)
@@ -47,7 +33,6 @@ struct GroupIO {
   std::string decls; // their declarations from the ABI's `a.buffers[i]`
   llvm::DenseMap<mlir::Value, llvm::SmallVector<unsigned>> yieldsOf;
   const CudaEmitOptions *options = nullptr;
-  const RopeDeferral *deferral = nullptr;
   // Binds a weight (an llm.weight result inside the group); returns its
   // `a.weights[i]` expression.
   std::function<std::string(mlir::Value)> weight;

@@ -1,6 +1,7 @@
 //===- HostEmitter.cpp - C++ for the host kernels of a model --------------===//
 #include "HostEmitter.h"
 #include "HostFusedGroup.h"
+#include "Target/Common/AttentionGroup.h"
 
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
 
@@ -60,6 +61,13 @@ private:
   std::string input(Value inner, Bindings &b);
   std::string output(unsigned resultIndex, Bindings &b);
   std::string weight(Value inner, Bindings &b);
+  // A group input the kernel rotates in place (a RoPE's input that only this
+  // group reads: llmc-place-rope checked it).
+  std::string inPlaceInput(Value inner, Bindings &b);
+  // `llmc::host::rope<...>(...)` of `r` from `in` into `out`.
+  std::string ropeCall(RopeOp r, const std::string &in, const std::string &out, Bindings &b);
+  LogicalResult emitAttention(PagedAttentionOp p, std::string &body, std::string &ops,
+                              std::string &launch, Bindings &b);
 
   FusionOp group;
   const llvm::DenseMap<Value, int64_t> &bufferOf;
@@ -83,12 +91,77 @@ std::string GroupEmitter::weight(Value inner, Bindings &b) {
   return llvm::formatv("a->weights[{0}]", b.weights.size() - 1).str();
 }
 
+std::string GroupEmitter::inPlaceInput(Value inner, Bindings &b) {
+  auto arg = cast<BlockArgument>(inner);
+  b.buffers.push_back(bufferOf.lookup(group.getInputs()[arg.getArgNumber()]));
+  return llvm::formatv("static_cast<float *>(a->buffers[{0}])", b.buffers.size() - 1).str();
+}
+
+std::string GroupEmitter::ropeCall(RopeOp r, const std::string &in, const std::string &out,
+                                   Bindings &b) {
+  std::string freqs = "nullptr";
+  if (r.getFreqFactors())
+    freqs = "static_cast<const float *>(" + weight(r.getFreqFactors(), b) + ")";
+  RopeScalingAttr s = r.getScalingAttr();
+  std::string kind = !s ? "none" : stringifyRopeScalingKind(s.getKind()).str();
+  return llvm::formatv(
+      "  llmc::host::rope<{0}, {1}, llmc::host::rope_style::{2}>(a->step, {3}, {4}, {5}, "
+      "llmc::host::rope_scaling{{llmc::host::rope_scaling_kind::{6}, {7}, {8}, {9}, {10}}, "
+      "{11});\n",
+      r.getHeadsAttr().getInt(), r.getHeadDimAttr().getInt(), stringifyRopeStyle(r.getStyle()),
+      in, out, number(r.getTheta().convertToDouble()), kind,
+      number(s ? s.getFactor().getValueAsDouble() : 1.0),
+      number(s ? s.getLowFreqFactor().getValueAsDouble() : 1.0),
+      number(s ? s.getHighFreqFactor().getValueAsDouble() : 1.0),
+      s ? s.getOriginalMaxPosition() : 0, freqs);
+}
+
+// The attention, after rotating its query and key in place when the group
+// holds their RoPEs (the same float operations as a RoPE in a GEMM
+// epilogue: one cos/sin table per position, rounded once).
+LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, std::string &body,
+                                          std::string &ops, std::string &launch, Bindings &b) {
+  llvm::raw_string_ostream os(body);
+  auto qRope = p.getQuery().getDefiningOp<RopeOp>();
+  auto kRope = p.getKey().getDefiningOp<RopeOp>();
+  std::string q, k;
+  if (qRope && kRope) {
+    q = inPlaceInput(qRope.getInput(), b);
+    k = inPlaceInput(kRope.getInput(), b);
+    os << ropeCall(qRope, q, q, b) << ropeCall(kRope, k, k, b);
+  } else {
+    q = input(p.getQuery(), b);
+    k = input(p.getKey(), b);
+  }
+  std::string v = input(p.getValue(), b);
+  std::string out = output(0, b);
+  auto cacheArg = dyn_cast<BlockArgument>(
+      group.getInputs()[cast<BlockArgument>(p.getCache()).getArgNumber()]);
+  if (!cacheArg || cacheArg.getArgNumber() < kFirstCacheArgument)
+    return p.emitError() << "host codegen expects the KV cache to be an argument of @step";
+  b.caches.push_back(cacheArg.getArgNumber() - kFirstCacheArgument);
+  int64_t window = p.getWindowAttr() ? p.getWindowAttr().getInt() : 0;
+  os << llvm::formatv(
+      "  llmc::host::paged_attention<{0}, {1}, {2}>(a->step, {3}, {4}, {5}, "
+      "static_cast<float *>(a->caches[0]), static_cast<float *>(a->caches[1]), {6}, {7}f, {8});\n",
+      p.getHeadsAttr().getInt(), p.getKvHeadsAttr().getInt(), p.getHeadDimAttr().getInt(), q, k,
+      v, out, number(p.getScale().convertToDouble()), window);
+  ops = llvm::formatv("{0}paged_attention {1}/{2}x{3}", qRope && kRope ? "rope + rope + " : "",
+                      p.getHeadsAttr().getInt(), p.getKvHeadsAttr().getInt(),
+                      p.getHeadDimAttr().getInt());
+  launch = llvm::formatv("T tokens x {0} KV heads, online softmax over each context",
+                         p.getKvHeadsAttr().getInt());
+  return success();
+}
+
 LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::string &launch,
                                  Bindings &b) {
   SmallVector<Operation *> compute;
   for (Operation &op : group.getBody().front())
     if (!isa<WeightOp, YieldOp>(op))
       compute.push_back(&op);
+  if (PagedAttentionOp p = attentionWithRopes(compute))
+    return emitAttention(p, body, ops, launch, b);
   if (compute.size() != 1) {
     HostKernelText text;
     if (failed(emitFusedGroup(group, bufferOf, q8, text, b)))
@@ -158,41 +231,13 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::strin
   } else if (auto r = dyn_cast<RopeOp>(op)) {
     std::string in = input(r.getInput(), b);
     std::string out = output(0, b);
-    std::string freqs = "nullptr";
-    if (r.getFreqFactors())
-      freqs = "static_cast<const float *>(" + weight(r.getFreqFactors(), b) + ")";
-    RopeScalingAttr s = r.getScalingAttr();
-    std::string kind = !s ? "none" : stringifyRopeScalingKind(s.getKind()).str();
-    os << llvm::formatv(
-        "  llmc::host::rope<{0}, {1}, llmc::host::rope_style::{2}>(a->step, {3}, {4}, {5}, "
-        "llmc::host::rope_scaling{{llmc::host::rope_scaling_kind::{6}, {7}, {8}, {9}, {10}}, "
-        "{11});\n",
-        r.getHeadsAttr().getInt(), r.getHeadDimAttr().getInt(), stringifyRopeStyle(r.getStyle()),
-        in, out, number(r.getTheta().convertToDouble()), kind,
-        number(s ? s.getFactor().getValueAsDouble() : 1.0),
-        number(s ? s.getLowFreqFactor().getValueAsDouble() : 1.0),
-        number(s ? s.getHighFreqFactor().getValueAsDouble() : 1.0),
-        s ? s.getOriginalMaxPosition() : 0, freqs);
+    os << ropeCall(r, in, out, b);
     ops = llvm::formatv("rope {0}x{1} {2}", r.getHeadsAttr().getInt(), r.getHeadDimAttr().getInt(),
                         stringifyRopeStyle(r.getStyle()));
     launch = llvm::formatv("T tokens x {0} heads", r.getHeadsAttr().getInt());
   } else if (auto p = dyn_cast<PagedAttentionOp>(op)) {
-    std::string q = input(p.getQuery(), b), k = input(p.getKey(), b), v = input(p.getValue(), b);
-    std::string out = output(0, b);
-    auto cacheArg = dyn_cast<BlockArgument>(group.getInputs()[cast<BlockArgument>(p.getCache()).getArgNumber()]);
-    if (!cacheArg || cacheArg.getArgNumber() < kFirstCacheArgument)
-      return p.emitError() << "host codegen expects the KV cache to be an argument of @step";
-    b.caches.push_back(cacheArg.getArgNumber() - kFirstCacheArgument);
-    int64_t window = p.getWindowAttr() ? p.getWindowAttr().getInt() : 0;
-    os << llvm::formatv(
-        "  llmc::host::paged_attention<{0}, {1}, {2}>(a->step, {3}, {4}, {5}, "
-        "static_cast<float *>(a->caches[0]), static_cast<float *>(a->caches[1]), {6}, {7}f, {8});\n",
-        p.getHeadsAttr().getInt(), p.getKvHeadsAttr().getInt(), p.getHeadDimAttr().getInt(), q, k,
-        v, out, number(p.getScale().convertToDouble()), window);
-    ops = llvm::formatv("paged_attention {0}/{1}x{2}", p.getHeadsAttr().getInt(),
-                        p.getKvHeadsAttr().getInt(), p.getHeadDimAttr().getInt());
-    launch = llvm::formatv("T tokens x {0} KV heads, online softmax over each context",
-                           p.getKvHeadsAttr().getInt());
+    os.flush();
+    return emitAttention(p, body, ops, launch, b);
   } else if (auto s = dyn_cast<SiLUOp>(op)) {
     std::string in = input(s.getInput(), b);
     os << llvm::formatv("  llmc::host::silu<{0}>(a->step, {1}, {2});\n", width(s.getInput()), in,

@@ -85,7 +85,7 @@ def Quantize : Pass<"llmc-quantize", "::mlir::ModuleOp"> {
     - `none`: nothing changes.
 
     Scales (and zero points) are f16; activations stay f32. The byte layout is
-    in `runtime/include/llmc/runtime/format/quantize.h`.
+    in `core/include/llmc/core/format/quantize.h`.
 
     Which weights: those read as the weight of `llm.linear` or `llm.lm_head`,
     stored as `f32`, `f16` or `bf16`. A weight that is also the table of an
@@ -217,6 +217,64 @@ def OutlineKernels : Pass<"llmc-outline-kernels", "::mlir::ModuleOp"> {
     }
     ```
   }];
+  let dependentDialects = ["::llmc::llm::LLMDialect"];
+}
+
+def PlaceRope : Pass<"llmc-place-rope", "::mlir::ModuleOp"> {
+  let summary = "move the RoPE of an attention's query and key into the attention's group";
+  let description = [{
+    Fusion leaves the RoPE of the query and the key in the epilogue of the
+    QKV GEMM group. When the rotated values are read by nothing but one
+    attention, the attention can rotate them itself while it writes the key
+    to the KV cache: the CUDA target then needs one launch for RoPE and the
+    cache write instead of three, and the host target rotates the query and
+    key in place in the attention's kernel. This pass makes that decision in
+    the IR, so both code generators read it instead of deciding on their own.
+
+    A pair moves when each RoPE's result is yielded once by a group that holds
+    a GEMM, is read only by that yield, and that group result is read only by
+    one `llm.paged_attention` as its query or key; both RoPEs must have the
+    attention's head dimension and the same style. Runs after
+    llmc-outline-kernels (every op is in a group) and before
+    llmc-plan-memory (the group results keep their shapes).
+
+    Before:
+
+    ```mlir
+    %q, %k, %v = llm.fusion "layers.0.attn.qkv" (%h) : ... {
+      ...
+      %sq, %sk, %sv = llm.split %y : ...
+      %rq = llm.rope %sq theta = 1.0E+4 heads = 9 head_dim = 64 style = half : ...
+      %rk = llm.rope %sk theta = 1.0E+4 heads = 3 head_dim = 64 style = half : ...
+      llm.yield %rq, %rk, %sv : ...
+    }
+    %o = llm.fusion "layers.0.attn.paged_attention" (%q, %k, %v, %cache) : ... {
+    ^bb0(%aq: ..., %ak: ..., %av: ..., %c: ...):
+      %a = llm.paged_attention %aq, %ak, %av, %c ... : ...
+      llm.yield %a : ...
+    }
+    ```
+
+    after:
+
+    ```mlir
+    %q, %k, %v = llm.fusion "layers.0.attn.qkv" (%h) : ... {
+      ...
+      %sq, %sk, %sv = llm.split %y : ...
+      llm.yield %sq, %sk, %sv : ...
+    }
+    %o = llm.fusion "layers.0.attn.paged_attention" (%q, %k, %v, %cache) : ... {
+    ^bb0(%aq: ..., %ak: ..., %av: ..., %c: ...):
+      %rq = llm.rope %aq theta = 1.0E+4 heads = 9 head_dim = 64 style = half : ...
+      %rk = llm.rope %ak theta = 1.0E+4 heads = 3 head_dim = 64 style = half : ...
+      %a = llm.paged_attention %rq, %rk, %av, %c ... : ...
+      llm.yield %a : ...
+    }
+    ```
+  }];
+  let statistics = [
+    Statistic<"numMoved", "num-moved", "attentions that took over their query and key RoPE">
+  ];
   let dependentDialects = ["::llmc::llm::LLMDialect"];
 }
 
