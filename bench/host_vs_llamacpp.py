@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -233,8 +234,7 @@ def make_prompt(tokenize, n: int) -> str:
 def fmt_rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
-
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=DEFAULT_MODEL, help="GGUF file (default: %(default)s)")
@@ -261,8 +261,10 @@ def main() -> int:
     ap.add_argument("--no-rss-fill", action="store_true",
                     help="skip the peak-RSS runs that fill the KV cache to --ctx")
     ap.add_argument("--json", help="also write all measurements here")
-    args = ap.parse_args()
+    return ap.parse_args()
 
+
+def validate_args(args: argparse.Namespace) -> None:
     if not os.path.isfile(args.model):
         die(f"no model at {args.model} (scripts/fetch-model fetches the default)")
     if not os.access(args.llmc, os.X_OK):
@@ -273,6 +275,9 @@ def main() -> int:
     if args.repeats < 1 or args.gen_tokens < 1 or min(args.prompt_tokens) < 1:
         die("--repeats, --gen-tokens and --prompt-tokens must be positive")
 
+
+def print_machine(args: argparse.Namespace) -> dict:
+    """Prints the CPU, the load and the model; returns machine_info()."""
     mach = machine_info()
     load1 = mach["loadavg"][0]
     print(f"machine: {mach['cpu']}; nproc {mach['nproc']} (cpu_count {mach['cpu_count']}); "
@@ -286,7 +291,11 @@ def main() -> int:
     if args.threads > mach["nproc"]:
         print(f"WARNING: --threads {args.threads} > nproc {mach['nproc']}: oversubscribed.")
     print(f"model: {args.model}")
+    return mach
 
+
+def compile_artifact(args: argparse.Namespace) -> tuple[str, str | None]:
+    """(the artifact to time, the temporary folder holding it or None for --artifact)."""
     # llmc artifact: compile once (the compile cache makes a rerun quick).
     tmpdir = None
     artifact = args.artifact
@@ -299,6 +308,34 @@ def main() -> int:
         if r.returncode != 0:
             die(f"llmc compile failed:\n{r.stderr}")
         print(f"llmc compile: {time.perf_counter() - t0:.1f} s -> {artifact}")
+    return artifact, tmpdir
+
+
+@dataclass
+class RssBudget:
+    """The peak-RSS budget of an artifact: its weight bytes plus its KV cache for --ctx."""
+    weight_bytes: int
+    layers: int
+    kv_heads: int
+    head_dim: int
+    kv_elt: int
+    ctx: int
+
+    @property
+    def kv_bytes(self) -> int:
+        return 2 * self.layers * self.ctx * self.kv_heads * self.head_dim * self.kv_elt
+
+    @property
+    def total(self) -> int:
+        return self.weight_bytes + self.kv_bytes
+
+    def verdict(self, x: int) -> str:
+        r = x / self.total
+        return f"{x / 2**20:.1f} MiB = {r:.2f} x budget ({'below' if r < 1.3 else 'ABOVE'} 1.3)"
+
+
+def read_manifest(artifact: str, ctx: int) -> tuple[dict, RssBudget]:
+    """The artifact's manifest and its peak-RSS budget for `ctx` tokens."""
     with open(os.path.join(artifact, "manifest.json")) as f:
         manifest = json.load(f)
     cfg = manifest["model"]
@@ -306,9 +343,15 @@ def main() -> int:
     kv_elt = {"f32": 4, "f16": 2, "bf16": 2}.get(manifest.get("kv_dtype", "f32"), 4)
     layers, kvh = int(cfg["num_hidden_layers"]), int(cfg["num_key_value_heads"])
     head_dim = int(cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"])
-    kv_bytes = 2 * layers * args.ctx * kvh * head_dim * kv_elt
+    return manifest, RssBudget(weight_bytes=weight_bytes, layers=layers, kv_heads=kvh,
+                               head_dim=head_dim, kv_elt=kv_elt, ctx=ctx)
 
-    child_env = dict(os.environ)  # llmc's environment: as this script got it
+
+def load_llama_cpp(args: argparse.Namespace, manifest: dict):
+    """(llama_cpp, its C API, a vocab-only Llama of --model, OMP_WAIT_POLICY in words).
+
+    Sets OMP_WAIT_POLICY in this process for --llama-omp-passive: take llmc's
+    environment before calling this."""
     omp = os.environ.get("OMP_WAIT_POLICY", "default (active)")
     if args.llama_omp_passive:
         os.environ["OMP_WAIT_POLICY"] = "passive"  # read when libgomp loads, below
@@ -318,73 +361,127 @@ def main() -> int:
           f"AMX) OFF, flash-attn off, OMP_WAIT_POLICY {omp}, KV {args.llama_kv}; llmc: KV "
           f"{manifest.get('kv_dtype', 'f32')}, activations {manifest.get('activation_dtype')}")
     vocab = llama_cpp.Llama(model_path=args.model, vocab_only=True, verbose=False)
+    return llama_cpp, C, vocab, omp
 
-    def tokenize(text: str) -> list[int]:
+
+class Bench:
+    """What every measurement shares: the arguments, the artifact, llmc's
+    environment, and llama.cpp's module, C API and vocab-only model."""
+
+    def __init__(self, args: argparse.Namespace, artifact: str, child_env: dict, llama_cpp, C,
+                 vocab):
+        self.args, self.artifact, self.child_env = args, artifact, child_env
+        self.llama_cpp, self.C, self.vocab = llama_cpp, C, vocab
+
+    def tokenize(self, text: str) -> list[int]:
         # add_bos=True adds BOS only where the model asks for it, as llmc run does.
-        return vocab.tokenize(text.encode(), add_bos=True, special=False)
+        return self.vocab.tokenize(text.encode(), add_bos=True, special=False)
 
-    results = []
-    for P in args.prompt_tokens:
-        text = make_prompt(tokenize, P)
-        ids = tokenize(text)
-        lids = llmc_tokenize(args.llmc, args.model, text)
-        if lids is None:
-            print("WARNING: llmc tokenize failed; using llama.cpp's ids for both")
-        elif lids != ids:
-            print(f"WARNING: llmc and llama.cpp tokenize the P={P} prompt differently "
-                  f"({len(lids)} vs {len(ids)} ids); llama.cpp gets llmc's ids")
-            ids = lids
-        eng = LlamaCppEngine(llama_cpp, C, args.model, args.threads,
-                             n_ctx=P + args.gen_tokens + 8, n_batch=P, kv=args.llama_kv)
-        eng.run(ids, min(4, args.gen_tokens))  # warm-up (first-touch of mmap'd weights)
-        lm, lc = [], []
-        for rep in range(args.repeats):
-            a = run_llmc(args.llmc, artifact, text, args.gen_tokens, args.threads, args.ctx,
-                         batch=P, env=child_env)
-            b = eng.run(ids, args.gen_tokens)
-            lm.append(a)
-            lc.append(b)
-            print(f"  P={P} run {rep + 1}/{args.repeats}: llmc prefill {a['prefill_tps']:.1f} "
-                  f"decode {a['decode_tps']:.1f} tok/s ({a['generated']} generated, "
-                  f"{a['finish']}, {a['threads']} thr, RSS {a['maxrss'] / 2**20:.1f} MiB) | "
-                  f"llama.cpp prefill {b['prefill_tps']:.1f} decode {b['decode_tps']:.1f} tok/s",
-                  flush=True)
-        if any(r["prompt_tokens"] != P for r in lm):
-            print(f"WARNING: llmc saw {lm[0]['prompt_tokens']} prompt tokens, not {P}")
-        if any(r["threads"] != args.threads for r in lm):
-            print(f"WARNING: llmc ran {lm[0]['threads']} threads, not {args.threads}")
-        short = [r for r in lm if r["decode_steps"] < args.gen_tokens]
-        if short:
-            print(f"WARNING: llmc stopped early ({short[0]['finish']}) after "
-                  f"{short[0]['decode_steps']} decode steps < {args.gen_tokens} (EOS is not masked, to "
-                  "match llama.cpp's greedy text); its decode rate covers fewer steps")
-        # Sanity: both engines should produce the same greedy continuation
-        # (modulo float summation order; a divergence late in the text is normal).
-        lc_text = vocab.detokenize(lc[-1]["tokens"][:lm[-1]["generated"]]).decode(
-            "utf-8", "replace")
-        lm_text = lm[-1]["text"].rstrip("\n")
-        same = 0
-        while same < min(len(lc_text), len(lm_text)) and lc_text[same] == lm_text[same]:
-            same += 1
-        rt = None
-        if args.llmc_rt and os.access(args.llmc_rt, os.X_OK):
-            rt = run_llmc(args.llmc_rt, artifact, text, args.gen_tokens, args.threads, args.ctx,
-                          batch=P, env=child_env)
-            rt.pop("text")
-        results.append(dict(
-            P=P, text_agree_chars=same, text_chars=len(lm_text), llmc_rt=rt,
-            llmc=dict(prefill_tps=statistics.median(r["prefill_tps"] for r in lm),
-                      decode_tps=statistics.median(r["decode_tps"] for r in lm),
-                      decode_steps=min(r["decode_steps"] for r in lm),
-                      maxrss=max(r["maxrss"] for r in lm), runs=[
-                          {k: v for k, v in r.items() if k != "text"} for r in lm]),
-            llamacpp=dict(prefill_tps=statistics.median(r["prefill_tps"] for r in lc),
-                          decode_tps=statistics.median(r["decode_tps"] for r in lc),
-                          decode_steps=args.gen_tokens, runs=[
-                              {k: v for k, v in r.items() if k != "tokens"} for r in lc])))
-        del eng
+    def run_llmc(self, exe: str, text: str, gen: int, P: int) -> dict:
+        """`exe run` of the artifact on `text` with the prompt batch P."""
+        a = self.args
+        return run_llmc(exe, self.artifact, text, gen, a.threads, a.ctx, batch=P,
+                        env=self.child_env)
 
-    # ---------------------------------------------------------------- report
+
+def prompt_and_ids(bench: Bench, P: int) -> tuple[str, list[int]]:
+    """The P-token prompt and the ids llama.cpp gets for it (llmc's, where they differ)."""
+    text = make_prompt(bench.tokenize, P)
+    ids = bench.tokenize(text)
+    lids = llmc_tokenize(bench.args.llmc, bench.args.model, text)
+    if lids is None:
+        print("WARNING: llmc tokenize failed; using llama.cpp's ids for both")
+    elif lids != ids:
+        print(f"WARNING: llmc and llama.cpp tokenize the P={P} prompt differently "
+              f"({len(lids)} vs {len(ids)} ids); llama.cpp gets llmc's ids")
+        ids = lids
+    return text, ids
+
+
+def timed_runs(bench: Bench, eng: LlamaCppEngine, text: str, ids: list[int],
+               P: int) -> tuple[list[dict], list[dict]]:
+    """--repeats runs of each engine, interleaved: (llmc's, llama.cpp's)."""
+    args = bench.args
+    lm, lc = [], []
+    for rep in range(args.repeats):
+        a = bench.run_llmc(args.llmc, text, args.gen_tokens, P)
+        b = eng.run(ids, args.gen_tokens)
+        lm.append(a)
+        lc.append(b)
+        print(f"  P={P} run {rep + 1}/{args.repeats}: llmc prefill {a['prefill_tps']:.1f} "
+              f"decode {a['decode_tps']:.1f} tok/s ({a['generated']} generated, "
+              f"{a['finish']}, {a['threads']} thr, RSS {a['maxrss'] / 2**20:.1f} MiB) | "
+              f"llama.cpp prefill {b['prefill_tps']:.1f} decode {b['decode_tps']:.1f} tok/s",
+              flush=True)
+    return lm, lc
+
+
+def warn_llmc_runs(args: argparse.Namespace, lm: list[dict], P: int) -> None:
+    """Warns where llmc's runs did not do what was asked of them."""
+    if any(r["prompt_tokens"] != P for r in lm):
+        print(f"WARNING: llmc saw {lm[0]['prompt_tokens']} prompt tokens, not {P}")
+    if any(r["threads"] != args.threads for r in lm):
+        print(f"WARNING: llmc ran {lm[0]['threads']} threads, not {args.threads}")
+    short = [r for r in lm if r["decode_steps"] < args.gen_tokens]
+    if short:
+        print(f"WARNING: llmc stopped early ({short[0]['finish']}) after "
+              f"{short[0]['decode_steps']} decode steps < {args.gen_tokens} (EOS is not masked, to "
+              "match llama.cpp's greedy text); its decode rate covers fewer steps")
+
+
+def greedy_text_agreement(vocab, lm: list[dict], lc: list[dict]) -> tuple[int, int]:
+    """(characters the last runs' texts share from the start, llmc's text length)."""
+    # Sanity: both engines should produce the same greedy continuation
+    # (modulo float summation order; a divergence late in the text is normal).
+    lc_text = vocab.detokenize(lc[-1]["tokens"][:lm[-1]["generated"]]).decode(
+        "utf-8", "replace")
+    lm_text = lm[-1]["text"].rstrip("\n")
+    same = 0
+    while same < min(len(lc_text), len(lm_text)) and lc_text[same] == lm_text[same]:
+        same += 1
+    return same, len(lm_text)
+
+
+def summarize_prompt(args: argparse.Namespace, P: int, agree: tuple[int, int], rt: dict | None,
+                     lm: list[dict], lc: list[dict]) -> dict:
+    """The result of one prompt length: medians, and the runs themselves."""
+    same, text_chars = agree
+    return dict(
+        P=P, text_agree_chars=same, text_chars=text_chars, llmc_rt=rt,
+        llmc=dict(prefill_tps=statistics.median(r["prefill_tps"] for r in lm),
+                  decode_tps=statistics.median(r["decode_tps"] for r in lm),
+                  decode_steps=min(r["decode_steps"] for r in lm),
+                  maxrss=max(r["maxrss"] for r in lm), runs=[
+                      {k: v for k, v in r.items() if k != "text"} for r in lm]),
+        llamacpp=dict(prefill_tps=statistics.median(r["prefill_tps"] for r in lc),
+                      decode_tps=statistics.median(r["decode_tps"] for r in lc),
+                      decode_steps=args.gen_tokens, runs=[
+                          {k: v for k, v in r.items() if k != "tokens"} for r in lc]))
+
+
+def measure_prompt(bench: Bench, P: int) -> dict:
+    """Both engines on a P-token prompt, then one llmc-rt run for its peak RSS.
+
+    llama.cpp's model for P is freed on return, before the next P's is loaded."""
+    args = bench.args
+    text, ids = prompt_and_ids(bench, P)
+    eng = LlamaCppEngine(bench.llama_cpp, bench.C, args.model, args.threads,
+                         n_ctx=P + args.gen_tokens + 8, n_batch=P, kv=args.llama_kv)
+    eng.run(ids, min(4, args.gen_tokens))  # warm-up (first-touch of mmap'd weights)
+    lm, lc = timed_runs(bench, eng, text, ids, P)
+    warn_llmc_runs(args, lm, P)
+    agree = greedy_text_agreement(bench.vocab, lm, lc)
+    rt = None
+    if args.llmc_rt and os.access(args.llmc_rt, os.X_OK):
+        rt = bench.run_llmc(args.llmc_rt, text, args.gen_tokens, P)
+        rt.pop("text")
+    return summarize_prompt(args, P, agree, rt, lm, lc)
+
+
+# ---------------------------------------------------------------- report
+
+def print_rate_table(args: argparse.Namespace, results: list[dict]) -> None:
+    """The median rates per P and engine, and their ratios (also stored as r["ratio"])."""
     T = args.threads
     print()
     print(f"median of {args.repeats}; threads {T}; decode = {args.gen_tokens} greedy batch-1 "
@@ -408,49 +505,78 @@ def main() -> int:
         print(f"greedy text check P={r['P']}: llmc and llama.cpp agree on the first "
               f"{r['text_agree_chars']} of {r['text_chars']} generated characters")
 
-    budget = weight_bytes + kv_bytes
+
+def print_rss_budget(budget: RssBudget) -> None:
+    b = budget
     print()
-    print(f"peak RSS budget: weights {weight_bytes / 2**20:.1f} MiB (manifest weights.size) + KV "
-          f"{kv_bytes / 2**20:.1f} MiB (2 x {layers} layers x {args.ctx} ctx x {kvh} kv_heads x "
-          f"{head_dim} head_dim x {kv_elt} B) = {budget / 2**20:.1f} MiB")
+    print(f"peak RSS budget: weights {b.weight_bytes / 2**20:.1f} MiB (manifest weights.size) + KV "
+          f"{b.kv_bytes / 2**20:.1f} MiB (2 x {b.layers} layers x {b.ctx} ctx x {b.kv_heads} "
+          f"kv_heads x {b.head_dim} head_dim x {b.kv_elt} B) = {b.total / 2**20:.1f} MiB")
 
-    def verdict(x: int) -> str:
-        r = x / budget
-        return f"{x / 2**20:.1f} MiB = {r:.2f} x budget ({'below' if r < 1.3 else 'ABOVE'} 1.3)"
 
+def report_timed_rss(args: argparse.Namespace, budget: RssBudget, results: list[dict]) -> dict:
+    """Prints the peak RSS of the timed (and llmc-rt) runs; returns it as the JSON's peak_rss."""
     rss = dict(timed={}, rt={}, fill={})
     print(f"peak RSS of the timed runs (--ctx {args.ctx}; only the KV pages of "
           f"P + {args.gen_tokens} tokens are touched):")
     for r in results:
         rss["timed"][r["P"]] = r["llmc"]["maxrss"]
-        line = f"  P={r['P']}: llmc run {verdict(r['llmc']['maxrss'])}"
+        line = f"  P={r['P']}: llmc run {budget.verdict(r['llmc']['maxrss'])}"
         if r["llmc_rt"]:
             rss["rt"][r["P"]] = r["llmc_rt"]["maxrss"]
-            line += f"; llmc-rt run {verdict(r['llmc_rt']['maxrss'])}"
+            line += f"; llmc-rt run {budget.verdict(r['llmc_rt']['maxrss'])}"
         print(line)
-    if not args.no_rss_fill:
-        # Fill the KV cache: the budget counts all --ctx tokens of it.
-        P = max(args.prompt_tokens)
-        text = make_prompt(tokenize, P)
-        gen = args.ctx - P - 2
-        print(f"peak RSS with the KV cache filled (P={P} + {gen + 1} generated of --ctx "
-              f"{args.ctx}):")
-        for name, exe in (("llmc run", args.llmc), ("llmc-rt run", args.llmc_rt)):
-            if not exe or not os.access(exe, os.X_OK):
-                continue
-            x = run_llmc(exe, artifact, text, gen, args.threads, args.ctx, batch=P,
-                         env=child_env)
-            rss["fill"][name] = dict(maxrss=x["maxrss"], tokens=P + x["generated"],
-                                     finish=x["finish"])
-            print(f"  {name}: {verdict(x['maxrss'])} ({P + x['generated']} tokens in context, "
-                  f"{x['finish']})")
+    return rss
 
+
+def measure_filled_rss(bench: Bench, budget: RssBudget, rss: dict) -> None:
+    """Peak RSS of llmc run and llmc-rt run with the KV cache full, into rss["fill"]."""
+    # Fill the KV cache: the budget counts all --ctx tokens of it.
+    args = bench.args
+    P = max(args.prompt_tokens)
+    text = make_prompt(bench.tokenize, P)
+    gen = args.ctx - P - 2
+    print(f"peak RSS with the KV cache filled (P={P} + {gen + 1} generated of --ctx "
+          f"{args.ctx}):")
+    for name, exe in (("llmc run", args.llmc), ("llmc-rt run", args.llmc_rt)):
+        if not exe or not os.access(exe, os.X_OK):
+            continue
+        x = bench.run_llmc(exe, text, gen, P)
+        rss["fill"][name] = dict(maxrss=x["maxrss"], tokens=P + x["generated"],
+                                 finish=x["finish"])
+        print(f"  {name}: {budget.verdict(x['maxrss'])} ({P + x['generated']} tokens in context, "
+              f"{x['finish']})")
+
+
+def write_json(args: argparse.Namespace, mach: dict, budget: RssBudget, rss: dict, omp: str,
+               results: list[dict]) -> None:
+    with open(args.json, "w") as f:
+        json.dump(dict(machine=mach, model=args.model, threads=args.threads,
+                       repeats=args.repeats, gen_tokens=args.gen_tokens, ctx=args.ctx,
+                       llama_kv=args.llama_kv, weight_bytes=budget.weight_bytes,
+                       kv_bytes=budget.kv_bytes, peak_rss=rss, omp_wait_policy=omp,
+                       results=results), f, indent=1)
+
+
+def main() -> int:
+    args = parse_args()
+    validate_args(args)
+    mach = print_machine(args)
+    artifact, tmpdir = compile_artifact(args)
+    manifest, budget = read_manifest(artifact, args.ctx)
+    child_env = dict(os.environ)  # llmc's environment: as this script got it
+    llama_cpp, C, vocab, omp = load_llama_cpp(args, manifest)
+    bench = Bench(args, artifact, child_env, llama_cpp, C, vocab)
+
+    results = [measure_prompt(bench, P) for P in args.prompt_tokens]
+
+    print_rate_table(args, results)
+    print_rss_budget(budget)
+    rss = report_timed_rss(args, budget, results)
+    if not args.no_rss_fill:
+        measure_filled_rss(bench, budget, rss)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(machine=mach, model=args.model, threads=T, repeats=args.repeats,
-                           gen_tokens=args.gen_tokens, ctx=args.ctx, llama_kv=args.llama_kv,
-                           weight_bytes=weight_bytes, kv_bytes=kv_bytes, peak_rss=rss,
-                           omp_wait_policy=omp, results=results), f, indent=1)
+        write_json(args, mach, budget, rss, omp, results)
     if tmpdir:
         shutil.rmtree(tmpdir, ignore_errors=True)
     return 0

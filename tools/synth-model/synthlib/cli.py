@@ -1,0 +1,128 @@
+"""--describe's summary and the command line of synth_model.py."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from .config import (ARCHES, GGUF_TYPES, HF_DTYPES, Config, SynthError, make_config,
+                     parse_rope_scaling)
+from .gguf_layout import gguf_arch, gguf_tensor_plan
+from .gguf_types import _gguf_qtype
+from .gguf_writer import gguf_from_hf, write_gguf
+from .hf import hf_config_json, read_hf_config, write_hf
+from .vocab import build_vocab
+from .weights import tensor_specs
+
+
+def describe(cfg: Config | dict, fmt: str, gguf_type: str = "f32", shards: int = 1) -> dict:
+    """A JSON-able summary: config, vocabulary and tensor list of the output."""
+    c = make_config(cfg)
+    v = build_vocab(c.vocab)
+    d: dict[str, Any] = {
+        "format": fmt,
+        "config": c.to_dict(),
+        "hf_config": hf_config_json(c),
+        "vocab": {"size": len(v.tokens), "merges": len(v.merges),
+                  "reserved_fillers": v.n_reserved, "special": v.special,
+                  "bos_id": v.bos_id, "eos_id": v.eos_id, "pad_id": v.pad_id},
+    }
+    if fmt == "hf":
+        dt = HF_DTYPES[c.dtype][0]
+        d["shards"] = shards
+        d["tensors"] = [{"name": s.name, "shape": list(s.shape), "dtype": dt}
+                        for s in tensor_specs(c)]
+    else:
+        d["gguf_arch"] = gguf_arch(c)
+        d["gguf_type"] = gguf_type
+        d["tensors"] = [{"name": p["gguf"], "hf_name": p["hf"], "shape": p["shape"],
+                         "ggml_shape": p["shape"][::-1], "dtype": p["type"],
+                         "qk_permuted": p["permuted"]}
+                        for p in gguf_tensor_plan(c, gguf_type)]
+    d["n_params"] = sum(math.prod(s.shape) for s in tensor_specs(c))
+    return d
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description="Write a seeded synthetic transformer LM as a Hugging Face "
+                    "folder or a GGUF file (same seed -> byte-identical output).")
+    p.add_argument("--format", choices=("hf", "gguf"), required=True)
+    p.add_argument("--out", help="output folder (hf) or file (gguf)")
+    p.add_argument("--from-hf", metavar="FOLDER",
+                   help="convert an HF folder written by this tool (with --format gguf); "
+                        "the shape options are then taken from its config.json")
+    p.add_argument("--describe", action="store_true",
+                   help="print a JSON summary (config, tensors) to stdout; "
+                        "writes nothing unless --out is given")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--arch", choices=ARCHES, default="llama")
+    p.add_argument("--vocab", type=int, default=300)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--intermediate", type=int, default=160)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--kv-heads", type=int, default=2)
+    p.add_argument("--head-dim", type=int, default=None,
+                   help="default hidden/heads (16 with the defaults)")
+    p.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--qkv-bias", action=argparse.BooleanOptionalAction, default=None,
+                   help="default: on for qwen2 (required there), off otherwise")
+    p.add_argument("--rope-theta", type=float, default=10000.0)
+    p.add_argument("--rope-scaling", default="none",
+                   help="none | linear:F | llama3:F,low,high,orig")
+    p.add_argument("--rms-eps", type=float, default=1e-5)
+    p.add_argument("--dtype", choices=tuple(HF_DTYPES), default="f32",
+                   help="HF tensor dtype (all tensors)")
+    p.add_argument("--gguf-type", type=str.lower, default="f32",
+                   help=f"GGUF type of the 2D matrices ({' | '.join(GGUF_TYPES)}); "
+                        "norms, biases stay f32")
+    p.add_argument("--shards", type=int, default=1,
+                   help="HF: number of safetensors shards (>1 adds an index)")
+    p.add_argument("--max-position", type=int, default=512)
+    p.add_argument("--sliding-window", type=int, default=None, help="mistral only")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.from_hf:
+            if args.format != "gguf":
+                raise SynthError("--from-hf converts to GGUF: use --format gguf")
+            cfg = read_hf_config(args.from_hf)
+        else:
+            cfg = make_config(
+                arch=args.arch, vocab=args.vocab, hidden=args.hidden,
+                intermediate=args.intermediate, layers=args.layers, heads=args.heads,
+                kv_heads=args.kv_heads, head_dim=args.head_dim,
+                tie_embeddings=args.tie_embeddings, qkv_bias=args.qkv_bias,
+                rope_theta=args.rope_theta,
+                rope_scaling=parse_rope_scaling(args.rope_scaling),
+                dtype=args.dtype, max_position=args.max_position,
+                sliding_window=args.sliding_window, rms_norm_eps=args.rms_eps)
+        if args.format == "gguf":
+            _gguf_qtype(args.gguf_type)  # fails early when gguf is missing
+        if not args.out and not args.describe:
+            raise SynthError("--out is required (or --describe alone)")
+        if args.describe:
+            json.dump(describe(cfg, args.format, args.gguf_type, args.shards),
+                      sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        if args.out:
+            if args.format == "hf":
+                write_hf(args.out, cfg, args.seed, args.shards)
+            elif args.from_hf:
+                gguf_from_hf(args.from_hf, args.out, args.gguf_type)
+            else:
+                write_gguf(args.out, cfg, args.seed, args.gguf_type)
+            for p in gguf_tensor_plan(cfg, args.gguf_type) if args.format == "gguf" else []:
+                if len(p["shape"]) == 2 and p["type"] != args.gguf_type:
+                    print(f"synth_model: note: {p['gguf']} stored as {p['type']} "
+                          f"(row of {p['shape'][1]} is not whole {args.gguf_type} blocks)",
+                          file=sys.stderr)
+    except SynthError as e:
+        print(f"synth_model: error: {e}", file=sys.stderr)
+        return 2
+    return 0

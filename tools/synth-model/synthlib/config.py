@@ -1,0 +1,160 @@
+"""Shared constants, the error type and the validated model Config."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+ARCHES = ("llama", "qwen2", "mistral")
+HF_DTYPES = {"f32": ("F32", "float32"), "f16": ("F16", "float16"),
+             "bf16": ("BF16", "bfloat16")}
+GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k")
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+BOS_TOKEN = "<|endoftext|>"
+EOS_TOKEN = "<|im_end|>"
+PAD_TOKEN = "<|endoftext|>"
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+TRANSFORMERS_VERSION = "4.46.0"  # written into config.json for realism only
+
+
+class SynthError(Exception):
+    """A bad option or an unsupported combination; the message says which."""
+
+
+# --------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Config:
+    arch: str = "llama"
+    vocab: int = 300
+    hidden: int = 64
+    intermediate: int = 160
+    layers: int = 2
+    heads: int = 4
+    kv_heads: int = 2
+    head_dim: int | None = None          # None: hidden // heads
+    tie_embeddings: bool = True
+    qkv_bias: bool | None = None          # None: True for qwen2, else False
+    rope_theta: float = 10000.0
+    rope_scaling: dict | None = None      # None | {"rope_type": "linear"|"llama3", ...}
+    dtype: str = "f32"                    # HF tensor dtype: f32 | f16 | bf16
+    max_position: int = 512
+    sliding_window: int | None = None     # mistral only
+    rms_norm_eps: float = 1e-5
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def make_config(cfg: Config | dict | None = None, **overrides: Any) -> Config:
+    """Returns a validated Config with defaults filled in (a new object).
+
+    Accepts a Config, a dict of Config fields, or keyword fields.
+    """
+    if cfg is None:
+        fields: dict = {}
+    elif isinstance(cfg, Config):
+        fields = cfg.to_dict()
+    elif isinstance(cfg, dict):
+        fields = dict(cfg)
+    else:
+        raise SynthError(f"config must be a Config or a dict, not {type(cfg).__name__}")
+    fields.update(overrides)
+    known = {f.name for f in dataclasses.fields(Config)}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise SynthError(f"unknown config field(s): {', '.join(unknown)}")
+    c = Config(**fields)
+    if isinstance(c.rope_scaling, str):
+        c.rope_scaling = parse_rope_scaling(c.rope_scaling)
+    if c.arch not in ARCHES:
+        raise SynthError(f"arch: {c.arch!r} is not one of {', '.join(ARCHES)}")
+    for name in ("vocab", "hidden", "intermediate", "layers", "heads", "kv_heads",
+                 "max_position"):
+        v = getattr(c, name)
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v <= 0:
+            raise SynthError(f"{name}: must be a positive integer, got {v!r}")
+    min_vocab = 256 + len(SPECIAL_TOKENS)
+    if c.vocab < min_vocab:
+        raise SynthError(f"vocab: {c.vocab} is below {min_vocab} "
+                         "(256 byte tokens + 3 special tokens)")
+    if c.heads % c.kv_heads:
+        raise SynthError(f"kv_heads: {c.kv_heads} does not divide heads {c.heads}")
+    if c.head_dim is None:
+        if c.hidden % c.heads:
+            raise SynthError(f"head_dim: not given and hidden {c.hidden} is not a "
+                             f"multiple of heads {c.heads}")
+        c.head_dim = c.hidden // c.heads
+    if c.head_dim <= 0 or c.head_dim % 2:
+        raise SynthError(f"head_dim: must be positive and even (RoPE), got {c.head_dim}")
+    if c.qkv_bias is None:
+        c.qkv_bias = c.arch == "qwen2"
+    if c.arch == "qwen2" and not c.qkv_bias:
+        raise SynthError("qkv_bias: Qwen2 always has q/k/v biases (HF Qwen2Attention "
+                         "hard-codes bias=True); use --arch llama for a bias-free model")
+    if c.arch == "mistral" and c.qkv_bias:
+        raise SynthError("qkv_bias: HF Mistral has no attention biases; "
+                         "use --arch llama (attention_bias) or qwen2")
+    if c.sliding_window is not None:
+        if c.arch != "mistral":
+            raise SynthError("sliding_window: only --arch mistral has a sliding window here")
+        if c.sliding_window <= 0:
+            raise SynthError(f"sliding_window: must be positive, got {c.sliding_window}")
+    if c.dtype not in HF_DTYPES:
+        raise SynthError(f"dtype: {c.dtype!r} is not one of {', '.join(HF_DTYPES)}")
+    if not c.rope_theta > 0:
+        raise SynthError(f"rope_theta: must be positive, got {c.rope_theta}")
+    c.rope_theta = float(c.rope_theta)
+    c.rms_norm_eps = float(c.rms_norm_eps)
+    _check_rope_scaling(c.rope_scaling)
+    return c
+
+
+def parse_rope_scaling(text: str | None) -> dict | None:
+    """'none' | 'linear:F' | 'llama3:F,low,high,orig' -> HF rope_scaling dict."""
+    if text is None or text == "none":
+        return None
+    kind, _, args = text.partition(":")
+    try:
+        vals = [float(x) for x in args.split(",")] if args else []
+    except ValueError:
+        raise SynthError(f"rope-scaling: cannot parse numbers in {text!r}") from None
+    if kind == "linear" and len(vals) == 1:
+        return {"factor": vals[0], "rope_type": "linear"}
+    if kind == "llama3" and len(vals) == 4:
+        if vals[3] != int(vals[3]):
+            raise SynthError("rope-scaling: llama3 original context must be an integer")
+        return {"factor": vals[0], "low_freq_factor": vals[1],
+                "high_freq_factor": vals[2],
+                "original_max_position_embeddings": int(vals[3]),
+                "rope_type": "llama3"}
+    raise SynthError(f"rope-scaling: {text!r} is not none, linear:F or "
+                     "llama3:F,low,high,orig")
+
+
+def _check_rope_scaling(rs: dict | None) -> None:
+    if rs is None:
+        return
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind == "linear":
+        if not rs.get("factor", 0) > 0:
+            raise SynthError("rope_scaling: linear needs factor > 0")
+    elif kind == "llama3":
+        need = ("factor", "low_freq_factor", "high_freq_factor",
+                "original_max_position_embeddings")
+        missing = [k for k in need if k not in rs]
+        if missing:
+            raise SynthError(f"rope_scaling: llama3 lacks {', '.join(missing)}")
+        if not rs["high_freq_factor"] > rs["low_freq_factor"]:
+            raise SynthError("rope_scaling: llama3 needs high_freq_factor > low_freq_factor")
+        if not rs["factor"] > 0:
+            raise SynthError("rope_scaling: llama3 needs factor > 0")
+    else:
+        raise SynthError(f"rope_scaling: type {kind!r} is not linear or llama3")

@@ -1,0 +1,127 @@
+"""Writing GGUF files (from seeded weights or an HF folder), and the weights
+a GGUF of a given type holds after dequantization."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+
+from .config import CHAT_TEMPLATE, Config, SynthError, make_config
+from .files import _umask_mode
+from .gguf_layout import (_gguf_layout, gguf_arch, gguf_tensor_plan, llama3_rope_freqs,
+                          unpermute_qk)
+from .gguf_types import _dequantize, _encode_gguf_tensor, _file_type, _gguf
+from .hf import read_hf_config, read_hf_weights
+from .vocab import Vocab, build_vocab, vocab_from_tokenizer_files
+from .weights import make_weights
+
+
+def write_gguf_weights(path: str, cfg: Config, weights: dict[str, np.ndarray],
+                       vocab: Vocab, chat_template: str | None,
+                       gguf_type: str = "f32") -> None:
+    """Writes a GGUF file from HF-layout weights and a vocabulary."""
+    g = _gguf()
+    c = make_config(cfg)
+    plan = gguf_tensor_plan(c, gguf_type)
+    for p in plan:
+        if p["hf"] is not None and p["hf"] not in weights:
+            raise SynthError(f"weights: {p['hf']} is missing")
+        if p["hf"] is not None and list(weights[p["hf"]].shape) != p["shape"]:
+            raise SynthError(f"weights: {p['hf']} has shape {weights[p['hf']].shape}, "
+                             f"config says {tuple(p['shape'])}")
+    if len(vocab.tokens) != c.vocab:
+        raise SynthError(f"vocab: tokenizer has {len(vocab.tokens)} tokens, config says {c.vocab}")
+    arch = gguf_arch(c)
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".synth-", suffix=".gguf.tmp")
+    os.close(fd)
+    try:
+        w = g.GGUFWriter(tmp, arch)
+        w.add_name(f"synth-{c.arch}")
+        w.add_file_type(_file_type(gguf_type))
+        w.add_quantization_version(g.GGML_QUANT_VERSION)
+        w.add_context_length(c.max_position)
+        w.add_embedding_length(c.hidden)
+        w.add_block_count(c.layers)
+        w.add_feed_forward_length(c.intermediate)
+        w.add_head_count(c.heads)
+        w.add_head_count_kv(c.kv_heads)
+        w.add_layer_norm_rms_eps(c.rms_norm_eps)
+        w.add_rope_freq_base(c.rope_theta)
+        w.add_key_length(c.head_dim)
+        w.add_value_length(c.head_dim)
+        w.add_rope_dimension_count(c.head_dim)
+        w.add_vocab_size(c.vocab)
+        rs = c.rope_scaling
+        if rs and rs.get("rope_type") == "linear":
+            w.add_rope_scaling_type(g.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(float(rs["factor"]))
+        if c.sliding_window is not None:
+            w.add_sliding_window(c.sliding_window)  # llama.cpp's llama arch ignores it
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("gpt-2")
+        w.add_token_list(vocab.tokens)
+        w.add_token_types(vocab.token_types)
+        w.add_token_merges(vocab.merges)
+        w.add_bos_token_id(vocab.bos_id)
+        w.add_eos_token_id(vocab.eos_id)
+        w.add_pad_token_id(vocab.pad_id)
+        w.add_add_bos_token(False)
+        w.add_add_eos_token(False)
+        if chat_template:
+            w.add_chat_template(chat_template)
+        for p in plan:
+            if p["hf"] is None:
+                data, raw = llama3_rope_freqs(c), None
+            else:
+                a = _gguf_layout(c, p["hf"], weights[p["hf"]])
+                data, raw = _encode_gguf_tensor(a, p["type"])
+            if raw is None:
+                w.add_tensor(p["gguf"], data)
+            else:
+                w.add_tensor(p["gguf"], data, raw_dtype=raw)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        os.chmod(tmp, _umask_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_gguf(path: str, cfg: Config | dict, seed: int, gguf_type: str = "f32") -> None:
+    """Writes the GGUF form of the model make_weights(cfg, seed) describes."""
+    c = make_config(cfg)
+    write_gguf_weights(path, c, make_weights(c, seed), build_vocab(c.vocab),
+                       CHAT_TEMPLATE, gguf_type)
+
+
+def gguf_from_hf(hf_dir: str, path: str, gguf_type: str = "f32") -> Config:
+    """Converts an HF folder written by this tool into GGUF; returns its Config."""
+    c = read_hf_config(hf_dir)
+    vocab, template = vocab_from_tokenizer_files(hf_dir)
+    write_gguf_weights(path, c, read_hf_weights(hf_dir), vocab, template, gguf_type)
+    return c
+
+
+def dequantized_weights(cfg: Config | dict, seed: int,
+                        gguf_type: str) -> dict[str, np.ndarray]:
+    """The weights as a GGUF of gguf_type holds them after dequantization,
+    in HF names and HF layout (Q/K permutation undone). Equal to
+    make_weights for f32."""
+    c = make_config(cfg)
+    plan = {p["hf"]: p for p in gguf_tensor_plan(c, gguf_type) if p["hf"]}
+    out = {}
+    for name, a in make_weights(c, seed).items():
+        p = plan[name]
+        stored = _dequantize(_gguf_layout(c, name, a), p["type"])
+        if p["permuted"]:
+            heads_kv = c.heads if ".q_proj." in name else c.kv_heads
+            stored = unpermute_qk(stored, c.heads, heads_kv)
+        out[name] = stored
+    return out

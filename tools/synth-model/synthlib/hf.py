@@ -1,0 +1,190 @@
+"""The Hugging Face folder: config.json, tokenizer files and (sharded)
+safetensors weights, and reading them back."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import numpy as np
+
+from .config import (ARCHES, CHAT_TEMPLATE, HF_DTYPES, TRANSFORMERS_VERSION, Config,
+                     SynthError, make_config)
+from .files import _write_json
+from .safetensors_io import read_safetensors, write_safetensors
+from .vocab import build_vocab, tokenizer_json
+from .weights import make_weights
+
+
+def hf_config_json(cfg: Config) -> dict:
+    c = make_config(cfg)
+    v = build_vocab(c.vocab)
+    arch_name = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                 "mistral": "MistralForCausalLM"}[c.arch]
+    d: dict[str, Any] = {"architectures": [arch_name]}
+    if c.arch in ("llama", "qwen2"):
+        d["attention_bias"] = bool(c.qkv_bias)
+    d["attention_dropout"] = 0.0
+    d["bos_token_id"] = v.bos_id
+    d["eos_token_id"] = v.eos_id
+    d["head_dim"] = c.head_dim
+    d["hidden_act"] = "silu"
+    d["hidden_size"] = c.hidden
+    d["initializer_range"] = 0.02
+    d["intermediate_size"] = c.intermediate
+    d["max_position_embeddings"] = c.max_position
+    if c.arch == "qwen2":
+        d["max_window_layers"] = c.layers
+    if c.arch == "llama":
+        d["mlp_bias"] = False
+    d["model_type"] = c.arch
+    d["num_attention_heads"] = c.heads
+    d["num_hidden_layers"] = c.layers
+    d["num_key_value_heads"] = c.kv_heads
+    if c.arch == "llama":
+        d["pretraining_tp"] = 1
+    d["rms_norm_eps"] = c.rms_norm_eps
+    d["rope_scaling"] = dict(c.rope_scaling) if c.rope_scaling else None
+    d["rope_theta"] = c.rope_theta
+    if c.arch == "mistral":
+        d["sliding_window"] = c.sliding_window
+    if c.arch == "qwen2":
+        # Real Qwen2 configs carry a window that use_sliding_window turns off.
+        d["sliding_window"] = c.max_position
+    d["tie_word_embeddings"] = bool(c.tie_embeddings)
+    d["torch_dtype"] = HF_DTYPES[c.dtype][1]
+    d["transformers_version"] = TRANSFORMERS_VERSION
+    d["use_cache"] = True
+    if c.arch == "qwen2":
+        d["use_sliding_window"] = False
+    d["vocab_size"] = c.vocab
+    return d
+
+
+def config_from_hf_json(d: dict) -> Config:
+    """The Config a config.json written by this tool came from."""
+    arch = d.get("model_type")
+    if arch not in ARCHES:
+        raise SynthError(f"config.json: model_type {arch!r} is not one of {', '.join(ARCHES)}")
+    dtype = {v[1]: k for k, v in HF_DTYPES.items()}.get(d.get("torch_dtype", "float32"))
+    if dtype is None:
+        raise SynthError(f"config.json: torch_dtype {d.get('torch_dtype')!r} unsupported")
+    rs = d.get("rope_scaling")
+    if rs is not None:
+        rs = dict(rs)
+        if "rope_type" not in rs and "type" in rs:
+            rs["rope_type"] = rs.pop("type")
+    sw = d.get("sliding_window") if arch == "mistral" else None
+    return make_config(
+        arch=arch, vocab=d["vocab_size"], hidden=d["hidden_size"],
+        intermediate=d["intermediate_size"], layers=d["num_hidden_layers"],
+        heads=d["num_attention_heads"],
+        kv_heads=d.get("num_key_value_heads", d["num_attention_heads"]),
+        head_dim=d.get("head_dim"), tie_embeddings=bool(d.get("tie_word_embeddings", False)),
+        qkv_bias=True if arch == "qwen2" else bool(d.get("attention_bias", False)),
+        rope_theta=d.get("rope_theta", 10000.0), rope_scaling=rs, dtype=dtype,
+        max_position=d.get("max_position_embeddings", 2048), sliding_window=sw,
+        rms_norm_eps=d.get("rms_norm_eps", 1e-6))
+
+def _split_shards(names: list[str], sizes: list[int], n: int) -> list[list[str]]:
+    if n > len(names):
+        raise SynthError(f"shards: {n} is more than the {len(names)} tensors")
+    total = sum(sizes)
+    groups: list[list[str]] = [[] for _ in range(n)]
+    cum = 0
+    for name, s in zip(names, sizes):
+        groups[min(n - 1, int((cum + s / 2) * n // total))].append(name)
+        cum += s
+    if any(not g for g in groups):  # a huge tensor swallowed a shard: split by count
+        groups = [[] for _ in range(n)]
+        for i, name in enumerate(names):
+            groups[i * n // len(names)].append(name)
+    return groups
+
+
+def write_hf_weights(path: str, weights: dict[str, np.ndarray], dtype: str,
+                     shards: int = 1) -> list[str]:
+    """Writes the safetensors file(s) (+ index when sharded); returns file names."""
+    os.makedirs(path, exist_ok=True)
+    if shards < 1:
+        raise SynthError(f"shards: must be >= 1, got {shards}")
+    esize = {"f32": 4, "f16": 2, "bf16": 2}[dtype]
+    names = list(weights)
+    if shards == 1:
+        write_safetensors(os.path.join(path, "model.safetensors"), weights, dtype)
+        return ["model.safetensors"]
+    groups = _split_shards(names, [weights[n].size * esize for n in names], shards)
+    files = []
+    weight_map = {}
+    for i, g in enumerate(groups):
+        fname = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        write_safetensors(os.path.join(path, fname), {n: weights[n] for n in g}, dtype)
+        files.append(fname)
+        for n in g:
+            weight_map[n] = fname
+    index = {"metadata": {"total_size": sum(weights[n].size * esize for n in names)},
+             "weight_map": dict(sorted(weight_map.items()))}
+    _write_json(os.path.join(path, "model.safetensors.index.json"), index)
+    return files
+
+def write_hf(path: str, cfg: Config | dict, seed: int, shards: int = 1) -> None:
+    """Writes a Hugging Face model folder: config.json, generation_config.json,
+    model.safetensors (or shards + index), tokenizer.json,
+    tokenizer_config.json, special_tokens_map.json."""
+    c = make_config(cfg)
+    v = build_vocab(c.vocab)
+    w = make_weights(c, seed)
+    os.makedirs(path, exist_ok=True)
+    # Drop stale weight files of an earlier write with another shard count.
+    for f in os.listdir(path):
+        if re.fullmatch(r"model(-\d{5}-of-\d{5})?\.safetensors|model\.safetensors\.index\.json", f):
+            os.unlink(os.path.join(path, f))
+    write_hf_weights(path, w, c.dtype, shards)
+    _write_json(os.path.join(path, "config.json"), hf_config_json(c))
+    _write_json(os.path.join(path, "generation_config.json"),
+                {"bos_token_id": v.bos_id, "eos_token_id": v.eos_id,
+                 "transformers_version": TRANSFORMERS_VERSION})
+    _write_json(os.path.join(path, "tokenizer.json"), tokenizer_json(v))
+    added_decoder = {str(i): {"content": t, "lstrip": False, "normalized": False,
+                              "rstrip": False, "single_word": False, "special": True}
+                     for i, t in enumerate(v.tokens) if v.token_types[i] == 3}
+    _write_json(os.path.join(path, "tokenizer_config.json"), {
+        "add_bos_token": False,
+        "add_eos_token": False,
+        "add_prefix_space": False,
+        "added_tokens_decoder": added_decoder,
+        "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
+        "bos_token": v.tokens[v.bos_id],
+        "chat_template": CHAT_TEMPLATE,
+        "clean_up_tokenization_spaces": False,
+        "eos_token": v.tokens[v.eos_id],
+        "model_max_length": c.max_position,
+        "pad_token": v.tokens[v.pad_id],
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "unk_token": None,
+    })
+    _write_json(os.path.join(path, "special_tokens_map.json"), {
+        "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
+        "bos_token": v.tokens[v.bos_id],
+        "eos_token": v.tokens[v.eos_id],
+        "pad_token": v.tokens[v.pad_id],
+    })
+
+def read_hf_weights(folder: str) -> dict[str, np.ndarray]:
+    """{HF name: float32 array} of a folder (single file or sharded)."""
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index, encoding="utf-8") as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        files = ["model.safetensors"]
+    out: dict[str, np.ndarray] = {}
+    for fn in files:
+        out.update(read_safetensors(os.path.join(folder, fn)))
+    return out
+
+
+def read_hf_config(folder: str) -> Config:
+    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+        return config_from_hf_json(json.load(f))

@@ -1,0 +1,131 @@
+"""The model's tensor list and its seeded, platform-independent weights."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+
+import numpy as np
+
+from .config import Config, SynthError, make_config
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    name: str                 # HF name
+    shape: tuple[int, ...]    # HF layout: [out, in] for projections
+    init: str                 # "uniform" | "norm" | "zero"
+    std: float                # standard deviation (uniform) / spread (norm)
+
+
+def tensor_specs(cfg: Config) -> list[TensorSpec]:
+    """The model's tensors in HF names and layout, in model order."""
+    c = make_config(cfg)
+    H, I, V, D = c.hidden, c.intermediate, c.vocab, c.head_dim
+    q, kv = c.heads * D, c.kv_heads * D
+    specs = [TensorSpec("model.embed_tokens.weight", (V, H), "uniform", 1.0)]
+    for i in range(c.layers):
+        p = f"model.layers.{i}."
+        specs.append(TensorSpec(p + "input_layernorm.weight", (H,), "norm", 0.1))
+        specs.append(TensorSpec(p + "self_attn.q_proj.weight", (q, H), "uniform", H ** -0.5))
+        if c.qkv_bias:
+            specs.append(TensorSpec(p + "self_attn.q_proj.bias", (q,), "uniform", 0.1))
+        specs.append(TensorSpec(p + "self_attn.k_proj.weight", (kv, H), "uniform", H ** -0.5))
+        if c.qkv_bias:
+            specs.append(TensorSpec(p + "self_attn.k_proj.bias", (kv,), "uniform", 0.1))
+        specs.append(TensorSpec(p + "self_attn.v_proj.weight", (kv, H), "uniform", H ** -0.5))
+        if c.qkv_bias:
+            specs.append(TensorSpec(p + "self_attn.v_proj.bias", (kv,), "uniform", 0.1))
+        specs.append(TensorSpec(p + "self_attn.o_proj.weight", (H, q), "uniform", q ** -0.5))
+        if c.qkv_bias and c.arch == "llama":
+            # HF Llama's attention_bias also gives o_proj a bias; it is zero so
+            # that the model is "Q/K/V bias only".
+            specs.append(TensorSpec(p + "self_attn.o_proj.bias", (H,), "zero", 0.0))
+        specs.append(TensorSpec(p + "post_attention_layernorm.weight", (H,), "norm", 0.1))
+        specs.append(TensorSpec(p + "mlp.gate_proj.weight", (I, H), "uniform", H ** -0.5))
+        specs.append(TensorSpec(p + "mlp.up_proj.weight", (I, H), "uniform", H ** -0.5))
+        specs.append(TensorSpec(p + "mlp.down_proj.weight", (H, I), "uniform", I ** -0.5))
+    specs.append(TensorSpec("model.norm.weight", (H,), "norm", 0.1))
+    if not c.tie_embeddings:
+        specs.append(TensorSpec("lm_head.weight", (V, H), "uniform", H ** -0.5))
+    return specs
+
+
+def _stream_ints(seed: int, name: str, n: int) -> np.ndarray:
+    """n odd int32 values m in (-2^23, 2^23), uniform over the odd integers,
+    a function of (seed, name) only.
+
+    Built from PCG64's raw 64-bit output (a fixed algorithm, stable across
+    numpy versions and platforms, unlike Generator's distribution methods):
+    each 64-bit word gives two 32-bit halves (low first), whose top 23 bits
+    k give m = 2k + 1 - 2^23.
+    """
+    words = np.frombuffer(hashlib.sha256(name.encode()).digest()[:16], dtype="<u4")
+    ss = np.random.SeedSequence([int(seed), *[int(w) for w in words]])
+    raw = np.random.PCG64(ss).random_raw((n + 1) // 2)
+    halves = raw.astype("<u8", copy=False).view("<u4")[:n]
+    m = halves >> np.uint32(8)          # 24 bits: 2k or 2k + 1
+    m |= np.uint32(1)                   # 2k + 1
+    m = m.view(np.int32)
+    m -= np.int32(1 << 23)
+    return m
+
+
+def _uniform(seed: int, name: str, n: int, halfwidth: float, center: float = 0.0
+             ) -> np.ndarray:
+    """float32 values center + halfwidth * m / 2^23 (m from _stream_ints),
+    computed in float32 with IEEE rounding only: m is exact in float32, the
+    product with the float32 constant halfwidth/2^23 is one rounding, and the
+    addition of center another. So the same seed gives the same bits anywhere.
+    """
+    scale = np.float32(halfwidth / (1 << 23))
+    out = _stream_ints(seed, name, n).astype(np.float32)
+    out *= scale
+    if center:
+        out += np.float32(center)
+    return out
+
+
+def _round_to_dtype(a: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 -> the nearest value representable in dtype, as float32."""
+    if dtype == "f32":
+        return a
+    if dtype == "f16":
+        return a.astype(np.float16).astype(np.float32)
+    if dtype == "bf16":
+        return _bf16_bits_to_f32(_f32_to_bf16_bits(a))
+    raise SynthError(f"dtype: {dtype!r}")
+
+
+def _f32_to_bf16_bits(a: np.ndarray) -> np.ndarray:
+    b = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    return ((b + (((b >> 16) & 1) + 0x7FFF)) >> 16).astype(np.uint16)
+
+
+def _bf16_bits_to_f32(b: np.ndarray) -> np.ndarray:
+    return (b.astype(np.uint32) << 16).view(np.float32)
+
+
+def make_weights(cfg: Config | dict, seed: int) -> dict[str, np.ndarray]:
+    """{HF name: float32 array in HF layout}, in model order.
+
+    The values are exactly those the HF folder stores (already rounded to
+    cfg.dtype). Each tensor is drawn from its own stream keyed by (seed, name),
+    so changing e.g. the layer count leaves the other tensors unchanged.
+    Scheme: uniform with the stated std (half-width std*sqrt(3)); norm weights
+    1 + uniform(-0.1, 0.1); zero tensors are zero.
+    """
+    c = make_config(cfg)
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise SynthError(f"seed: must be a non-negative integer, got {seed!r}")
+    out: dict[str, np.ndarray] = {}
+    for s in tensor_specs(c):
+        n = math.prod(s.shape)
+        if s.init == "zero":
+            w = np.zeros(s.shape, np.float32)
+        elif s.init == "norm":
+            w = _uniform(seed, s.name, n, s.std, center=1.0)
+        else:
+            w = _uniform(seed, s.name, n, s.std * math.sqrt(3.0))
+        out[s.name] = _round_to_dtype(w.reshape(s.shape), c.dtype)
+    return out
