@@ -1,7 +1,7 @@
 //===- ArtifactBuilder.h - write model.llmc -------------------*- C++ -*-===//
 //
-// Writes the artifact of a compiled model (runtime/include/llmc/runtime/
-// artifact/manifest.h describes the layout): the generated kernels and the
+// Writes the artifact of a compiled model (core/include/llmc/core/artifact/
+// manifest.h describes the layout): the generated kernels and the
 // shared object built from them, the weights packed in the order the step
 // plan binds them, the tokenizer and the manifest. Everything is written into
 // a temporary directory that replaces the destination only when complete.

@@ -1,8 +1,7 @@
 // The architecture-level description of a decoder-only transformer, shared by
 // the compiler (the frontend fills it from config.json or GGUF metadata and the
 // IR builder reads it) and the runtime (the artifact manifest carries it).
-// Lives on the runtime side: the compiler may include runtime headers, never
-// the reverse.
+// Lives in core/, which both halves stand on and which includes neither.
 #ifndef LLMC_CORE_MODEL_CONFIG_H_
 #define LLMC_CORE_MODEL_CONFIG_H_
 

@@ -82,7 +82,7 @@ LogicalResult WeightType::verify(function_ref<InFlightDiagnostic()> emitError,
       llmc::LookupWeightFormat(stringifyWeightFormat(format).str());
   if (!info)
     return emitError() << "weight format '" << stringifyWeightFormat(format)
-                       << "' has no entry in the runtime's format table";
+                       << "' has no entry in the weight-format table (core/)";
   int64_t inner = shape.back();
   if (info->grouped) {
     if (group != 32 && group != 64 && group != 128)

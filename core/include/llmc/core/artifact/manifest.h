@@ -1,7 +1,7 @@
 // The artifact contract: what `llmc compile` writes into model.llmc/ and the
-// runtime reads back. It lives on the runtime side (the compiler includes it,
-// never the reverse), and both sides serialize through the functions here, so
-// the JSON has exactly one definition.
+// runtime reads back. It lives in core/, below both (build/layering checks
+// that neither reaches the other through it), and both sides serialize
+// through the functions here, so the JSON has exactly one definition.
 //
 // model.llmc/
 //   manifest.json            this struct, as JSON
