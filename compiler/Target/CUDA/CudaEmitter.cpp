@@ -2,6 +2,7 @@
 #include "CudaEmitter.h"
 #include "CudaGroup.h"
 #include "Target/Common/AttentionGroup.h"
+#include "Target/Common/PlannedStep.h"
 
 #include "Target/Common/ExprEmitter.h"
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
@@ -445,10 +446,9 @@ std::string actTypeName(StringRef t) {
 } // namespace
 
 FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions &options) {
-  auto step = module.lookupSymbol<func::FuncOp>("step");
-  auto logits = step ? step->getAttrOfType<IntegerAttr>("llm.logits_buffer") : IntegerAttr();
-  if (!step || !logits)
-    return module.emitError() << "CUDA codegen needs a planned @step (run the kernel stage)";
+  FailureOr<PlannedStep> planned = getPlannedStep(module, "CUDA codegen");
+  if (failed(planned))
+    return failure();
   if (options.activationType != "bf16" && options.activationType != "f16" &&
       options.activationType != "f32")
     return module.emitError() << "CUDA codegen: activations are bf16, f16 or f32, not "
@@ -457,19 +457,11 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
   CudaKernelPlan plan;
   plan.source = kPrologue;
   plan.source += "typedef " + actTypeName(options.activationType) + " act;\n\n";
-  llvm::DenseMap<Value, int64_t> bufferOf;
-  llvm::StringMap<int64_t> kernelOfText;
-  for (FusionOp group : step.getBody().getOps<FusionOp>()) {
-    auto assigned = group->getAttrOfType<DenseI64ArrayAttr>("llm.result_buffers");
-    if (!assigned || assigned.size() != int64_t(group.getNumResults()))
-      return group.emitError() << "group has no buffer plan (run llmc-plan-memory)";
-    for (auto [result, buffer] : llvm::zip(group.getResults(), assigned.asArrayRef()))
-      bufferOf[result] = buffer;
-
+  KernelTable kernels;
+  auto emitGroup = [&](FusionOp group, const BufferOf &bufferOf) -> LogicalResult {
     KernelText text;
     Bindings bindings;
-    if (failed(GroupEmitter(group, bufferOf, logits.getInt(), options, bindings)
-                   .emit(text)))
+    if (failed(GroupEmitter(group, bufferOf, planned->logitsBuffer, options, bindings).emit(text)))
       return failure();
     if (bindings.buffers.size() > 12 || bindings.weights.size() > 12)
       return group.emitError() << "CUDA codegen: more than 12 buffers or weights in one launch";
@@ -480,7 +472,7 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
     key += llvm::formatv("\ngemm {0} {1} {2} {3} {4}", text.gemm.n, text.gemm.k,
                          text.gemm.columns, text.gemm.weight, text.gemm.rows)
                .str();
-    auto [it, inserted] = kernelOfText.try_emplace(key, int64_t(plan.kernels.size()));
+    auto [index, inserted] = kernels.intern(key);
     if (inserted) {
       std::string prefix = "llmc_cuda_k" + std::to_string(plan.kernels.size());
       ManifestCudaKernel k;
@@ -505,9 +497,12 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
       plan.source += defs + "\n";
       plan.kernels.push_back(std::move(k));
     }
-    plan.launches.push_back({group.getName().str(), it->second, bindings.buffers,
-                             bindings.weights, bindings.caches});
-  }
+    plan.launches.push_back({group.getName().str(), index, bindings.buffers, bindings.weights,
+                             bindings.caches});
+    return success();
+  };
+  if (failed(forEachPlannedGroup(planned->step, emitGroup)))
+    return failure();
   return plan;
 }
 

@@ -2,6 +2,7 @@
 #include "HostEmitter.h"
 #include "HostFusedGroup.h"
 #include "Target/Common/AttentionGroup.h"
+#include "Target/Common/PlannedStep.h"
 
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
 
@@ -276,14 +277,15 @@ extern "C" {
 } // namespace
 
 FailureOr<HostKernelPlan> emitHostKernels(ModuleOp module, const HostEmitOptions &options) {
-  auto step = module.lookupSymbol<func::FuncOp>("step");
+  FailureOr<PlannedStep> planned = getPlannedStep(module, "host codegen");
+  if (failed(planned))
+    return failure();
   auto table = module->getAttrOfType<ArrayAttr>("llm.buffers");
-  auto logits = step ? step->getAttrOfType<IntegerAttr>("llm.logits_buffer") : IntegerAttr();
-  if (!step || !table || !logits)
+  if (!table)
     return module.emitError() << "host codegen needs a planned @step (run the kernel stage)";
 
   HostKernelPlan plan;
-  plan.logitsBuffer = logits.getInt();
+  plan.logitsBuffer = planned->logitsBuffer;
   for (auto [i, entry] : llvm::enumerate(table.getAsRange<DictionaryAttr>())) {
     ManifestBuffer buf;
     buf.name = "b" + std::to_string(i);
@@ -297,21 +299,14 @@ FailureOr<HostKernelPlan> emitHostKernels(ModuleOp module, const HostEmitOptions
     plan.buffers.push_back(buf);
   }
 
-  llvm::DenseMap<Value, int64_t> bufferOf;
-  llvm::StringMap<int64_t> kernelOfBody;
+  KernelTable kernels;
   std::string source = kPrologue;
-  for (FusionOp group : step.getBody().getOps<FusionOp>()) {
-    auto assigned = group->getAttrOfType<DenseI64ArrayAttr>("llm.result_buffers");
-    if (!assigned || assigned.size() != int64_t(group.getNumResults()))
-      return group.emitError() << "group has no buffer plan (run llmc-plan-memory)";
-    for (auto [result, buffer] : llvm::zip(group.getResults(), assigned.asArrayRef()))
-      bufferOf[result] = buffer;
-
+  auto emitGroup = [&](FusionOp group, const BufferOf &bufferOf) -> LogicalResult {
     std::string body, ops, launch;
     Bindings bindings;
     if (failed(GroupEmitter(group, bufferOf, options.q8Activations).emit(body, ops, launch, bindings)))
       return failure();
-    auto [it, inserted] = kernelOfBody.try_emplace(body, int64_t(plan.kernels.size()));
+    auto [index, inserted] = kernels.intern(body);
     if (inserted) {
       ManifestKernel k;
       k.name = ops;
@@ -323,9 +318,12 @@ FailureOr<HostKernelPlan> emitHostKernels(ModuleOp module, const HostEmitOptions
       source += "void " + k.symbol + "(const llmc_host_args *a) {\n" + body + "}\n\n";
       plan.kernels.push_back(std::move(k));
     }
-    plan.launches.push_back({group.getName().str(), it->second, bindings.buffers,
-                             bindings.weights, bindings.caches});
-  }
+    plan.launches.push_back({group.getName().str(), index, bindings.buffers, bindings.weights,
+                             bindings.caches});
+    return success();
+  };
+  if (failed(forEachPlannedGroup(planned->step, emitGroup)))
+    return failure();
   source += "}  // extern \"C\"\n";
   plan.source = std::move(source);
   return plan;
