@@ -46,6 +46,9 @@ std::optional<Candidate> producerRope(FusionOp group, PagedAttentionOp attention
       llvm::count(yield->getOperands(), yielded) != 1 ||
       !llvm::all_of(rope->getUsers(), [](Operation *u) { return isa<YieldOp>(u); }))
     return std::nullopt;
+  // Its frequency factors move with it, so they must be a weight of the group.
+  if (Value ff = rope.getFreqFactors(); ff && !ff.getDefiningOp<WeightOp>())
+    return std::nullopt;
   return Candidate{rope, producer, arg};
 }
 
