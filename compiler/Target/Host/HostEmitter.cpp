@@ -58,13 +58,12 @@ public:
                      Bindings &bindings);
 
 private:
-  // The expression for a value used inside the group: a bound buffer.
-  std::string input(Value inner, Bindings &b);
+  // The expression for a value used inside the group: a bound buffer;
+  // writable for an input the kernel rotates in place (a RoPE's input that
+  // only this group reads: llmc-place-rope checked it).
+  std::string input(Value inner, Bindings &b, bool writable = false);
   std::string output(unsigned resultIndex, Bindings &b);
   std::string weight(Value inner, Bindings &b);
-  // A group input the kernel rotates in place (a RoPE's input that only this
-  // group reads: llmc-place-rope checked it).
-  std::string inPlaceInput(Value inner, Bindings &b);
   // `llmc::host::rope<...>(...)` of `r` from `in` into `out`.
   std::string ropeCall(RopeOp r, const std::string &in, const std::string &out, Bindings &b);
   LogicalResult emitAttention(PagedAttentionOp p, std::string &body, std::string &ops,
@@ -75,11 +74,13 @@ private:
   bool q8;  // HostEmitOptions::q8Activations
 };
 
-std::string GroupEmitter::input(Value inner, Bindings &b) {
+std::string GroupEmitter::input(Value inner, Bindings &b, bool writable) {
   auto arg = cast<BlockArgument>(inner);
   Value outer = group.getInputs()[arg.getArgNumber()];
   b.buffers.push_back(bufferOf.lookup(outer));
-  return llvm::formatv("static_cast<const float *>(a->buffers[{0}])", b.buffers.size() - 1).str();
+  return llvm::formatv("static_cast<{0}float *>(a->buffers[{1}])", writable ? "" : "const ",
+                       b.buffers.size() - 1)
+      .str();
 }
 
 std::string GroupEmitter::output(unsigned resultIndex, Bindings &b) {
@@ -90,12 +91,6 @@ std::string GroupEmitter::output(unsigned resultIndex, Bindings &b) {
 std::string GroupEmitter::weight(Value inner, Bindings &b) {
   b.weights.push_back(inner.getDefiningOp<WeightOp>().getName().str());
   return llvm::formatv("a->weights[{0}]", b.weights.size() - 1).str();
-}
-
-std::string GroupEmitter::inPlaceInput(Value inner, Bindings &b) {
-  auto arg = cast<BlockArgument>(inner);
-  b.buffers.push_back(bufferOf.lookup(group.getInputs()[arg.getArgNumber()]));
-  return llvm::formatv("static_cast<float *>(a->buffers[{0}])", b.buffers.size() - 1).str();
 }
 
 std::string GroupEmitter::ropeCall(RopeOp r, const std::string &in, const std::string &out,
@@ -127,8 +122,8 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, std::string &body,
   auto kRope = p.getKey().getDefiningOp<RopeOp>();
   std::string q, k;
   if (qRope && kRope) {
-    q = inPlaceInput(qRope.getInput(), b);
-    k = inPlaceInput(kRope.getInput(), b);
+    q = input(qRope.getInput(), b, /*writable=*/true);
+    k = input(kRope.getInput(), b, /*writable=*/true);
     os << ropeCall(qRope, q, q, b) << ropeCall(kRope, k, k, b);
   } else {
     q = input(p.getQuery(), b);
@@ -237,7 +232,6 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::strin
                         stringifyRopeStyle(r.getStyle()));
     launch = llvm::formatv("T tokens x {0} heads", r.getHeadsAttr().getInt());
   } else if (auto p = dyn_cast<PagedAttentionOp>(op)) {
-    os.flush();
     return emitAttention(p, body, ops, launch, b);
   } else if (auto s = dyn_cast<SiLUOp>(op)) {
     std::string in = input(s.getInput(), b);
