@@ -1,0 +1,173 @@
+// Which tokens of which requests the next @step computes: iteration-level
+// (continuous) batching over the paged KV cache, in the role of vLLM v1's
+// scheduler (vllm/v1/core/sched/scheduler.py).
+//
+// There are no prefill and decode phases. A request has `tokens` (its prompt,
+// then every token sampled so far) and `num_computed_tokens`, how many of
+// them have their K/V in the cache. Each step has a budget of
+// `max_batch_tokens` tokens and `max_seqs` sequences. Schedule():
+//
+//   1. Running requests first, oldest first: each gets the rest of its
+//      tokens (one, when decoding; a chunk of the prompt when a prefill was
+//      cut), as far as the budget goes. When the cache has no block for a
+//      running request, the newest running request is preempted (its
+//      blocks freed, its computed count reset: it is recomputed later, its
+//      sampled tokens kept) and put at the head of the waiting queue; a
+//      request that is itself the newest preempts itself.
+//   2. Then, unless something was preempted, admission from the waiting
+//      queue in order while the budget, the sequence cap and the cache
+//      allow: the cached prefix of its tokens is looked up (whole blocks,
+//      prefix caching), the rest is computed, cut to what the budget leaves
+//      (chunked prefill), so that a long prompt never delays the running
+//      decodes by more than one budget's worth of tokens. The first request
+//      that does not fit the cache stops admission (first come, first
+//      served). Full blocks are registered for prefix caching when
+//      scheduled, so a request admitted in the same step as the one
+//      computing its prefix already reads it (every layer of @step writes
+//      the step's K/V before its attention reads any): n requests with one
+//      prompt, or many with one system prompt, compute it once.
+//
+// A request whose prompt plus output can never fit the cache, or the model's
+// context, is refused by AddRequest with a clear error; every other request
+// eventually runs to its end: a preempted one keeps its place ahead of the
+// requests that came after it, and nothing is dropped for lack of blocks.
+//
+// The engine drives it: Schedule(), run the step, CompleteStep(), then for
+// every chunk with `sample` set either AppendToken() (the request goes on)
+// or Finish(). Abort is Finish at any time between steps. Not thread-safe:
+// one engine thread owns it.
+#ifndef LLMC_RUNTIME_ENGINE_SCHEDULER_H_
+#define LLMC_RUNTIME_ENGINE_SCHEDULER_H_
+
+#include <cstdint>
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "llmc/runtime/kv/kv_cache_manager.h"
+
+namespace llmc {
+
+struct SchedulerConfig {
+  int32_t max_batch_tokens = 512;  // tokens per step, all requests together
+  int32_t max_seqs = 64;           // requests per step (and running at once)
+  int32_t max_model_len = 0;       // most tokens (prompt + output) of one request
+};
+
+// The tokens of one request that a step computes: positions
+// [first_position, first_position + num_tokens) of its tokens.
+struct ScheduledChunk {
+  RequestId id = 0;
+  int32_t first_position = 0;
+  int32_t num_tokens = 0;
+  // The chunk ends at the request's last known token: the step's logits of
+  // that token give the request's next token.
+  bool sample = false;
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledChunk> chunks;  // running requests first, then admitted ones
+  std::vector<RequestId> preempted;    // in the order they were preempted
+  int32_t num_tokens = 0;              // sum of chunks' num_tokens
+  int32_t num_prefix_hit_tokens = 0;   // tokens admitted requests found cached
+  bool empty() const { return chunks.empty(); }
+};
+
+struct SchedulerStats {
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  int64_t num_preemptions = 0;
+  int64_t num_steps = 0;
+  int64_t computed_tokens = 0;      // tokens run through the model, all steps
+  int64_t computed_prompt_tokens = 0;  // of those, prompt positions (recomputes included)
+  int64_t prefix_hit_tokens = 0;    // tokens admitted from the prefix cache
+  int64_t prompt_tokens = 0;        // prompt tokens of added requests
+};
+
+class Scheduler {
+ public:
+  // `kv` must outlive the scheduler, which is its only user from now on.
+  Scheduler(const SchedulerConfig& config, KVCacheManager& kv);
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request. `max_new_tokens` (-1: up to the context) bounds its
+  // output: ResourceExhausted when its prompt plus output could never fit
+  // the whole cache (it would wait forever, or preempt everything forever);
+  // InvalidArgument when the id is taken, the prompt is empty, or prompt
+  // plus output exceed max_model_len.
+  absl::Status AddRequest(RequestId id, std::vector<int32_t> prompt, int32_t max_new_tokens);
+
+  absl::StatusOr<SchedulerOutput> Schedule();
+
+  // The step of `out` ran: each chunk's tokens are computed now.
+  absl::Status CompleteStep(const SchedulerOutput& out);
+  // A token sampled for `id` after its last computed token; the next step
+  // computes it.
+  absl::Status AppendToken(RequestId id, int32_t token);
+  // Ends the request, running or waiting (finished or aborted): frees its
+  // blocks and forgets it. NotFound for an unknown id.
+  absl::Status Finish(RequestId id);
+
+  bool contains(RequestId id) const { return requests_.count(id) != 0; }
+  bool has_unfinished() const { return !requests_.empty(); }
+  // Running requests, oldest admission first.
+  const std::vector<RequestId>& running() const { return running_; }
+  // Prompt and sampled tokens of `id`; empty for an unknown id. Valid until
+  // the next non-const call.
+  absl::Span<const int32_t> tokens(RequestId id) const;
+  int32_t num_prompt_tokens(RequestId id) const;
+  int32_t num_computed_tokens(RequestId id) const;
+  // Times `id` was preempted.
+  int32_t num_preemptions(RequestId id) const;
+  // Prompt tokens `id` took from the prefix cache at its (last) admission.
+  int32_t num_cached_prompt_tokens(RequestId id) const;
+  SchedulerStats stats() const;
+  const SchedulerConfig& config() const { return config_; }
+  const KVCacheManager& kv() const { return kv_; }
+
+  // Checks the scheduler's bookkeeping against the KV cache: every running
+  // request holds a sequence covering its computed tokens, no waiting one
+  // holds blocks, queues and the request table agree; then the cache's and
+  // the pool's own invariants. For tests.
+  absl::Status CheckInvariants() const;
+
+ private:
+  enum class State { kWaiting, kRunning };
+  struct Request {
+    std::vector<int32_t> tokens;
+    int32_t num_prompt_tokens = 0;
+    int32_t num_computed_tokens = 0;
+    int32_t num_preemptions = 0;
+    int32_t num_cached_prompt_tokens = 0;
+    State state = State::kWaiting;
+  };
+
+  // Schedules the rest of running request `id` into `out`; may preempt
+  // newer running requests (or `id` itself). Returns false when `id` was
+  // preempted.
+  absl::StatusOr<bool> ScheduleRunning(RequestId id, int32_t& budget, SchedulerOutput& out);
+  // Tries to admit `id`; false when it does not fit the cache now.
+  absl::StatusOr<bool> TryAdmit(RequestId id, int32_t& budget, SchedulerOutput& out);
+  void Preempt(RequestId id, SchedulerOutput& out);
+  int64_t BlocksFor(int64_t tokens) const;
+
+  SchedulerConfig config_;
+  KVCacheManager& kv_;
+  std::unordered_map<RequestId, Request> requests_;
+  std::vector<RequestId> running_;  // admission order, oldest first
+  std::deque<RequestId> waiting_;
+  int64_t num_preemptions_ = 0;
+  int64_t num_steps_ = 0;
+  int64_t computed_tokens_ = 0;
+  int64_t computed_prompt_tokens_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
+  int64_t prompt_tokens_ = 0;
+};
+
+}  // namespace llmc
+
+#endif  // LLMC_RUNTIME_ENGINE_SCHEDULER_H_

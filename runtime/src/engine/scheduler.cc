@@ -1,0 +1,266 @@
+#include "llmc/runtime/engine/scheduler.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "absl/strings/str_format.h"
+#include "llmc/core/status_macros.h"
+
+namespace llmc {
+
+Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv)
+    : config_(config), kv_(kv) {}
+
+int64_t Scheduler::BlocksFor(int64_t tokens) const {
+  const int64_t bs = kv_.pool().block_size();
+  return (tokens + bs - 1) / bs;
+}
+
+absl::Status Scheduler::AddRequest(RequestId id, std::vector<int32_t> prompt,
+                                   int32_t max_new_tokens) {
+  if (requests_.count(id) != 0)
+    return absl::InvalidArgumentError(absl::StrFormat("request %d: the id is in use", id));
+  if (prompt.empty())
+    return absl::InvalidArgumentError(absl::StrFormat("request %d: the prompt has no tokens", id));
+  const int64_t prompt_len = int64_t(prompt.size());
+  if (prompt_len >= config_.max_model_len)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "request %d: the prompt has %d tokens but the context holds %d (one is needed for the "
+        "output)",
+        id, prompt_len, config_.max_model_len));
+  // The K/V a whole run stores: every token but the last sampled one.
+  // max_tokens -1 runs to the end of the context.
+  const int64_t total = max_new_tokens < 0 ? config_.max_model_len : prompt_len + max_new_tokens;
+  const int64_t blocks = BlocksFor(std::max<int64_t>(total - 1, prompt_len));
+  const int64_t bs = kv_.pool().block_size();
+  if (blocks > kv_.pool().num_blocks())
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "request %d: a %d-token prompt with up to %d tokens of output needs %d KV-cache blocks of "
+        "%d tokens, and the whole cache has %d (%d tokens); lower max_tokens or raise "
+        "--kv-cache-size",
+        id, prompt_len, total - prompt_len, blocks, bs, kv_.pool().num_blocks(),
+        int64_t(kv_.pool().num_blocks()) * bs));
+  if (total > config_.max_model_len)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "request %d: a %d-token prompt with up to %d tokens of output exceeds the context of %d "
+        "tokens; lower max_tokens",
+        id, prompt_len, total - prompt_len, config_.max_model_len));
+  Request r;
+  r.num_prompt_tokens = int32_t(prompt_len);
+  r.tokens = std::move(prompt);
+  requests_.emplace(id, std::move(r));
+  waiting_.push_back(id);
+  prompt_tokens_ += prompt_len;
+  return absl::OkStatus();
+}
+
+void Scheduler::Preempt(RequestId id, SchedulerOutput& out) {
+  Request& r = requests_.at(id);
+  (void)kv_.Free(id);  // the sequence exists: every running request has one
+  r.num_computed_tokens = 0;
+  r.state = State::kWaiting;
+  ++r.num_preemptions;
+  running_.erase(std::find(running_.begin(), running_.end(), id));
+  waiting_.push_front(id);
+  out.preempted.push_back(id);
+  ++num_preemptions_;
+}
+
+absl::StatusOr<bool> Scheduler::ScheduleRunning(RequestId id, int32_t& budget,
+                                                SchedulerOutput& out) {
+  Request& r = requests_.at(id);
+  const int32_t known = int32_t(r.tokens.size());
+  const int32_t n = std::min(known - r.num_computed_tokens, budget);
+  if (n <= 0) return true;
+  absl::Span<const int32_t> chunk = absl::MakeConstSpan(r.tokens).subspan(r.num_computed_tokens, n);
+  for (;;) {
+    absl::Status st = kv_.AppendTokens(id, chunk);
+    if (st.ok()) break;
+    if (!absl::IsResourceExhausted(st)) return st;
+    // Out of blocks: recompute the newest request later rather than fail.
+    const RequestId victim = running_.back();
+    Preempt(victim, out);
+    if (victim == id) return false;
+  }
+  ScheduledChunk c{id, r.num_computed_tokens, n, r.num_computed_tokens + n == known};
+  out.chunks.push_back(c);
+  out.num_tokens += n;
+  budget -= n;
+  return true;
+}
+
+absl::StatusOr<bool> Scheduler::TryAdmit(RequestId id, int32_t& budget, SchedulerOutput& out) {
+  Request& r = requests_.at(id);
+  LLMC_RETURN_IF_ERROR(kv_.AddRequest(id));
+  const absl::Span<const int32_t> tokens = r.tokens;
+  // The hit may include blocks that this very step writes (another
+  // request's prompt chunk, registered when scheduled): every layer of @step
+  // writes the whole step's K/V before its attention reads any, so they are
+  // there when this request reads them.
+  const ComputedBlocks hit = kv_.GetComputedBlocks(tokens);
+  const int32_t known = int32_t(tokens.size());
+  const int32_t n = std::min(known - hit.num_computed_tokens, budget);
+  absl::Status st = kv_.AllocateSlots(id, n, hit);
+  if (st.ok()) st = kv_.AppendTokens(id, tokens.subspan(hit.num_computed_tokens, n));
+  if (!st.ok()) {
+    LLMC_RETURN_IF_ERROR(kv_.Free(id));
+    if (absl::IsResourceExhausted(st)) return false;
+    return st;
+  }
+  r.num_computed_tokens = hit.num_computed_tokens;
+  r.num_cached_prompt_tokens = std::min(hit.num_computed_tokens, r.num_prompt_tokens);
+  r.state = State::kRunning;
+  running_.push_back(id);
+  out.num_prefix_hit_tokens += hit.num_computed_tokens;
+  prefix_hit_tokens_ += hit.num_computed_tokens;
+  ScheduledChunk c{id, hit.num_computed_tokens, n, hit.num_computed_tokens + n == known};
+  out.chunks.push_back(c);
+  out.num_tokens += n;
+  budget -= n;
+  return true;
+}
+
+absl::StatusOr<SchedulerOutput> Scheduler::Schedule() {
+  SchedulerOutput out;
+  int32_t budget = config_.max_batch_tokens;
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    LLMC_ASSIGN_OR_RETURN(bool kept, ScheduleRunning(running_[i], budget, out));
+    if (!kept) break;  // it was the newest: nothing runs after it
+  }
+  // After a preemption the cache is full: admitting now would only preempt
+  // again next step.
+  if (out.preempted.empty()) {
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (budget <= 0 || int32_t(running_.size()) >= config_.max_seqs) break;
+      LLMC_ASSIGN_OR_RETURN(bool admitted, TryAdmit(*it, budget, out));
+      if (!admitted) break;  // first come, first served: no overtaking
+      it = waiting_.erase(it);
+    }
+  }
+  return out;
+}
+
+absl::Status Scheduler::CompleteStep(const SchedulerOutput& out) {
+  for (const ScheduledChunk& c : out.chunks) {
+    auto it = requests_.find(c.id);
+    if (it == requests_.end() || it->second.state != State::kRunning ||
+        it->second.num_computed_tokens != c.first_position)
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "scheduler: the step's chunk of request %d no longer matches it (finished or "
+          "preempted before the step completed?)",
+          c.id));
+  }
+  for (const ScheduledChunk& c : out.chunks) {
+    Request& r = requests_.at(c.id);
+    r.num_computed_tokens += c.num_tokens;
+    computed_tokens_ += c.num_tokens;
+    computed_prompt_tokens_ +=
+        std::max(0, std::min(c.first_position + c.num_tokens, r.num_prompt_tokens) - c.first_position);
+  }
+  ++num_steps_;
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::AppendToken(RequestId id, int32_t token) {
+  auto it = requests_.find(id);
+  if (it == requests_.end())
+    return absl::NotFoundError(absl::StrFormat("scheduler: unknown request %d", id));
+  Request& r = it->second;
+  if (r.state != State::kRunning || r.num_computed_tokens != int32_t(r.tokens.size()))
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "scheduler: request %d has tokens still to compute; a sampled token comes after all of "
+        "them",
+        id));
+  r.tokens.push_back(token);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Finish(RequestId id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end())
+    return absl::NotFoundError(absl::StrFormat("scheduler: unknown request %d", id));
+  if (it->second.state == State::kRunning) {
+    running_.erase(std::find(running_.begin(), running_.end(), id));
+    LLMC_RETURN_IF_ERROR(kv_.Free(id));
+  } else {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
+  }
+  requests_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::Span<const int32_t> Scheduler::tokens(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? absl::Span<const int32_t>() : absl::MakeConstSpan(it->second.tokens);
+}
+
+int32_t Scheduler::num_prompt_tokens(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? 0 : it->second.num_prompt_tokens;
+}
+
+int32_t Scheduler::num_computed_tokens(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? 0 : it->second.num_computed_tokens;
+}
+
+int32_t Scheduler::num_preemptions(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? 0 : it->second.num_preemptions;
+}
+
+int32_t Scheduler::num_cached_prompt_tokens(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? 0 : it->second.num_cached_prompt_tokens;
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  s.num_running = int32_t(running_.size());
+  s.num_waiting = int32_t(waiting_.size());
+  s.num_preemptions = num_preemptions_;
+  s.num_steps = num_steps_;
+  s.computed_tokens = computed_tokens_;
+  s.computed_prompt_tokens = computed_prompt_tokens_;
+  s.prefix_hit_tokens = prefix_hit_tokens_;
+  s.prompt_tokens = prompt_tokens_;
+  return s;
+}
+
+absl::Status Scheduler::CheckInvariants() const {
+  auto fail = [](auto&&... args) {
+    return absl::InternalError(absl::StrFormat(args...));
+  };
+  if (int32_t(running_.size()) > config_.max_seqs)
+    return fail("scheduler: %d running requests, the cap is %d", running_.size(),
+                config_.max_seqs);
+  if (running_.size() + waiting_.size() != requests_.size())
+    return fail("scheduler: %d running + %d waiting, %d known", running_.size(), waiting_.size(),
+                requests_.size());
+  std::unordered_set<RequestId> seen;
+  for (RequestId id : running_) {
+    auto it = requests_.find(id);
+    if (it == requests_.end() || it->second.state != State::kRunning || !seen.insert(id).second)
+      return fail("scheduler: running request %d is unknown, waiting or listed twice", id);
+    auto held = kv_.num_tokens(id);
+    if (!held.ok()) return fail("scheduler: running request %d holds no KV sequence", id);
+    const Request& r = it->second;
+    if (*held < r.num_computed_tokens || *held > int32_t(r.tokens.size()))
+      return fail("scheduler: request %d has %d computed of %d tokens, its KV sequence %d", id,
+                  r.num_computed_tokens, r.tokens.size(), *held);
+  }
+  for (RequestId id : waiting_) {
+    auto it = requests_.find(id);
+    if (it == requests_.end() || it->second.state != State::kWaiting || !seen.insert(id).second)
+      return fail("scheduler: waiting request %d is unknown, running or listed twice", id);
+    if (kv_.contains(id) || it->second.num_computed_tokens != 0)
+      return fail("scheduler: waiting request %d holds KV-cache blocks", id);
+  }
+  if (kv_.num_requests() != int32_t(running_.size()))
+    return fail("scheduler: the KV cache has %d sequences for %d running requests",
+                kv_.num_requests(), running_.size());
+  LLMC_RETURN_IF_ERROR(kv_.CheckInvariants());
+  return kv_.pool().CheckInvariants();
+}
+
+}  // namespace llmc
