@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 
 #include "absl/strings/str_format.h"
-#include "llmc/core/format/gguf.h"
 #include "llmc/runtime/sample/sampler.h"
 #include "llmc/core/status_macros.h"
 #include "llmc/runtime/tokenizer/incremental_detokenizer.h"
@@ -17,30 +15,16 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const Artifact& artifact) {
-  const std::string& rel = artifact.manifest().tokenizer;
-  std::string path = artifact.Path(rel);
-  if (rel.size() >= 5 && rel.substr(rel.size() - 5) == ".gguf") {
-    LLMC_ASSIGN_OR_RETURN(auto gguf, GgufFile::Open(path));
-    return Tokenizer::FromGguf(*gguf);
-  }
-  return Tokenizer::FromHFFolder(path.substr(0, path.rfind('/')));
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Generator>> Generator::Create(const std::string& dir,
                                                              const GeneratorOptions& options) {
   auto g = std::unique_ptr<Generator>(new Generator());
-  Artifact::OpenOptions open;
-  open.verify_checksum = options.verify_checksum;
-  LLMC_ASSIGN_OR_RETURN(g->artifact_, Artifact::Open(dir, open));
-  LLMC_ASSIGN_OR_RETURN(g->tokenizer_, LoadTokenizer(*g->artifact_));
-  // The end-of-generation tokens, found once rather than per request.
-  for (int32_t t = 0; t < int32_t(g->tokenizer_->vocab_size()); ++t)
-    if (g->tokenizer_->IsEndOfGeneration(t)) g->eos_ids_.push_back(t);
-  LLMC_ASSIGN_OR_RETURN(g->runner_,
-                        CreateStepRunner(*g->artifact_, options.runner, options.backend));
+  LLMC_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(dir, options));
+  g->artifact_ = std::move(model.artifact);
+  g->tokenizer_ = std::move(model.tokenizer);
+  g->runner_ = std::move(model.runner);
+  g->eos_ids_ = std::move(model.eos_ids);
   LLMC_ASSIGN_OR_RETURN(g->pool_, BlockPool::Create(int32_t(g->runner_->num_blocks()),
                                                     int32_t(g->runner_->block_size())));
   KVCacheManager::Options kv;
@@ -116,16 +100,10 @@ absl::StatusOr<GenerationResult> Generator::Generate(
   IncrementalDetokenizer detok(*tokenizer_, absl::MakeConstSpan(prompt.data(), prompt.size()));
   std::vector<float> masked;  // the logits with the end-of-generation tokens masked out
   for (;;) {
-    std::span<const float> row(logits, size_t(vocab));
-    if (params.ignore_eos) {
-      // As llama.cpp's --ignore-eos (a logit bias of -inf on every
-      // end-of-generation token): the text goes on as if the model had
-      // never wanted to stop, rather than past an end-of-turn token.
-      masked.assign(row.begin(), row.end());
-      for (int32_t t : eos_ids_)
-        if (t < vocab) masked[size_t(t)] = -std::numeric_limits<float>::infinity();
-      row = masked;
-    }
+    std::span<const float> row =
+        MaskTokens(std::span<const float>(logits, size_t(vocab)),
+                   params.ignore_eos ? std::span<const int32_t>(eos_ids_) : std::span<const int32_t>(),
+                   &masked);
     int32_t token = sampler.Sample(row, context);
     result.tokens.push_back(token);
     context.push_back(token);

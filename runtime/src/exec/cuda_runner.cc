@@ -1,4 +1,5 @@
 #include "llmc/runtime/exec/cuda_runner.h"
+#include "llmc/runtime/exec/kv_sizing.h"
 
 #include "llmc/runtime/exec/gemm_tuning.h"
 
@@ -124,7 +125,6 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   if (o.max_batch_tokens <= 0) return absl::InvalidArgumentError("max_batch_tokens must be positive");
   if (o.max_logits <= 0) o.max_logits = o.max_batch_tokens;
   if (o.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
-  if (o.num_blocks <= 0) o.num_blocks = (config.max_position + o.block_size - 1) / o.block_size + 1;
   runner->vocab_ = config.vocab_size;
   if (o.cuda_graphs && !runner->device_->api().has_graphs())
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -146,6 +146,15 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     std::string what = absl::StrFormat("buffer '%s'", m.buffers[size_t(b)].name);
     LLMC_RETURN_IF_ERROR(runner->Allocate(size_t(bytes), what.c_str(), &bind.buffers[size_t(b)]));
   }
+  // Sized now, after the weights and buffers: a fraction of what they left.
+  size_t free_bytes = 0, total_bytes = 0;
+  if (runner->device_->api().cuMemGetInfo(&free_bytes, &total_bytes) != cuda::kCudaSuccess)
+    free_bytes = 0;
+  LLMC_ASSIGN_OR_RETURN(
+      o.num_blocks,
+      KvCacheBlocks(o, KvBytesPerBlock(config.num_layers, config.num_kv_heads, config.head_dim,
+                                       o.block_size, elem),
+                    config.max_position, int64_t(free_bytes)));
   int64_t cache_bytes =
       o.num_blocks * o.block_size * config.num_kv_heads * config.head_dim * elem;
   for (int64_t l = 0; l < 2 * config.num_layers; ++l) {

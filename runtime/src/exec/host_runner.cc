@@ -1,4 +1,5 @@
 #include "llmc/runtime/exec/host_runner.h"
+#include "llmc/runtime/exec/kv_sizing.h"
 
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -52,7 +53,11 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
   if (o.max_batch_tokens <= 0) return absl::InvalidArgumentError("max_batch_tokens must be positive");
   if (o.max_logits <= 0) o.max_logits = o.max_batch_tokens;
   if (o.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
-  if (o.num_blocks <= 0) o.num_blocks = (c.max_position + o.block_size - 1) / o.block_size + 1;
+  LLMC_ASSIGN_OR_RETURN(
+      o.num_blocks,
+      KvCacheBlocks(o, KvBytesPerBlock(c.num_layers, c.num_kv_heads, c.head_dim, o.block_size,
+                                       int64_t(sizeof(float))),
+                    c.max_position, /*free_device_bytes=*/-1));
   runner->vocab_ = c.vocab_size;
 
   std::string lib = artifact.Path(m.host_library);

@@ -401,4 +401,14 @@ void Sampler::ComputeLogprobs(std::span<const float> logits, int32_t token, Samp
     out->top_logprobs.push_back({c.id, static_cast<float>(c.logit - log_z)});
 }
 
+std::span<const float> MaskTokens(std::span<const float> logits, std::span<const int32_t> masked,
+                                  std::vector<float>* scratch) {
+  if (masked.empty()) return logits;
+  scratch->assign(logits.begin(), logits.end());
+  for (int32_t t : masked)
+    if (t >= 0 && size_t(t) < scratch->size())
+      (*scratch)[size_t(t)] = -std::numeric_limits<float>::infinity();
+  return *scratch;
+}
+
 }  // namespace llmc

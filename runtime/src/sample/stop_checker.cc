@@ -34,6 +34,8 @@ const char* ToString(FinishReason reason) {
     case FinishReason::kStop: return "stop";
     case FinishReason::kLength: return "length";
     case FinishReason::kEos: return "eos";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
   }
   return "?";
 }

@@ -1,8 +1,8 @@
 // Single-sequence generation and scoring over a compiled artifact: the
 // tokenizer, the step runner (host or CUDA), the paged KV cache (a block pool and its
 // manager, used even for one sequence) and the sampler, wired together.
-// Continuous batching of many requests builds on the same pieces (the
-// scheduler and engine of the serving milestone).
+// Many requests at once, continuously batched, go through the Engine
+// (engine.h) instead.
 #ifndef LLMC_RUNTIME_ENGINE_GENERATOR_H_
 #define LLMC_RUNTIME_ENGINE_GENERATOR_H_
 
@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "llmc/runtime/artifact/artifact.h"
+#include "llmc/runtime/engine/loaded_model.h"
 #include "llmc/runtime/exec/backend.h"
 #include "llmc/runtime/exec/step_runner.h"
 #include "llmc/runtime/kv/block_pool.h"
@@ -26,11 +27,7 @@
 
 namespace llmc {
 
-struct GeneratorOptions {
-  RunnerOptions runner;
-  BackendChoice backend;  // ChooseBackend's answer; the default runs on the host
-  bool verify_checksum = true;
-};
+using GeneratorOptions = LoadOptions;
 
 struct GenerationResult {
   std::vector<int32_t> tokens;  // generated ids (EOS included when it ended the text)

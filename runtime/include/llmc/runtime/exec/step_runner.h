@@ -20,7 +20,14 @@ struct RunnerOptions {
   int64_t max_batch_tokens = 512;  // T of the largest step
   int64_t max_logits = 0;          // rows of logits per step; 0: max_batch_tokens
   int64_t block_size = 16;         // tokens per KV block
-  int64_t num_blocks = 0;          // 0: enough for max_position tokens of one sequence
+  // KV-cache size (kv_sizing.h): num_blocks when positive, else
+  // kv_cache_bytes (all layers, K and V) when positive, else on a GPU
+  // kv_memory_fraction of the device memory still free once weights and
+  // buffers are allocated, else enough for max_position tokens of one
+  // sequence.
+  int64_t num_blocks = 0;
+  int64_t kv_cache_bytes = 0;
+  double kv_memory_fraction = 0;
   bool cuda_graphs = false;        // CUDA: replay decode steps from captured graphs (host: ignored)
   // CUDA: who runs the GEMMs with 16-bit weights: "llmc" (the generated
   // kernels), "cublaslt" (cuBLASLt, loaded with dlopen, wherever the artifact

@@ -161,6 +161,13 @@ class Sampler {
   SamplerScratch* scratch_;
 };
 
+// `logits` with every id of `masked` set to -inf, as llama.cpp's
+// --ignore-eos masks the end-of-generation tokens (a logit bias of -inf):
+// the text goes on as if the model had never wanted to stop. Returns
+// `logits` itself when nothing is masked, else a view of `*scratch`.
+std::span<const float> MaskTokens(std::span<const float> logits, std::span<const int32_t> masked,
+                                  std::vector<float>* scratch);
+
 }  // namespace llmc
 
 #endif  // LLMC_RUNTIME_SAMPLE_SAMPLER_H_

@@ -33,9 +33,11 @@ enum class FinishReason {
   kStop,    // a stop string matched
   kLength,  // max_tokens reached (or the engine ended it: context full)
   kEos,     // an end-of-sequence token
+  kAbort,   // the client aborted it
+  kError,   // the engine failed it (the status says why)
 };
 
-// "none", "stop", "length", "eos". OpenAI's finish_reason is "stop" for
+// "none", "stop", "length", "eos", "abort", "error". OpenAI's finish_reason is "stop" for
 // both kStop and kEos.
 const char* ToString(FinishReason reason);
 

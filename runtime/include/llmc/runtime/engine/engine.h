@@ -1,0 +1,164 @@
+// The serving engine: many requests on one model, continuously batched.
+//
+// It owns the step runner, the KV cache (block pool and manager), the
+// scheduler (scheduler.h) and every request's state: its sampler, with its
+// own SamplingParams and seed; its stop checker; its incremental
+// detokenizer; its usage counts. Each Step() runs one @step over the ragged
+// batch the scheduler chose (prefill chunks and decode tokens of different
+// requests together) and returns, per request that produced something, the
+// new tokens and the text that became safe to show, and the finished
+// requests with their reason.
+//
+// Every request ends in exactly one finished output: by its stop rules,
+// Abort(), or an error (the step that computed it failed: reason kError with
+// the status). A request the cache could never hold is refused by
+// AddRequest. Not thread-safe: one thread calls everything; EngineLoop
+// (engine_loop.h) is that thread for a server.
+//
+// n completions of one prompt are n requests: with prefix caching they
+// share the prompt's whole blocks (the scheduler computes them once).
+#ifndef LLMC_RUNTIME_ENGINE_ENGINE_H_
+#define LLMC_RUNTIME_ENGINE_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "llmc/runtime/engine/loaded_model.h"
+#include "llmc/runtime/engine/scheduler.h"
+#include "llmc/runtime/exec/step_batch.h"
+#include "llmc/runtime/kv/block_pool.h"
+#include "llmc/runtime/kv/kv_cache_manager.h"
+#include "llmc/runtime/sample/sampler.h"
+#include "llmc/runtime/sample/sampling_params.h"
+#include "llmc/runtime/sample/stop_checker.h"
+#include "llmc/runtime/tokenizer/incremental_detokenizer.h"
+
+namespace llmc {
+
+struct EngineOptions {
+  // Requests in one step, and running at once (vLLM's --max-num-seqs). The
+  // token budget of a step is the runner's max_batch_tokens.
+  int32_t max_seqs = 64;
+  bool enable_prefix_caching = true;
+  // Pool invariants checked after every step (tests; O(blocks) a step).
+  bool check_invariants = false;
+};
+
+struct RequestUsage {
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+  int32_t cached_prompt_tokens = 0;  // taken from the prefix cache at first admission
+  int32_t num_preemptions = 0;
+};
+
+// What one step produced for one request.
+struct RequestOutput {
+  RequestId id = 0;
+  std::vector<int32_t> tokens;  // new tokens (the final one included when it ended the text)
+  std::string text;             // new text, whole UTF-8 characters, never part of a stop string
+  // One per new token when the request asked for logprobs.
+  std::vector<SampleResult> logprobs;
+  bool finished = false;
+  FinishReason reason = FinishReason::kNone;
+  absl::Status status;  // not OK only with reason kError
+  RequestUsage usage;   // counts so far; final when finished
+};
+
+struct EngineStats {
+  SchedulerStats scheduler;
+  KVCacheStats kv;
+  int64_t requests_added = 0;
+  int64_t requests_finished = 0;  // by any reason, aborts and errors included
+  int64_t output_tokens = 0;
+  int64_t step_tokens_max = 0;  // largest step, in tokens
+  // KV-cache slots allocated to live requests but holding no token (the
+  // partly filled last block of each), summed over steps, and all slots in
+  // use, summed likewise: waste = wasted / allocated.
+  int64_t kv_slots_wasted = 0;
+  int64_t kv_slots_allocated = 0;
+};
+
+class Engine {
+ public:
+  // Opens the artifact at `dir` (LoadModel) and builds the engine on it.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(const std::string& dir,
+                                                        const LoadOptions& load,
+                                                        const EngineOptions& options);
+  // On a model put together elsewhere (tests use a fake runner).
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(LoadedModel model,
+                                                        const EngineOptions& options);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request; returns its id. InvalidArgument for bad params or an
+  // empty or too long prompt, ResourceExhausted when the whole KV cache
+  // could not hold it; the message names the request's sizes.
+  absl::StatusOr<RequestId> AddRequest(std::vector<int32_t> prompt, const SamplingParams& params);
+
+  // Ends a queued or running request; its final output (reason kAbort, with
+  // the text held back so far) comes with the next Step(). NotFound for an
+  // unknown or finished id.
+  absl::Status Abort(RequestId id);
+
+  // Runs one step (nothing when no request is left) and returns what it
+  // produced, with the outputs of aborted requests. An error means the
+  // engine itself is broken (a scheduler invariant); a failed @step fails
+  // only its requests (kError outputs) and the engine goes on.
+  absl::StatusOr<std::vector<RequestOutput>> Step();
+
+  bool has_unfinished() const { return scheduler_->has_unfinished() || !pending_.empty(); }
+  int32_t num_unfinished() const { return int32_t(live_.size()); }
+  EngineStats stats() const;
+  const SchedulerOutput& last_schedule() const { return last_; }
+
+  const Tokenizer& tokenizer() const { return *model_.tokenizer; }
+  StepRunner& runner() { return *model_.runner; }
+  const Artifact* artifact() const { return model_.artifact.get(); }
+  // Longest request (prompt + output).
+  int32_t max_model_len() const { return scheduler_->config().max_model_len; }
+  // One line: "KV cache: 1024 blocks of 16 tokens (16384 tokens, 384.0 MiB),
+  // prefix caching on".
+  std::string KvCacheSummary() const;
+
+ private:
+  Engine() = default;
+  struct Live {
+    SamplingParams params;
+    Sampler sampler;
+    StopChecker stop;
+    IncrementalDetokenizer detok;
+    RequestUsage usage;
+    bool admitted = false;
+  };
+
+  absl::Status BuildBatch(const SchedulerOutput& out);
+  // Samples request `id`'s next token from `row` into a new output.
+  absl::Status SampleNext(RequestId id, const float* row, std::vector<RequestOutput>& outputs);
+  // Ends `id` with an output carrying `reason` (and `status` for kError).
+  void EndRequest(RequestId id, FinishReason reason, absl::Status status,
+                  std::vector<RequestOutput>& outputs);
+  void CountKvWaste();
+
+  LoadedModel model_;
+  EngineOptions options_;
+  std::unique_ptr<BlockPool> pool_;
+  std::unique_ptr<KVCacheManager> kv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unordered_map<RequestId, std::unique_ptr<Live>> live_;
+  std::vector<RequestOutput> pending_;  // aborted since the last step
+  SchedulerOutput last_;
+  StepBatch batch_;
+  SamplerScratch scratch_;
+  std::vector<float> masked_;
+  RequestId next_id_ = 0;
+  EngineStats stats_;
+};
+
+}  // namespace llmc
+
+#endif  // LLMC_RUNTIME_ENGINE_ENGINE_H_

@@ -1,0 +1,232 @@
+#include "llmc/runtime/engine/engine.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "llmc/core/status_macros.h"
+#include "llmc/runtime/exec/kv_sizing.h"
+
+namespace llmc {
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const std::string& dir,
+                                                       const LoadOptions& load,
+                                                       const EngineOptions& options) {
+  LLMC_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(dir, load));
+  return Create(std::move(model), options);
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model,
+                                                       const EngineOptions& options) {
+  if (options.max_seqs < 1)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--max-seqs must be at least 1, got %d", options.max_seqs));
+  auto e = std::unique_ptr<Engine>(new Engine());
+  e->model_ = std::move(model);
+  e->options_ = options;
+  StepRunner& runner = *e->model_.runner;
+  LLMC_ASSIGN_OR_RETURN(e->pool_, BlockPool::Create(int32_t(runner.num_blocks()),
+                                                    int32_t(runner.block_size())));
+  KVCacheManager::Options kv;
+  kv.enable_prefix_caching = options.enable_prefix_caching;
+  e->kv_ = std::make_unique<KVCacheManager>(*e->pool_, kv);
+  SchedulerConfig config;
+  config.max_batch_tokens = int32_t(runner.max_batch_tokens());
+  // Every request in a step may want its logits.
+  config.max_seqs = std::min<int32_t>(options.max_seqs, int32_t(runner.max_logits()));
+  config.max_model_len = int32_t(std::min<int64_t>(e->model_.max_position,
+                                                   runner.num_blocks() * runner.block_size()));
+  e->scheduler_ = std::make_unique<Scheduler>(config, *e->kv_);
+  return e;
+}
+
+std::string Engine::KvCacheSummary() const {
+  const StepRunner& r = *model_.runner;
+  return absl::StrFormat("KV cache: %d blocks of %d tokens (%d tokens, %s), prefix caching %s",
+                         r.num_blocks(), r.block_size(), r.num_blocks() * r.block_size(),
+                         FormatBytes(r.kv_cache_bytes()),
+                         options_.enable_prefix_caching ? "on" : "off");
+}
+
+absl::StatusOr<RequestId> Engine::AddRequest(std::vector<int32_t> prompt,
+                                             const SamplingParams& params) {
+  LLMC_RETURN_IF_ERROR(params.Validate());
+  const int64_t vocab = model_.runner->vocab_size();
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= vocab)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "prompt token %d is %d, outside the vocabulary [0, %d)", i, prompt[i], vocab));
+  const RequestId id = next_id_;
+  std::vector<int32_t> context = prompt;  // the detokenizer's, before the scheduler takes it
+  const int32_t max_new = params.max_tokens < 0 ? -1 : params.max_tokens;
+  LLMC_RETURN_IF_ERROR(scheduler_->AddRequest(id, std::move(prompt), max_new));
+  ++next_id_;
+  auto live = std::unique_ptr<Live>(new Live{
+      params, Sampler(params, &scratch_), StopChecker(params, model_.eos_ids),
+      IncrementalDetokenizer(*model_.tokenizer, context), RequestUsage{}, false});
+  live->usage.prompt_tokens = int32_t(context.size());
+  live_.emplace(id, std::move(live));
+  ++stats_.requests_added;
+  return id;
+}
+
+void Engine::EndRequest(RequestId id, FinishReason reason, absl::Status status,
+                        std::vector<RequestOutput>& outputs) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  Live& r = *it->second;
+  r.stop.Finish(reason);
+  RequestOutput out;
+  out.id = id;
+  out.text = std::string(r.stop.TakeReady());
+  out.finished = true;
+  out.reason = reason;
+  out.status = std::move(status);
+  out.usage = r.usage;
+  out.usage.num_preemptions = scheduler_->num_preemptions(id);
+  outputs.push_back(std::move(out));
+  (void)scheduler_->Finish(id);  // known: live and scheduled requests are the same set
+  live_.erase(it);
+  ++stats_.requests_finished;
+}
+
+absl::Status Engine::Abort(RequestId id) {
+  if (live_.count(id) == 0)
+    return absl::NotFoundError(absl::StrFormat("request %d is not running or queued", id));
+  EndRequest(id, FinishReason::kAbort, absl::OkStatus(), pending_);
+  return absl::OkStatus();
+}
+
+absl::Status Engine::BuildBatch(const SchedulerOutput& out) {
+  StepBatch& b = batch_;
+  b.tokens.clear();
+  b.positions.clear();
+  b.query_starts.assign(1, 0);
+  b.context_lens.clear();
+  b.block_tables.clear();
+  b.slot_mapping.clear();
+  b.logits_rows.clear();
+  b.max_blocks = 0;
+  std::vector<absl::Span<const int32_t>> tables;
+  for (const ScheduledChunk& c : out.chunks) {
+    absl::Span<const int32_t> tokens = scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens);
+    b.tokens.insert(b.tokens.end(), tokens.begin(), tokens.end());
+    for (int32_t i = 0; i < c.num_tokens; ++i) b.positions.push_back(c.first_position + i);
+    b.query_starts.push_back(int32_t(b.tokens.size()));
+    b.context_lens.push_back(c.first_position + c.num_tokens);
+    if (c.sample) b.logits_rows.push_back(int32_t(b.tokens.size()) - 1);
+    LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> slots,
+                          kv_->SlotMapping(c.id, c.first_position, c.num_tokens));
+    b.slot_mapping.insert(b.slot_mapping.end(), slots.begin(), slots.end());
+    LLMC_ASSIGN_OR_RETURN(absl::Span<const int32_t> table, kv_->block_table(c.id));
+    tables.push_back(table);
+    b.max_blocks = std::max<int64_t>(b.max_blocks, int64_t(table.size()));
+  }
+  // A step of prefill chunks only still asks for one row, never read: a
+  // @step computes at least one row of logits (a launch with a zero grid is
+  // an error on a GPU).
+  if (b.logits_rows.empty()) b.logits_rows.push_back(int32_t(b.tokens.size()) - 1);
+  // [S, max_blocks]; a shorter table is padded with its first block, never
+  // read: a sequence reads only its context's blocks.
+  for (absl::Span<const int32_t> t : tables) {
+    b.block_tables.insert(b.block_tables.end(), t.begin(), t.end());
+    b.block_tables.insert(b.block_tables.end(), size_t(b.max_blocks) - t.size(), t[0]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Engine::SampleNext(RequestId id, const float* logits,
+                                std::vector<RequestOutput>& outputs) {
+  Live& r = *live_.at(id);
+  if (!r.admitted) {
+    r.admitted = true;
+    r.usage.cached_prompt_tokens = scheduler_->num_cached_prompt_tokens(id);
+  }
+  const std::span<const float> row = MaskTokens(
+      std::span<const float>(logits, size_t(model_.runner->vocab_size())),
+      r.params.ignore_eos ? std::span<const int32_t>(model_.eos_ids) : std::span<const int32_t>(),
+      &masked_);
+  absl::Span<const int32_t> context = scheduler_->tokens(id);
+  SampleResult sampled;
+  const bool want_logprobs = r.params.logprobs > 0;
+  const int32_t token = r.sampler.Sample(row, std::span<const int32_t>(context.data(), context.size()),
+                                         want_logprobs ? &sampled : nullptr);
+  ++r.usage.completion_tokens;
+  ++stats_.output_tokens;
+  FinishReason reason = r.stop.AppendToken(token, r.detok.Append(token));
+  // The context is full once the new token would need a slot past it.
+  if (reason == FinishReason::kNone && int64_t(context.size()) + 1 >= max_model_len()) {
+    r.stop.Finish(FinishReason::kLength);
+    reason = FinishReason::kLength;
+  }
+  RequestOutput out;
+  out.id = id;
+  out.tokens.push_back(token);
+  out.text = std::string(r.stop.TakeReady());
+  if (want_logprobs) out.logprobs.push_back(std::move(sampled));
+  out.usage = r.usage;
+  out.usage.num_preemptions = scheduler_->num_preemptions(id);
+  if (reason == FinishReason::kNone) {
+    outputs.push_back(std::move(out));
+    return scheduler_->AppendToken(id, token);
+  }
+  out.finished = true;
+  out.reason = reason;
+  outputs.push_back(std::move(out));
+  live_.erase(id);
+  ++stats_.requests_finished;
+  return scheduler_->Finish(id);
+}
+
+void Engine::CountKvWaste() {
+  const int64_t bs = pool_->block_size();
+  stats_.kv_slots_allocated += int64_t(pool_->num_blocks() - pool_->num_free_blocks()) * bs;
+  for (RequestId id : scheduler_->running()) {
+    auto table = kv_->block_table(id);
+    auto held = kv_->num_tokens(id);
+    if (table.ok() && held.ok()) stats_.kv_slots_wasted += int64_t(table->size()) * bs - *held;
+  }
+}
+
+absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
+  std::vector<RequestOutput> outputs = std::move(pending_);
+  pending_.clear();
+  LLMC_ASSIGN_OR_RETURN(last_, scheduler_->Schedule());
+  if (last_.empty()) return outputs;
+  if (!kv_->pending_copies().empty())
+    return absl::InternalError(
+        "engine: the KV cache asks for block copies (copy on write), which no runner does yet");
+  LLMC_RETURN_IF_ERROR(BuildBatch(last_));
+  stats_.step_tokens_max = std::max<int64_t>(stats_.step_tokens_max, last_.num_tokens);
+  CountKvWaste();
+  absl::StatusOr<const float*> logits = model_.runner->Step(batch_);
+  if (!logits.ok()) {
+    // The step's requests cannot go on (their cache is half written); the
+    // others can.
+    for (const ScheduledChunk& c : last_.chunks)
+      EndRequest(c.id, FinishReason::kError,
+                 absl::Status(logits.status().code(),
+                              absl::StrFormat("request %d: the step failed: %s", c.id,
+                                              logits.status().message())),
+                 outputs);
+    return outputs;
+  }
+  LLMC_RETURN_IF_ERROR(scheduler_->CompleteStep(last_));
+  const int64_t vocab = model_.runner->vocab_size();
+  int64_t row = 0;
+  for (const ScheduledChunk& c : last_.chunks) {
+    if (!c.sample) continue;
+    LLMC_RETURN_IF_ERROR(SampleNext(c.id, *logits + row * vocab, outputs));
+    ++row;
+  }
+  if (options_.check_invariants) LLMC_RETURN_IF_ERROR(scheduler_->CheckInvariants());
+  return outputs;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s = stats_;
+  s.scheduler = scheduler_->stats();
+  s.kv = kv_->stats();
+  return s;
+}
+
+}  // namespace llmc

@@ -1,0 +1,256 @@
+// The Engine on a fake model (fake_model.h): whatever the batching, chunking,
+// prefix caching and preemption, each request gets the tokens it gets
+// alone; every request ends in exactly one finished output; aborts and
+// failed steps end only their requests and free their blocks.
+#include "llmc/runtime/engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <vector>
+
+#include "runtime/engine/fake_model.h"
+
+namespace llmc {
+namespace {
+
+using testing::FakeModel;
+using testing::FakeModelOptions;
+using testing::FakeRunner;
+
+struct Result {
+  std::vector<int32_t> tokens;
+  std::string text;
+  int finished = 0;
+  RequestOutput final;
+};
+
+struct Req {
+  std::vector<int32_t> prompt;
+  SamplingParams params;
+};
+
+// Runs `reqs` through one engine, all submitted at once.
+std::vector<Result> RunAll(const std::vector<Req>& reqs, const FakeModelOptions& model,
+                           EngineOptions options, EngineStats* stats = nullptr) {
+  options.check_invariants = true;
+  auto engine = Engine::Create(FakeModel(model), options);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  if (!engine.ok()) return {};
+  std::map<RequestId, size_t> index;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto id = (*engine)->AddRequest(reqs[i].prompt, reqs[i].params);
+    EXPECT_TRUE(id.ok()) << id.status();
+    if (id.ok()) index[*id] = i;
+  }
+  std::vector<Result> results(reqs.size());
+  for (int step = 0; (*engine)->has_unfinished() && step < 100000; ++step) {
+    auto outs = (*engine)->Step();
+    EXPECT_TRUE(outs.ok()) << outs.status();
+    if (!outs.ok()) break;
+    for (RequestOutput& o : *outs) {
+      Result& r = results[index.at(o.id)];
+      EXPECT_EQ(r.finished, 0) << "output after the finished one, request " << o.id;
+      r.tokens.insert(r.tokens.end(), o.tokens.begin(), o.tokens.end());
+      r.text += o.text;
+      if (o.finished) {
+        ++r.finished;
+        r.final = o;
+      }
+    }
+  }
+  EXPECT_FALSE((*engine)->has_unfinished());
+  if (stats) *stats = (*engine)->stats();
+  return results;
+}
+
+std::vector<Req> MixedRequests(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Req> reqs;
+  for (int i = 0; i < n; ++i) {
+    Req r;
+    const int len = 1 + int(rng() % 90);
+    for (int t = 0; t < len; ++t) r.prompt.push_back(2 + int32_t(rng() % 22));
+    r.params.max_tokens = 1 + int(rng() % 30);
+    r.params.temperature = i % 2 ? 0.f : 0.9f;
+    r.params.top_k = 0;
+    r.params.top_p = 1.f;
+    r.params.min_p = 0.f;
+    r.params.seed = 100 + uint64_t(i);
+    r.params.ignore_eos = i % 3 == 0;
+    reqs.push_back(std::move(r));
+  }
+  return reqs;
+}
+
+TEST(EngineTest, BatchedChunkedPreemptedRequestsGetTheirAloneTokens) {
+  const std::vector<Req> reqs = MixedRequests(40, 7);
+  FakeModelOptions big;
+  big.num_blocks = 2048;
+  big.max_batch_tokens = 256;
+  EngineOptions alone_opts;
+  alone_opts.max_seqs = 1;
+  std::vector<Result> alone;
+  for (const Req& r : reqs) alone.push_back(RunAll({r}, big, alone_opts)[0]);
+
+  // A small budget (chunking), a cache far below what they need
+  // (preemption), prefix caching on.
+  FakeModelOptions small;
+  small.num_blocks = 40;
+  small.block_size = 4;
+  small.max_batch_tokens = 24;
+  EngineOptions batched_opts;
+  batched_opts.max_seqs = 12;
+  EngineStats stats;
+  std::vector<Result> batched = RunAll(reqs, small, batched_opts, &stats);
+  ASSERT_EQ(batched.size(), reqs.size());
+  EXPECT_GT(stats.scheduler.num_preemptions, 0);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(batched[i].finished, 1) << i;
+    EXPECT_EQ(batched[i].tokens, alone[i].tokens) << "request " << i;
+    EXPECT_EQ(batched[i].text, alone[i].text) << "request " << i;
+    EXPECT_EQ(batched[i].final.reason, alone[i].final.reason) << i;
+    EXPECT_EQ(batched[i].final.usage.completion_tokens, int(batched[i].tokens.size()));
+  }
+}
+
+TEST(EngineTest, SharedPromptIsComputedOnceAndGivesTheSameTokens) {
+  std::vector<Req> reqs;
+  std::vector<int32_t> system;
+  for (int i = 0; i < 200; ++i) system.push_back(2 + (i * 7) % 22);
+  for (int i = 0; i < 16; ++i) {
+    Req r;
+    r.prompt = system;
+    r.prompt.push_back(2 + i);
+    r.params.temperature = 0;
+    r.params.max_tokens = 5;
+    r.params.ignore_eos = true;
+    reqs.push_back(r);
+  }
+  FakeModelOptions m;
+  m.num_blocks = 1024;
+  m.block_size = 16;
+  m.max_batch_tokens = 64;
+  EngineStats with, without;
+  EngineOptions on;
+  on.max_seqs = 16;
+  EngineOptions off = on;
+  off.enable_prefix_caching = false;
+  std::vector<Result> a = RunAll(reqs, m, on, &with);
+  std::vector<Result> b = RunAll(reqs, m, off, &without);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(a[i].tokens, b[i].tokens) << i;
+  EXPECT_EQ(without.scheduler.computed_prompt_tokens, 16 * 201);
+  // The 192 tokens of whole blocks once, then each request's last 9.
+  EXPECT_EQ(with.scheduler.computed_prompt_tokens, 201 + 15 * 9);
+  EXPECT_EQ(a[5].final.usage.cached_prompt_tokens, 192);
+}
+
+TEST(EngineTest, AbortEndsOnlyThatRequestAndFreesItsBlocks) {
+  FakeModelOptions m;
+  EngineOptions o;
+  o.check_invariants = true;
+  auto engine = Engine::Create(FakeModel(m), o);
+  ASSERT_TRUE(engine.ok());
+  Engine& e = **engine;
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 50;
+  p.ignore_eos = true;
+  auto a = e.AddRequest({2, 3, 4, 5, 6, 7}, p);
+  auto b = e.AddRequest({8, 9, 10}, p);
+  auto c = e.AddRequest({11, 12}, p);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(e.Step().ok());
+  ASSERT_TRUE(e.Abort(*b).ok());
+  EXPECT_EQ(e.Abort(*b).code(), absl::StatusCode::kNotFound);
+  auto outs = e.Step();
+  ASSERT_TRUE(outs.ok());
+  int finished_b = 0;
+  for (const RequestOutput& out : *outs) {
+    if (out.id == *b) {
+      EXPECT_TRUE(out.finished);
+      EXPECT_EQ(out.reason, FinishReason::kAbort);
+      ++finished_b;
+    } else {
+      EXPECT_FALSE(out.finished);
+    }
+  }
+  EXPECT_EQ(finished_b, 1);
+  while (e.has_unfinished()) ASSERT_TRUE(e.Step().ok());
+  const EngineStats s = e.stats();
+  EXPECT_EQ(s.kv.num_free_blocks, s.kv.num_blocks);
+  EXPECT_EQ(s.requests_finished, 3);
+}
+
+TEST(EngineTest, FailedStepEndsItsRequestsWithTheErrorAndTheEngineGoesOn) {
+  FakeModelOptions m;
+  FakeRunner* runner = nullptr;
+  EngineOptions o;
+  o.check_invariants = true;
+  auto engine = Engine::Create(FakeModel(m, &runner), o);
+  ASSERT_TRUE(engine.ok());
+  Engine& e = **engine;
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 4;
+  p.ignore_eos = true;
+  auto a = e.AddRequest({2, 3, 4}, p);
+  ASSERT_TRUE(a.ok());
+  runner->fail_at_step_ = 2;
+  ASSERT_TRUE(e.Step().ok());
+  auto outs = e.Step();
+  ASSERT_TRUE(outs.ok());
+  ASSERT_EQ(outs->size(), 1u);
+  EXPECT_EQ((*outs)[0].reason, FinishReason::kError);
+  EXPECT_NE((*outs)[0].status.message().find("injected failure"), std::string::npos);
+  EXPECT_FALSE(e.has_unfinished());
+  // A later request runs normally.
+  auto b = e.AddRequest({2, 3, 4}, p);
+  ASSERT_TRUE(b.ok());
+  int tokens = 0;
+  while (e.has_unfinished()) {
+    auto more = e.Step();
+    ASSERT_TRUE(more.ok());
+    for (const RequestOutput& out : *more) tokens += int(out.tokens.size());
+  }
+  EXPECT_EQ(tokens, 4);
+  EXPECT_EQ(e.stats().kv.num_free_blocks, e.stats().kv.num_blocks);
+}
+
+TEST(EngineTest, RefusesWhatCanNeverFitWithClearErrors) {
+  FakeModelOptions m;
+  m.num_blocks = 8;
+  m.block_size = 4;  // 32 slots
+  auto engine = Engine::Create(FakeModel(m), EngineOptions());
+  ASSERT_TRUE(engine.ok());
+  SamplingParams p;
+  p.max_tokens = 10;
+  std::vector<int32_t> long_prompt(30, 5);
+  auto r = (*engine)->AddRequest(long_prompt, p);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("whole cache has 8"), std::string::npos) << r.status();
+  EXPECT_EQ((*engine)->AddRequest({}, p).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*engine)->AddRequest({99}, p).status().code(), absl::StatusCode::kInvalidArgument);
+  p.top_p = 2;
+  EXPECT_EQ((*engine)->AddRequest({3}, p).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE((*engine)->has_unfinished());
+}
+
+TEST(EngineTest, MaxTokensMinusOneEndsAtTheContext) {
+  FakeModelOptions m;
+  m.num_blocks = 16;
+  m.block_size = 4;
+  m.max_position = 40;
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = -1;
+  p.ignore_eos = true;
+  std::vector<Result> r = RunAll({{{2, 3, 4, 5, 6}, p}}, m, EngineOptions());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].final.reason, FinishReason::kLength);
+  EXPECT_EQ(int(r[0].tokens.size()), 40 - 5);
+}
+
+}  // namespace
+}  // namespace llmc
