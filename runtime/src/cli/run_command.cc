@@ -6,18 +6,26 @@
 #include "absl/strings/str_format.h"
 #include "llmc/runtime/cli/commands.h"
 #include "llmc/runtime/tokenizer/chat_template.h"
+#include "engine_flags.h"
+#include "run_prompts_file.h"
 #include "runner_flags.h"
 
 namespace llmc::cli {
 
 int RunRunCommand(int argc, char** argv) {
-  std::string prompt, system, chat_template, stop;
+  std::string prompt, system, chat_template, stop, prompts_file, output;
   int64_t max_tokens = 64, top_k = 40, seed = 0, repeat_last_n = 64;
   double temperature = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0;
   bool chat = false, greedy = false, no_stats = false, ignore_eos = false;
   RunnerFlags runner;
-  FlagSet flags(std::string(argv[0]) + " ARTIFACT -p PROMPT [flags]", kRunSummary);
+  EngineFlags engine;
+  FlagSet flags(std::string(argv[0]) + " ARTIFACT (-p PROMPT | --prompts-file FILE.jsonl) [flags]",
+                kRunSummary);
   flags.AddString("prompt", &prompt, "the prompt text", 'p');
+  flags.AddString("prompts-file", &prompts_file,
+                  "JSONL, one request per line with its own sampling fields: run them all "
+                  "concurrently through the serving engine (docs/runtime.md)");
+  flags.AddString("output", &output, "--prompts-file: write the JSONL results here (default stdout)", 'o');
   flags.AddInt("tokens", &max_tokens, "most tokens to generate (-1: until EOS or the context ends)", 'n');
   flags.AddBool("chat", &chat, "wrap the prompt in the model's chat template as a user turn");
   flags.AddString("system", &system, "system message for --chat");
@@ -36,12 +44,38 @@ int RunRunCommand(int argc, char** argv) {
                 "(llama.cpp's --ignore-eos)");
   flags.AddBool("no-stats", &no_stats, "do not print timings to stderr");
   runner.Register(flags);
+  engine.Register(flags, runner);
   if (auto rc = ParseCommandLine(flags, argc, argv)) return *rc;
   if (flags.positional().size() != 1) {
     std::fprintf(stderr, "%s: expected one ARTIFACT (see --help)\n", argv[0]);
     return kExitUsage;
   }
   if (int rc = runner.ResolveBackend(argv[0], flags.positional()[0]); rc != 0) return rc;
+  SamplingParams params;
+  params.temperature = greedy ? 0.f : float(temperature);
+  params.top_k = int(top_k);
+  params.top_p = float(top_p);
+  params.min_p = float(min_p);
+  params.repetition_penalty = float(repeat_penalty);
+  params.repeat_last_n = int(repeat_last_n);
+  params.seed = uint64_t(seed);
+  params.max_tokens = int(max_tokens);
+  params.ignore_eos = ignore_eos;
+  if (!stop.empty()) params.stop.push_back(stop);
+  if (!prompts_file.empty()) {
+    if (!prompt.empty() || chat) {
+      std::fprintf(stderr, "%s: --prompts-file takes the prompts from the file: drop -p/--chat\n",
+                   argv[0]);
+      return kExitUsage;
+    }
+    PromptsFileRun run{argv[0], flags.positional()[0], prompts_file, output, params,
+                       runner.Options(), {}, no_stats};
+    if (absl::Status st = engine.Apply(run.load, run.engine); !st.ok()) {
+      std::fprintf(stderr, "%s: %s\n", argv[0], std::string(st.message()).c_str());
+      return kExitUsage;
+    }
+    return RunPromptsFile(run);
+  }
   auto gen = Generator::Create(flags.positional()[0], runner.Options());
   if (!gen.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(gen.status().message()).c_str());
@@ -64,18 +98,6 @@ int RunRunCommand(int argc, char** argv) {
     add_bos = tmpl->bos_token.empty();  // the template wrote it already
   }
   std::vector<int32_t> ids = tok.Encode(text, add_bos, /*parse_special=*/chat);
-
-  SamplingParams params;
-  params.temperature = greedy ? 0.f : float(temperature);
-  params.top_k = int(top_k);
-  params.top_p = float(top_p);
-  params.min_p = float(min_p);
-  params.repetition_penalty = float(repeat_penalty);
-  params.repeat_last_n = int(repeat_last_n);
-  params.seed = uint64_t(seed);
-  params.max_tokens = int(max_tokens);
-  params.ignore_eos = ignore_eos;
-  if (!stop.empty()) params.stop.push_back(stop);
 
   if (!chat) {
     std::fputs(prompt.c_str(), stdout);

@@ -1,0 +1,72 @@
+// Flags of the commands that run the serving engine (`llmc run
+// --prompts-file`, `llmc bench --serving`): the scheduler's limits and the
+// KV cache's size. The step's token budget is RunnerFlags' --batch, also
+// spelled --max-batch-tokens here.
+#ifndef LLMC_RUNTIME_CLI_ENGINE_FLAGS_H_
+#define LLMC_RUNTIME_CLI_ENGINE_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "llmc/runtime/cli/flags.h"
+#include "llmc/runtime/engine/engine.h"
+#include "llmc/runtime/exec/kv_sizing.h"
+#include "runner_flags.h"
+
+namespace llmc::cli {
+
+struct EngineFlags {
+  int64_t max_seqs = 64;
+  bool prefix_cache = true;
+  std::string kv_cache_size;
+  int64_t kv_blocks = 0;
+  double gpu_memory_fraction = 0.9;
+
+  void Register(FlagSet& flags, RunnerFlags& runner) {
+    flags.AddInt("max-batch-tokens", &runner.batch,
+                 "most tokens per step, all requests together (same as --batch)");
+    flags.AddInt("max-seqs", &max_seqs, "most requests per step and running at once");
+    flags.AddBool("prefix-cache", &prefix_cache,
+                  "reuse the KV cache of equal prompt prefixes (--no-prefix-cache: off)");
+    flags.AddString("kv-cache-size", &kv_cache_size,
+                    "KV-cache size in bytes, e.g. 2GiB (default: the host the model's context; a "
+                    "GPU --gpu-memory-fraction of its free memory)");
+    flags.AddInt("kv-blocks", &kv_blocks, "KV-cache size in blocks (instead of --kv-cache-size)");
+    flags.AddDouble("gpu-memory-fraction", &gpu_memory_fraction,
+                    "CUDA: fraction of the free device memory the KV cache takes by default");
+  }
+
+  // Checks the values and fills the KV-cache size into `load`.
+  absl::Status Apply(LoadOptions& load, EngineOptions& engine) const {
+    if (max_seqs < 1)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("flag --max-seqs must be >= 1, got %d", max_seqs));
+    if (kv_blocks < 0)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("flag --kv-blocks must be >= 0, got %d", kv_blocks));
+    if (!(gpu_memory_fraction > 0 && gpu_memory_fraction <= 1))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "flag --gpu-memory-fraction must be in (0, 1], got %g", gpu_memory_fraction));
+    if (!kv_cache_size.empty() && kv_blocks > 0)
+      return absl::InvalidArgumentError("give --kv-cache-size or --kv-blocks, not both");
+    if (!kv_cache_size.empty()) {
+      auto bytes = ParseByteSize("kv-cache-size", kv_cache_size);
+      if (!bytes.ok()) return bytes.status();
+      load.runner.kv_cache_bytes = *bytes;
+      load.runner.num_blocks = 0;
+    }
+    if (kv_blocks > 0) load.runner.num_blocks = kv_blocks;
+    load.runner.kv_memory_fraction = gpu_memory_fraction;
+    // Each request of a step may want its logits.
+    load.runner.max_logits = std::min<int64_t>(max_seqs, load.runner.max_batch_tokens);
+    engine.max_seqs = int32_t(max_seqs);
+    engine.enable_prefix_caching = prefix_cache;
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace llmc::cli
+
+#endif  // LLMC_RUNTIME_CLI_ENGINE_FLAGS_H_
