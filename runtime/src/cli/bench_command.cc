@@ -8,6 +8,8 @@
 //         at depth 0, as llama-bench's tg starts from one); t/s = N / decode
 //         time. End-of-generation tokens are masked out, so every run makes
 //         N steps.
+//   --serving  the serving engine under load instead (bench_serving.cc).
+//
 //   tgN@bB  (--seqs B, B > 1) B sequences decoding together, as a server's
 //         decode phase: each gets its own prompt of --depth tokens
 //         (prefilled one by one, untimed), then N steps of B tokens, one per
@@ -34,6 +36,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "llmc/runtime/cli/commands.h"
+#include "bench_serving.h"
 #include "run_command.h"
 #include "runner_flags.h"
 
@@ -160,6 +163,7 @@ int Fail(const char* self, const absl::Status& st, int code) {
 }  // namespace
 
 int RunBenchCommand(int argc, char** argv) {
+  if (WantsServingBench(argc, argv)) return RunServingBench(argc, argv);
   std::string prompt_list = "128,512", seqs_list = "1";
   int64_t gen_tokens = 64, depth = 0, repetitions = 5, seed = 1;
   bool json = false, warmup = true, verify_seqs = false;

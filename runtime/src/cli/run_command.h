@@ -16,7 +16,8 @@ inline constexpr const char* kLogitsSummary =
     "Write teacher-forced logits of a token sequence, for comparison with a reference.";
 
 inline constexpr const char* kBenchSummary =
-    "Measure prefill and decode tokens/s of an artifact for one sequence, as llama-bench does.";
+    "Measure prefill and decode tokens/s of an artifact as llama-bench does, or (--serving) the "
+    "serving engine under load: throughput, TTFT, inter-token latency.";
 
 inline constexpr const char* kTuneSummary =
     "Time each GEMM of a CUDA artifact as generated and through cuBLASLt; write the faster choice.";
