@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Batch invariance of the serving engine, end to end.
+
+64 requests with mixed prompt lengths (1 to 600 tokens) and output lengths
+(1 to 120), half greedy and half sampled with a fixed per-request seed, go
+through `llmc run --prompts-file` twice:
+
+  batched  all submitted together, a token budget of 64 per step (prompts are
+           chunked and mixed with other requests' decode tokens) and a KV
+           cache a quarter of what they need (requests are preempted and
+           recomputed);
+  alone    one request at a time (--max-seqs 1), each prompt in one chunk,
+           a cache that holds it.
+
+Host backend (synthetic models, and SmolLM2-135M Q4_1 when its GGUF is in
+~/.cache/llmc/models): every request's tokens, and the logprobs of its tokens
+to the bit, must be identical: the host kernels compute each row the same
+whatever else is in the step.
+
+CUDA backend under CPU emulation (the generated CUDA kernels built for the
+CPU, run by the runtime's CUDA executor through the fake driver; a smaller
+workload, greedy requests only, since emulation is slow): prefill GEMMs and
+decode GEMVs sum in different orders there, so the tokens must be identical
+or differ only after a logit near-tie: where a request's tokens first differ,
+the top-2 gap of the logits (teacher-forced, alone) must be under 1e-2 of the
+logit range. Each such case is printed.
+
+Exits 0 when every case passes, 77 (skip) only for a case whose inputs are
+missing (said loudly), 1 on any failure.
+
+  python3 test/e2e/engine_batch_invariance_test.py --llmc build/bin/llmc \\
+      [--fake-driver build/test/unit/libllmc_fake_cuda.so] [-k NAME] [--keep DIR]
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SYNTH = os.path.join(ROOT, "tools", "synth-model", "synth_model.py")
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+SMOLLM2 = os.path.expanduser("~/.cache/llmc/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+NEAR_TIE = 1e-2
+
+# name -> synth options (GGUF, q8_0 blocks: the q8-activation GEMMs run)
+MODELS = {
+    "llama-gqa-q8_0": ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4",
+                       "--kv-heads", "2", "--intermediate", "256", "--layers", "2",
+                       "--max-position", "1024", "--gguf-type", "q8_0"],
+    "qwen2-f32": ["--arch", "qwen2", "--vocab", "320", "--hidden", "128", "--heads", "4",
+                  "--kv-heads", "1", "--intermediate", "192", "--layers", "2",
+                  "--max-position", "1024", "--gguf-type", "f32"],
+}
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr[-3000:]}")
+    return r
+
+
+def workload(vocab, n, max_prompt, seed, sampled=True, max_output=120):
+    rng = random.Random(seed)
+    reqs = []
+    for i in range(n):
+        # Lengths that start, end and straddle blocks, and a spread to max.
+        length = rng.choice([1, 2, 15, 16, 17, 63, 64, 65, max_prompt]) if i % 3 == 0 \
+            else rng.randint(1, max_prompt)
+        req = {"id": i, "prompt_token_ids": [rng.randrange(2, vocab) for _ in range(length)],
+               "max_tokens": rng.randint(1, max_output), "temperature": 0, "ignore_eos": True,
+               "logprobs": 1}
+        if sampled and i % 2:
+            req.update(temperature=0.9, top_k=0, top_p=1.0, min_p=0.0, seed=1000 + i)
+        reqs.append(req)
+    return reqs
+
+
+def blocks_needed(reqs, block_size):
+    return sum((len(r["prompt_token_ids"]) + r["max_tokens"] + block_size - 1) // block_size
+               for r in reqs)
+
+
+def run_engine(exe, art, reqs, work, tag, extra, env=None):
+    path = os.path.join(work, f"{tag}.in.jsonl")
+    with open(path, "w") as f:
+        for r in reqs:
+            f.write(json.dumps(r) + "\n")
+    out = os.path.join(work, f"{tag}.out.jsonl")
+    r = run([exe, "run", art, "--prompts-file", path, "-o", out, "--no-verify", "--threads", "2",
+             *extra], env=env)
+    results = [json.loads(line) for line in open(out)]
+    return results, r.stderr
+
+
+def compare(name, batched, alone, near_tie_check=None):
+    """True when every request's tokens agree (or, with near_tie_check, differ
+    only after a near-tie it confirms)."""
+    ok = True
+    same = 0
+    preempted = sum(r.get("usage", {}).get("preemptions", 0) for r in batched)
+    for b, a in zip(batched, alone):
+        if "error" in b or "error" in a:
+            print(f"FAIL {name}: request {b['id']}: {b.get('error') or a.get('error')}")
+            ok = False
+            continue
+        if b["token_ids"] == a["token_ids"]:
+            # The logprobs too, to the bit: a kernel whose sums depend on the
+            # batch shows here long before it flips a token.
+            lb = [x["logprob"] for x in b["logprobs"]]
+            la = [x["logprob"] for x in a["logprobs"]]
+            if near_tie_check is None and lb != la:
+                worst = max(abs(x - y) for x, y in zip(lb, la))
+                print(f"FAIL {name}: request {b['id']}: same tokens, but logprobs differ by up "
+                      f"to {worst:.3g}")
+                ok = False
+                continue
+            same += 1
+            continue
+        j = next((k for k, (x, y) in enumerate(zip(b["token_ids"], a["token_ids"])) if x != y),
+                 min(len(b["token_ids"]), len(a["token_ids"])))
+        if near_tie_check is None:
+            print(f"FAIL {name}: request {b['id']} differs at output token {j}: batched "
+                  f"{b['token_ids'][j:j + 4]}, alone {a['token_ids'][j:j + 4]}")
+            ok = False
+            continue
+        gap, span = near_tie_check(b["id"], a["token_ids"][:j])
+        tie = gap < NEAR_TIE * span
+        print(f"{'NEAR-TIE' if tie else 'FAIL'} {name}: request {b['id']} differs at output token "
+              f"{j} (batched {b['token_ids'][j]}, alone {a['token_ids'][j]}): top-2 gap {gap:.3g}, "
+              f"logit range {span:.3g} ({gap / span:.2e} of it)")
+        ok = ok and tie
+    if preempted == 0:
+        print(f"FAIL {name}: the batched run preempted nothing; the cache was meant to force it")
+        ok = False
+    print(f"{'PASS' if ok else 'FAIL'} {name}: {same}/{len(batched)} requests token-identical "
+          f"batched (budget 64, {preempted} preemptions) and alone", flush=True)
+    return ok
+
+
+def check_host(exe, name, art, vocab, work, max_prompt=600, n=64):
+    reqs = workload(vocab, n, max_prompt, seed=len(name))
+    quarter = max(blocks_needed(reqs, 16) // 4,
+                  max((len(r["prompt_token_ids"]) + r["max_tokens"] + 15) // 16 for r in reqs))
+    batched, _ = run_engine(exe, art, reqs, work, name + "-batched",
+                            ["--max-batch-tokens", "64", "--max-seqs", "64",
+                             "--kv-blocks", str(quarter)])
+    alone, _ = run_engine(exe, art, reqs, work, name + "-alone",
+                          ["--max-seqs", "1", "--max-batch-tokens", str(max_prompt + 64)])
+    return compare(f"{name} [host]", batched, alone)
+
+
+def emu_near_tie(exe, art, reqs, work, env):
+    """Top-2 gap and range of the logits after prompt + tokens, alone."""
+    by_id = {r["id"]: r for r in reqs}
+
+    def check(rid, prefix):
+        tokens = by_id[int(rid)]["prompt_token_ids"] + prefix
+        out = os.path.join(work, f"tie-{rid}.f32")
+        run([exe, "logits", art, "--backend=cuda", "--tokens", ",".join(map(str, tokens)),
+             "-o", out], env=env)
+        row = np.fromfile(out, dtype=np.float32).reshape(len(tokens), -1)[-1]
+        top = np.sort(row)[-2:]
+        return float(top[1] - top[0]), float(row.max() - row.min())
+    return check
+
+
+def check_cuda_emu(args, exe, work):
+    sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+    import cuda_emu_logits_test as emu  # noqa: E402
+    name = "llama-gqa-q8_0"
+    model = os.path.join(work, name + ".gguf")
+    if not os.path.exists(model):
+        run([sys.executable, SYNTH, "--format", "gguf", "--out", model, "--seed", "5"] + MODELS[name])
+    art = os.path.join(work, name + "-cuda.llmc")
+    run([args.llmc, "compile", model, "--target=host,sm_90", "--dtype=f16",
+         "--host-activations=f32", "-o", art])
+    so = emu.build_emulation(art, args.cxx)
+    env = dict(os.environ, LLMC_CUDA_DRIVER=args.fake_driver, FAKE_CUDA_KERNELS=so,
+               LLMC_NO_EXEC_RT="1")
+    reqs = workload(300, 64, 120, seed=3, sampled=False)
+    quarter = max(blocks_needed(reqs, 16) // 4,
+                  max((len(r["prompt_token_ids"]) + r["max_tokens"] + 15) // 16 for r in reqs))
+    cuda = ["--backend=cuda"]
+    batched, _ = run_engine(exe, art, reqs, work, "emu-batched",
+                            cuda + ["--max-batch-tokens", "64", "--kv-blocks", str(quarter)], env)
+    alone, _ = run_engine(exe, art, reqs, work, "emu-alone",
+                          cuda + ["--max-seqs", "1", "--max-batch-tokens", "184"], env)
+    return compare(f"{name} [cuda, emulated]", batched, alone,
+                   emu_near_tie(exe, art, reqs, work, env))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llmc", default=os.path.join(ROOT, "build", "bin", "llmc"))
+    ap.add_argument("--fake-driver", help="libllmc_fake_cuda.so: also run the CUDA path emulated")
+    ap.add_argument("--cxx", default=os.environ.get("CXX", "c++"))
+    ap.add_argument("-k", help="only cases whose name contains this")
+    ap.add_argument("--keep", help="keep models and artifacts in DIR")
+    a = ap.parse_args()
+    rt = os.path.join(os.path.dirname(a.llmc), "llmc-rt")
+    exe = rt if os.path.exists(rt) else a.llmc
+    work = a.keep or tempfile.mkdtemp(prefix="llmc-invariance-")
+    os.makedirs(work, exist_ok=True)
+    results = []
+    try:
+        for name, opts in MODELS.items():
+            if a.k and a.k not in name:
+                continue
+            model = os.path.join(work, name + ".gguf")
+            run([sys.executable, SYNTH, "--format", "gguf", "--out", model, "--seed", "5"] + opts)
+            art = os.path.join(work, name + ".llmc")
+            run([a.llmc, "compile", model, "-o", art])
+            vocab = int(opts[opts.index("--vocab") + 1])
+            results.append(check_host(exe, name, art, vocab, work))
+        if not a.k or a.k in "smollm2":
+            if os.path.exists(SMOLLM2):
+                art = os.path.join(work, "smollm2.llmc")
+                run([a.llmc, "compile", SMOLLM2, "-o", art])
+                results.append(check_host(exe, "smollm2-135m-q4_1", art, 49152, work))
+            else:
+                print(f"SKIPPED smollm2: {SMOLLM2} not found (scripts/fetch-model fetches it)")
+        if a.fake_driver and (not a.k or a.k in "cuda-emu"):
+            results.append(check_cuda_emu(a, exe, work))
+        elif not a.fake_driver:
+            print("SKIPPED cuda-emu: no --fake-driver given")
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    passed = sum(results)
+    print(f"{passed} passed, {len(results) - passed} failed")
+    return 0 if results and all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
