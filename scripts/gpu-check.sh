@@ -94,14 +94,14 @@ status=0
 if (( ! skip_kernels )); then
 echo "--- build ($arch, $nvcc)"
 "$cxx" -std=c++17 -O2 -march=native -fopenmp -Wno-aggressive-loop-optimizations \
-  -Icompiler/Target/Kernels/host -Icore/include/llmc/core/artifact \
+  -Icompiler/Target/Kernels/host -Icore/include/llmc/core/artifact -Icore/include/llmc/core/format \
   -c test/gpu/host_ref.cpp -o "$out/host_ref.o" &
 pids=($!) objs=()
 # The parts of kernel_check (test/gpu/kernel_check.cu lists them), one nvcc
 # each, in parallel.
 for part in kernel_check kernel_check_harness kernel_check_linear kernel_check_norm_rope \
             kernel_check_attention kernel_check_gemm_halves; do
-  "$nvcc" -std=c++17 -O3 -arch="$arch" -Icompiler/Target/Kernels/cuda \
+  "$nvcc" -std=c++17 -O3 -arch="$arch" -Icompiler/Target/Kernels/cuda -Icore/include/llmc/core/format \
     -Xcompiler -fopenmp,-O3 -c "test/gpu/$part.cu" -o "$out/$part.o" &
   pids+=($!) objs+=("$out/$part.o")
 done

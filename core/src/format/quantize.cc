@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "llmc/core/format/block_decode.h"
 #include "llmc/core/format/dequantize.h"
 #include "llmc/core/weight_format.h"
 
@@ -15,11 +16,6 @@ namespace {
 constexpr float kHalfMax = 65504.0f;
 
 void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
-uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
 
 // Ties to even, as torch.round and numpy.round (the default FP environment).
 float RoundEven(float v) { return std::nearbyint(v); }
@@ -128,18 +124,17 @@ absl::Status DequantizeGroupwise(std::string_view format, int64_t group, const u
   for (int64_t b = 0; b < count / group; ++b) {
     const uint8_t* x = src + b * block;
     float* y = dst + b * group;
-    const float s = HalfToFloat(LoadU16(x));
+    const float s = gguf::load_half(x);
     if (i8) {
       const int8_t* q = reinterpret_cast<const int8_t*>(x + 2);
       for (int64_t i = 0; i < group; ++i) y[i] = static_cast<float>(q[i]) * s;
       continue;
     }
-    const float z = HalfToFloat(LoadU16(x + 2));
+    const float z = gguf::load_half(x + 2);
     const uint8_t* qs = x + 4;
+    // 32-element chunks of nibble pairs, as q4_0 (block_decode.h).
     for (int64_t i = 0; i < group; ++i) {
-      const int64_t chunk = i / 32, j = i % 32;
-      const uint8_t byte = qs[16 * chunk + (j % 16)];
-      const int q = j < 16 ? (byte & 0x0F) : (byte >> 4);
+      const int q = gguf::nibble32(qs + 16 * (i / 32), static_cast<int>(i % 32));
       y[i] = (static_cast<float>(q) - z) * s;
     }
   }

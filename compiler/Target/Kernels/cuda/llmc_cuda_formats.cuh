@@ -3,8 +3,14 @@
 // Split from llmc_cuda_kernels.cuh so that the weight decoders compile for
 // the host as well (LLMC_HD is __host__ __device__ under nvcc/NVRTC, inline
 // under a host compiler with the toolkit's include directory): the unit test
-// test/unit/kernels/cuda_formats checks every decoder on the host against the
-// runtime's dequantizers, which are bit-exact with ggml. No GPU needed.
+// test/unit/kernels/cuda_formats checks every decoder on the host against
+// core's dequantizers, which are bit-exact with ggml. No GPU needed.
+//
+// The block layouts are block_decode.h's (core's, shared with the host
+// kernels and the dequantizers): the decoders below take their scale
+// unpacking and per-element bit extraction from it. What stays here is what
+// the GPU wants differently: 16-bit loads of 2-byte-aligned rows, 8 elements
+// unpacked from those words at a time, and q4_1/q5_1's fused multiply-add.
 #ifndef LLMC_CUDA_FORMATS_CUH_
 #define LLMC_CUDA_FORMATS_CUH_
 
@@ -12,16 +18,18 @@
 #include <cuda_fp16.h>
 
 #if defined(__CUDACC_RTC__)
-#define LLMC_HD __host__ __device__ __forceinline__
+// NVRTC: no standard library headers.
 #elif defined(__CUDACC__)
 #include <string.h>
-#define LLMC_HD __host__ __device__ __forceinline__
 #else
 #include <math.h>
 #include <string.h>
 #include <vector_types.h>
-#define LLMC_HD inline
 #endif
+
+// Embedded next to this file (core/include/llmc/core/format/ in the repo);
+// it also defines LLMC_HD.
+#include "block_decode.h"
 
 namespace llmc {
 namespace cuda {
@@ -32,17 +40,8 @@ typedef unsigned short u16;
 typedef unsigned int u32;
 typedef long long i64;
 
-
-// The float with bit pattern u.
-LLMC_HD float bits_float(u32 u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-#endif
-}
+using gguf::bf16_to_float;
+using gguf::bits_to_float;
 
 //===----------------------------------------------------------------------===//
 // Activation element types: half, __nv_bfloat16, float.
@@ -58,11 +57,10 @@ template <> LLMC_HD __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
 }
 
 LLMC_HD float f16_bits(u16 h) { return __half2float(__ushort_as_half(h)); }
-LLMC_HD float bf16_bits(u16 h) { return bits_float(static_cast<u32>(h) << 16); }
 LLMC_HD float lo_f16(u32 w) { return f16_bits(static_cast<u16>(w & 0xffffu)); }
 LLMC_HD float hi_f16(u32 w) { return f16_bits(static_cast<u16>(w >> 16)); }
-LLMC_HD float lo_bf16(u32 w) { return bits_float(w << 16); }
-LLMC_HD float hi_bf16(u32 w) { return bits_float(w & 0xffff0000u); }
+LLMC_HD float lo_bf16(u32 w) { return bits_to_float(w << 16); }
+LLMC_HD float hi_bf16(u32 w) { return bits_to_float(w & 0xffff0000u); }
 
 // 8 consecutive activations (16-byte aligned for half/bf16, 32 for float).
 LLMC_HD void load8(const float* p, float v[8]) {
@@ -129,7 +127,7 @@ struct bf16 {
     load8(reinterpret_cast<const __nv_bfloat16*>(row) + 8 * g, w);
   }
   LLMC_HD static float load1(const u8* row, int k) {
-    return bf16_bits(reinterpret_cast<const u16*>(row)[k]);
+    return bf16_to_float(reinterpret_cast<const u16*>(row)[k]);
   }
 };
 
@@ -205,7 +203,7 @@ struct q5_0 {
     ld8b(b + 6 + (s & 1) * 8, lo, hi);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const u32 q = nib(lo, hi, i, shift) | (((qh >> i) & 1u) << 4);
+      const u32 q = nib(lo, hi, i, shift) | gguf::q5_high(qh, i);
       w[i] = d * (static_cast<float>(q) - 16.0f);
     }
   }
@@ -225,7 +223,7 @@ struct q5_1 {
     ld8b(b + 8 + (s & 1) * 8, lo, hi);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const u32 q = nib(lo, hi, i, shift) | (((qh >> i) & 1u) << 4);
+      const u32 q = nib(lo, hi, i, shift) | gguf::q5_high(qh, i);
       w[i] = fmaf(d, static_cast<float>(q), m);
     }
   }
@@ -243,7 +241,8 @@ struct q5_1 {
 // group of 8 (l = 0 or 8) stays inside one sub-block; its 8 quant bytes (and
 // q3_K's 8 hmask bytes) start at an even offset.
 
-// Field `shift` (bits shift..shift+1) of byte i (0..7) of lo|hi.
+// Field `shift` (bits shift..shift+1) of byte i (0..7) of lo|hi: gguf::crumb
+// on a word holding 4 quant bytes, which is what the 16-bit loads give.
 LLMC_HD u32 crumb(u32 lo, u32 hi, int i, int shift) {
   const u32 w = i < 4 ? lo : hi;
   return (w >> (8 * (i & 3) + shift)) & 3u;
@@ -280,11 +279,8 @@ struct q3_K {
   LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
     const u8* b = row + (g >> 5) * block_bytes;
     const int e = (g & 31) * 8, h = e >> 7, j = (e >> 5) & 3, s = (e >> 4) & 1, l = e & 15;
-    const int n = e >> 4;
-    const u8* sb = b + 96;
-    const int low = n < 8 ? (sb[n] & 0xf) : (sb[n - 8] >> 4);
-    const int high = (sb[8 + (n & 3)] >> (2 * (n >> 2))) & 3;
-    const float d = f16_bits(ld16(b + 108)) * static_cast<float>((low | (high << 4)) - 32);
+    const int scale = gguf::q3_k_scale(b + 96, e >> 4);
+    const float d = f16_bits(ld16(b + 108)) * static_cast<float>(scale);
     u32 lo, hi, mlo, mhi;
     ld8b(b + 32 + 32 * h + 16 * s + l, lo, hi);
     ld8b(b + 16 * s + l, mlo, mhi);
@@ -299,18 +295,6 @@ struct q3_K {
   }
 };
 
-// The 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes
-// (ggml's get_scale_min_k4).
-LLMC_HD void scale_min_k4(int j, const u8* q, float& sc, float& mn) {
-  if (j < 4) {
-    sc = static_cast<float>(q[j] & 63);
-    mn = static_cast<float>(q[j + 4] & 63);
-  } else {
-    sc = static_cast<float>((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
-    mn = static_cast<float>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
 // block_q4_K {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}: 64-element chunk
 // c uses qs[32c .. 32c+31], low nibbles for its first 32 elements (sub-block
 // 2c), high nibbles for the next 32 (2c + 1); x = d * sc * q - dmin * m.
@@ -321,12 +305,13 @@ struct q4_K {
   LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
     const u8* b = row + (g >> 5) * block_bytes;
     const int e = (g & 31) * 8, c = e >> 6, sub = (e >> 5) & 1, l = e & 31;
-    float sc, mn;
-    scale_min_k4(2 * c + sub, b + 4, sc, mn);
-    const float d = f16_bits(ld16(b)) * sc, m = f16_bits(ld16(b + 2)) * mn;
+    int sc, mn;
+    gguf::scale_min_k4(b + 4, 2 * c + sub, &sc, &mn);
+    const float d = f16_bits(ld16(b)) * static_cast<float>(sc);
+    const float m = f16_bits(ld16(b + 2)) * static_cast<float>(mn);
     const u8* q = b + 16 + 32 * c + l;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) w[i] = d * static_cast<float>((q[i] >> (4 * sub)) & 0xf) - m;
+    for (int i = 0; i < 8; ++i) w[i] = d * static_cast<float>(gguf::k_nibble(q[i], sub)) - m;
   }
 };
 
@@ -339,14 +324,15 @@ struct q5_K {
   LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
     const u8* b = row + (g >> 5) * block_bytes;
     const int e = (g & 31) * 8, c = e >> 6, sub = (e >> 5) & 1, l = e & 31, s = 2 * c + sub;
-    float sc, mn;
-    scale_min_k4(s, b + 4, sc, mn);
-    const float d = f16_bits(ld16(b)) * sc, m = f16_bits(ld16(b + 2)) * mn;
+    int sc, mn;
+    gguf::scale_min_k4(b + 4, s, &sc, &mn);
+    const float d = f16_bits(ld16(b)) * static_cast<float>(sc);
+    const float m = f16_bits(ld16(b + 2)) * static_cast<float>(mn);
     const u8* qh = b + 16 + l;
     const u8* q = b + 48 + 32 * c + l;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const u32 v = ((q[i] >> (4 * sub)) & 0xf) | (((qh[i] >> s) & 1u) << 4);
+      const u32 v = gguf::k_nibble(q[i], sub) | gguf::q5_k_high(qh[i], s);
       w[i] = d * static_cast<float>(v) - m;
     }
   }
@@ -369,8 +355,7 @@ struct q6_K {
     const u8* qh = b + 128 + 32 * h + l;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const int q = ((ql[i] >> (4 * (k >> 1))) & 0xf) | (((qh[i] >> (2 * k)) & 3) << 4);
-      w[i] = d * static_cast<float>(q - 32);
+      w[i] = d * static_cast<float>(gguf::q6_k_quant(ql + i, qh + i, k));
     }
   }
 };

@@ -23,8 +23,9 @@ namespace host {
 // of block_elems. Internally the kernels decode a "span" (a block, or 32
 // elements of a plain format) into 32-element groups of 4 vf registers:
 // decode_simd(bytes, f) calls f(offset_in_span, const vf w[4]) per group;
-// decode_scalar(bytes, float* out) writes the whole span (the portable path,
-// the same operations as ggml's reference).
+// decode_scalar(bytes, float* out) writes the whole span (the portable path:
+// for the GGUF blocks, block_decode.h's decoders, the same operations as
+// ggml's reference and as core's dequantizers).
 namespace fmt {
 
 template <class Self, int64_t BlockElems, int64_t BlockBytes, bool Plain>
@@ -106,9 +107,7 @@ struct bf16 : plain_base<bf16, 2> {
 struct q8_0 : format_base<q8_0, 32, 34, false> {
   static constexpr const char* name = "q8_0";
   static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
-    const float d = detail::load_half(x);
-    const int8_t* qs = reinterpret_cast<const int8_t*>(x + 2);
-    for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(qs[j]) * d;
+    gguf::decode_q8_0(x, y);
   }
 #if LLMC_HOST_SIMD
   template <class F>
@@ -128,12 +127,7 @@ struct q8_0 : format_base<q8_0, 32, 34, false> {
 struct q4_0 : format_base<q4_0, 32, 18, false> {
   static constexpr const char* name = "q4_0";
   static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
-    const float d = detail::load_half(x);
-    const uint8_t* qs = x + 2;
-    for (int j = 0; j < 16; ++j) {
-      y[j] = static_cast<float>((qs[j] & 0x0F) - 8) * d;
-      y[j + 16] = static_cast<float>((qs[j] >> 4) - 8) * d;
-    }
+    gguf::decode_q4_0(x, y);
   }
 #if LLMC_HOST_SIMD
   template <class F>
@@ -154,15 +148,7 @@ struct q4_0 : format_base<q4_0, 32, 18, false> {
 struct q4_1 : format_base<q4_1, 32, 20, false> {
   static constexpr const char* name = "q4_1";
   static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
-    const float d = detail::load_half(x);
-    const float m = detail::load_half(x + 2);
-    const uint8_t* qs = x + 4;
-    for (int j = 0; j < 16; ++j) {
-      const float lo = static_cast<float>(qs[j] & 0x0F) * d;
-      const float hi = static_cast<float>(qs[j] >> 4) * d;
-      y[j] = lo + m;
-      y[j + 16] = hi + m;
-    }
+    gguf::decode_q4_1(x, y);
   }
 #if LLMC_HOST_SIMD
   template <class F>
@@ -183,15 +169,7 @@ struct q4_1 : format_base<q4_1, 32, 20, false> {
 struct q5_0 : format_base<q5_0, 32, 22, false> {
   static constexpr const char* name = "q5_0";
   static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
-    const float d = detail::load_half(x);
-    const uint32_t qh = detail::load_u32(x + 2);
-    const uint8_t* qs = x + 6;
-    for (int j = 0; j < 16; ++j) {
-      const int h0 = static_cast<int>((qh >> j) & 1) << 4;
-      const int h1 = static_cast<int>((qh >> (j + 16)) & 1) << 4;
-      y[j] = static_cast<float>(((qs[j] & 0x0F) | h0) - 16) * d;
-      y[j + 16] = static_cast<float>(((qs[j] >> 4) | h1) - 16) * d;
-    }
+    gguf::decode_q5_0(x, y);
   }
 #if LLMC_HOST_SIMD
   template <class F>
@@ -216,18 +194,7 @@ struct q5_0 : format_base<q5_0, 32, 22, false> {
 struct q5_1 : format_base<q5_1, 32, 24, false> {
   static constexpr const char* name = "q5_1";
   static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
-    const float d = detail::load_half(x);
-    const float m = detail::load_half(x + 2);
-    const uint32_t qh = detail::load_u32(x + 4);
-    const uint8_t* qs = x + 8;
-    for (int j = 0; j < 16; ++j) {
-      const int h0 = static_cast<int>((qh >> j) & 1) << 4;
-      const int h1 = static_cast<int>((qh >> (j + 16)) & 1) << 4;
-      const float lo = static_cast<float>((qs[j] & 0x0F) | h0) * d;
-      const float hi = static_cast<float>((qs[j] >> 4) | h1) * d;
-      y[j] = lo + m;
-      y[j + 16] = hi + m;
-    }
+    gguf::decode_q5_1(x, y);
   }
 #if LLMC_HOST_SIMD
   template <class F>
@@ -256,23 +223,7 @@ struct q5_1 : format_base<q5_1, 32, 24, false> {
 struct q2_k : format_base<q2_k, 256, 84, false> {
   static constexpr const char* name = "q2_k";
   static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
-    const uint8_t* scales = x;
-    const uint8_t* qs = x + 16;
-    const float d = detail::load_half(x + 80);
-    const float dmin = detail::load_half(x + 82);
-    for (int h = 0; h < 2; ++h)
-      for (int j = 0; j < 4; ++j)
-        for (int g = 0; g < 2; ++g) {
-          const uint8_t sc = scales[8 * h + 2 * j + g];
-          const float dl = d * static_cast<float>(sc & 0x0F);
-          const float ml = dmin * static_cast<float>(sc >> 4);
-          float* out = y + 128 * h + 32 * j + 16 * g;
-          const uint8_t* q = qs + 32 * h + 16 * g;
-          for (int l = 0; l < 16; ++l) {
-            const float v = dl * static_cast<float>((q[l] >> (2 * j)) & 3);
-            out[l] = v - ml;
-          }
-        }
+    gguf::decode_q2_k(x, y);
   }
 #if LLMC_HOST_SIMD
   template <class F>
@@ -310,23 +261,7 @@ struct q2_k : format_base<q2_k, 256, 84, false> {
 struct q3_k : format_base<q3_k, 256, 110, false> {
   static constexpr const char* name = "q3_k";
   static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
-    const uint8_t* hmask = x;
-    const uint8_t* qs = x + 32;
-    const uint8_t* scales = x + 96;
-    const float d = detail::load_half(x + 108);
-    for (int h = 0; h < 2; ++h)
-      for (int j = 0; j < 4; ++j)
-        for (int g = 0; g < 2; ++g) {
-          const float dl = d * static_cast<float>(detail::q3k_scale(scales, 8 * h + 2 * j + g));
-          const uint8_t bit = static_cast<uint8_t>(1u << (4 * h + j));
-          float* out = y + 128 * h + 32 * j + 16 * g;
-          const uint8_t* q = qs + 32 * h + 16 * g;
-          const uint8_t* hm = hmask + 16 * g;
-          for (int l = 0; l < 16; ++l) {
-            const int v = ((q[l] >> (2 * j)) & 3) - ((hm[l] & bit) ? 0 : 4);
-            out[l] = dl * static_cast<float>(v);
-          }
-        }
+    gguf::decode_q3_k(x, y);
   }
 #if LLMC_HOST_SIMD
   template <class F>
@@ -334,7 +269,7 @@ struct q3_k : format_base<q3_k, 256, 110, false> {
     const uint8_t* scales = x + 96;
     const float d = detail::load_half(x + 108);
     float dl[16];
-    for (int j = 0; j < 16; ++j) dl[j] = d * static_cast<float>(detail::q3k_scale(scales, j));
+    for (int j = 0; j < 16; ++j) dl[j] = d * static_cast<float>(gguf::q3_k_scale(scales, j));
     const __m256i hm = detail::load256(x);
     const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
     const __m256i zero = _mm256_setzero_si256();
@@ -360,32 +295,15 @@ struct q3_k : format_base<q3_k, 256, 110, false> {
 #endif
 };
 
-// q4_k: f16 d, f16 dmin, 12 scale bytes, 128 quant bytes. Chunk c (64
-// elements): low nibbles of qs[32c..+31] are sub-block 2c, high nibbles
-// sub-block 2c+1; y = (d*scale) * q - dmin*min.
-struct q4_k : format_base<q4_k, 256, 144, false> {
-  static constexpr const char* name = "q4_k";
+// q4_k (HasHigh false) and q5_k (true), gguf::decode_k4's layouts: f16 d,
+// f16 dmin, 12 bytes of 6-bit scales and mins, q5_k's 32 qh bytes, 128 quant
+// bytes. Chunk c (64 elements): low nibbles of its 32 quant bytes are
+// sub-block 2c, high nibbles sub-block 2c+1; q5_k's fifth bit of element l of
+// sub-block s is bit s of qh[l]. y = (d*scale) * q - dmin*min.
+template <class Self, int64_t BlockBytes, bool HasHigh>
+struct k4_base : format_base<Self, 256, BlockBytes, false> {
   static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
-    const float d = detail::load_half(x);
-    const float dmin = detail::load_half(x + 2);
-    const uint8_t* scales = x + 4;
-    const uint8_t* qs = x + 16;
-    for (int c = 0; c < 4; ++c) {
-      int sc1, m1, sc2, m2;
-      detail::k4_scale_min(scales, 2 * c, &sc1, &m1);
-      detail::k4_scale_min(scales, 2 * c + 1, &sc2, &m2);
-      const float d1 = d * static_cast<float>(sc1), min1 = dmin * static_cast<float>(m1);
-      const float d2 = d * static_cast<float>(sc2), min2 = dmin * static_cast<float>(m2);
-      const uint8_t* q = qs + 32 * c;
-      for (int l = 0; l < 32; ++l) {
-        const float lo = d1 * static_cast<float>(q[l] & 0x0F);
-        y[64 * c + l] = lo - min1;
-      }
-      for (int l = 0; l < 32; ++l) {
-        const float hi = d2 * static_cast<float>(q[l] >> 4);
-        y[64 * c + 32 + l] = hi - min2;
-      }
-    }
+    gguf::decode_k4<HasHigh>(x, y);
   }
 #if LLMC_HOST_SIMD
   template <class F>
@@ -393,103 +311,41 @@ struct q4_k : format_base<q4_k, 256, 144, false> {
     const float d = detail::load_half(x);
     const float dmin = detail::load_half(x + 2);
     const uint8_t* scales = x + 4;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
+    __m256i qh = _mm256_setzero_si256();
+    if constexpr (HasHigh) qh = detail::load256(x + 16);
     LLMC_HOST_UNROLL
     for (int c = 0; c < 4; ++c) {
-      int sc1, m1, sc2, m2;
-      detail::k4_scale_min(scales, 2 * c, &sc1, &m1);
-      detail::k4_scale_min(scales, 2 * c + 1, &sc2, &m2);
-      const __m256i qv = detail::load256(x + 16 + 32 * c);
-      __m256 t[4];
-      {
-        detail::i8x32_to_ps(_mm256_and_si256(qv, m4), t);
-        const __m256 dd = _mm256_set1_ps(d * static_cast<float>(sc1));
-        const __m256 mm = _mm256_set1_ps(dmin * static_cast<float>(m1));
+      const __m256i qv = detail::load256(x + (HasHigh ? 48 : 16) + 32 * c);
+      LLMC_HOST_UNROLL
+      for (int sub = 0; sub < 2; ++sub) {
+        const int s = 2 * c + sub;
+        int sc, m;
+        gguf::scale_min_k4(scales, s, &sc, &m);
+        __m256i q = _mm256_and_si256(sub ? _mm256_srli_epi16(qv, 4) : qv, m4);
+        if constexpr (HasHigh) {
+          const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << s));
+          q = _mm256_or_si256(
+              q, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit), sixteen));
+        }
+        __m256 t[4];
+        detail::i8x32_to_ps(q, t);
+        const __m256 dd = _mm256_set1_ps(d * static_cast<float>(sc));
+        const __m256 mm = _mm256_set1_ps(dmin * static_cast<float>(m));
         const detail::vf w[4] = {{_mm256_fmsub_ps(t[0], dd, mm)}, {_mm256_fmsub_ps(t[1], dd, mm)},
                                  {_mm256_fmsub_ps(t[2], dd, mm)}, {_mm256_fmsub_ps(t[3], dd, mm)}};
-        f(64 * c, w);
-      }
-      {
-        detail::i8x32_to_ps(_mm256_and_si256(_mm256_srli_epi16(qv, 4), m4), t);
-        const __m256 dd = _mm256_set1_ps(d * static_cast<float>(sc2));
-        const __m256 mm = _mm256_set1_ps(dmin * static_cast<float>(m2));
-        const detail::vf w[4] = {{_mm256_fmsub_ps(t[0], dd, mm)}, {_mm256_fmsub_ps(t[1], dd, mm)},
-                                 {_mm256_fmsub_ps(t[2], dd, mm)}, {_mm256_fmsub_ps(t[3], dd, mm)}};
-        f(64 * c + 32, w);
+        f(64 * c + 32 * sub, w);
       }
     }
   }
 #endif
 };
 
-// q5_k: as q4_k with 32 qh bytes after the scales: the fifth bit of element
-// 64c + l is bit 2c of qh[l], of element 64c + 32 + l bit 2c + 1.
-struct q5_k : format_base<q5_k, 256, 176, false> {
+struct q4_k : k4_base<q4_k, 144, false> {
+  static constexpr const char* name = "q4_k";
+};
+struct q5_k : k4_base<q5_k, 176, true> {
   static constexpr const char* name = "q5_k";
-  static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
-    const float d = detail::load_half(x);
-    const float dmin = detail::load_half(x + 2);
-    const uint8_t* scales = x + 4;
-    const uint8_t* qh = x + 16;
-    const uint8_t* qs = x + 48;
-    for (int c = 0; c < 4; ++c) {
-      int sc1, m1, sc2, m2;
-      detail::k4_scale_min(scales, 2 * c, &sc1, &m1);
-      detail::k4_scale_min(scales, 2 * c + 1, &sc2, &m2);
-      const float d1 = d * static_cast<float>(sc1), min1 = dmin * static_cast<float>(m1);
-      const float d2 = d * static_cast<float>(sc2), min2 = dmin * static_cast<float>(m2);
-      const uint8_t* q = qs + 32 * c;
-      for (int l = 0; l < 32; ++l) {
-        const int v = (q[l] & 0x0F) + (((qh[l] >> (2 * c)) & 1) << 4);
-        const float lo = d1 * static_cast<float>(v);
-        y[64 * c + l] = lo - min1;
-      }
-      for (int l = 0; l < 32; ++l) {
-        const int v = (q[l] >> 4) + (((qh[l] >> (2 * c + 1)) & 1) << 4);
-        const float hi = d2 * static_cast<float>(v);
-        y[64 * c + 32 + l] = hi - min2;
-      }
-    }
-  }
-#if LLMC_HOST_SIMD
-  template <class F>
-  static LLMC_HOST_INLINE void decode_simd(const uint8_t* x, F& f) {
-    const float d = detail::load_half(x);
-    const float dmin = detail::load_half(x + 2);
-    const uint8_t* scales = x + 4;
-    const __m256i qh = detail::load256(x + 16);
-    const __m256i m4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
-    LLMC_HOST_UNROLL
-    for (int c = 0; c < 4; ++c) {
-      int sc1, m1, sc2, m2;
-      detail::k4_scale_min(scales, 2 * c, &sc1, &m1);
-      detail::k4_scale_min(scales, 2 * c + 1, &sc2, &m2);
-      const __m256i qv = detail::load256(x + 48 + 32 * c);
-      const __m256i b0 = _mm256_set1_epi8(static_cast<char>(1u << (2 * c)));
-      const __m256i b1 = _mm256_set1_epi8(static_cast<char>(1u << (2 * c + 1)));
-      const __m256i h0 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b0), b0), sixteen);
-      const __m256i h1 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), sixteen);
-      __m256 t[4];
-      {
-        detail::i8x32_to_ps(_mm256_or_si256(_mm256_and_si256(qv, m4), h0), t);
-        const __m256 dd = _mm256_set1_ps(d * static_cast<float>(sc1));
-        const __m256 mm = _mm256_set1_ps(dmin * static_cast<float>(m1));
-        const detail::vf w[4] = {{_mm256_fmsub_ps(t[0], dd, mm)}, {_mm256_fmsub_ps(t[1], dd, mm)},
-                                 {_mm256_fmsub_ps(t[2], dd, mm)}, {_mm256_fmsub_ps(t[3], dd, mm)}};
-        f(64 * c, w);
-      }
-      {
-        detail::i8x32_to_ps(
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 4), m4), h1), t);
-        const __m256 dd = _mm256_set1_ps(d * static_cast<float>(sc2));
-        const __m256 mm = _mm256_set1_ps(dmin * static_cast<float>(m2));
-        const detail::vf w[4] = {{_mm256_fmsub_ps(t[0], dd, mm)}, {_mm256_fmsub_ps(t[1], dd, mm)},
-                                 {_mm256_fmsub_ps(t[2], dd, mm)}, {_mm256_fmsub_ps(t[3], dd, mm)}};
-        f(64 * c + 32, w);
-      }
-    }
-  }
-#endif
 };
 
 // q6_k: 128 ql bytes (low 4 bits), 64 qh bytes (high 2 bits), 16 int8
@@ -500,29 +356,7 @@ struct q5_k : format_base<q5_k, 256, 176, false> {
 struct q6_k : format_base<q6_k, 256, 210, false> {
   static constexpr const char* name = "q6_k";
   static LLMC_HOST_INLINE void decode_scalar(const uint8_t* x, float* y) {
-    const uint8_t* ql = x;
-    const uint8_t* qh = x + 128;
-    const int8_t* scales = reinterpret_cast<const int8_t*>(x + 192);
-    const float d = detail::load_half(x + 208);
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* l4 = ql + 64 * h;
-      const uint8_t* h2 = qh + 32 * h;
-      const int8_t* sc = scales + 8 * h;
-      float* out = y + 128 * h;
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int q[4] = {
-            ((l4[l] & 0x0F) | (((h2[l] >> 0) & 3) << 4)) - 32,
-            ((l4[l + 32] & 0x0F) | (((h2[l] >> 2) & 3) << 4)) - 32,
-            ((l4[l] >> 4) | (((h2[l] >> 4) & 3) << 4)) - 32,
-            ((l4[l + 32] >> 4) | (((h2[l] >> 6) & 3) << 4)) - 32,
-        };
-        for (int k = 0; k < 4; ++k) {
-          const float ds = d * static_cast<float>(sc[is + 2 * k]);
-          out[l + 32 * k] = ds * static_cast<float>(q[k]);
-        }
-      }
-    }
+    gguf::decode_q6_k(x, y);
   }
 #if LLMC_HOST_SIMD
   template <class F>

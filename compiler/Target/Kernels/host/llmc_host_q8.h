@@ -98,9 +98,7 @@ struct q8_scales {
 
 template <>
 struct q8_weight<fmt::q8_0> : q8_scales<false> {
-  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
-    return static_cast<int8_t>(b[2 + i]);
-  }
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) { return gguf::q8_0_quant(b, i); }
 #if LLMC_HOST_SIMD
   static constexpr bool is_unsigned = false;
   static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) { return load256(b + 2); }
@@ -109,10 +107,7 @@ struct q8_weight<fmt::q8_0> : q8_scales<false> {
 
 template <>
 struct q8_weight<fmt::q4_0> : q8_scales<false> {
-  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
-    const uint8_t v = b[2 + (i & 15)];
-    return (i < 16 ? (v & 0x0F) : (v >> 4)) - 8;
-  }
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) { return gguf::q4_0_quant(b, i); }
 #if LLMC_HOST_SIMD
   static constexpr bool is_unsigned = false;
   static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) {
@@ -123,10 +118,7 @@ struct q8_weight<fmt::q4_0> : q8_scales<false> {
 
 template <>
 struct q8_weight<fmt::q4_1> : q8_scales<true> {
-  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
-    const uint8_t v = b[4 + (i & 15)];
-    return i < 16 ? (v & 0x0F) : (v >> 4);
-  }
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) { return gguf::q4_1_quant(b, i); }
 #if LLMC_HOST_SIMD
   static constexpr bool is_unsigned = true;
   static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) { return nibbles32(b + 4); }
@@ -135,11 +127,7 @@ struct q8_weight<fmt::q4_1> : q8_scales<true> {
 
 template <>
 struct q8_weight<fmt::q5_0> : q8_scales<false> {
-  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
-    const uint8_t v = b[6 + (i & 15)];
-    const int hi = static_cast<int>((load_u32(b + 2) >> i) & 1) << 4;
-    return ((i < 16 ? (v & 0x0F) : (v >> 4)) | hi) - 16;
-  }
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) { return gguf::q5_0_quant(b, i); }
 #if LLMC_HOST_SIMD
   static constexpr bool is_unsigned = false;
   static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) {
@@ -151,11 +139,7 @@ struct q8_weight<fmt::q5_0> : q8_scales<false> {
 
 template <>
 struct q8_weight<fmt::q5_1> : q8_scales<true> {
-  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) {
-    const uint8_t v = b[8 + (i & 15)];
-    const int hi = static_cast<int>((load_u32(b + 4) >> i) & 1) << 4;
-    return (i < 16 ? (v & 0x0F) : (v >> 4)) | hi;
-  }
+  static LLMC_HOST_INLINE int quant(const uint8_t* b, int i) { return gguf::q5_1_quant(b, i); }
 #if LLMC_HOST_SIMD
   static constexpr bool is_unsigned = true;
   static LLMC_HOST_INLINE __m256i quants(const uint8_t* b) {

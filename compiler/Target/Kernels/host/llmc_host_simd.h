@@ -1,6 +1,6 @@
 // llmc host kernel library: simd.
 //
-// Scalar conversions (f16/bf16, packed scales), the 8-lane float vector
+// Scalar conversions (f16/bf16, from block_decode.h), the 8-lane float vector
 // `vf` (AVX2 or a portable array) and the AVX2 integer unpacking the block
 // formats use.
 //
@@ -9,6 +9,7 @@
 #ifndef LLMC_HOST_SIMD_H_
 #define LLMC_HOST_SIMD_H_
 
+#include "block_decode.h"
 #include "llmc_host_base.h"
 
 namespace llmc {
@@ -19,61 +20,25 @@ namespace detail {
 // Scalars
 //===----------------------------------------------------------------------===//
 
-LLMC_HOST_INLINE uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-LLMC_HOST_INLINE uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-LLMC_HOST_INLINE float bits_to_float(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-LLMC_HOST_INLINE uint32_t float_to_bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
+// The byte loads, bit casts and f16/bf16 conversions are block_decode.h's
+// (core's, shared with the dequantizers and the CUDA kernels).
+using gguf::bf16_to_float;
+using gguf::bits_to_float;
+using gguf::float_to_bits;
+using gguf::load_u16;
+using gguf::load_u32;
 
-// IEEE half -> float, exact (subnormals, infinities, NaN payloads).
+// IEEE half -> float, exact: F16C where the build has it (one instruction;
+// the same floats as the portable conversion but for signaling NaNs, which
+// it quiets).
 LLMC_HOST_INLINE float half_to_float(uint16_t h) {
 #if LLMC_HOST_SIMD
   return _cvtsh_ss(h);
 #else
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1F;
-  const uint32_t mant = h & 0x3FF;
-  if (exp == 0) return bits_to_float(float_to_bits(static_cast<float>(mant) * 0x1p-24f) | sign);
-  if (exp == 0x1F) return bits_to_float(sign | 0x7F800000u | (mant << 13));
-  return bits_to_float(sign | ((exp + 112) << 23) | (mant << 13));
+  return gguf::half_to_float(h);
 #endif
 }
-LLMC_HOST_INLINE float bf16_to_float(uint16_t b) {
-  return bits_to_float(static_cast<uint32_t>(b) << 16);
-}
 LLMC_HOST_INLINE float load_half(const uint8_t* p) { return half_to_float(load_u16(p)); }
-
-// q3_k: the j-th 6-bit sub-block scale, minus 32 (see dequantize.cc).
-LLMC_HOST_INLINE int q3k_scale(const uint8_t* s, int j) {
-  const int low = j < 8 ? (s[j] & 0x0F) : (s[j - 8] >> 4);
-  const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
-  return (low | (high << 4)) - 32;
-}
-// q4_k/q5_k: the j-th 6-bit scale and min.
-LLMC_HOST_INLINE void k4_scale_min(const uint8_t* s, int j, int* scale, int* min) {
-  if (j < 4) {
-    *scale = s[j] & 63;
-    *min = s[j + 4] & 63;
-  } else {
-    *scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-    *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
 
 //===----------------------------------------------------------------------===//
 // vf: 8 floats. One AVX register, or a plain array in the portable build.

@@ -3,7 +3,7 @@
 // llmc_cuda_formats.cuh compiles for the host too, so every `fmt::` decoder
 // of the CUDA kernel library runs here, without a GPU: on seeded random
 // blocks (random bytes with finite f16 scales), decode8 over every group of
-// a row must give exactly what the runtime's dequantizer gives (bit-exact
+// a row must give exactly what core's dequantizer gives (bit-exact
 // with ggml's dequantize_row_*), up to float rounding of a fused
 // multiply-add. load1 of the plain formats too.
 //
@@ -154,7 +154,7 @@ TEST(CudaFormatsOnHost, HalfConversions) {
   for (uint16_t h : {0x0000, 0x3c00, 0xbc00, 0x7bff, 0x0001, 0x8400})
     EXPECT_EQ(f16_bits(h), HalfToFloat(h)) << h;
   for (uint16_t b : {0x0000, 0x3f80, 0xbf80, 0x7f7f, 0x0001})
-    EXPECT_EQ(bf16_bits(b), BF16ToFloat(b)) << b;
+    EXPECT_EQ(bf16_to_float(b), BF16ToFloat(b)) << b;
 }
 
 } // namespace

@@ -31,14 +31,16 @@ inline std::string readText(const std::string &path) {
 inline CompileOptions kernelLibraryOptions(const std::string &cacheDir) {
   CompileOptions o;
   o.archs = {"sm_80", "sm_90"};
-  // Every .cuh of the library (the umbrella and its parts), in name order.
+  // Every .cuh of the library (the umbrella and its parts), in name order,
+  // and core's block_decode.h, which the compiler embeds with them.
   std::vector<std::string> headers;
   for (const auto &entry : std::filesystem::directory_iterator(LLMC_CUDA_KERNELS_DIR))
     if (entry.path().extension() == ".cuh")
-      headers.push_back(entry.path().filename().string());
+      headers.push_back(std::string(LLMC_CUDA_KERNELS_DIR) + "/" + entry.path().filename().string());
   std::sort(headers.begin(), headers.end());
+  headers.push_back(LLMC_BLOCK_DECODE_DIR "/block_decode.h");
   for (const std::string &header : headers)
-    o.headers.push_back({header, readText(std::string(LLMC_CUDA_KERNELS_DIR) + "/" + header)});
+    o.headers.push_back({std::filesystem::path(header).filename().string(), readText(header)});
   o.cache_dir = cacheDir;
   return o;
 }

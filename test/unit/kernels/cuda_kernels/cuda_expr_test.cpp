@@ -150,7 +150,7 @@ void vec(const float* a, float* y) {
   std::string cxx = LLMC_CXX_COMPILER;
   std::vector<llvm::StringRef> args = {cxx, "-std=c++17", "-fsyntax-only", "-march=x86-64-v3",
                                        "-I" LLMC_HOST_KERNELS_DIR, "-I" LLMC_HOST_ABI_DIR,
-                                       path.str()};
+                                       "-I" LLMC_BLOCK_DECODE_DIR, path.str()};
   std::string err;
   int rc = llvm::sys::ExecuteAndWait(cxx, args, std::nullopt, {}, 0, 0, &err);
   llvm::sys::fs::remove(path);
