@@ -137,6 +137,14 @@ absl::StatusOr<SchedulerOutput> Scheduler::Schedule() {
       it = waiting_.erase(it);
     }
   }
+  // Nothing running and the head of the queue does not fit an empty cache:
+  // AddRequest refuses such requests, so this is a bug; say so rather than
+  // spin.
+  if (out.chunks.empty() && out.preempted.empty() && running_.empty() && !waiting_.empty())
+    return absl::InternalError(absl::StrFormat(
+        "scheduler: request %d cannot be scheduled although nothing else runs (%d of %d KV "
+        "blocks free)",
+        waiting_.front(), kv_.pool().num_free_blocks(), kv_.pool().num_blocks()));
   return out;
 }
 
@@ -189,29 +197,30 @@ absl::Status Scheduler::Finish(RequestId id) {
   return absl::OkStatus();
 }
 
+const Scheduler::Request* Scheduler::Find(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
 absl::Span<const int32_t> Scheduler::tokens(RequestId id) const {
-  auto it = requests_.find(id);
-  return it == requests_.end() ? absl::Span<const int32_t>() : absl::MakeConstSpan(it->second.tokens);
+  const Request* r = Find(id);
+  return r ? absl::MakeConstSpan(r->tokens) : absl::Span<const int32_t>();
 }
-
 int32_t Scheduler::num_prompt_tokens(RequestId id) const {
-  auto it = requests_.find(id);
-  return it == requests_.end() ? 0 : it->second.num_prompt_tokens;
+  const Request* r = Find(id);
+  return r ? r->num_prompt_tokens : 0;
 }
-
 int32_t Scheduler::num_computed_tokens(RequestId id) const {
-  auto it = requests_.find(id);
-  return it == requests_.end() ? 0 : it->second.num_computed_tokens;
+  const Request* r = Find(id);
+  return r ? r->num_computed_tokens : 0;
 }
-
 int32_t Scheduler::num_preemptions(RequestId id) const {
-  auto it = requests_.find(id);
-  return it == requests_.end() ? 0 : it->second.num_preemptions;
+  const Request* r = Find(id);
+  return r ? r->num_preemptions : 0;
 }
-
 int32_t Scheduler::num_cached_prompt_tokens(RequestId id) const {
-  auto it = requests_.find(id);
-  return it == requests_.end() ? 0 : it->second.num_cached_prompt_tokens;
+  const Request* r = Find(id);
+  return r ? r->num_cached_prompt_tokens : 0;
 }
 
 SchedulerStats Scheduler::stats() const {

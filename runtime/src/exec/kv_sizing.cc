@@ -1,5 +1,6 @@
 #include "llmc/runtime/exec/kv_sizing.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -32,6 +33,10 @@ absl::StatusOr<int64_t> KvCacheBlocks(const RunnerOptions& o, int64_t bytes_per_
   } else if (free_device_bytes >= 0 && o.kv_memory_fraction > 0) {
     blocks = int64_t(double(free_device_bytes) * o.kv_memory_fraction) / bytes_per_block;
     source = "the free device memory";
+    // A default, not a request: a small model on a large GPU stops at
+    // kMaxDefaultKvBlocks (the host keeps ~40 bytes of bookkeeping per block
+    // and token slot besides).
+    blocks = std::min<int64_t>({blocks, kMaxDefaultKvBlocks, ((int64_t(1) << 31) - 1) / o.block_size});
     if (blocks < 1)
       return absl::ResourceExhaustedError(absl::StrFormat(
           "the KV cache: %.0f%% of the %s of device memory still free holds no block of %s; "

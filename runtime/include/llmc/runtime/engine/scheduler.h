@@ -153,6 +153,8 @@ class Scheduler {
   // Tries to admit `id`; false when it does not fit the cache now.
   absl::StatusOr<bool> TryAdmit(RequestId id, int32_t& budget, SchedulerOutput& out);
   void Preempt(RequestId id, SchedulerOutput& out);
+  // The request `id`, or nullptr.
+  const Request* Find(RequestId id) const;
   int64_t BlocksFor(int64_t tokens) const;
 
   SchedulerConfig config_;

@@ -12,6 +12,9 @@
 
 namespace llmc {
 
+// The most blocks the free-memory default takes (16M tokens at 16 a block).
+inline constexpr int64_t kMaxDefaultKvBlocks = int64_t(1) << 20;
+
 // Bytes of one block: K and V of every layer for block_size tokens.
 int64_t KvBytesPerBlock(int64_t num_layers, int64_t num_kv_heads, int64_t head_dim,
                         int64_t block_size, int64_t element_bytes);
@@ -19,7 +22,8 @@ int64_t KvBytesPerBlock(int64_t num_layers, int64_t num_kv_heads, int64_t head_d
 // The number of blocks: options.num_blocks when positive; else
 // options.kv_cache_bytes / bytes_per_block; else, when `free_device_bytes`
 // is known (>= 0, a GPU) and options.kv_memory_fraction > 0, that fraction of
-// it; else enough for one sequence of `max_position` tokens plus a block.
+// it (at most kMaxDefaultKvBlocks); else enough for one sequence of
+// `max_position` tokens plus a block.
 // InvalidArgument when the bytes asked for hold no block, or more blocks
 // than the slot ids of @step address (BlockPool::kMaxBlocks).
 absl::StatusOr<int64_t> KvCacheBlocks(const RunnerOptions& options, int64_t bytes_per_block,
