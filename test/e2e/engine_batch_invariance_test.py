@@ -18,8 +18,9 @@ to the bit, must be identical: the host kernels compute each row the same
 whatever else is in the step.
 
 CUDA backend under CPU emulation (the generated CUDA kernels built for the
-CPU, run by the runtime's CUDA executor through the fake driver; a smaller
-workload, greedy requests only, since emulation is slow): prefill GEMMs and
+CPU, run by the runtime's CUDA executor through the fake driver; 16 greedy
+requests of up to 48 + 12 tokens, a budget of 16 and blocks of 4, since
+emulation is slow): prefill GEMMs and
 decode GEMVs sum in different orders there, so the tokens must be identical
 or differ only after a logit near-tie: where a request's tokens first differ,
 the top-2 gap of the logits (teacher-forced, alone) must be under 1e-2 of the
@@ -99,7 +100,7 @@ def run_engine(exe, art, reqs, work, tag, extra, env=None):
     return results, r.stderr
 
 
-def compare(name, batched, alone, near_tie_check=None):
+def compare(name, batched, alone, budget, near_tie_check=None):
     """True when every request's tokens agree (or, with near_tie_check, differ
     only after a near-tie it confirms)."""
     ok = True
@@ -140,7 +141,7 @@ def compare(name, batched, alone, near_tie_check=None):
         print(f"FAIL {name}: the batched run preempted nothing; the cache was meant to force it")
         ok = False
     print(f"{'PASS' if ok else 'FAIL'} {name}: {same}/{len(batched)} requests token-identical "
-          f"batched (budget 64, {preempted} preemptions) and alone", flush=True)
+          f"batched (budget {budget}, {preempted} preemptions) and alone", flush=True)
     return ok
 
 
@@ -153,7 +154,7 @@ def check_host(exe, name, art, vocab, work, max_prompt=600, n=64):
                              "--kv-blocks", str(quarter)])
     alone, _ = run_engine(exe, art, reqs, work, name + "-alone",
                           ["--max-seqs", "1", "--max-batch-tokens", str(max_prompt + 64)])
-    return compare(f"{name} [host]", batched, alone)
+    return compare(f"{name} [host]", batched, alone, 64)
 
 
 def emu_near_tie(exe, art, reqs, work, env):
@@ -184,15 +185,19 @@ def check_cuda_emu(args, exe, work):
     so = emu.build_emulation(art, args.cxx)
     env = dict(os.environ, LLMC_CUDA_DRIVER=args.fake_driver, FAKE_CUDA_KERNELS=so,
                LLMC_NO_EXEC_RT="1")
-    reqs = workload(300, 64, 120, seed=3, sampled=False)
-    quarter = max(blocks_needed(reqs, 16) // 4,
-                  max((len(r["prompt_token_ids"]) + r["max_tokens"] + 15) // 16 for r in reqs))
+    # Emulation runs a kernel's threads as fibers on one core: a step costs
+    # about a second, so 16 requests of up to 48 + 12 tokens.
+    reqs = workload(300, 16, 48, seed=3, sampled=False, max_output=12)
+    quarter = max(blocks_needed(reqs, 4) // 4,
+                  max((len(r["prompt_token_ids"]) + r["max_tokens"] + 3) // 4 for r in reqs))
     cuda = ["--backend=cuda"]
     batched, _ = run_engine(exe, art, reqs, work, "emu-batched",
-                            cuda + ["--max-batch-tokens", "64", "--kv-blocks", str(quarter)], env)
+                            cuda + ["--max-batch-tokens", "16", "--block-size", "4",
+                                    "--kv-blocks", str(quarter)], env)
     alone, _ = run_engine(exe, art, reqs, work, "emu-alone",
-                          cuda + ["--max-seqs", "1", "--max-batch-tokens", "184"], env)
-    return compare(f"{name} [cuda, emulated]", batched, alone,
+                          cuda + ["--max-seqs", "1", "--max-batch-tokens", "64", "--block-size",
+                                  "4", "--kv-blocks", "64"], env)
+    return compare(f"{name} [cuda, emulated]", batched, alone, 16,
                    emu_near_tie(exe, art, reqs, work, env))
 
 

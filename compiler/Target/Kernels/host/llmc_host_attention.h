@@ -1,7 +1,7 @@
 // llmc host kernel library: attention.
 //
 // Causal attention over the paged KV cache: cache write, online softmax
-// per (token, kv head), flash-decoding splits for small steps.
+// per (token, kv head), flash-decoding splits of fixed size.
 //
 // Part of llmc_host_kernels.h, the header generated kernels include; see
 // README.md beside it for the library as a whole.
@@ -62,11 +62,13 @@ LLMC_HOST_INLINE void dot4_f32(const float* q, const float* k0, const float* k1,
 }
 
 inline constexpr int kAttnTile = 32;  // keys per online-softmax update
-// Work items wanted per attention call: when a step has fewer (token, kv
-// head) pairs, each pair's keys are split into ranges that run in parallel
-// (flash-decoding) and are merged afterwards.
-inline constexpr int64_t kAttnMinItems = 32;
-inline constexpr int64_t kAttnMinKeysPerSplit = 128;
+// A token's keys are cut into ranges of this many, counted from its first
+// key, that run in parallel (flash-decoding) and merge in order. The cut
+// depends only on the token's own context, never on what else is in the
+// step, so a request gets the same numbers batched as alone (the serving
+// engine's batch invariance). A multiple of kAttnTile.
+inline constexpr int64_t kAttnSplitKeys = 256;
+struct attn_units_tag {};
 
 // The cache positions token t attends to: [*start, *end] of sequence *seq.
 // False when the token belongs to no sequence or sees no key.
@@ -205,9 +207,9 @@ namespace host {
 // q.k. A token outside every sequence, or with no visible key, gets zeros.
 //
 // Work items are (token, kv head) with all Heads/KvHeads query heads that
-// share it, so each K/V row is read once per step. With fewer than 32 items
-// (small decode batches) each item's keys are split into ranges of at least
-// 128 keys that run in parallel, and the partial softmax states are merged.
+// share it, so each K/V row is read once per step. A token with more than
+// kAttnSplitKeys keys has them split into ranges of that many that run in
+// parallel, and the partial softmax states are merged in order.
 template <int64_t Heads, int64_t KvHeads, int64_t HeadDim, class Act = float>
 void paged_attention(const llmc_host_step_info* step, const Act* q, const Act* k, const Act* v,
                      Act* kcache, Act* vcache, Act* out, float scale, int64_t window = 0) {
@@ -228,18 +230,23 @@ void paged_attention(const llmc_host_step_info* step, const Act* q, const Act* k
     }
   });
 
+  // Work units: (token, kv head, key range); a token with n ranges has
+  // units [first[t], first[t] + n * KvHeads), kv head major.
   const int64_t items = T * KvHeads;
-  int64_t splits = 1;
-  if (items < detail::kAttnMinItems) {
-    int64_t longest = 0, s, b, e;
-    for (int64_t t = 0; t < T; ++t)
-      if (detail::attn_range(step, t, window, &s, &b, &e)) longest = std::max(longest, e - b + 1);
-    splits = std::min((detail::kAttnMinItems + items - 1) / items,
-                      longest / detail::kAttnMinKeysPerSplit);
-    splits = std::max<int64_t>(splits, 1);
+  int64_t* first =
+      reinterpret_cast<int64_t*>(detail::scratch<detail::attn_units_tag>(2 * static_cast<size_t>(T + 1)));
+  first[0] = 0;
+  bool split = false;
+  for (int64_t t = 0; t < T; ++t) {
+    int64_t s, b, e, n = 1;
+    if (detail::attn_range(step, t, window, &s, &b, &e))
+      n = (e - b + detail::kAttnSplitKeys) / detail::kAttnSplitKeys;
+    split |= n > 1;
+    first[t + 1] = first[t] + n * KvHeads;
   }
+  auto ranges = [&](int64_t t) { return (first[t + 1] - first[t]) / KvHeads; };
 
-  if (splits == 1) {
+  if (!split) {
     parallel_for(step, items, 1, [&](int64_t b, int64_t e) {
       alignas(32) float acc[G * D];
       float m[G], l[G];
@@ -262,26 +269,25 @@ void paged_attention(const llmc_host_step_info* step, const Act* q, const Act* k
     return;
   }
 
-  // Split path: partial (m, l, acc) per (item, split), then a merge per item.
+  // Partial (m, l, acc) per unit, then a merge per (token, kv head). A token
+  // with one range merges one partial: acc * 1 / l, the same numbers as the
+  // direct path above.
   constexpr int64_t PW = G * (D + 2);  // one partial: m[G], l[G], acc[G*D]
-  float* part = detail::attn_scratch(static_cast<size_t>(items * splits * PW));
-  parallel_for(step, items * splits, 1, [&](int64_t b, int64_t e) {
-    for (int64_t it = b; it < e; ++it) {
-      const int64_t item = it / splits, sp = it % splits;
-      const int64_t t = item / KvHeads, kvh = item % KvHeads;
-      float* pm = part + it * PW;
+  const int64_t units = first[T];
+  float* part = detail::attn_scratch(static_cast<size_t>(units * PW));
+  parallel_for(step, units, 1, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t t = std::upper_bound(first, first + T + 1, u) - first - 1;
+      const int64_t n = ranges(t), kvh = (u - first[t]) / n, sp = (u - first[t]) % n;
+      float* pm = part + u * PW;
       float* pl = pm + G;
       int64_t s, start, end;
       if (!detail::attn_range(step, t, window, &s, &start, &end)) {
         for (int64_t g = 0; g < G; ++g) pl[g] = 0.0f;
         continue;
       }
-      const int64_t chunk = (end - start + splits) / splits;  // ceil(len / splits)
-      const int64_t lo = start + sp * chunk, hi = std::min(end, lo + chunk - 1);
-      if (lo > hi) {
-        for (int64_t g = 0; g < G; ++g) pl[g] = 0.0f;
-        continue;
-      }
+      const int64_t lo = start + sp * detail::kAttnSplitKeys;
+      const int64_t hi = std::min(end, lo + detail::kAttnSplitKeys - 1);
       detail::attend_range<Heads, KvHeads, D, GH>(step, s, t, kvh, kvh * G, q, kcache, vcache,
                                                   scale, lo, hi, pm, pl, pl + G);
     }
@@ -289,18 +295,20 @@ void paged_attention(const llmc_host_step_info* step, const Act* q, const Act* k
   parallel_for(step, items, 1, [&](int64_t b, int64_t e) {
     for (int64_t item = b; item < e; ++item) {
       const int64_t t = item / KvHeads, kvh = item % KvHeads;
+      const int64_t n = ranges(t);
+      const float* p0 = part + (first[t] + kvh * n) * PW;
       for (int64_t g = 0; g < G; ++g) {
         float* o = out + t * QW + (kvh * G + g) * D;
         float mx = -std::numeric_limits<float>::infinity();
-        for (int64_t sp = 0; sp < splits; ++sp) {
-          const float* pm = part + (item * splits + sp) * PW;
+        for (int64_t sp = 0; sp < n; ++sp) {
+          const float* pm = p0 + sp * PW;
           if (pm[G + g] > 0.0f) mx = std::max(mx, pm[g]);
         }
         std::fill(o, o + D, 0.0f);
         if (mx == -std::numeric_limits<float>::infinity()) continue;  // no visible key
         float den = 0.0f;
-        for (int64_t sp = 0; sp < splits; ++sp) {
-          const float* pm = part + (item * splits + sp) * PW;
+        for (int64_t sp = 0; sp < n; ++sp) {
+          const float* pm = p0 + sp * PW;
           if (!(pm[G + g] > 0.0f)) continue;
           const float w = std::exp(pm[g] - mx);
           den += w * pm[G + g];
