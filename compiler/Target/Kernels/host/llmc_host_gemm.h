@@ -34,57 +34,54 @@ LLMC_HOST_INLINE void decode_span(const uint8_t* b, F& f) {
 #endif
 }
 
-// out[r * NW + j] = sum_k w_j[k] * xs[r][k] for R activation rows against NW
-// weight rows: each 32-element group of a weight row is decoded once into
-// registers and multiplied with all R activation rows.
+// Independent FMA chains per (activation row, weight row): vector i of each
+// 32-element group goes to chain i % kDotChains. Two cover the FMA latency
+// of decode's GEMV while keeping its weight reads sequential, and leave
+// room in the 16 vector registers for tiles of four activation rows.
+inline constexpr int kDotChains = 2;
+
+// out[r] = sum_k w[k] * xs[r][k] for R activation rows against one weight row:
+// each 32-element group is decoded once into registers and multiplied with
+// all R rows (R = 1 is the streaming GEMV of decode).
 //
-// One accumulator per (activation row, weight row), its FMAs in k order,
-// whatever R and NW: a token's result must not depend on how many tokens
-// share its tile, or the same request would get other numbers batched than
-// alone (the serving engine's batch invariance,
-// test/e2e/engine_batch_invariance_test.py). The GEMV of decode (R = 1)
-// gets its independent FMA chains from NW weight rows instead.
-template <class Fmt, int R, int NW>
-LLMC_HOST_INLINE void dot_tile(const uint8_t* const* rows, int64_t k, const float* const* xs,
-                               float* out) {
-  vf acc[R][NW];
+// The same chains, summed the same way, whatever R: a token's result must
+// not depend on how many tokens share its tile, or the same request would
+// get other numbers batched than alone (the serving engine's batch
+// invariance, test/e2e/engine_batch_invariance_test.py).
+template <class Fmt, int R>
+LLMC_HOST_INLINE void dot_rows(const uint8_t* row, int64_t k, const float* const* xs, float* out) {
+  constexpr int C = kDotChains;
+  vf acc[R][C];
   LLMC_HOST_UNROLL
   for (int r = 0; r < R; ++r)
     LLMC_HOST_UNROLL
-    for (int j = 0; j < NW; ++j) acc[r][j] = vzero();
+    for (int c = 0; c < C; ++c) acc[r][c] = vzero();
   const int64_t spans = k / Fmt::span_elems;
   for (int64_t b = 0; b < spans; ++b) {
     const int64_t base = b * Fmt::span_elems;
-    LLMC_HOST_UNROLL
-    for (int j = 0; j < NW; ++j) {
-      auto body = [&](int off, const vf* w) LLMC_HOST_LAMBDA_INLINE {
+    auto body = [&](int off, const vf* w) LLMC_HOST_LAMBDA_INLINE {
+      LLMC_HOST_UNROLL
+      for (int r = 0; r < R; ++r) {
+        const float* xp = xs[r] + base + off;
         LLMC_HOST_UNROLL
-        for (int r = 0; r < R; ++r) {
-          const float* xp = xs[r] + base + off;
-          LLMC_HOST_UNROLL
-          for (int i = 0; i < 4; ++i) acc[r][j] = vfma(w[i], vload(xp + 8 * i), acc[r][j]);
-        }
-      };
-      decode_span<Fmt>(rows[j] + b * Fmt::span_bytes, body);
-    }
+        for (int i = 0; i < 4; ++i) acc[r][i % C] = vfma(w[i], vload(xp + 8 * i), acc[r][i % C]);
+      }
+    };
+    decode_span<Fmt>(row + b * Fmt::span_bytes, body);
   }
   LLMC_HOST_UNROLL
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
+    vf s = acc[r][0];
     LLMC_HOST_UNROLL
-    for (int j = 0; j < NW; ++j) out[r * NW + j] = vhsum(acc[r][j]);
-  if constexpr (Fmt::is_plain) {
-    for (int j = 0; j < NW; ++j)
-      for (int64_t i = spans * Fmt::span_elems; i < k; ++i) {
-        const float w = Fmt::load1(rows[j], i);
-        for (int r = 0; r < R; ++r) out[r * NW + j] += w * xs[r][i];
-      }
+    for (int c = 1; c < C; ++c) s = vadd(s, acc[r][c]);
+    out[r] = vhsum(s);
   }
-}
-
-// R activation rows against one weight row.
-template <class Fmt, int R>
-LLMC_HOST_INLINE void dot_rows(const uint8_t* row, int64_t k, const float* const* xs, float* out) {
-  dot_tile<Fmt, R, 1>(&row, k, xs, out);
+  if constexpr (Fmt::is_plain) {
+    for (int64_t i = spans * Fmt::span_elems; i < k; ++i) {
+      const float w = Fmt::load1(row, i);
+      for (int r = 0; r < R; ++r) out[r] += w * xs[r][i];
+    }
+  }
 }
 
 template <class Fmt>
@@ -118,36 +115,22 @@ inline void gemm_tile(const uint8_t* w, int64_t rb, int64_t k, int64_t n0, int64
 inline constexpr int64_t kWeightTileBytes = 16 * 1024;
 
 // store(m, n, dot(weight row n, xrow(m))) for m in [0, M), n in [n0, n1).
-// M == 1: one streaming pass over the rows, four at a time. M > 1: weight rows in tiles of
-// ~16 KiB (stay in L1/L2) times groups of 8 (then 4, 2, 1) activation rows,
-// so each decoded weight group is reused from registers by up to 8 tokens.
+// M == 1: one streaming pass over the rows. M > 1: weight rows in tiles of
+// ~16 KiB (stay in L1/L2) times groups of 4 (then 2, 1) activation rows, so
+// each decoded weight group is reused from registers by up to 4 tokens.
 template <class Fmt, class XRow, class Store>
 inline void gemm(const uint8_t* w, int64_t k, int64_t n0, int64_t n1, int64_t M, const XRow& xrow,
                  const Store& store) {
   const int64_t rb = Fmt::row_bytes(k);
   if (M == 1) {
-    constexpr int NW = 4;
-    const float* x = xrow(0);
-    int64_t n = n0;
-    for (; n + NW <= n1; n += NW) {
-      const uint8_t* rows[NW];
-      for (int j = 0; j < NW; ++j) rows[j] = w + (n + j) * rb;
-      float o[NW];
-      dot_tile<Fmt, 1, NW>(rows, k, &x, o);
-      for (int j = 0; j < NW; ++j) store(0, n + j, o[j]);
-    }
-    if (n < n1) gemm_tile<Fmt, 1>(w, rb, k, n, n1, 0, xrow, store);
+    gemm_tile<Fmt, 1>(w, rb, k, n0, n1, 0, xrow, store);
     return;
   }
   const int64_t nb = std::max<int64_t>(4, kWeightTileBytes / std::max<int64_t>(rb, 1));
   for (int64_t nt = n0; nt < n1; nt += nb) {
     const int64_t ne = std::min(n1, nt + nb);
     int64_t m = 0;
-    for (; m + 8 <= M; m += 8) gemm_tile<Fmt, 8>(w, rb, k, nt, ne, m, xrow, store);
-    if (M - m >= 4) {
-      gemm_tile<Fmt, 4>(w, rb, k, nt, ne, m, xrow, store);
-      m += 4;
-    }
+    for (; m + 4 <= M; m += 4) gemm_tile<Fmt, 4>(w, rb, k, nt, ne, m, xrow, store);
     if (M - m >= 2) {
       gemm_tile<Fmt, 2>(w, rb, k, nt, ne, m, xrow, store);
       m += 2;

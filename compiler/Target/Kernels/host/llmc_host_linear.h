@@ -17,7 +17,7 @@ namespace host {
 
 // y[t, n] = sum_k w[n, k] x[t, k] (+ bias[n]) for a [N, K] weight in Fmt and
 // x [T, K], y [T, N]. Parallel over N. T == 1 streams each weight row once
-// (GEMV); T > 1 decodes each weight group once per 8 tokens. BiasFmt: f32,
+// (GEMV); T > 1 decodes each weight group once per 4 tokens. BiasFmt: f32,
 // f16 or bf16. y must not alias x.
 template <class Fmt, int64_t N, int64_t K, bool HasBias, class BiasFmt = fmt::f32,
           class Act = float, bool Q8 = false>
