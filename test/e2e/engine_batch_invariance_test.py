@@ -24,7 +24,9 @@ emulation is slow): prefill GEMMs and
 decode GEMVs sum in different orders there, so the tokens must be identical
 or differ only after a logit near-tie: where a request's tokens first differ,
 the top-2 gap of the logits (teacher-forced, alone) must be under 1e-2 of the
-logit range. Each such case is printed.
+logit range. Each such case is printed. The batched run is repeated with
+--cuda-graphs (decode-only steps replayed from captured graphs): the same
+tokens and logprobs to the bit.
 
 Exits 0 when every case passes, 77 (skip) only for a case whose inputs are
 missing (said loudly), 1 on any failure.
@@ -197,8 +199,18 @@ def check_cuda_emu(args, exe, work):
     alone, _ = run_engine(exe, art, reqs, work, "emu-alone",
                           cuda + ["--max-seqs", "1", "--max-batch-tokens", "64", "--block-size",
                                   "4", "--kv-blocks", "64"], env)
-    return compare(f"{name} [cuda, emulated]", batched, alone, 16,
-                   emu_near_tie(exe, art, reqs, work, env))
+    ok = compare(f"{name} [cuda, emulated]", batched, alone, 16,
+                 emu_near_tie(exe, art, reqs, work, env))
+    # The batched run again with decode-only steps replayed from captured
+    # CUDA graphs: the same tokens and logprobs to the bit.
+    graphs, _ = run_engine(exe, art, reqs, work, "emu-graphs",
+                           cuda + ["--cuda-graphs", "--max-batch-tokens", "16", "--block-size", "4",
+                                   "--kv-blocks", str(quarter)], env)
+    same = [(g["token_ids"], g["logprobs"]) for g in graphs] == \
+        [(b["token_ids"], b["logprobs"]) for b in batched]
+    print(f"{'PASS' if same else 'FAIL'} {name} [cuda, emulated] --cuda-graphs: engine steps with "
+          f"graph replay give {'the same' if same else 'DIFFERENT'} tokens and logprobs", flush=True)
+    return ok and same
 
 
 def main():
