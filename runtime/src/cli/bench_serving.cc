@@ -210,6 +210,122 @@ int Fail(const char* self, const absl::Status& st, int code) {
   return code;
 }
 
+absl::StatusOr<std::vector<WorkItem>> MakeWorkload(const ServingFlags& f, int64_t vocab,
+                                                   std::mt19937_64& rng) {
+  if (!f.workload.empty()) return ReadWorkload(f.workload, vocab, rng);
+  std::vector<WorkItem> work;
+  const std::vector<int32_t> prefix = RandomTokens(f.shared_prefix, vocab, rng);
+  std::exponential_distribution<double> gap(f.request_rate > 0 ? f.request_rate : 1);
+  double t = 0;
+  for (int64_t i = 0; i < f.requests; ++i) {
+    WorkItem w;
+    w.prompt = prefix;
+    std::vector<int32_t> own = RandomTokens(f.input_len - f.shared_prefix, vocab, rng);
+    w.prompt.insert(w.prompt.end(), own.begin(), own.end());
+    w.output_len = int32_t(f.output_len);
+    if (f.request_rate > 0 && i > 0) t += gap(rng);
+    w.arrival = t;
+    work.push_back(std::move(w));
+  }
+  return work;
+}
+
+// Every number of the run, as `--json` prints it (the table reads it too).
+nlohmann::ordered_json Results(Engine& e, const EngineOptions& options, const ServingFlags& f,
+                               const std::string& artifact, const std::vector<WorkItem>& work,
+                               const std::vector<Tracked>& tracked, const RunTotals& totals) {
+  std::vector<double> ttft, itl, e2e;
+  int64_t out_tokens = 0, prompt_tokens = 0, failed = 0;
+  for (const Tracked& tr : tracked) {
+    prompt_tokens += int64_t(tr.item->prompt.size());
+    if (!tr.error.empty() || tr.token_times.empty()) {
+      ++failed;
+      continue;
+    }
+    out_tokens += int64_t(tr.token_times.size());
+    ttft.push_back(tr.token_times.front() - tr.item->arrival);
+    e2e.push_back(tr.token_times.back() - tr.item->arrival);
+    for (size_t k = 1; k < tr.token_times.size(); ++k)
+      itl.push_back(tr.token_times[k] - tr.token_times[k - 1]);
+  }
+  const Percentiles pt = Summarize(ttft), pi = Summarize(itl), pe = Summarize(e2e);
+  const EngineStats s = e.stats();
+  const double hit_rate = s.scheduler.prompt_tokens > 0
+                              ? double(s.scheduler.prefix_hit_tokens) / double(s.scheduler.prompt_tokens)
+                              : 0;
+  const double waste = s.kv_slots_allocated > 0
+                           ? double(s.kv_slots_wasted) / double(s.kv_slots_allocated)
+                           : 0;
+  const double secs = std::max(totals.seconds, 1e-9);
+  const double gen_tps = totals.decode_seconds > 0 ? double(totals.decode_tokens) / totals.decode_seconds : 0;
+  nlohmann::ordered_json j;
+  j["artifact"] = artifact;
+  j["where"] = e.runner().ExecutionSummary();
+  j["requests"] = work.size();
+  j["failed"] = failed;
+  j["request_rate"] = f.request_rate;
+  j["max_batch_tokens"] = e.runner().max_batch_tokens();
+  j["max_seqs"] = options.max_seqs;
+  j["block_size"] = e.runner().block_size();
+  j["kv_blocks"] = e.runner().num_blocks();
+  j["prefix_caching"] = options.enable_prefix_caching;
+  j["duration_s"] = totals.seconds;
+  j["request_throughput"] = double(work.size() - size_t(failed)) / secs;
+  j["output_tokens"] = out_tokens;
+  j["output_tokens_per_s"] = double(out_tokens) / secs;
+  j["total_tokens_per_s"] = double(out_tokens + prompt_tokens) / secs;
+  j["generation_tokens_per_s"] = gen_tps;
+  auto pct = [](const Percentiles& p) {
+    return nlohmann::ordered_json{{"mean", p.mean * 1e3}, {"p50", p.p50 * 1e3},
+                                  {"p90", p.p90 * 1e3},   {"p99", p.p99 * 1e3},
+                                  {"max", p.max * 1e3}};
+  };
+  j["ttft_ms"] = pct(pt);
+  j["itl_ms"] = pct(pi);
+  j["e2e_ms"] = pct(pe);
+  j["prompt_tokens"] = s.scheduler.prompt_tokens;
+  j["computed_prompt_tokens"] = s.scheduler.computed_prompt_tokens;
+  j["prefix_cache_hit_rate"] = hit_rate;
+  j["preemptions"] = s.scheduler.num_preemptions;
+  j["steps"] = totals.steps;
+  j["kv_usage_peak"] = totals.kv_usage_peak;
+  j["kv_usage_mean"] = totals.steps > 0 ? totals.kv_usage_sum / double(totals.steps) : 0;
+  j["kv_waste"] = waste;
+  return j;
+}
+
+void PrintTable(const nlohmann::ordered_json& j, const std::string& kv) {
+  const double rate = j["request_rate"].get<double>();
+  std::printf("llmc bench --serving: %s; %s; %lld requests (%s), batch %lld tokens, max-seqs %lld, "
+              "%s\n",
+              j["artifact"].get<std::string>().c_str(), j["where"].get<std::string>().c_str(),
+              (long long)j["requests"].get<int64_t>(),
+              rate > 0 ? absl::StrFormat("%.2f/s Poisson", rate).c_str() : "all at once",
+              (long long)j["max_batch_tokens"].get<int64_t>(), (long long)j["max_seqs"].get<int64_t>(),
+              kv.c_str());
+  std::printf("| metric                           |      value |\n"
+              "| -------------------------------- | ---------: |\n");
+  auto row = [](const char* name, double v) { std::printf("| %-32s | %10.2f |\n", name, v); };
+  auto get = [&](const char* a, const char* b = nullptr) {
+    return b ? j[a][b].get<double>() : j[a].get<double>();
+  };
+  row("duration (s)", get("duration_s"));
+  row("requests/s", get("request_throughput"));
+  row("output tok/s", get("output_tokens_per_s"));
+  row("total tok/s", get("total_tokens_per_s"));
+  row("generation tok/s (decode steps)", get("generation_tokens_per_s"));
+  for (const char* p : {"p50", "p90", "p99"})
+    row(absl::StrFormat("TTFT %s (ms)", p).c_str(), get("ttft_ms", p));
+  for (const char* p : {"p50", "p90", "p99", "max"})
+    row(absl::StrFormat("ITL %s (ms)", p).c_str(), get("itl_ms", p));
+  row("E2E latency p50 (ms)", get("e2e_ms", "p50"));
+  row("prefix-cache hit rate (%)", get("prefix_cache_hit_rate") * 100);
+  row("prompt tokens computed", get("computed_prompt_tokens"));
+  row("preemptions", get("preemptions"));
+  row("KV usage peak (%)", get("kv_usage_peak") * 100);
+  row("KV waste (%)", get("kv_waste") * 100);
+}
+
 }  // namespace
 
 bool WantsServingBench(int argc, char** argv) {
@@ -262,120 +378,22 @@ int RunServingBench(int argc, char** argv) {
 
   std::mt19937_64 rng(uint64_t(f.seed));
   const int64_t vocab = std::min(e.runner().vocab_size(), e.tokenizer().vocab_size());
-  std::vector<WorkItem> work;
-  if (!f.workload.empty()) {
-    auto w = ReadWorkload(f.workload, vocab, rng);
-    if (!w.ok()) return Fail(self, w.status(), kExitUsage);
-    work = *std::move(w);
-  } else {
-    const std::vector<int32_t> prefix = RandomTokens(f.shared_prefix, vocab, rng);
-    std::exponential_distribution<double> gap(f.request_rate > 0 ? f.request_rate : 1);
-    double t = 0;
-    for (int64_t i = 0; i < f.requests; ++i) {
-      WorkItem w;
-      w.prompt = prefix;
-      std::vector<int32_t> own = RandomTokens(f.input_len - f.shared_prefix, vocab, rng);
-      w.prompt.insert(w.prompt.end(), own.begin(), own.end());
-      w.output_len = int32_t(f.output_len);
-      if (f.request_rate > 0 && i > 0) t += gap(rng);
-      w.arrival = t;
-      work.push_back(std::move(w));
-    }
-  }
+  auto work_or = MakeWorkload(f, vocab, rng);
+  if (!work_or.ok()) return Fail(self, work_or.status(), kExitUsage);
+  const std::vector<WorkItem> work = *std::move(work_or);
   if (f.progress && !f.json) std::fprintf(stderr, "%s: %s\n", self, e.KvCacheSummary().c_str());
   std::vector<Tracked> tracked;
   RunTotals totals;
   if (absl::Status st = Drive(e, work, f.progress && isatty(2), tracked, totals); !st.ok())
     return Fail(self, st, 1);
 
-  std::vector<double> ttft, itl, e2e;
-  int64_t out_tokens = 0, prompt_tokens = 0, failed = 0;
-  for (const Tracked& tr : tracked) {
-    prompt_tokens += int64_t(tr.item->prompt.size());
-    if (!tr.error.empty() || tr.token_times.empty()) {
-      ++failed;
-      continue;
-    }
-    out_tokens += int64_t(tr.token_times.size());
-    ttft.push_back(tr.token_times.front() - tr.item->arrival);
-    e2e.push_back(tr.token_times.back() - tr.item->arrival);
-    for (size_t k = 1; k < tr.token_times.size(); ++k)
-      itl.push_back(tr.token_times[k] - tr.token_times[k - 1]);
-  }
-  const Percentiles pt = Summarize(ttft), pi = Summarize(itl), pe = Summarize(e2e);
-  const EngineStats s = e.stats();
-  const double hit_rate = s.scheduler.prompt_tokens > 0
-                              ? double(s.scheduler.prefix_hit_tokens) / double(s.scheduler.prompt_tokens)
-                              : 0;
-  const double waste = s.kv_slots_allocated > 0
-                           ? double(s.kv_slots_wasted) / double(s.kv_slots_allocated)
-                           : 0;
-  const double secs = std::max(totals.seconds, 1e-9);
-  const double gen_tps = totals.decode_seconds > 0 ? double(totals.decode_tokens) / totals.decode_seconds : 0;
-  nlohmann::ordered_json j;
-  j["artifact"] = flags.positional()[0];
-  j["where"] = e.runner().ExecutionSummary();
-  j["requests"] = work.size();
-  j["failed"] = failed;
-  j["request_rate"] = f.request_rate;
-  j["max_batch_tokens"] = e.runner().max_batch_tokens();
-  j["max_seqs"] = options.max_seqs;
-  j["block_size"] = e.runner().block_size();
-  j["kv_blocks"] = e.runner().num_blocks();
-  j["prefix_caching"] = options.enable_prefix_caching;
-  j["duration_s"] = totals.seconds;
-  j["request_throughput"] = double(work.size() - size_t(failed)) / secs;
-  j["output_tokens"] = out_tokens;
-  j["output_tokens_per_s"] = double(out_tokens) / secs;
-  j["total_tokens_per_s"] = double(out_tokens + prompt_tokens) / secs;
-  j["generation_tokens_per_s"] = gen_tps;
-  auto pct = [](const Percentiles& p) {
-    return nlohmann::ordered_json{{"mean", p.mean * 1e3}, {"p50", p.p50 * 1e3},
-                                  {"p90", p.p90 * 1e3},   {"p99", p.p99 * 1e3},
-                                  {"max", p.max * 1e3}};
-  };
-  j["ttft_ms"] = pct(pt);
-  j["itl_ms"] = pct(pi);
-  j["e2e_ms"] = pct(pe);
-  j["prompt_tokens"] = s.scheduler.prompt_tokens;
-  j["computed_prompt_tokens"] = s.scheduler.computed_prompt_tokens;
-  j["prefix_cache_hit_rate"] = hit_rate;
-  j["preemptions"] = s.scheduler.num_preemptions;
-  j["steps"] = totals.steps;
-  j["kv_usage_peak"] = totals.kv_usage_peak;
-  j["kv_usage_mean"] = totals.steps > 0 ? totals.kv_usage_sum / double(totals.steps) : 0;
-  j["kv_waste"] = waste;
+  const nlohmann::ordered_json j = Results(e, options, f, flags.positional()[0], work, tracked, totals);
+  const int64_t failed = j["failed"].get<int64_t>();
   if (f.json) {
     std::printf("%s\n", j.dump(2).c_str());
     return failed > 0 ? 1 : 0;
   }
-  std::printf("llmc bench --serving: %s; %s; %zu requests (%s), batch %lld tokens, max-seqs %d, "
-              "%s\n",
-              flags.positional()[0].c_str(), e.runner().ExecutionSummary().c_str(), work.size(),
-              f.request_rate > 0 ? absl::StrFormat("%.2f/s Poisson", f.request_rate).c_str()
-                                 : "all at once",
-              (long long)e.runner().max_batch_tokens(), options.max_seqs, e.KvCacheSummary().c_str());
-  std::printf("| metric                           |      value |\n"
-              "| -------------------------------- | ---------: |\n");
-  auto row = [](const char* name, double v) { std::printf("| %-32s | %10.2f |\n", name, v); };
-  row("duration (s)", totals.seconds);
-  row("requests/s", double(work.size() - size_t(failed)) / secs);
-  row("output tok/s", double(out_tokens) / secs);
-  row("total tok/s", double(out_tokens + prompt_tokens) / secs);
-  row("generation tok/s (decode steps)", gen_tps);
-  row("TTFT p50 (ms)", pt.p50 * 1e3);
-  row("TTFT p90 (ms)", pt.p90 * 1e3);
-  row("TTFT p99 (ms)", pt.p99 * 1e3);
-  row("ITL p50 (ms)", pi.p50 * 1e3);
-  row("ITL p90 (ms)", pi.p90 * 1e3);
-  row("ITL p99 (ms)", pi.p99 * 1e3);
-  row("ITL max (ms)", pi.max * 1e3);
-  row("E2E latency p50 (ms)", pe.p50 * 1e3);
-  row("prefix-cache hit rate (%)", hit_rate * 100);
-  row("prompt tokens computed", double(s.scheduler.computed_prompt_tokens));
-  row("preemptions", double(s.scheduler.num_preemptions));
-  row("KV usage peak (%)", totals.kv_usage_peak * 100);
-  row("KV waste (%)", waste * 100);
+  PrintTable(j, e.KvCacheSummary());
   if (failed > 0) std::printf("%lld requests failed\n", (long long)failed);
   return failed > 0 ? 1 : 0;
 }
