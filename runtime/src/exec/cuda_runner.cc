@@ -146,10 +146,15 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     std::string what = absl::StrFormat("buffer '%s'", m.buffers[size_t(b)].name);
     LLMC_RETURN_IF_ERROR(runner->Allocate(size_t(bytes), what.c_str(), &bind.buffers[size_t(b)]));
   }
-  // Sized now, after the weights and buffers: a fraction of what they left.
+  // Sized now, after the buffers and before the weights are uploaded
+  // (UploadWeights, below): a fraction of what the buffers and the weights
+  // leave free.
   size_t free_bytes = 0, total_bytes = 0;
   if (runner->device_->api().cuMemGetInfo(&free_bytes, &total_bytes) != cuda::kCudaSuccess)
     free_bytes = 0;
+  const auto& weight_file = artifact.weight_file();
+  const size_t weight_bytes = weight_file ? weight_file->size() : 0;
+  free_bytes = free_bytes > weight_bytes ? free_bytes - weight_bytes : 0;
   LLMC_ASSIGN_OR_RETURN(
       o.num_blocks,
       KvCacheBlocks(o, KvBytesPerBlock(config.num_layers, config.num_kv_heads, config.head_dim,
