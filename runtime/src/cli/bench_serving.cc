@@ -27,11 +27,10 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -143,7 +142,9 @@ absl::Status Drive(Engine& engine, const std::vector<WorkItem>& work, bool progr
   std::unordered_map<RequestId, size_t> index;
   size_t next = 0, ended = 0;
   const Clock::time_point start = Clock::now();
-  auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - start).count(); };
+  auto since = [&](Clock::time_point t) {
+    return std::chrono::duration<double>(t - start).count();
+  };
   double last_progress = 0;
   int64_t out_tokens = 0;
   while (ended < work.size()) {
@@ -250,14 +251,14 @@ nlohmann::ordered_json Results(Engine& e, const EngineOptions& options, const Se
   }
   const Percentiles pt = Summarize(ttft), pi = Summarize(itl), pe = Summarize(e2e);
   const EngineStats s = e.stats();
-  const double hit_rate = s.scheduler.prompt_tokens > 0
-                              ? double(s.scheduler.prefix_hit_tokens) / double(s.scheduler.prompt_tokens)
-                              : 0;
-  const double waste = s.kv_slots_allocated > 0
-                           ? double(s.kv_slots_wasted) / double(s.kv_slots_allocated)
-                           : 0;
+  const double hit_rate = s.scheduler.prompt_tokens > 0 ? double(s.scheduler.prefix_hit_tokens) /
+                                                              double(s.scheduler.prompt_tokens)
+                                                        : 0;
+  const double waste =
+      s.kv_slots_allocated > 0 ? double(s.kv_slots_wasted) / double(s.kv_slots_allocated) : 0;
   const double secs = std::max(totals.seconds, 1e-9);
-  const double gen_tps = totals.decode_seconds > 0 ? double(totals.decode_tokens) / totals.decode_seconds : 0;
+  const double gen_tps =
+      totals.decode_seconds > 0 ? double(totals.decode_tokens) / totals.decode_seconds : 0;
   nlohmann::ordered_json j;
   j["artifact"] = artifact;
   j["where"] = e.runner().ExecutionSummary();
@@ -276,8 +277,10 @@ nlohmann::ordered_json Results(Engine& e, const EngineOptions& options, const Se
   j["total_tokens_per_s"] = double(out_tokens + prompt_tokens) / secs;
   j["generation_tokens_per_s"] = gen_tps;
   auto pct = [](const Percentiles& p) {
-    return nlohmann::ordered_json{{"mean", p.mean * 1e3}, {"p50", p.p50 * 1e3},
-                                  {"p90", p.p90 * 1e3},   {"p99", p.p99 * 1e3},
+    return nlohmann::ordered_json{{"mean", p.mean * 1e3},
+                                  {"p50", p.p50 * 1e3},
+                                  {"p90", p.p90 * 1e3},
+                                  {"p99", p.p99 * 1e3},
                                   {"max", p.max * 1e3}};
   };
   j["ttft_ms"] = pct(pt);
@@ -296,15 +299,17 @@ nlohmann::ordered_json Results(Engine& e, const EngineOptions& options, const Se
 
 void PrintTable(const nlohmann::ordered_json& j, const std::string& kv) {
   const double rate = j["request_rate"].get<double>();
-  std::printf("llmc bench --serving: %s; %s; %lld requests (%s), batch %lld tokens, max-seqs %lld, "
-              "%s\n",
-              j["artifact"].get<std::string>().c_str(), j["where"].get<std::string>().c_str(),
-              (long long)j["requests"].get<int64_t>(),
-              rate > 0 ? absl::StrFormat("%.2f/s Poisson", rate).c_str() : "all at once",
-              (long long)j["max_batch_tokens"].get<int64_t>(), (long long)j["max_seqs"].get<int64_t>(),
-              kv.c_str());
-  std::printf("| metric                           |      value |\n"
-              "| -------------------------------- | ---------: |\n");
+  std::printf(
+      "llmc bench --serving: %s; %s; %lld requests (%s), batch %lld tokens, max-seqs %lld, "
+      "%s\n",
+      j["artifact"].get<std::string>().c_str(), j["where"].get<std::string>().c_str(),
+      (long long)j["requests"].get<int64_t>(),
+      rate > 0 ? absl::StrFormat("%.2f/s Poisson", rate).c_str() : "all at once",
+      (long long)j["max_batch_tokens"].get<int64_t>(), (long long)j["max_seqs"].get<int64_t>(),
+      kv.c_str());
+  std::printf(
+      "| metric                           |      value |\n"
+      "| -------------------------------- | ---------: |\n");
   auto row = [](const char* name, double v) { std::printf("| %-32s | %10.2f |\n", name, v); };
   auto get = [&](const char* a, const char* b = nullptr) {
     return b ? j[a][b].get<double>() : j[a].get<double>();
@@ -364,7 +369,8 @@ int RunServingBench(int argc, char** argv) {
   auto bad = [&](std::string m) { return Fail(self, absl::InvalidArgumentError(m), kExitUsage); };
   if (flags.positional().size() != 1) return bad("expected one ARTIFACT (see --help)");
   if (f.requests < 1) return bad("flag --requests must be >= 1");
-  if (f.input_len < 1 || f.output_len < 1) return bad("flags --input-len and --output-len must be >= 1");
+  if (f.input_len < 1 || f.output_len < 1)
+    return bad("flags --input-len and --output-len must be >= 1");
   if (f.shared_prefix < 0 || f.shared_prefix > f.input_len)
     return bad("flag --shared-prefix must be in [0, --input-len]");
   if (f.request_rate < 0) return bad("flag --request-rate must be >= 0");
@@ -387,7 +393,8 @@ int RunServingBench(int argc, char** argv) {
   if (absl::Status st = Drive(e, work, f.progress && isatty(2), tracked, totals); !st.ok())
     return Fail(self, st, 1);
 
-  const nlohmann::ordered_json j = Results(e, options, f, flags.positional()[0], work, tracked, totals);
+  const nlohmann::ordered_json j =
+      Results(e, options, f, flags.positional()[0], work, tracked, totals);
   const int64_t failed = j["failed"].get<int64_t>();
   if (f.json) {
     std::printf("%s\n", j.dump(2).c_str());

@@ -1,7 +1,6 @@
 #include "prompts_file.h"
 
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
@@ -39,7 +38,8 @@ class FieldReader {
   absl::Status Float(const char* field, float* out) const {
     auto it = obj_.find(field);
     if (it == obj_.end()) return absl::OkStatus();
-    if (!it->is_number()) return Error(field, absl::StrFormat("must be a number, got %s", it->dump()));
+    if (!it->is_number())
+      return Error(field, absl::StrFormat("must be a number, got %s", it->dump()));
     *out = it->get<float>();
     return absl::OkStatus();
   }
@@ -47,7 +47,8 @@ class FieldReader {
   absl::Status Bool(const char* field, bool* out) const {
     auto it = obj_.find(field);
     if (it == obj_.end()) return absl::OkStatus();
-    if (!it->is_boolean()) return Error(field, absl::StrFormat("must be true or false, got %s", it->dump()));
+    if (!it->is_boolean())
+      return Error(field, absl::StrFormat("must be true or false, got %s", it->dump()));
     *out = it->get<bool>();
     return absl::OkStatus();
   }
@@ -73,9 +74,21 @@ class FieldReader {
   std::string where_;
 };
 
-constexpr const char* kFields[] = {
-    "id",   "prompt", "prompt_token_ids", "max_tokens", "temperature", "top_k",    "top_p",
-    "min_p", "repetition_penalty", "repeat_last_n", "seed", "stop", "ignore_eos", "logprobs", "n"};
+constexpr const char* kFields[] = {"id",
+                                   "prompt",
+                                   "prompt_token_ids",
+                                   "max_tokens",
+                                   "temperature",
+                                   "top_k",
+                                   "top_p",
+                                   "min_p",
+                                   "repetition_penalty",
+                                   "repeat_last_n",
+                                   "seed",
+                                   "stop",
+                                   "ignore_eos",
+                                   "logprobs",
+                                   "n"};
 
 absl::StatusOr<PromptLine> ParseLine(const std::string& where, const json& obj,
                                      const SamplingParams& defaults) {
@@ -91,9 +104,12 @@ absl::StatusOr<PromptLine> ParseLine(const std::string& where, const json& obj,
   PromptLine p;
   p.params = defaults;
   if (auto it = obj.find("id"); it != obj.end()) {
-    if (it->is_string()) p.id = it->get<std::string>();
-    else if (it->is_number_integer()) p.id = it->dump();
-    else return r.Error("id", "must be a string or an integer");
+    if (it->is_string())
+      p.id = it->get<std::string>();
+    else if (it->is_number_integer())
+      p.id = it->dump();
+    else
+      return r.Error("id", "must be a string or an integer");
   }
   auto prompt = obj.find("prompt");
   auto ids = obj.find("prompt_token_ids");
@@ -104,7 +120,8 @@ absl::StatusOr<PromptLine> ParseLine(const std::string& where, const json& obj,
     if (!prompt->is_string()) return r.Error("prompt", "must be a string");
     p.text = prompt->get<std::string>();
   } else {
-    if (!ids->is_array() || ids->empty()) return r.Error("prompt_token_ids", "must be a non-empty list");
+    if (!ids->is_array() || ids->empty())
+      return r.Error("prompt_token_ids", "must be a non-empty list");
     for (const json& t : *ids) {
       if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
           t.get<int64_t>() > std::numeric_limits<int32_t>::max())
@@ -114,14 +131,14 @@ absl::StatusOr<PromptLine> ParseLine(const std::string& where, const json& obj,
   }
   SamplingParams& s = p.params;
   constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
-  for (absl::Status st : {r.Int("max_tokens", &s.max_tokens, -1, kIntMax),
-                          r.Float("temperature", &s.temperature), r.Int("top_k", &s.top_k, -1, kIntMax),
-                          r.Float("top_p", &s.top_p), r.Float("min_p", &s.min_p),
-                          r.Float("repetition_penalty", &s.repetition_penalty),
-                          r.Int("repeat_last_n", &s.repeat_last_n, -1, kIntMax),
-                          r.Int("seed", &s.seed, 0, std::numeric_limits<int64_t>::max()),
-                          r.Stop(&s.stop), r.Bool("ignore_eos", &s.ignore_eos),
-                          r.Int("logprobs", &s.logprobs, 0, kMaxLogprobs), r.Int("n", &p.n, 1, 128)})
+  for (absl::Status st :
+       {r.Int("max_tokens", &s.max_tokens, -1, kIntMax), r.Float("temperature", &s.temperature),
+        r.Int("top_k", &s.top_k, -1, kIntMax), r.Float("top_p", &s.top_p),
+        r.Float("min_p", &s.min_p), r.Float("repetition_penalty", &s.repetition_penalty),
+        r.Int("repeat_last_n", &s.repeat_last_n, -1, kIntMax),
+        r.Int("seed", &s.seed, 0, std::numeric_limits<int64_t>::max()), r.Stop(&s.stop),
+        r.Bool("ignore_eos", &s.ignore_eos), r.Int("logprobs", &s.logprobs, 0, kMaxLogprobs),
+        r.Int("n", &p.n, 1, 128)})
     if (!st.ok()) return st;
   if (absl::Status st = s.Validate(); !st.ok())
     return absl::InvalidArgumentError(absl::StrFormat("%s: %s", where, st.message()));
@@ -135,7 +152,8 @@ absl::StatusOr<std::vector<PromptLine>> ParsePromptsFile(std::string_view path,
                                                          const SamplingParams& defaults) {
   std::vector<PromptLine> out;
   int64_t number = 0;
-  for (absl::string_view line : absl::StrSplit(absl::string_view(contents.data(), contents.size()), '\n')) {
+  for (absl::string_view line :
+       absl::StrSplit(absl::string_view(contents.data(), contents.size()), '\n')) {
     ++number;
     line = absl::StripTrailingAsciiWhitespace(absl::StripLeadingAsciiWhitespace(line));
     if (line.empty() || line[0] == '#') continue;
@@ -150,7 +168,8 @@ absl::StatusOr<std::vector<PromptLine>> ParsePromptsFile(std::string_view path,
     out.push_back(*std::move(p));
   }
   if (out.empty())
-    return absl::InvalidArgumentError(absl::StrFormat("%s: no requests (one JSON object per line)", path));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: no requests (one JSON object per line)", path));
   return out;
 }
 

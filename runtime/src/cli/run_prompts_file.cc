@@ -6,9 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "absl/strings/str_format.h"
 #include "prompts_file.h"
@@ -90,7 +89,9 @@ int RunPromptsFile(const PromptsFileRun& run) {
   const auto start = std::chrono::steady_clock::now();
   for (Completion& c : completions) {
     std::vector<int32_t> prompt =
-        c.line->text ? e.tokenizer().Encode(*c.line->text, /*add_bos=*/true, /*parse_special=*/false) : c.line->token_ids;
+        c.line->text
+            ? e.tokenizer().Encode(*c.line->text, /*add_bos=*/true, /*parse_special=*/false)
+            : c.line->token_ids;
     SamplingParams params = c.line->params;
     params.seed += uint64_t(c.index);
     auto id = e.AddRequest(std::move(prompt), params);
@@ -143,7 +144,8 @@ int RunPromptsFile(const PromptsFileRun& run) {
                  "%lld; %s\n",
                  self, completions.size(), seconds, (long long)s.scheduler.num_steps,
                  (long long)s.output_tokens, seconds > 0 ? double(s.output_tokens) / seconds : 0.0,
-                 (long long)s.scheduler.prompt_tokens, (long long)s.scheduler.computed_prompt_tokens,
+                 (long long)s.scheduler.prompt_tokens,
+                 (long long)s.scheduler.computed_prompt_tokens,
                  (long long)s.scheduler.prefix_hit_tokens, (long long)s.scheduler.num_preemptions,
                  e.runner().ExecutionSummary().c_str());
   }

@@ -24,8 +24,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model,
   e->model_ = std::move(model);
   e->options_ = options;
   StepRunner& runner = *e->model_.runner;
-  LLMC_ASSIGN_OR_RETURN(e->pool_, BlockPool::Create(int32_t(runner.num_blocks()),
-                                                    int32_t(runner.block_size())));
+  LLMC_ASSIGN_OR_RETURN(
+      e->pool_, BlockPool::Create(int32_t(runner.num_blocks()), int32_t(runner.block_size())));
   KVCacheManager::Options kv;
   kv.enable_prefix_caching = options.enable_prefix_caching;
   e->kv_ = std::make_unique<KVCacheManager>(*e->pool_, kv);
@@ -33,8 +33,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model,
   config.max_batch_tokens = int32_t(runner.max_batch_tokens());
   // Every request in a step may want its logits.
   config.max_seqs = std::min<int32_t>(options.max_seqs, int32_t(runner.max_logits()));
-  config.max_model_len = int32_t(std::min<int64_t>(e->model_.max_position,
-                                                   runner.num_blocks() * runner.block_size()));
+  config.max_model_len =
+      int32_t(std::min<int64_t>(e->model_.max_position, runner.num_blocks() * runner.block_size()));
   e->scheduler_ = std::make_unique<Scheduler>(config, *e->kv_);
   return e;
 }
@@ -60,9 +60,9 @@ absl::StatusOr<RequestId> Engine::AddRequest(std::vector<int32_t> prompt,
   const int32_t max_new = params.max_tokens < 0 ? -1 : params.max_tokens;
   LLMC_RETURN_IF_ERROR(scheduler_->AddRequest(id, std::move(prompt), max_new));
   ++next_id_;
-  auto live = std::unique_ptr<Live>(new Live{
-      params, Sampler(params, &scratch_), StopChecker(params, model_.eos_ids),
-      IncrementalDetokenizer(*model_.tokenizer, context), RequestUsage{}, false});
+  auto live = std::unique_ptr<Live>(
+      new Live{params, Sampler(params, &scratch_), StopChecker(params, model_.eos_ids),
+               IncrementalDetokenizer(*model_.tokenizer, context), RequestUsage{}, false});
   live->usage.prompt_tokens = int32_t(context.size());
   live_.emplace(id, std::move(live));
   ++stats_.requests_added;
@@ -108,7 +108,8 @@ absl::Status Engine::BuildBatch(const SchedulerOutput& out) {
   b.max_blocks = 0;
   std::vector<absl::Span<const int32_t>> tables;
   for (const ScheduledChunk& c : out.chunks) {
-    absl::Span<const int32_t> tokens = scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens);
+    absl::Span<const int32_t> tokens =
+        scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens);
     b.tokens.insert(b.tokens.end(), tokens.begin(), tokens.end());
     for (int32_t i = 0; i < c.num_tokens; ++i) b.positions.push_back(c.first_position + i);
     b.query_starts.push_back(int32_t(b.tokens.size()));
@@ -148,8 +149,9 @@ absl::Status Engine::SampleNext(RequestId id, const float* logits,
   absl::Span<const int32_t> context = scheduler_->tokens(id);
   SampleResult sampled;
   const bool want_logprobs = r.params.logprobs > 0;
-  const int32_t token = r.sampler.Sample(row, std::span<const int32_t>(context.data(), context.size()),
-                                         want_logprobs ? &sampled : nullptr);
+  const int32_t token =
+      r.sampler.Sample(row, std::span<const int32_t>(context.data(), context.size()),
+                       want_logprobs ? &sampled : nullptr);
   ++r.usage.completion_tokens;
   ++stats_.output_tokens;
   FinishReason reason = r.stop.AppendToken(token, r.detok.Append(token));
@@ -203,11 +205,11 @@ absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
     // The step's requests cannot go on (their cache is half written); the
     // others can.
     for (const ScheduledChunk& c : last_.chunks)
-      EndRequest(c.id, FinishReason::kError,
-                 absl::Status(logits.status().code(),
-                              absl::StrFormat("request %d: the step failed: %s", c.id,
-                                              logits.status().message())),
-                 outputs);
+      EndRequest(
+          c.id, FinishReason::kError,
+          absl::Status(logits.status().code(), absl::StrFormat("request %d: the step failed: %s",
+                                                               c.id, logits.status().message())),
+          outputs);
     return outputs;
   }
   LLMC_RETURN_IF_ERROR(scheduler_->CompleteStep(last_));

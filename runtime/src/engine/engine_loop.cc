@@ -125,9 +125,9 @@ void EngineLoop::Deliver(std::vector<RequestOutput>& outputs) {
 
 void EngineLoop::FailAll(const absl::Status& status) {
   for (auto& [id, stream] : by_id_)
-    stream->Push(Failed(id, absl::Status(status.code(),
-                                         absl::StrFormat("request %d: the engine failed: %s", id,
-                                                         status.message()))));
+    stream->Push(
+        Failed(id, absl::Status(status.code(), absl::StrFormat("request %d: the engine failed: %s",
+                                                               id, status.message()))));
   by_id_.clear();
   id_of_key_.clear();
 }

@@ -162,8 +162,8 @@ absl::Status Scheduler::CompleteStep(const SchedulerOutput& out) {
     Request& r = requests_.at(c.id);
     r.num_computed_tokens += c.num_tokens;
     computed_tokens_ += c.num_tokens;
-    computed_prompt_tokens_ +=
-        std::max(0, std::min(c.first_position + c.num_tokens, r.num_prompt_tokens) - c.first_position);
+    computed_prompt_tokens_ += std::max(
+        0, std::min(c.first_position + c.num_tokens, r.num_prompt_tokens) - c.first_position);
   }
   ++num_steps_;
   return absl::OkStatus();
@@ -237,37 +237,39 @@ SchedulerStats Scheduler::stats() const {
 }
 
 absl::Status Scheduler::CheckInvariants() const {
-  auto fail = [](auto&&... args) {
-    return absl::InternalError(absl::StrFormat(args...));
-  };
+  auto fail = [](std::string message) { return absl::InternalError(std::move(message)); };
   if (int32_t(running_.size()) > config_.max_seqs)
-    return fail("scheduler: %d running requests, the cap is %d", running_.size(),
-                config_.max_seqs);
+    return fail(absl::StrFormat("scheduler: %d running requests, the cap is %d", running_.size(),
+                                config_.max_seqs));
   if (running_.size() + waiting_.size() != requests_.size())
-    return fail("scheduler: %d running + %d waiting, %d known", running_.size(), waiting_.size(),
-                requests_.size());
+    return fail(absl::StrFormat("scheduler: %d running + %d waiting, %d known", running_.size(),
+                                waiting_.size(), requests_.size()));
   std::unordered_set<RequestId> seen;
   for (RequestId id : running_) {
     auto it = requests_.find(id);
     if (it == requests_.end() || it->second.state != State::kRunning || !seen.insert(id).second)
-      return fail("scheduler: running request %d is unknown, waiting or listed twice", id);
+      return fail(
+          absl::StrFormat("scheduler: running request %d is unknown, waiting or listed twice", id));
     auto held = kv_.num_tokens(id);
-    if (!held.ok()) return fail("scheduler: running request %d holds no KV sequence", id);
+    if (!held.ok())
+      return fail(absl::StrFormat("scheduler: running request %d holds no KV sequence", id));
     const Request& r = it->second;
     if (*held < r.num_computed_tokens || *held > int32_t(r.tokens.size()))
-      return fail("scheduler: request %d has %d computed of %d tokens, its KV sequence %d", id,
-                  r.num_computed_tokens, r.tokens.size(), *held);
+      return fail(
+          absl::StrFormat("scheduler: request %d has %d computed of %d tokens, its KV sequence %d",
+                          id, r.num_computed_tokens, r.tokens.size(), *held));
   }
   for (RequestId id : waiting_) {
     auto it = requests_.find(id);
     if (it == requests_.end() || it->second.state != State::kWaiting || !seen.insert(id).second)
-      return fail("scheduler: waiting request %d is unknown, running or listed twice", id);
+      return fail(
+          absl::StrFormat("scheduler: waiting request %d is unknown, running or listed twice", id));
     if (kv_.contains(id) || it->second.num_computed_tokens != 0)
-      return fail("scheduler: waiting request %d holds KV-cache blocks", id);
+      return fail(absl::StrFormat("scheduler: waiting request %d holds KV-cache blocks", id));
   }
   if (kv_.num_requests() != int32_t(running_.size()))
-    return fail("scheduler: the KV cache has %d sequences for %d running requests",
-                kv_.num_requests(), running_.size());
+    return fail(absl::StrFormat("scheduler: the KV cache has %d sequences for %d running requests",
+                                kv_.num_requests(), running_.size()));
   LLMC_RETURN_IF_ERROR(kv_.CheckInvariants());
   return kv_.pool().CheckInvariants();
 }

@@ -36,12 +36,14 @@ absl::StatusOr<int64_t> KvCacheBlocks(const RunnerOptions& o, int64_t bytes_per_
     // A default, not a request: a small model on a large GPU stops at
     // kMaxDefaultKvBlocks (the host keeps ~40 bytes of bookkeeping per block
     // and token slot besides).
-    blocks = std::min<int64_t>({blocks, kMaxDefaultKvBlocks, ((int64_t(1) << 31) - 1) / o.block_size});
+    blocks =
+        std::min<int64_t>({blocks, kMaxDefaultKvBlocks, ((int64_t(1) << 31) - 1) / o.block_size});
     if (blocks < 1)
       return absl::ResourceExhaustedError(absl::StrFormat(
           "the KV cache: %.0f%% of the %s of device memory still free holds no block of %s; "
           "free device memory or give --kv-cache-size",
-          o.kv_memory_fraction * 100, FormatBytes(free_device_bytes), FormatBytes(bytes_per_block)));
+          o.kv_memory_fraction * 100, FormatBytes(free_device_bytes),
+          FormatBytes(bytes_per_block)));
   } else {
     blocks = (max_position + o.block_size - 1) / o.block_size + 1;
   }
@@ -56,16 +58,22 @@ absl::StatusOr<int64_t> KvCacheBlocks(const RunnerOptions& o, int64_t bytes_per_
 absl::StatusOr<int64_t> ParseByteSize(const std::string& flag, const std::string& text) {
   std::string s = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
   size_t digits = 0;
-  while (digits < s.size() && (std::isdigit(static_cast<unsigned char>(s[digits])) || s[digits] == '.'))
+  while (digits < s.size() &&
+         (std::isdigit(static_cast<unsigned char>(s[digits])) || s[digits] == '.'))
     ++digits;
   std::string unit = s.substr(digits);
   double value = 0;
   double scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kb" || unit == "kib") scale = 1024.0;
-  else if (unit == "m" || unit == "mb" || unit == "mib") scale = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gb" || unit == "gib") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tb" || unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib")
+    scale = 1024.0;
+  else if (unit == "m" || unit == "mb" || unit == "mib")
+    scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gb" || unit == "gib")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tb" || unit == "tib")
+    scale = 1024.0 * 1024 * 1024 * 1024;
   if (scale == 0 || digits == 0 || !absl::SimpleAtod(s.substr(0, digits), &value) ||
       !(value * scale >= 1) || value * scale > 9.0e18)
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -233,8 +233,8 @@ void paged_attention(const llmc_host_step_info* step, const Act* q, const Act* k
   // Work units: (token, kv head, key range); a token with n ranges has
   // units [first[t], first[t] + n * KvHeads), kv head major.
   const int64_t items = T * KvHeads;
-  int64_t* first =
-      reinterpret_cast<int64_t*>(detail::scratch<detail::attn_units_tag>(2 * static_cast<size_t>(T + 1)));
+  int64_t* first = reinterpret_cast<int64_t*>(
+      detail::scratch<detail::attn_units_tag>(2 * static_cast<size_t>(T + 1)));
   first[0] = 0;
   bool split = false;
   for (int64_t t = 0; t < T; ++t) {

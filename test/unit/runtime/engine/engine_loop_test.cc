@@ -63,8 +63,10 @@ TEST(EngineLoopTest, ManyClientsEveryRequestEndsOnce) {
         EXPECT_EQ(d.finished, 1);
         finished += d.finished;
         tokens += d.tokens;
-        if (d.last.reason == FinishReason::kAbort) ++aborted;
-        else EXPECT_EQ(d.last.reason, FinishReason::kLength);
+        if (d.last.reason == FinishReason::kAbort)
+          ++aborted;
+        else
+          EXPECT_EQ(d.last.reason, FinishReason::kLength);
       }
     });
   }

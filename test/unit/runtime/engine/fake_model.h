@@ -9,10 +9,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
 #include "llmc/runtime/engine/loaded_model.h"
@@ -28,18 +27,22 @@ inline constexpr int32_t kFakeEos = 1;
 class FakeRunner : public StepRunner {
  public:
   FakeRunner(int64_t num_blocks, int64_t block_size, int64_t max_batch_tokens, int64_t max_logits)
-      : num_blocks_(num_blocks), block_size_(block_size), max_batch_tokens_(max_batch_tokens),
-        max_logits_(max_logits), cache_(size_t(num_blocks * block_size), -1) {}
+      : num_blocks_(num_blocks),
+        block_size_(block_size),
+        max_batch_tokens_(max_batch_tokens),
+        max_logits_(max_logits),
+        cache_(size_t(num_blocks * block_size), -1) {}
 
   absl::StatusOr<const float*> Step(const StepBatch& b) override {
     ++steps_;
     if (fail_at_step_ == steps_) return absl::InternalError("fake runner: injected failure");
-    if (auto st = ValidateStepBatch(b, {max_batch_tokens_, max_logits_, num_blocks_, block_size_,
-                                        kFakeVocab});
+    if (auto st = ValidateStepBatch(
+            b, {max_batch_tokens_, max_logits_, num_blocks_, block_size_, kFakeVocab});
         !st.ok())
       return st;
     max_tokens_seen_ = std::max(max_tokens_seen_, b.num_tokens());
-    for (int64_t t = 0; t < b.num_tokens(); ++t) cache_[size_t(b.slot_mapping[size_t(t)])] = b.tokens[size_t(t)];
+    for (int64_t t = 0; t < b.num_tokens(); ++t)
+      cache_[size_t(b.slot_mapping[size_t(t)])] = b.tokens[size_t(t)];
     logits_.assign(b.logits_rows.size() * kFakeVocab, 0.f);
     for (size_t i = 0; i < b.logits_rows.size(); ++i) {
       const int32_t row = b.logits_rows[i];
@@ -49,7 +52,8 @@ class FakeRunner : public StepRunner {
       uint64_t h = 1469598103934665603ull;
       for (int32_t p = 0; p <= b.positions[size_t(row)]; ++p) {
         const int32_t block = b.block_tables[size_t(s * b.max_blocks + p / block_size_)];
-        h = (h ^ uint64_t(cache_[size_t(block * block_size_ + p % block_size_)] + 7)) * 1099511628211ull;
+        h = (h ^ uint64_t(cache_[size_t(block * block_size_ + p % block_size_)] + 7)) *
+            1099511628211ull;
       }
       float* out = logits_.data() + i * kFakeVocab;
       // A clear favourite, with a runner-up close enough for sampling to
@@ -110,8 +114,8 @@ struct FakeModelOptions {
 inline LoadedModel FakeModel(const FakeModelOptions& o, FakeRunner** runner_out = nullptr) {
   LoadedModel m;
   m.tokenizer = FakeTokenizer();
-  auto runner = std::make_unique<FakeRunner>(o.num_blocks, o.block_size, o.max_batch_tokens,
-                                             o.max_logits);
+  auto runner =
+      std::make_unique<FakeRunner>(o.num_blocks, o.block_size, o.max_batch_tokens, o.max_logits);
   if (runner_out) *runner_out = runner.get();
   m.runner = std::move(runner);
   m.eos_ids = EndOfGenerationIds(*m.tokenizer);

@@ -16,7 +16,9 @@ TEST(KvSizingTest, ParsesByteSizes) {
   for (const char* bad : {"", "GiB", "-1G", "2 parsecs", "0", "1e99G", "0.1"}) {
     auto r = ParseByteSize("kv-cache-size", bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_NE(r.status().message().find("--kv-cache-size"), std::string::npos);
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("--kv-cache-size"), std::string::npos);
+    }
   }
 }
 
@@ -39,7 +41,8 @@ TEST(KvSizingTest, BlocksFromBlocksBytesFreeMemoryOrContext) {
   o.kv_cache_bytes = per_block - 1;
   EXPECT_FALSE(KvCacheBlocks(o, per_block, 8192, -1).ok());
   o.kv_cache_bytes = 0;
-  EXPECT_FALSE(KvCacheBlocks(o, per_block, 8192, per_block / 4).ok()) << "free memory holds no block";
+  EXPECT_FALSE(KvCacheBlocks(o, per_block, 8192, per_block / 4).ok())
+      << "free memory holds no block";
   o.num_blocks = int64_t(1) << 30;
   EXPECT_FALSE(KvCacheBlocks(o, per_block, 8192, -1).ok()) << "asked for more than @step addresses";
   o.num_blocks = 0;

@@ -42,7 +42,7 @@ class OutputStream {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<RequestOutput> queue_;
-  bool closed_ = false;  // the finished output was pushed
+  bool closed_ = false;   // the finished output was pushed
   bool drained_ = false;  // ... and taken
 };
 

@@ -81,10 +81,10 @@ struct SchedulerStats {
   int32_t num_waiting = 0;
   int64_t num_preemptions = 0;
   int64_t num_steps = 0;
-  int64_t computed_tokens = 0;      // tokens run through the model, all steps
+  int64_t computed_tokens = 0;         // tokens run through the model, all steps
   int64_t computed_prompt_tokens = 0;  // of those, prompt positions (recomputes included)
-  int64_t prefix_hit_tokens = 0;    // tokens admitted from the prefix cache
-  int64_t prompt_tokens = 0;        // prompt tokens of added requests
+  int64_t prefix_hit_tokens = 0;       // tokens admitted from the prefix cache
+  int64_t prompt_tokens = 0;           // prompt tokens of added requests
 };
 
 class Scheduler {
