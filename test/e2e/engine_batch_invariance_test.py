@@ -219,6 +219,9 @@ def main():
     ap.add_argument("--fake-driver", help="libllmc_fake_cuda.so: also run the CUDA path emulated")
     ap.add_argument("--cxx", default=os.environ.get("CXX", "c++"))
     ap.add_argument("-k", help="only cases whose name contains this")
+    ap.add_argument("--only", choices=["host", "cuda"],
+                    help="only the host cases or only the emulated CUDA case (ctest runs them apart, "
+                         "in parallel)")
     ap.add_argument("--keep", help="keep models and artifacts in DIR")
     a = ap.parse_args()
     rt = os.path.join(os.path.dirname(a.llmc), "llmc-rt")
@@ -228,7 +231,7 @@ def main():
     results = []
     try:
         for name, opts in MODELS.items():
-            if a.k and a.k not in name:
+            if (a.k and a.k not in name) or a.only == "cuda":
                 continue
             model = os.path.join(work, name + ".gguf")
             run([sys.executable, SYNTH, "--format", "gguf", "--out", model, "--seed", "5"] + opts)
@@ -236,14 +239,16 @@ def main():
             run([a.llmc, "compile", model, "-o", art])
             vocab = int(opts[opts.index("--vocab") + 1])
             results.append(check_host(exe, name, art, vocab, work))
-        if not a.k or a.k in "smollm2":
+        if (not a.k or a.k in "smollm2") and a.only != "cuda":
             if os.path.exists(SMOLLM2):
                 art = os.path.join(work, "smollm2.llmc")
                 run([a.llmc, "compile", SMOLLM2, "-o", art])
                 results.append(check_host(exe, "smollm2-135m-q4_1", art, 49152, work))
             else:
                 print(f"SKIPPED smollm2: {SMOLLM2} not found (scripts/fetch-model fetches it)")
-        if a.fake_driver and (not a.k or a.k in "cuda-emu"):
+        if a.only == "host":
+            pass
+        elif a.fake_driver and (not a.k or a.k in "cuda-emu"):
             results.append(check_cuda_emu(a, exe, work))
         elif not a.fake_driver:
             print("SKIPPED cuda-emu: no --fake-driver given")
