@@ -67,38 +67,18 @@ absl::StatusOr<double> Generator::TimeBatchedDecode(std::span<const std::vector<
   }
 
   auto start = std::chrono::steady_clock::now();
-  StepBatch b;
+  StepBatchBuilder b;
   for (int64_t step = 0; step < steps; ++step) {
-    b.tokens.assign(next.begin(), next.end());
-    b.positions.clear();
-    b.query_starts.assign(1, 0);
-    b.context_lens.clear();
-    b.slot_mapping.clear();
-    b.logits_rows.clear();
-    b.max_blocks = 0;
-    std::vector<absl::Span<const int32_t>> tables;
+    b.Clear();
     for (int64_t s = 0; s < n; ++s) {
       RequestId id = ids[size_t(s)];
       LLMC_ASSIGN_OR_RETURN(int32_t first, kv_->num_tokens(id));
       LLMC_RETURN_IF_ERROR(kv_->AppendTokens(id, absl::MakeConstSpan(&next[size_t(s)], 1)));
-      b.positions.push_back(first);
-      b.query_starts.push_back(int32_t(s + 1));
-      b.context_lens.push_back(first + 1);
       LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> slot, kv_->SlotMapping(id, first, 1));
-      b.slot_mapping.push_back(slot[0]);
-      b.logits_rows.push_back(int32_t(s));
       LLMC_ASSIGN_OR_RETURN(absl::Span<const int32_t> table, kv_->block_table(id));
-      tables.push_back(table);
-      b.max_blocks = std::max<int64_t>(b.max_blocks, int64_t(table.size()));
+      b.AddLogitsRow(b.AddSequence(absl::MakeConstSpan(&next[size_t(s)], 1), first, slot, table));
     }
-    // [S, max_blocks], shorter tables padded with their first block (never
-    // read: each sequence reads only its context's blocks).
-    b.block_tables.clear();
-    for (const auto& t : tables) {
-      b.block_tables.insert(b.block_tables.end(), t.begin(), t.end());
-      b.block_tables.insert(b.block_tables.end(), size_t(b.max_blocks) - t.size(), t[0]);
-    }
-    LLMC_ASSIGN_OR_RETURN(const float* logits, runner_->Step(b));
+    LLMC_ASSIGN_OR_RETURN(const float* logits, runner_->Step(b.Finish()));
     for (int64_t s = 0; s < n; ++s) next[size_t(s)] = argmax(logits + s * vocab);
     if (tokens)
       for (int64_t s = 0; s < n; ++s) (*tokens)[size_t(s)].push_back(next[size_t(s)]);

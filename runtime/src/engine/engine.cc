@@ -97,41 +97,22 @@ absl::Status Engine::Abort(RequestId id) {
 }
 
 absl::Status Engine::BuildBatch(const SchedulerOutput& out) {
-  StepBatch& b = batch_;
-  b.tokens.clear();
-  b.positions.clear();
-  b.query_starts.assign(1, 0);
-  b.context_lens.clear();
-  b.block_tables.clear();
-  b.slot_mapping.clear();
-  b.logits_rows.clear();
-  b.max_blocks = 0;
-  std::vector<absl::Span<const int32_t>> tables;
+  batch_.Clear();
   for (const ScheduledChunk& c : out.chunks) {
-    absl::Span<const int32_t> tokens =
-        scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens);
-    b.tokens.insert(b.tokens.end(), tokens.begin(), tokens.end());
-    for (int32_t i = 0; i < c.num_tokens; ++i) b.positions.push_back(c.first_position + i);
-    b.query_starts.push_back(int32_t(b.tokens.size()));
-    b.context_lens.push_back(c.first_position + c.num_tokens);
-    if (c.sample) b.logits_rows.push_back(int32_t(b.tokens.size()) - 1);
     LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> slots,
                           kv_->SlotMapping(c.id, c.first_position, c.num_tokens));
-    b.slot_mapping.insert(b.slot_mapping.end(), slots.begin(), slots.end());
     LLMC_ASSIGN_OR_RETURN(absl::Span<const int32_t> table, kv_->block_table(c.id));
-    tables.push_back(table);
-    b.max_blocks = std::max<int64_t>(b.max_blocks, int64_t(table.size()));
+    const int32_t row = batch_.AddSequence(
+        scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens), c.first_position, slots,
+        table);
+    if (c.sample) batch_.AddLogitsRow(row + c.num_tokens - 1);
   }
   // A step of prefill chunks only still asks for one row, never read: a
   // @step computes at least one row of logits (a launch with a zero grid is
   // an error on a GPU).
-  if (b.logits_rows.empty()) b.logits_rows.push_back(int32_t(b.tokens.size()) - 1);
-  // [S, max_blocks]; a shorter table is padded with its first block, never
-  // read: a sequence reads only its context's blocks.
-  for (absl::Span<const int32_t> t : tables) {
-    b.block_tables.insert(b.block_tables.end(), t.begin(), t.end());
-    b.block_tables.insert(b.block_tables.end(), size_t(b.max_blocks) - t.size(), t[0]);
-  }
+  if (batch_.batch().logits_rows.empty())
+    batch_.AddLogitsRow(int32_t(batch_.batch().tokens.size()) - 1);
+  batch_.Finish();
   return absl::OkStatus();
 }
 
@@ -200,7 +181,7 @@ absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
   LLMC_RETURN_IF_ERROR(BuildBatch(last_));
   stats_.step_tokens_max = std::max<int64_t>(stats_.step_tokens_max, last_.num_tokens);
   CountKvWaste();
-  absl::StatusOr<const float*> logits = model_.runner->Step(batch_);
+  absl::StatusOr<const float*> logits = model_.runner->Step(batch_.batch());
   if (!logits.ok()) {
     // The step's requests cannot go on (their cache is half written); the
     // others can.

@@ -42,18 +42,14 @@ absl::StatusOr<const float*> Generator::Forward(RequestId id, std::span<const in
                                                 const std::vector<int32_t>& rows) {
   LLMC_ASSIGN_OR_RETURN(int32_t first, kv_->num_tokens(id));
   LLMC_RETURN_IF_ERROR(kv_->AppendTokens(id, absl::MakeConstSpan(tokens.data(), tokens.size())));
-  StepBatch b;
-  int32_t n = int32_t(tokens.size());
-  b.tokens.assign(tokens.begin(), tokens.end());
-  for (int32_t i = 0; i < n; ++i) b.positions.push_back(first + i);
-  b.query_starts = {0, n};
-  b.context_lens = {first + n};
+  const int32_t n = int32_t(tokens.size());
+  LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> slots, kv_->SlotMapping(id, first, n));
   LLMC_ASSIGN_OR_RETURN(absl::Span<const int32_t> table, kv_->block_table(id));
-  b.block_tables.assign(table.begin(), table.end());
-  b.max_blocks = int64_t(table.size());
-  LLMC_ASSIGN_OR_RETURN(b.slot_mapping, kv_->SlotMapping(id, first, n));
-  b.logits_rows = rows;
-  return runner_->Step(b);
+  StepBatchBuilder b;
+  b.Clear();
+  b.AddSequence(absl::MakeConstSpan(tokens.data(), tokens.size()), first, slots, table);
+  for (int32_t r : rows) b.AddLogitsRow(r);
+  return runner_->Step(b.Finish());
 }
 
 absl::StatusOr<GenerationResult> Generator::Generate(

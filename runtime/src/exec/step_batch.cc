@@ -2,6 +2,7 @@
 // take the same batches and must refuse the same ones).
 #include "llmc/runtime/exec/step_batch.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -45,6 +46,44 @@ absl::Status ValidateStepBatch(const StepBatch& b, const StepLimits& limits) {
     if (tok < 0 || tok >= limits.vocab_size)
       return bad(absl::StrFormat("token id %d outside the vocabulary", tok));
   return absl::OkStatus();
+}
+
+void StepBatchBuilder::Clear() {
+  batch_.tokens.clear();
+  batch_.positions.clear();
+  batch_.query_starts.assign(1, 0);
+  batch_.context_lens.clear();
+  batch_.block_tables.clear();
+  batch_.max_blocks = 0;
+  batch_.slot_mapping.clear();
+  batch_.logits_rows.clear();
+  tables_.clear();
+}
+
+int32_t StepBatchBuilder::AddSequence(absl::Span<const int32_t> tokens, int32_t first,
+                                      absl::Span<const int32_t> slots,
+                                      absl::Span<const int32_t> table) {
+  StepBatch& b = batch_;
+  const int32_t row = int32_t(b.tokens.size());
+  b.tokens.insert(b.tokens.end(), tokens.begin(), tokens.end());
+  for (size_t i = 0; i < tokens.size(); ++i) b.positions.push_back(first + int32_t(i));
+  b.query_starts.push_back(int32_t(b.tokens.size()));
+  b.context_lens.push_back(first + int32_t(tokens.size()));
+  b.slot_mapping.insert(b.slot_mapping.end(), slots.begin(), slots.end());
+  tables_.push_back(table);
+  b.max_blocks = std::max<int64_t>(b.max_blocks, int64_t(table.size()));
+  return row;
+}
+
+const StepBatch& StepBatchBuilder::Finish() {
+  StepBatch& b = batch_;
+  b.block_tables.clear();
+  for (absl::Span<const int32_t> t : tables_) {
+    b.block_tables.insert(b.block_tables.end(), t.begin(), t.end());
+    if (!t.empty())
+      b.block_tables.insert(b.block_tables.end(), size_t(b.max_blocks) - t.size(), t[0]);
+  }
+  return b;
 }
 
 }  // namespace llmc

@@ -152,7 +152,7 @@ class Engine {
   std::unordered_map<RequestId, std::unique_ptr<Live>> live_;
   std::vector<RequestOutput> pending_;  // aborted since the last step
   SchedulerOutput last_;
-  StepBatch batch_;
+  StepBatchBuilder batch_;
   SamplerScratch scratch_;
   std::vector<float> masked_;
   RequestId next_id_ = 0;

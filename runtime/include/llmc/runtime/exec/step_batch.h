@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 
 namespace llmc {
 
@@ -23,6 +24,29 @@ struct StepBatch {
 
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_seqs() const { return int64_t(context_lens.size()); }
+};
+
+// Fills a StepBatch sequence by sequence, as the engine, the generator and
+// the batched-decode benchmark all do: Clear(), AddSequence() per sequence,
+// then Finish(), which lays the block tables out as [S, max_blocks] (a
+// shorter table padded with its first block, never read: a sequence reads
+// only its context's blocks).
+class StepBatchBuilder {
+ public:
+  void Clear();
+  // Tokens at positions [first, first + tokens.size()) of a sequence whose
+  // context ends with them, their cache slots and the sequence's block
+  // table (which must stay valid until Finish). Returns the batch row of
+  // its first token.
+  int32_t AddSequence(absl::Span<const int32_t> tokens, int32_t first,
+                      absl::Span<const int32_t> slots, absl::Span<const int32_t> table);
+  void AddLogitsRow(int32_t row) { batch_.logits_rows.push_back(row); }
+  const StepBatch& Finish();
+  const StepBatch& batch() const { return batch_; }
+
+ private:
+  StepBatch batch_;
+  std::vector<absl::Span<const int32_t>> tables_;
 };
 
 // What a runner was sized for; a batch must fit it.
