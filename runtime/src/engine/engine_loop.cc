@@ -159,15 +159,17 @@ void EngineLoop::Run() {
     if (stopping)
       for (auto& [id, stream] : by_id_) (void)engine_->Abort(id);
     absl::StatusOr<std::vector<RequestOutput>> outputs = engine_->Step();
+    {
+      // Before the outputs go out: a reader that saw its request finish
+      // finds it counted in stats().
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_ = engine_->stats();
+    }
     if (outputs.ok()) {
       Deliver(*outputs);
     } else {
       broken = true;
       FailAll(outputs.status());
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stats_ = engine_->stats();
     }
     if (stopping && (broken || !engine_->has_unfinished())) {
       // Submissions that raced with Shutdown were refused by Submit or are
