@@ -85,8 +85,12 @@ Sampler::~Sampler() = default;
 void Sampler::BuildPenalties(std::span<const float> logits, std::span<const int32_t> previous) {
   std::vector<Candidate>& penalized = scratch_->penalized;
   penalized.clear();
-  const float penalty = params_.repetition_penalty;
-  if (penalty == 1.0f || params_.repeat_last_n == 0) return;
+  const float repeat = params_.repetition_penalty;
+  const float frequency = params_.frequency_penalty;
+  const float presence = params_.presence_penalty;
+  // The common case, every penalty off: nothing to count, sort or allocate.
+  if (params_.repeat_last_n == 0 || (repeat == 1.0f && frequency == 0.0f && presence == 0.0f))
+    return;
   if (params_.repeat_last_n > 0 && previous.size() > static_cast<size_t>(params_.repeat_last_n))
     previous = previous.last(static_cast<size_t>(params_.repeat_last_n));
   const int64_t vocab = static_cast<int64_t>(logits.size());
@@ -95,14 +99,22 @@ void Sampler::BuildPenalties(std::span<const float> logits, std::span<const int3
   }
   std::sort(penalized.begin(), penalized.end(),
             [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
-  penalized.erase(std::unique(penalized.begin(), penalized.end(),
-                              [](const Candidate& a, const Candidate& b) { return a.id == b.id; }),
-                  penalized.end());
-  // Once per distinct token however often it occurs, as llama.cpp does.
-  for (Candidate& p : penalized) {
-    const float v = Clean(logits[static_cast<size_t>(p.id)]);
-    p.logit = Clean(v > 0 ? v / penalty : v * penalty);
+  // One entry per distinct token, from its run of c equal ids, in place, as
+  // llama.cpp's llama_sampler_penalties: the repetition penalty once however
+  // often the token occurs, then c * frequency + presence subtracted.
+  size_t out = 0;
+  for (size_t i = 0; i < penalized.size();) {
+    const int32_t id = penalized[i].id;
+    size_t j = i + 1;
+    while (j < penalized.size() && penalized[j].id == id) ++j;
+    const float count = static_cast<float>(j - i);
+    float v = Clean(logits[static_cast<size_t>(id)]);
+    v = v > 0 ? v / repeat : v * repeat;
+    v -= count * frequency + presence;
+    penalized[out++] = {Clean(v), id};
+    i = j;
   }
+  penalized.resize(out);
 }
 
 int32_t Sampler::Greedy(std::span<const float> logits) const {

@@ -30,6 +30,12 @@ absl::Status SamplingParams::Validate() const {
     return FieldError(
         "repeat_last_n",
         absl::StrFormat("must be >= -1 (-1: all previous tokens, 0: off), got %d", repeat_last_n));
+  if (!(presence_penalty >= -2 && presence_penalty <= 2))
+    return FieldError("presence_penalty",
+                      absl::StrFormat("must be in [-2, 2], got %g", presence_penalty));
+  if (!(frequency_penalty >= -2 && frequency_penalty <= 2))
+    return FieldError("frequency_penalty",
+                      absl::StrFormat("must be in [-2, 2], got %g", frequency_penalty));
   if (max_tokens < 1 && max_tokens != -1)
     return FieldError("max_tokens",
                       absl::StrFormat("must be >= 1, or -1 for no limit, got %d", max_tokens));

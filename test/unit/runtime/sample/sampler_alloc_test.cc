@@ -46,7 +46,7 @@ TEST(SamplerAllocation, SampleAllocatesNothingOnceWarm) {
   std::vector<int32_t> history(300);
   for (size_t i = 0; i < history.size(); ++i) history[i] = static_cast<int32_t>(i * 97 % vocab);
 
-  std::vector<SamplingParams> configs(5);
+  std::vector<SamplingParams> configs(6);
   configs[0].repetition_penalty = 1.1f;  // defaults + penalty + logprobs
   configs[0].logprobs = 5;
   configs[1].top_k = 0;  // top-p by buckets
@@ -58,6 +58,9 @@ TEST(SamplerAllocation, SampleAllocatesNothingOnceWarm) {
   configs[4].top_k = 0;  // the whole vocabulary
   configs[4].top_p = 1;
   configs[4].min_p = 0;
+  configs[5].presence_penalty = 0.5f;  // presence and frequency penalties
+  configs[5].frequency_penalty = -0.3f;
+  configs[5].repeat_last_n = -1;
   for (size_t c = 0; c < configs.size(); ++c) {
     Sampler sampler(configs[c]);
     SampleResult result;

@@ -29,6 +29,8 @@ TEST(SamplingParams, DefaultsAreLlamaCppsAndValid) {
   EXPECT_FLOAT_EQ(p.repetition_penalty, 1.0f);
   EXPECT_EQ(p.repeat_last_n, 64);
   EXPECT_EQ(p.logprobs, 0);
+  EXPECT_EQ(p.presence_penalty, 0.0f);
+  EXPECT_EQ(p.frequency_penalty, 0.0f);
 }
 
 TEST(SamplingParams, BoundaryValuesPass) {
@@ -65,6 +67,14 @@ TEST(SamplingParams, ErrorsNameTheField) {
       {[](SamplingParams& p) { p.repetition_penalty = 0; }, "repetition_penalty"},
       {[](SamplingParams& p) { p.repetition_penalty = -1; }, "repetition_penalty"},
       {[](SamplingParams& p) { p.repeat_last_n = -2; }, "repeat_last_n"},
+      {[](SamplingParams& p) { p.presence_penalty = 2.5f; }, "presence_penalty"},
+      {[](SamplingParams& p) { p.presence_penalty = -2.5f; }, "presence_penalty"},
+      {[&](SamplingParams& p) { p.presence_penalty = nan; }, "presence_penalty"},
+      {[&](SamplingParams& p) { p.presence_penalty = inf; }, "presence_penalty"},
+      {[](SamplingParams& p) { p.frequency_penalty = 2.5f; }, "frequency_penalty"},
+      {[](SamplingParams& p) { p.frequency_penalty = -2.5f; }, "frequency_penalty"},
+      {[&](SamplingParams& p) { p.frequency_penalty = nan; }, "frequency_penalty"},
+      {[&](SamplingParams& p) { p.frequency_penalty = -inf; }, "frequency_penalty"},
       {[](SamplingParams& p) { p.max_tokens = 0; }, "max_tokens"},
       {[](SamplingParams& p) { p.max_tokens = -5; }, "max_tokens"},
       {[](SamplingParams& p) {
@@ -85,6 +95,29 @@ TEST(SamplingParams, MessageSaysTheRangeAndTheValue) {
   SamplingParams p;
   p.top_p = 1.5f;
   EXPECT_EQ(p.Validate().message(), "sampling params: field 'top_p' must be in (0, 1], got 1.5");
+}
+
+TEST(SamplingParams, PresenceAndFrequencyPenaltiesAreOpenAIsRange) {
+  SamplingParams p;
+  EXPECT_EQ(p.presence_penalty, 0.0f);  // off by default
+  EXPECT_EQ(p.frequency_penalty, 0.0f);
+  for (float v : {-2.0f, -0.5f, 0.0f, 1.0f, 2.0f}) {
+    p.presence_penalty = v;
+    p.frequency_penalty = -v;
+    EXPECT_TRUE(p.Validate().ok()) << v << ": " << p.Validate();
+  }
+  p = SamplingParams();
+  p.presence_penalty = 3;
+  EXPECT_EQ(p.Validate().message(),
+            "sampling params: field 'presence_penalty' must be in [-2, 2], got 3");
+  p = SamplingParams();
+  p.frequency_penalty = -2.5f;
+  EXPECT_EQ(p.Validate().message(),
+            "sampling params: field 'frequency_penalty' must be in [-2, 2], got -2.5");
+  p.frequency_penalty = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(p.Validate().message(),
+            "sampling params: field 'frequency_penalty' must be in [-2, 2], got nan");
+  EXPECT_FALSE(Sampler::Create(p).ok());
 }
 
 TEST(SamplingParams, SamplerCreateValidates) {

@@ -1,12 +1,19 @@
 // Token sampling for one sequence: greedy, temperature, top-k, top-p, min-p,
-// repetition penalty, seeded and reproducible, with logprobs.
+// repetition, presence and frequency penalties, seeded and reproducible, with
+// logprobs.
 //
 // Order (llama.cpp's default sampler chain, common/sampling.cpp):
 //
-//   repetition penalty → top-k → top-p → min-p → temperature → softmax → draw
+//   penalties → top-k → top-p → min-p → temperature → softmax → draw
 //
-// - The penalty comes first because it changes which tokens are likely; the
-//   truncations must see the penalized logits.
+// - The penalties come first because they change which tokens are likely;
+//   the truncations must see the penalized logits. They are llama.cpp's
+//   llama_sampler_penalties: for each distinct token with count c > 0 among
+//   the last repeat_last_n previous tokens, the repetition penalty (divide a
+//   positive logit, multiply a negative one), then subtract
+//   c * frequency_penalty + presence_penalty. With all three off (or
+//   repeat_last_n 0) they cost nothing; otherwise O(n log n) in the window
+//   size n, never O(V).
 // - top-k, top-p and min-p look at the temperature-1 distribution, and
 //   temperature only reshapes the survivors. So temperature changes how
 //   adventurous the draw is among plausible tokens without letting a high
@@ -63,7 +70,7 @@ struct TokenLogprob {
 
 struct SampleResult {
   int32_t token = -1;
-  // Logprobs are the log-softmax of the raw logits, before the penalty,
+  // Logprobs are the log-softmax of the raw logits, before the penalties,
   // temperature and truncation: the model's own distribution over the whole
   // vocabulary (vLLM V1's default, logprobs_mode "raw_logprobs").
   // They are defined for greedy requests too, and exp() of all V of them
@@ -105,7 +112,7 @@ class SamplerScratch {
  private:
   friend class Sampler;
   std::vector<sample_internal::Candidate> candidates;  // survivors
-  std::vector<sample_internal::Candidate> penalized;   // window tokens, by id
+  std::vector<sample_internal::Candidate> penalized;   // distinct window tokens, by id
   std::vector<sample_internal::Candidate> top;         // top-N logprobs heap
   std::vector<sample_internal::Candidate> crossing;    // top-p bucket rounds
   std::vector<uint32_t> bucket_counts;
@@ -128,8 +135,8 @@ class Sampler {
 
   // Picks the next token from one row of logits (one entry per vocabulary
   // id). `previous_tokens`: the sequence so far (prompt and output), of which
-  // the repetition penalty reads the last repeat_last_n; ids outside the
-  // vocabulary are ignored. Returns the token (also in out->token when `out`
+  // the penalties read the last repeat_last_n; ids outside the vocabulary are
+  // ignored. Returns the token (also in out->token when `out`
   // is given), or -1 when `logits` is empty. When every logit is masked
   // (-inf), returns 0.
   int32_t Sample(std::span<const float> logits, std::span<const int32_t> previous_tokens,

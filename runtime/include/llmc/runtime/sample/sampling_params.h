@@ -1,7 +1,8 @@
 // Per-request sampling settings, named and defaulted as llama.cpp's CLI and
 // server name them (vLLM's SamplingParams has the same fields under the same
 // names, except repeat_last_n, which vLLM lacks: it penalizes every prompt
-// and output token, our repeat_last_n = -1).
+// and output token, our repeat_last_n = -1, for the repetition penalty, and
+// only the output tokens for the presence and frequency penalties).
 #ifndef LLMC_RUNTIME_SAMPLE_SAMPLING_PARAMS_H_
 #define LLMC_RUNTIME_SAMPLE_SAMPLING_PARAMS_H_
 
@@ -32,10 +33,22 @@ struct SamplingParams {
   // repeat_last_n previous tokens has its logit divided by the penalty when
   // positive and multiplied by it when not. 1: off.
   float repetition_penalty = 1.0f;
-  // How many previous tokens the penalty looks at, as llama.cpp's
-  // --repeat-last-n: 0 disables the penalty, -1 uses all the previous tokens
-  // given to Sample() (the whole context: prompt and output).
+  // How many previous tokens the penalties (repetition, presence and
+  // frequency) look at, as llama.cpp's --repeat-last-n: 0 disables them, -1
+  // uses all the previous tokens given to Sample() (the whole context: prompt
+  // and output).
   int repeat_last_n = 64;
+  // OpenAI's presence and frequency penalties, as llama.cpp's
+  // --presence-penalty and --frequency-penalty: a token that occurs c > 0
+  // times among the last repeat_last_n previous tokens has its logit lowered
+  // by presence_penalty (once, whatever c) plus c * frequency_penalty, after
+  // the repetition penalty. Negative values make repeats more likely. In
+  // [-2, 2] as OpenAI's API; 0: off. vLLM counts only the output tokens for
+  // these two; ours, like llama.cpp's, see the repeat_last_n window of
+  // whatever previous tokens the caller gives Sample() (with -1 the prompt
+  // too).
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
   // Seeds the sequence's std::mt19937_64: the same seed, logits and params
   // give the same tokens on any machine. The engine picks a fresh seed for
   // a request that gave none.
