@@ -10,59 +10,11 @@
 namespace llmc::cli {
 namespace {
 
-// A subcommand whose interface is fixed by DESIGN.md but whose implementation
-// lands with a later issue. It says so plainly and exits non-zero, so scripts
-// never mistake it for success.
-struct PlannedCommand {
-  std::string_view name;
-  std::string_view usage;
-  std::string_view what;
-  std::string_view arrives_with;
-};
-
-constexpr PlannedCommand kPlanned[] = {
-    {"serve", "ARTIFACT [--port N]",
-     "Serve an artifact over an OpenAI-compatible HTTP API with continuous batching.",
-     "the serving milestone (scheduler, engine, HTTP server)"},
-};
-
-const PlannedCommand* FindPlanned(std::string_view name) {
-  for (const auto& p : kPlanned)
-    if (p.name == name) return &p;
-  return nullptr;
-}
-
-// argv[0] is "<program> <name>".
-int RunPlanned(int argc, char** argv) {
-  std::string self = argv[0];
-  std::string name = self.substr(self.rfind(' ') + 1);
-  const PlannedCommand* p = FindPlanned(name);
-  if (!p) return kExitUsage;
-  bool help = false;
-  for (int i = 1; i < argc; ++i)
-    help |= std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h";
-  std::string text = absl::StrFormat(
-      "usage: %s %s\n\n%s\n\nstatus: not implemented yet; arrives with %s.\n", self, p->usage,
-      p->what, p->arrives_with);
-  if (help) {
-    std::fputs(text.c_str(), stdout);
-    return 0;
-  }
-  std::fprintf(stderr, "%s: not implemented yet; arrives with %s.\n", self.c_str(),
-               std::string(p->arrives_with).c_str());
-  return kExitNotImplemented;
-}
-
-// The runtime's subcommands in the order `help` lists them: the built ones
-// with their implementation, the rest as planned.
+// The runtime's subcommands in the order `help` lists them.
 std::vector<Command> MakeRuntimeCommands() {
   std::vector<Command> out;
-  auto planned = [&out](std::string_view name) {
-    const PlannedCommand* p = FindPlanned(name);
-    out.push_back({p->name, p->what, &RunPlanned});
-  };
   out.push_back({"run", kRunSummary, &RunRunCommand});
-  planned("serve");
+  out.push_back({"serve", kServeSummary, &RunServeCommand});
   out.push_back({"bench", kBenchSummary, &RunBenchCommand});
   out.push_back({"tune", kTuneSummary, &RunTuneCommand});
   out.push_back({"perplexity", kPerplexitySummary, &RunPerplexityCommand});

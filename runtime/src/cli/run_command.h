@@ -1,4 +1,4 @@
-// `llmc run`, `bench`, `tune`, `perplexity`, `logits` and `inspect`: the subcommands that
+// `llmc run`, `serve`, `bench`, `tune`, `perplexity`, `logits` and `inspect`: the subcommands that
 // execute or read a compiled artifact.
 #ifndef LLMC_RUNTIME_CLI_RUN_COMMAND_H_
 #define LLMC_RUNTIME_CLI_RUN_COMMAND_H_
@@ -19,10 +19,15 @@ inline constexpr const char* kBenchSummary =
     "Measure prefill and decode tokens/s of an artifact as llama-bench does, or (--serving) the "
     "serving engine under load: throughput, TTFT, inter-token latency.";
 
+inline constexpr const char* kServeSummary =
+    "Serve an artifact over an OpenAI-compatible HTTP API (continuous batching, SSE streaming, "
+    "Prometheus metrics, a chat page).";
+
 inline constexpr const char* kTuneSummary =
     "Time each GEMM of a CUDA artifact as generated and through cuBLASLt; write the faster choice.";
 
 int RunRunCommand(int argc, char** argv);
+int RunServeCommand(int argc, char** argv);
 int RunTuneCommand(int argc, char** argv);
 int RunBenchCommand(int argc, char** argv);
 int RunLogitsCommand(int argc, char** argv);

@@ -26,6 +26,7 @@ void OutputStream::Push(RequestOutput out) {
     queue_.push_back(std::move(out));
   }
   cv_.notify_all();
+  if (on_output_) on_output_();
 }
 
 std::optional<RequestOutput> OutputStream::Next() {
@@ -58,9 +59,11 @@ EngineLoop::~EngineLoop() {
 }
 
 std::shared_ptr<OutputStream> EngineLoop::Submit(std::vector<int32_t> prompt,
-                                                 const SamplingParams& params) {
+                                                 const SamplingParams& params,
+                                                 std::function<void()> on_output) {
   std::unique_lock<std::mutex> lock(mu_);
-  auto stream = std::shared_ptr<OutputStream>(new OutputStream(next_key_++));
+  auto stream =
+      std::shared_ptr<OutputStream>(new OutputStream(next_key_++, std::move(on_output)));
   if (stopping_) {
     lock.unlock();
     stream->Push(Failed(0, absl::UnavailableError("the engine is shutting down")));
@@ -91,6 +94,11 @@ void EngineLoop::Shutdown() {
 EngineStats EngineLoop::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
+}
+
+int64_t EngineLoop::num_waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return int64_t(submissions_.size()) + stats_.scheduler.num_waiting;
 }
 
 void EngineLoop::Apply(std::vector<Submission>& subs, const std::vector<uint64_t>& aborts) {
@@ -156,6 +164,11 @@ void EngineLoop::Run() {
       continue;
     }
     Apply(subs, aborts);
+    if (!subs.empty()) {
+      // Admitted requests count as waiting from now, not after the step.
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_ = engine_->stats();
+    }
     if (stopping)
       for (auto& [id, stream] : by_id_) (void)engine_->Abort(id);
     absl::StatusOr<std::vector<RequestOutput>> outputs = engine_->Step();

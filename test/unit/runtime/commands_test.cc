@@ -23,10 +23,14 @@ TEST(Commands, RuntimeProvidesEveryPlannedSubcommand) {
                                              "inspect", "logits"}));
 }
 
-TEST(Commands, UnimplementedCommandSaysSoAndFails) {
+TEST(Commands, ServeWithoutAnArtifactIsAUsageError) {
   testing::internal::CaptureStderr();
-  EXPECT_EQ(RunDispatch({"llmc-test", "serve", "model.llmc"}), kExitNotImplemented);
-  EXPECT_NE(testing::internal::GetCapturedStderr().find("not implemented yet"), std::string::npos);
+  EXPECT_EQ(RunDispatch({"llmc-test", "serve"}), kExitUsage);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("expected one ARTIFACT"), std::string::npos);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunDispatch({"llmc-test", "serve", "model.llmc", "--port", "70000"}), kExitUsage);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("--port must be in [0, 65535]"),
+            std::string::npos);
 }
 
 TEST(Commands, HelpOfEachCommandSucceeds) {

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,10 +36,15 @@ class OutputStream {
 
  private:
   friend class EngineLoop;
-  explicit OutputStream(uint64_t key) : key_(key) {}
+  OutputStream(uint64_t key, std::function<void()> on_output)
+      : key_(key), on_output_(std::move(on_output)) {}
   void Push(RequestOutput out);
 
   const uint64_t key_;
+  // Called after each Push, outside the lock, on the pushing thread (the
+  // engine thread, or Submit's caller for a refusal): it must only schedule
+  // work, never wait.
+  const std::function<void()> on_output_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<RequestOutput> queue_;
@@ -55,8 +61,11 @@ class EngineLoop {
   EngineLoop(const EngineLoop&) = delete;
   EngineLoop& operator=(const EngineLoop&) = delete;
 
-  // Queues a request; thread-safe, returns at once.
-  std::shared_ptr<OutputStream> Submit(std::vector<int32_t> prompt, const SamplingParams& params);
+  // Queues a request; thread-safe, returns at once. `on_output`, when set,
+  // is called each time an output is queued on the stream (see
+  // OutputStream::on_output_): an asynchronous reader's wake-up.
+  std::shared_ptr<OutputStream> Submit(std::vector<int32_t> prompt, const SamplingParams& params,
+                                       std::function<void()> on_output = nullptr);
   // Aborts the request of `stream`; thread-safe; a no-op once it finished.
   void Abort(const OutputStream& stream);
   // Aborts every live request (each stream gets its finished output) and
@@ -65,6 +74,10 @@ class EngineLoop {
 
   // The engine's counters after its latest step.
   EngineStats stats() const;
+  // Requests submitted and not yet running: those the engine thread has not
+  // taken yet plus the scheduler's waiting queue after the latest step (a
+  // server's admission bound).
+  int64_t num_waiting() const;
   const Tokenizer& tokenizer() const { return engine_->tokenizer(); }
   int32_t max_model_len() const { return engine_->max_model_len(); }
 

@@ -1,0 +1,329 @@
+#include "llmc/runtime/serve/completion_job.h"
+
+#include <ctime>
+#include <random>
+
+#include "absl/strings/str_format.h"
+#include "llmc/runtime/serve/api_json.h"
+
+namespace llmc::serve {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+const char* ApiFinishReason(FinishReason r) {
+  switch (r) {
+    case FinishReason::kEos:
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
+    case FinishReason::kNone: break;
+  }
+  return "stop";
+}
+
+std::string NewId(bool chat) {
+  static std::atomic<uint64_t> counter{0};
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return absl::StrFormat("%s-%016x%04x", chat ? "chatcmpl" : "cmpl", rng(),
+                         counter.fetch_add(1) & 0xffff);
+}
+
+json Bytes(const std::string& piece) {
+  json b = json::array();
+  for (unsigned char c : piece) b.push_back(int(c));
+  return b;
+}
+
+std::string Event(const json& j) { return "data: " + Dump(j) + "\n\n"; }
+
+}  // namespace
+
+void CompletionJob::Start(JobContext ctx, std::shared_ptr<HttpExchange> exchange,
+                          CompletionRequest request, std::vector<std::vector<int32_t>> prompts,
+                          Clock::time_point arrival) {
+  std::shared_ptr<CompletionJob> job(
+      new CompletionJob(std::move(ctx), std::move(exchange), std::move(request), arrival));
+  // Before submitting: a client already gone must still abort the choices.
+  job->ex_->OnCancel([job] { job->Cancel(); });
+  job->Submit(std::move(prompts));
+}
+
+CompletionJob::CompletionJob(JobContext ctx, std::shared_ptr<HttpExchange> exchange,
+                             CompletionRequest request, Clock::time_point arrival)
+    : ctx_(std::move(ctx)),
+      ex_(std::move(exchange)),
+      req_(std::move(request)),
+      arrival_(arrival),
+      id_(NewId(req_.chat)),
+      created_(int64_t(std::time(nullptr))) {}
+
+void CompletionJob::Submit(std::vector<std::vector<int32_t>> prompts) {
+  std::random_device seeder;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    prompt_tokens_.push_back(int32_t(prompts[p].size()));
+    for (int k = 0; k < req_.n; ++k) {
+      Choice c;
+      c.index = int(choices_.size());
+      c.prompt = int(p);
+      choices_.push_back(std::move(c));
+    }
+  }
+  unfinished_ = int(choices_.size());
+  // Streams are submitted after choices_ is complete: a wake-up may run
+  // Drain before Submit returns.
+  std::vector<std::shared_ptr<OutputStream>> streams;
+  for (Choice& c : choices_) {
+    SamplingParams params = req_.params;
+    // n samples of one seeded request differ, and repeat (vLLM: seed + index).
+    if (req_.seed_given) {
+      params.seed += uint64_t(c.index);
+    } else {
+      params.seed = (uint64_t(seeder()) << 32) ^ seeder();
+    }
+    c.stream = ctx_.loop->Submit(prompts[size_t(c.prompt)], params,
+                                 [self = shared_from_this()] { self->Wake(); });
+  }
+}
+
+void CompletionJob::Wake() {
+  if (drain_posted_.exchange(true)) return;
+  ex_->Post([self = shared_from_this()] { self->Drain(); });
+}
+
+void CompletionJob::Cancel() {
+  cancelled_ = true;
+  for (Choice& c : choices_)
+    if (!c.finished && c.stream) ctx_.loop->Abort(*c.stream);
+}
+
+void CompletionJob::Drain() {
+  drain_posted_ = false;  // before reading: a later output posts again
+  if (done_) return;
+  std::string events;
+  for (Choice& c : choices_) {
+    if (c.finished || !c.stream) continue;  // stream unset: Submit still running
+    while (!c.finished) {
+      std::optional<RequestOutput> out = c.stream->TryNext();
+      if (!out) break;
+      // An error before anything went out is the whole answer.
+      if (out->finished && out->reason == FinishReason::kError && !stream_begun_ && !cancelled_) {
+        ApiError e = EngineError(out->status);
+        if (choices_.size() > 1) e.message = absl::StrFormat("choice %d: %s", c.index, e.message);
+        ctx_.metrics->CountHttpResponse(e.status);
+        ex_->Respond(ErrorResponse(e));
+        cancelled_ = true;  // nothing more is sent
+        c.finished = true;
+        c.finish_reason = "error";
+        --unfinished_;
+        Cancel();
+        break;
+      }
+      Take(c, *out, events);
+    }
+  }
+  if (req_.stream && !cancelled_ && !events.empty()) {
+    if (!stream_begun_) {
+      ctx_.metrics->CountHttpResponse(200);
+      ex_->BeginStream(200, "text/event-stream", {});
+      stream_begun_ = true;
+    }
+    ex_->Write(std::move(events));
+  }
+  if (unfinished_ == 0) Finish();
+}
+
+void CompletionJob::Take(Choice& c, RequestOutput& out, std::string& events) {
+  const Clock::time_point now = Clock::now();
+  if (!out.tokens.empty()) {
+    const double since = std::chrono::duration<double>(
+                             now - (c.tokens.empty() ? arrival_ : c.last_token))
+                             .count();
+    if (c.tokens.empty()) {
+      ctx_.metrics->ObserveTimeToFirstToken(since);
+    } else {
+      ctx_.metrics->ObserveInterTokenLatency(since);
+    }
+    c.last_token = now;
+  }
+  const size_t first_logprob = c.logprobs.size();
+  c.tokens.insert(c.tokens.end(), out.tokens.begin(), out.tokens.end());
+  c.text += out.text;
+  for (SampleResult& r : out.logprobs) c.logprobs.push_back(std::move(r));
+  c.usage = out.usage;
+  const char* reason = nullptr;
+  if (out.finished) {
+    c.finished = true;
+    --unfinished_;
+    c.status = out.status;
+    c.finish_reason = ApiFinishReason(out.reason);
+    reason = c.finish_reason.c_str();
+    ctx_.metrics->CountFinished(c.finish_reason);
+    ctx_.metrics->ObserveRequestLatency(std::chrono::duration<double>(now - arrival_).count());
+  }
+  if (!req_.stream || cancelled_) return;
+  if (out.finished && out.reason == FinishReason::kError) {
+    json err = ErrorJson(EngineError(out.status));
+    err["error"]["message"] =
+        absl::StrFormat("choice %d: %s", c.index, std::string(err["error"]["message"]));
+    events += Event(err);
+  }
+  if (!out.text.empty() || c.logprobs.size() > first_logprob || reason ||
+      (req_.chat && !c.role_sent))
+    events += Chunk(c, out.text, first_logprob, reason);
+  c.role_sent = true;
+}
+
+// The logprobs of c.logprobs[first..] in the endpoint's format.
+static json LogprobsJson(const Tokenizer& tok, bool chat, const std::vector<SampleResult>& lps,
+                         size_t first, int top_n, int* text_offset) {
+  auto piece = [&](int32_t id) { return tok.TokenToPiece(id, /*render_special=*/true); };
+  if (chat) {
+    json content = json::array();
+    for (size_t i = first; i < lps.size(); ++i) {
+      const std::string p = piece(lps[i].token);
+      json top = json::array();
+      for (int k = 0; k < top_n && k < int(lps[i].top_logprobs.size()); ++k) {
+        const std::string tp = piece(lps[i].top_logprobs[size_t(k)].token);
+        top.push_back({{"token", tp}, {"logprob", lps[i].top_logprobs[size_t(k)].logprob}, {"bytes", Bytes(tp)}});
+      }
+      content.push_back({{"token", p}, {"logprob", lps[i].logprob}, {"bytes", Bytes(p)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(),
+       offsets = json::array();
+  for (size_t i = first; i < lps.size(); ++i) {
+    const std::string p = piece(lps[i].token);
+    tokens.push_back(p);
+    token_logprobs.push_back(lps[i].logprob);
+    json top = json::object();
+    top[p] = lps[i].logprob;
+    for (int k = 0; k < top_n && k < int(lps[i].top_logprobs.size()); ++k)
+      top[piece(lps[i].top_logprobs[size_t(k)].token)] = lps[i].top_logprobs[size_t(k)].logprob;
+    top_logprobs.push_back(top);
+    offsets.push_back(*text_offset);
+    *text_offset += int(p.size());
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs},
+          {"text_offset", offsets}};
+}
+
+std::string CompletionJob::Chunk(Choice& c, const std::string& text, size_t first_logprob,
+                                 const char* finish_reason) {
+  json choice = {{"index", c.index}};
+  if (req_.chat) {
+    json delta = json::object();
+    if (!c.role_sent) delta["role"] = "assistant";
+    if (!text.empty() || !c.role_sent) delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  if (req_.want_logprobs && c.logprobs.size() > first_logprob) {
+    choice["logprobs"] = LogprobsJson(*ctx_.tokenizer, req_.chat, c.logprobs, first_logprob,
+                                      req_.top_logprobs, &c.text_offset);
+  } else {
+    choice["logprobs"] = nullptr;
+  }
+  choice["finish_reason"] = finish_reason ? json(finish_reason) : json(nullptr);
+  json chunk = {{"id", id_},
+                {"object", req_.chat ? "chat.completion.chunk" : "text_completion"},
+                {"created", created_},
+                {"model", ctx_.model},
+                {"choices", json::array({choice})}};
+  if (req_.include_usage) chunk["usage"] = nullptr;
+  return Event(chunk);
+}
+
+static json Usage(const std::vector<int32_t>& prompt_tokens, int64_t completion, int64_t cached) {
+  int64_t prompt = 0;
+  for (int32_t n : prompt_tokens) prompt += n;
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+std::string CompletionJob::UsageChunk() const {
+  int64_t completion = 0, cached = 0;
+  for (const Choice& c : choices_) {
+    completion += int64_t(c.tokens.size());
+    cached += c.usage.cached_prompt_tokens;
+  }
+  json chunk = {{"id", id_},
+                {"object", req_.chat ? "chat.completion.chunk" : "text_completion"},
+                {"created", created_},
+                {"model", ctx_.model},
+                {"choices", json::array()},
+                {"usage", Usage(prompt_tokens_, completion, cached)}};
+  return Event(chunk);
+}
+
+std::string CompletionJob::Whole() const {
+  json choices = json::array();
+  int64_t completion = 0, cached = 0;
+  for (const Choice& c : choices_) {
+    completion += int64_t(c.tokens.size());
+    cached += c.usage.cached_prompt_tokens;
+    json choice = {{"index", c.index}};
+    if (req_.chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = c.text;
+    }
+    if (req_.want_logprobs) {
+      int offset = 0;
+      choice["logprobs"] = LogprobsJson(*ctx_.tokenizer, req_.chat, c.logprobs, 0,
+                                        req_.top_logprobs, &offset);
+    } else {
+      choice["logprobs"] = nullptr;
+    }
+    choice["finish_reason"] = c.finish_reason;
+    choices.push_back(choice);
+  }
+  json body = {{"id", id_},
+               {"object", req_.chat ? "chat.completion" : "text_completion"},
+               {"created", created_},
+               {"model", ctx_.model},
+               {"choices", choices},
+               {"usage", Usage(prompt_tokens_, completion, cached)}};
+  return Dump(body);
+}
+
+void CompletionJob::Finish() {
+  done_ = true;
+  if (!cancelled_) {
+    if (req_.stream) {
+      std::string tail;
+      if (!stream_begun_) {
+        ctx_.metrics->CountHttpResponse(200);
+        ex_->BeginStream(200, "text/event-stream", {});
+        stream_begun_ = true;
+      }
+      if (req_.include_usage) tail += UsageChunk();
+      tail += "data: [DONE]\n\n";
+      ex_->Write(std::move(tail));
+      ex_->EndStream();
+    } else {
+      // A choice that failed fails the whole answer (nothing went out yet).
+      const Choice* failed = nullptr;
+      for (const Choice& c : choices_)
+        if (c.finish_reason == "error" && !failed) failed = &c;
+      HttpResponse r;
+      if (failed) {
+        r = ErrorResponse(EngineError(failed->status));
+      } else {
+        r.body = Whole();
+      }
+      ctx_.metrics->CountHttpResponse(r.status);
+      ex_->Respond(std::move(r));
+    }
+  }
+  // The streams hold wake-ups that hold this job: let go of them.
+  for (Choice& c : choices_) c.stream.reset();
+  --*ctx_.in_flight;
+}
+
+}  // namespace llmc::serve

@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""`llmc serve` with the official `openai` Python client, and under faults.
+
+On a synthetic model (always) and SmolLM2-135M Q4_1 (when its GGUF is in
+~/.cache/llmc/models; skipped loudly otherwise):
+
+  api      completions and chat, streamed and whole; n=2; stop; seed
+           reproducibility; logprobs; usage and finish_reason in every
+           answer; /v1/models, /tokenize, /detokenize, /metrics, /health
+  greedy   greedy text over HTTP equals `llmc run --greedy` for the same
+           prompt (completions) and `llmc run --chat --greedy` (chat)
+  errors   malformed JSON, wrong types, out-of-range values, invalid UTF-8,
+           an unknown model, missing or wrong API key, an oversized body
+           (413), oversized headers (431): each the right status and an
+           OpenAI error naming the problem
+  slow     a client that never finishes its headers is cut off by
+           --read-timeout
+  cancel   50 streaming clients disconnect at random points while 10 others
+           stream to the end: the 10 are unaffected (equal to the same
+           requests served alone) and every KV block is freed
+  overload --max-queue: 429 with Retry-After, never a lost request
+  drain    SIGTERM during load: requests in flight finish, new connections
+           are refused, exit 0; with a short --shutdown-timeout the rest end
+           with finish_reason "abort" and [DONE], exit 0
+
+Exits 0 when every case passes, 1 on any failure, 77 when the `openai`
+package is missing (said loudly).
+
+  python3 test/e2e/serve_openai_test.py --llmc build/bin/llmc [-k NAME] [--keep DIR]
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_harness as H  # noqa: E402
+
+try:
+    import openai
+except ImportError:
+    openai = None
+
+KEY = "test-key-123"
+RESULTS = []
+
+
+def check(name, ok, detail=""):
+    RESULTS.append((name, bool(ok)))
+    detail = " ".join(str(detail).split())
+    print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
+    return ok
+
+
+def client(server, key=KEY):
+    return openai.OpenAI(base_url=server.base + "/v1", api_key=key, max_retries=0, timeout=120)
+
+
+def stream_text(stream, chat):
+    text, finish, usage, chunks = "", None, None, 0
+    for ch in stream:
+        chunks += 1
+        if ch.usage is not None:
+            usage = ch.usage
+        for c in ch.choices:
+            piece = c.delta.content if chat else c.text
+            text += piece or ""
+            finish = c.finish_reason or finish
+    return text, finish, usage, chunks
+
+
+def case_api(server, name):
+    c = client(server)
+    model = c.models.list().data[0].id
+    check(f"{name}/models", model, f"model id {model!r}")
+    prompt = "The capital of France is"
+    whole = c.completions.create(model=model, prompt=prompt, max_tokens=12, temperature=0)
+    ch = whole.choices[0]
+    check(f"{name}/completion", ch.finish_reason in ("length", "stop") and
+          0 < whole.usage.completion_tokens <= 12 and whole.usage.prompt_tokens > 0 and
+          whole.usage.total_tokens == whole.usage.prompt_tokens + whole.usage.completion_tokens,
+          f"{ch.text!r} finish={ch.finish_reason} usage={whole.usage}")
+    text, finish, usage, chunks = stream_text(
+        c.completions.create(model=model, prompt=prompt, max_tokens=12, temperature=0, stream=True,
+                             stream_options={"include_usage": True}), chat=False)
+    check(f"{name}/completion-stream", text == ch.text and finish == ch.finish_reason and usage
+          and usage.completion_tokens == whole.usage.completion_tokens and chunks >= 2,
+          f"{chunks} chunks, same text and usage as the whole answer: {text == ch.text}")
+    msgs = [{"role": "user", "content": "What is the capital of France?"}]
+    chat = c.chat.completions.create(model=model, messages=msgs, max_tokens=12, temperature=0)
+    check(f"{name}/chat", chat.choices[0].message.role == "assistant" and chat.usage.total_tokens
+          == chat.usage.prompt_tokens + chat.usage.completion_tokens,
+          f"{chat.choices[0].message.content!r} finish={chat.choices[0].finish_reason}")
+    text, finish, usage, _ = stream_text(
+        c.chat.completions.create(model=model, messages=msgs, max_tokens=12, temperature=0,
+                                  stream=True, stream_options={"include_usage": True}), chat=True)
+    check(f"{name}/chat-stream", text == chat.choices[0].message.content and usage and
+          usage.completion_tokens == chat.usage.completion_tokens, f"{text!r}")
+    # n=2 with a seed: two different samples, and the same two again.
+    a = c.completions.create(model=model, prompt=prompt, max_tokens=16, temperature=1.0, n=2, seed=7)
+    b = c.completions.create(model=model, prompt=prompt, max_tokens=16, temperature=1.0, n=2, seed=7)
+    ta = [x.text for x in sorted(a.choices, key=lambda x: x.index)]
+    tb = [x.text for x in sorted(b.choices, key=lambda x: x.index)]
+    check(f"{name}/n=2+seed", len(ta) == 2 and ta == tb and ta[0] != ta[1],
+          f"choices {ta!r}, repeated with the same seed")
+    d = c.completions.create(model=model, prompt=prompt, max_tokens=16, temperature=1.0, seed=8)
+    check(f"{name}/seed-differs", d.choices[0].text != ta[0], "seed 8 samples differently from seed 7")
+    # stop: cut a greedy answer before a string from its middle.
+    long = c.completions.create(model=model, prompt=prompt, max_tokens=24, temperature=0,
+                                extra_body={"ignore_eos": True}).choices[0].text
+    stop = long[len(long) // 2:len(long) // 2 + 2]
+    cut = long.index(stop)
+    s = c.completions.create(model=model, prompt=prompt, max_tokens=24, temperature=0, stop=[stop, "@@"],
+                             extra_body={"ignore_eos": True}).choices[0]
+    check(f"{name}/stop", s.text == long[:cut] and s.finish_reason == "stop",
+          f"stop {stop!r}: {s.text!r} finish={s.finish_reason}")
+    # logprobs: completions (top 3) and chat (top 2).
+    lp = c.completions.create(model=model, prompt=prompt, max_tokens=6, temperature=0, logprobs=3).choices[0]
+    ok = len(lp.logprobs.tokens) == 6 and all(
+        x <= 0 for x in lp.logprobs.token_logprobs) and all(
+        # Distinct tokens can share a printed piece (byte tokens): >= 1 then.
+        len(t) >= (1 if name == "synth" else 3) and max(t.values()) <= lp.logprobs.token_logprobs[i]
+        for i, t in enumerate(lp.logprobs.top_logprobs))
+    check(f"{name}/logprobs", ok, f"tokens {lp.logprobs.tokens}, greedy token has the top logprob")
+    cl = c.chat.completions.create(model=model, messages=msgs, max_tokens=4, temperature=0,
+                                   logprobs=True, top_logprobs=2).choices[0]
+    ok = len(cl.logprobs.content) == 4 and all(
+        len(t.top_logprobs) == 2 and t.top_logprobs[0].logprob == t.logprob for t in cl.logprobs.content)
+    check(f"{name}/chat-logprobs", ok, f"{[t.token for t in cl.logprobs.content]}")
+    # tokenize / detokenize round trip; metrics.
+    st, _, tok = H.http(server.base, "POST", "/tokenize", {"prompt": prompt}, auth())
+    st2, _, det = H.http(server.base, "POST", "/detokenize", {"tokens": tok["tokens"]}, auth())
+    check(f"{name}/tokenize", st == 200 and st2 == 200 and det["prompt"].endswith(prompt),
+          f"{tok['count']} tokens -> {det['prompt']!r}")
+    st, _, text = H.http(server.base, "GET", "/metrics", None, auth())
+    names = ["llmc:num_requests_running", "llmc:kv_cache_usage_perc", "llmc:prefix_cache_hit_rate",
+             "llmc:num_preemptions_total", "llmc:prompt_tokens_total", "llmc:generation_tokens_total",
+             "llmc:time_to_first_token_seconds_bucket", "llmc:inter_token_latency_seconds_bucket",
+             "llmc:e2e_request_latency_seconds_bucket", "llmc:num_requests_waiting"]
+    missing = [n for n in names if n not in text]
+    check(f"{name}/metrics", st == 200 and not missing and H.metric(text, "llmc:generation_tokens_total") > 0,
+          f"missing {missing}" if missing else "every metric present, tokens counted")
+
+
+def auth(key=KEY):
+    return {"Authorization": f"Bearer {key}"}
+
+
+def cli_text(cmd):
+    # Raw bytes, as the server's JSON has them: invalid UTF-8 (a random
+    # model's byte tokens) replaced by U+FFFD per byte.
+    r = subprocess.run(cmd, capture_output=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr[-2000:]!r}")
+    return r.stdout.decode("utf-8", errors="replace")
+
+
+def case_greedy(exe, server, art, name, prompts):
+    c = client(server)
+    for p in prompts:
+        http_text = c.completions.create(model="", prompt=p, max_tokens=24, temperature=0,
+                                         extra_body={"ignore_eos": True}).choices[0].text
+        out = cli_text([exe, "run", art, "-p", p, "--greedy", "-n", "24", "--ignore-eos",
+                        "--no-stats", "--threads", "2"])
+        cli = out[len(p):-1] if out.startswith(p) and out.endswith("\n") else None
+        check(f"{name}/greedy-vs-run {p[:20]!r}", http_text == cli, f"http {http_text!r} run {cli!r}")
+    msg = prompts[0]
+    http_chat = c.chat.completions.create(model="", messages=[{"role": "user", "content": msg}],
+                                          max_tokens=24, temperature=0).choices[0].message.content
+    out = cli_text([exe, "run", art, "-p", msg, "--chat", "--greedy", "-n", "24", "--no-stats",
+                    "--threads", "2"] + (["--chat-template", "chatml"] if "synth" in name else []))
+    check(f"{name}/greedy-chat-vs-run", http_chat + "\n" == out, f"http {http_chat!r} run {out!r}")
+
+
+def expect_error(name, status, _headers, body, want_status, want_text):
+    err = body.get("error", {}) if isinstance(body, dict) else {}
+    msg = err.get("message", "")
+    ok = status == want_status and want_text.lower() in (msg + " " + str(err.get("param"))).lower()
+    check(f"errors/{name}", ok, f"{status} {msg!r} param={err.get('param')!r}")
+
+
+def case_errors(server):
+    b = server.base
+    post = lambda body, hdrs=None, path="/v1/completions": H.http(
+        b, "POST", path, body, auth() if hdrs is None else hdrs)
+    expect_error("malformed-json", *post(b'{"prompt": "hi", '), 400, "not valid JSON")
+    expect_error("wrong-type", *post({"prompt": "hi", "temperature": "hot"}), 400, "temperature")
+    expect_error("out-of-range", *post({"prompt": "hi", "top_p": 1.5}), 400, "top_p")
+    expect_error("n-range", *post({"prompt": "hi", "n": 0}), 400, "'n'")
+    expect_error("missing-prompt", *post({"max_tokens": 3}), 400, "prompt")
+    expect_error("bad-message", *post({"messages": [{"role": "robot", "content": "x"}]},
+                                      path="/v1/chat/completions"), 400, "messages[0].role")
+    expect_error("invalid-utf8", *post(b'{"prompt": "\xff\xfe bad"}'), 400, "UTF-8")
+    expect_error("unknown-model", *post({"model": "gpt-17", "prompt": "hi"}), 404, "gpt-17")
+    expect_error("no-api-key", *post({"prompt": "hi"}, {}), 401, "API key")
+    expect_error("wrong-api-key", *post({"prompt": "hi"}, auth("nope")), 401, "API key")
+    st, _, _ = H.http(b, "GET", "/health")
+    check("errors/health-needs-no-key", st == 200, f"/health without a key: {st}")
+    expect_error("unknown-endpoint", *H.http(b, "GET", "/v1/nothing", None, auth()), 404, "/v1/nothing")
+    expect_error("wrong-method", *H.http(b, "GET", "/v1/completions", None, auth()), 405, "POST")
+    expect_error("too-long-prompt", *post({"prompt": [5] * 3000, "max_tokens": 4}), 400, "context length")
+    big = b'{"prompt": "' + b"a" * (9 << 20) + b'"}'
+    try:
+        st, _, body = post(big)
+    except Exception as e:  # the server may close before reading it all
+        st, body = 413, {"error": {"message": f"(connection closed early: {e}) body"}}
+    expect_error("oversized-body", st, {}, body, 413, "body")
+    raw = H.raw_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"h" * 20000 +
+                         b"\r\n\r\n")
+    check("errors/oversized-headers", raw.startswith(b"HTTP/1.1 431"), raw[:60].decode(errors="replace"))
+    raw = H.raw_exchange(server.port, b"NOT HTTP AT ALL\r\n\r\n")
+    check("errors/garbage", raw.startswith(b"HTTP/1.1 400"), raw[:60].decode(errors="replace"))
+    st, _, _ = H.http(b, "GET", "/health")
+    check("errors/still-up", st == 200 and server.proc.poll() is None, "the server is still serving")
+
+
+def case_slow(server, read_timeout):
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=read_timeout + 10)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le")
+    t0 = time.time()
+    try:
+        data = s.recv(100)
+    except socket.timeout:
+        data = None
+    took = time.time() - t0
+    s.close()
+    check("slow/headers-never-finish", data == b"" and read_timeout - 0.5 <= took <= read_timeout + 5,
+          f"closed after {took:.1f} s (--read-timeout {read_timeout})")
+
+
+def sse_request(port, body, key=KEY, cut_after=None, timeout=120):
+    """Streams a completion over a raw socket; with `cut_after` chunks read,
+    closes the socket (a client going away). Returns (text, finish, events)."""
+    data = json.dumps(dict(body, stream=True)).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Authorization: Bearer " + key.encode() + b"\r\nContent-Length: " +
+              str(len(data)).encode() + b"\r\n\r\n" + data)
+    buf, events, text, finish = b"", 0, "", None
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n\n" in buf:
+                ev, buf = buf.split(b"\n\n", 1)
+                line = ev.split(b"data: ", 1)[-1]
+                if line.strip() == b"[DONE]":
+                    return text, finish, events
+                if b"{" not in line:
+                    continue
+                j = json.loads(line[line.index(b"{"):].decode())
+                for ch in j.get("choices", []):
+                    text += ch.get("text") or ""
+                    finish = ch.get("finish_reason") or finish
+                events += 1
+                if cut_after is not None and events >= cut_after:
+                    return text, "cut", events
+    finally:
+        s.close()
+    return text, f"{finish} without [DONE]", events
+
+
+def case_cancel(server, rng):
+    prompts = [[rng.randrange(2, 300) for _ in range(rng.randint(4, 60))] for _ in range(10)]
+    body = lambda p, n: {"prompt": p, "max_tokens": n, "temperature": 0, "ignore_eos": True}
+    alone = [sse_request(server.port, body(p, 40))[0] for p in prompts]
+    results = [None] * 60
+    def worker(i):
+        if i < 10:
+            results[i] = sse_request(server.port, body(prompts[i], 40))
+        else:
+            p = [rng.randrange(2, 300) for _ in range(rng.randint(4, 200))]
+            results[i] = sse_request(server.port, body(p, 400), cut_after=rng.randint(1, 30))
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(60)]
+    order = list(range(60))
+    rng.shuffle(order)
+    for i in order:
+        threads[i].start()
+    for t in threads:
+        t.join(180)
+    same = [results[i] is not None and results[i][0] == alone[i] and results[i][1] == "length"
+            for i in range(10)]
+    check("cancel/others-unaffected", all(same), f"{sum(same)}/10 full streams equal to alone")
+    cut = sum(1 for r in results[10:] if r and r[1] == "cut")
+    def freed():
+        _, _, text = H.http(server.base, "GET", "/metrics", None, auth())
+        return (H.metric(text, "llmc:num_requests_running") == 0 and
+                H.metric(text, "llmc:kv_cache_usage_perc") == 0 and text)
+    text = H.wait_until(freed, 10)
+    _, _, m = H.http(server.base, "GET", "/metrics", None, auth())
+    aborted = [l for l in m.splitlines() if 'finished_reason="abort"' in l]
+    check("cancel/blocks-freed", bool(text) and cut == 50,
+          f"{cut} clients disconnected; running and KV usage back to 0; {aborted}")
+
+
+def case_overload(exe, art, work):
+    with H.Server(exe, art, ["--threads", "1", "--max-seqs", "2", "--max-queue", "3",
+                             "--api-key", KEY], work, "overload") as srv:
+        statuses, retry = [], []
+        lock = threading.Lock()
+        def worker():
+            st, h, _ = H.http(srv.base, "POST", "/v1/completions",
+                              {"prompt": [7] * 50, "max_tokens": 60, "ignore_eos": True}, auth())
+            with lock:
+                statuses.append(st)
+                if st == 429:
+                    retry.append(h.get("Retry-After"))
+        threads = [threading.Thread(target=worker) for _ in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        n429, n200 = statuses.count(429), statuses.count(200)
+        check("overload/429", n429 > 0 and n200 >= 5 and n429 + n200 == 20 and all(r == "1" for r in retry),
+              f"{n200} answered, {n429} refused with 429 + Retry-After, none lost")
+
+
+def case_drain(exe, art, work, rng):
+    # Generous timeout: every request in flight finishes.
+    srv = H.Server(exe, art, ["--threads", "1", "--api-key", KEY, "--shutdown-timeout", "60"], work,
+                   "drain")
+    results = [None] * 12
+    def worker(i):
+        results[i] = sse_request(srv.port, {"prompt": [rng.randrange(2, 300) for _ in range(20)],
+                                            "max_tokens": 50, "temperature": 0, "ignore_eos": True})
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    H.wait_until(lambda: H.metric(H.http(srv.base, "GET", "/metrics", None, auth())[2],
+                                  "llmc:num_requests_running") == 12, 20)
+    srv.signal(signal.SIGTERM)
+    time.sleep(0.3)
+    try:
+        socket.create_connection(("127.0.0.1", srv.port), timeout=2).close()
+        refused = False
+    except OSError:
+        refused = True
+    for t in threads:
+        t.join(120)
+    rc = srv.wait(60)
+    srv.stop()
+    done = sum(1 for r in results if r and r[1] == "length")
+    check("drain/finishes-in-flight", done == 12 and rc == 0 and refused,
+          f"{done}/12 finished after SIGTERM, new connections refused: {refused}, exit {rc}")
+    # Short timeout: what is left is aborted, streams still end properly.
+    srv = H.Server(exe, art, ["--threads", "1", "--api-key", KEY, "--shutdown-timeout", "0.5"], work,
+                   "drain-abort")
+    results = [None] * 8
+    def worker2(i):
+        results[i] = sse_request(srv.port, {"prompt": [rng.randrange(2, 300) for _ in range(20)],
+                                            "max_tokens": 1500, "ignore_eos": True})
+    threads = [threading.Thread(target=worker2, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    H.wait_until(lambda: H.metric(H.http(srv.base, "GET", "/metrics", None, auth())[2],
+                                  "llmc:num_requests_running") == 8, 20)
+    t0 = time.time()
+    srv.signal(signal.SIGINT)
+    for t in threads:
+        t.join(60)
+    rc = srv.wait(60)
+    took = time.time() - t0
+    log = srv.tail()
+    srv.stop()
+    aborted = sum(1 for r in results if r and r[1] == "abort")
+    ended = sum(1 for r in results if r and r[1] in ("abort", "length"))
+    # The tiny model may finish a few streams inside the 0.5 s; every stream
+    # must still end with a finish_reason and [DONE].
+    check("drain/aborts-after-timeout", ended == 8 and aborted >= 1 and rc == 0 and took < 10,
+          f"{aborted}/8 streams aborted, {ended - aborted} finished in time, all ended with "
+          f"[DONE]; exit {rc} after {took:.1f} s")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llmc", default=os.path.join(H.ROOT, "build", "bin", "llmc"))
+    ap.add_argument("-k", help="only cases whose name contains this")
+    ap.add_argument("--keep", help="keep models, artifacts and logs in DIR")
+    a = ap.parse_args()
+    if openai is None:
+        print("SKIPPED: the `openai` Python package is missing (scripts/setup installs it)")
+        return 77
+    exe = H.runtime_exe(a.llmc)
+    work = a.keep or tempfile.mkdtemp(prefix="llmc-serve-")
+    os.makedirs(work, exist_ok=True)
+    rng = random.Random(11)
+    want = lambda n: not a.k or a.k in n
+    servers = []
+    try:
+        art = H.synthetic_artifact(a.llmc, work)
+        read_timeout = 2
+        srv = H.Server(exe, art, ["--threads", "2", "--api-key", KEY, "--chat-template", "chatml",
+                                  "--read-timeout", str(read_timeout)], work, "synth")
+        servers.append(srv)
+        if want("api"):
+            case_api(srv, "synth")
+        if want("greedy"):
+            case_greedy(exe, srv, art, "synth", ["hello world", "the quick brown fox jumps"])
+        if want("errors"):
+            case_errors(srv)
+        if want("slow"):
+            case_slow(srv, read_timeout)
+        if want("cancel"):
+            case_cancel(srv, rng)
+        check("synth/server-survived", srv.proc.poll() is None, "the server never crashed")
+        if want("overload"):
+            case_overload(exe, art, work)
+        if want("drain"):
+            case_drain(exe, art, work, rng)
+        if want("smollm2") or want("greedy"):
+            if os.path.exists(H.SMOLLM2):
+                sart = os.path.join(work, "smollm2.llmc")
+                if not os.path.exists(os.path.join(sart, "manifest.json")):
+                    H.run([a.llmc, "compile", H.SMOLLM2, "-o", sart])
+                s2 = H.Server(exe, sart, ["--threads", "2", "--api-key", KEY], work, "smollm2")
+                servers.append(s2)
+                if want("api") or want("smollm2"):
+                    case_api(s2, "smollm2")
+                case_greedy(exe, s2, sart, "smollm2",
+                            ["The capital of France is", "Once upon a time"])
+            else:
+                print(f"SKIPPED smollm2: {H.SMOLLM2} not found (scripts/fetch-model fetches it)")
+    except Exception as e:  # a failure of the harness is a failure, with the logs
+        check("harness", False, f"{type(e).__name__}: {e}")
+        for s in servers:
+            print(f"--- {s.log_path}:\n{s.tail()}")
+    finally:
+        for s in servers:
+            rc = s.stop()
+            check(f"{os.path.basename(s.log_path)}/clean-exit", rc == 0, f"exit {rc} on SIGTERM")
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    failed = [n for n, ok in RESULTS if not ok]
+    print(f"{len(RESULTS) - len(failed)} passed, {len(failed)} failed" +
+          (f": {', '.join(failed)}" if failed else ""))
+    return 0 if RESULTS and not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
