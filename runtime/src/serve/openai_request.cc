@@ -53,15 +53,18 @@ int JsonDepth(std::string_view body) {
 
 std::variant<json, ApiError> ParseBody(std::string_view body) {
   if (JsonDepth(body) > kMaxJsonDepth)
-    return ApiError{400, absl::StrFormat("request body nests deeper than %d levels", kMaxJsonDepth)};
+    return ApiError{400, absl::StrFormat("request body nests deeper than %d levels", kMaxJsonDepth),
+                    "invalid_request_error", ""};
   json j;
   try {
     j = json::parse(body);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e400
-    return ApiError{400, absl::StrFormat("request body is not valid JSON: %s", e.what())};
+    return ApiError{400, absl::StrFormat("request body is not valid JSON: %s", e.what()),
+                    "invalid_request_error", ""};
   }
   if (!j.is_object())
-    return ApiError{400, absl::StrFormat("request body must be a JSON object, got %s", TypeOf(j))};
+    return ApiError{400, absl::StrFormat("request body must be a JSON object, got %s", TypeOf(j)),
+                    "invalid_request_error", ""};
   return j;
 }
 
@@ -283,6 +286,7 @@ Error ReadCompletion(const json& obj, CompletionRequest& req) {
     p.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : uint64_t(seed->get<int64_t>());
     req.seed_given = true;
   }
+  given = false;  // still set by max_tokens above
   if (auto e = GetInt(obj, "n", 1, kMaxChoices, &v, &given)) return e;
   req.n = given ? int(v) : 1;
   if (auto e = GetStop(obj, p.stop)) return e;
@@ -316,7 +320,8 @@ Error ReadCompletion(const json& obj, CompletionRequest& req) {
   if (auto e = Unsupported(obj, req)) return e;
   // What remains are the engine's own range checks (empty stop strings and
   // the like were refused above with the API's field names).
-  if (absl::Status s = p.Validate(); !s.ok()) return ApiError{400, std::string(s.message())};
+  if (absl::Status s = p.Validate(); !s.ok())
+    return ApiError{400, std::string(s.message()), "invalid_request_error", ""};
   return std::nullopt;
 }
 
