@@ -26,7 +26,8 @@ On a synthetic model (always) and SmolLM2-135M Q4_1 (when its GGUF is in
 Exits 0 when every case passes, 1 on any failure, 77 when the `openai`
 package is missing (said loudly).
 
-  python3 test/e2e/serve_openai_test.py --llmc build/bin/llmc [-k NAME] [--keep DIR]
+  python3 test/e2e/serve_openai_test.py --llmc build/bin/llmc [--server-exe BIN] [-k NAME]
+      [--keep DIR]
 """
 import argparse
 import json
@@ -216,6 +217,10 @@ def case_errors(server):
     raw = H.raw_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"h" * 20000 +
                          b"\r\n\r\n")
     check("errors/oversized-headers", raw.startswith(b"HTTP/1.1 431"), raw[:60].decode(errors="replace"))
+    raw = H.raw_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                         b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    check("errors/pipelined", raw.count(b"HTTP/1.1 200 OK") == 2, f"{raw.count(b'HTTP/1.1 200 OK')} "
+          "answers to two pipelined requests")
     raw = H.raw_exchange(server.port, b"NOT HTTP AT ALL\r\n\r\n")
     check("errors/garbage", raw.startswith(b"HTTP/1.1 400"), raw[:60].decode(errors="replace"))
     st, _, _ = H.http(b, "GET", "/health")
@@ -384,13 +389,16 @@ def case_drain(exe, art, work, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llmc", default=os.path.join(H.ROOT, "build", "bin", "llmc"))
+    ap.add_argument("--server-exe", help="the llmc(-rt) that serves (default: --llmc's llmc-rt), "
+                    "e.g. a sanitizer build's")
     ap.add_argument("-k", help="only cases whose name contains this")
     ap.add_argument("--keep", help="keep models, artifacts and logs in DIR")
+    ap.add_argument("--no-smollm2", action="store_true", help="the synthetic model only")
     a = ap.parse_args()
     if openai is None:
         print("SKIPPED: the `openai` Python package is missing (scripts/setup installs it)")
         return 77
-    exe = H.runtime_exe(a.llmc)
+    exe = a.server_exe or H.runtime_exe(a.llmc)
     work = a.keep or tempfile.mkdtemp(prefix="llmc-serve-")
     os.makedirs(work, exist_ok=True)
     rng = random.Random(11)
@@ -417,7 +425,9 @@ def main():
             case_overload(exe, art, work)
         if want("drain"):
             case_drain(exe, art, work, rng)
-        if want("smollm2") or want("greedy"):
+        if a.no_smollm2:
+            print("SKIPPED smollm2: --no-smollm2")
+        elif want("smollm2") or want("greedy"):
             if os.path.exists(H.SMOLLM2):
                 sart = os.path.join(work, "smollm2.llmc")
                 if not os.path.exists(os.path.join(sart, "manifest.json")):

@@ -71,7 +71,7 @@ void ApiServer::Handle(std::shared_ptr<HttpExchange> ex) {
     reply(ErrorResponse({status, std::move(message), std::move(type), ""}));
   };
   const std::string& path = req.path;
-  const bool get = req.method == "GET" || req.method == "HEAD";
+  const bool get = req.method == "GET";
   const bool post = req.method == "POST";
   if (path == "/health") {
     if (draining_) return error(503, "the server is shutting down", "service_unavailable");

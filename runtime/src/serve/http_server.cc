@@ -296,7 +296,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
         Close();
         return;
       }
-      Watch();
+      if (read_next_) {  // the exchange ended as these bytes came: they start the next one
+        read_next_ = false;
+        ReadRequest();
+      } else {
+        Watch();
+      }
       return;
     }
     if (ec == net::error::operation_aborted && read_next_) {
