@@ -12,6 +12,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <deque>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -138,6 +139,16 @@ absl::StatusOr<HttpRequest> ParseHttpRequest(std::string_view bytes, const HttpL
   return ToRequest(parser.release());
 }
 
+namespace {
+// What Stop() needs of a connection, declared before State holds them.
+class Closable {
+ public:
+  virtual ~Closable() = default;
+  // Closes the connection on its strand (a request in flight is cancelled).
+  virtual void PostClose() = 0;
+};
+}  // namespace
+
 struct HttpServer::State {
   State(const HttpLimits& l, HttpHandler h)
       : limits(l),
@@ -152,8 +163,19 @@ struct HttpServer::State {
   net::executor_work_guard<net::io_context::executor_type> work;
   std::vector<std::thread> threads;
   std::atomic<int64_t> connections{0};
+  std::atomic<int> running_threads{0};
   std::atomic<bool> stopped{false};
   int port = 0;
+
+  // Every connection, for Stop(); expired ones are pruned as it grows.
+  std::mutex mu;
+  std::vector<std::weak_ptr<Closable>> open;
+  void Register(std::weak_ptr<Closable> c) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (open.size() >= 64 && open.size() == open.capacity())
+      std::erase_if(open, [](const std::weak_ptr<Closable>& w) { return w.expired(); });
+    open.push_back(std::move(c));
+  }
 };
 
 namespace {
@@ -183,7 +205,7 @@ class Exchange final : public HttpExchange, public std::enable_shared_from_this<
   HttpRequest request_;
 };
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection : public Closable, public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket socket, std::shared_ptr<HttpServer::State> state)
       : stream_(std::move(socket)), state_(std::move(state)) {
@@ -192,7 +214,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ~Connection() { --state_->connections; }
 
   void Start() {
+    state_->Register(shared_from_this());
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadRequest(); });
+  }
+  void PostClose() override {
+    net::post(stream_.get_executor(), [self = shared_from_this()] { self->Close(); });
   }
   auto executor() { return stream_.get_executor(); }
 
@@ -467,7 +493,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   if (ec) return fail("listen on");
   st->port = st->acceptor.local_endpoint().port();
   Accept(st);
-  for (int i = 0; i < threads; ++i) st->threads.emplace_back([raw = st.get()] { raw->ioc.run(); });
+  for (int i = 0; i < threads; ++i) {
+    ++st->running_threads;
+    st->threads.emplace_back([raw = st.get()] {
+      raw->ioc.run();
+      --raw->running_threads;
+    });
+  }
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(st)));
 }
 
@@ -486,7 +518,21 @@ int64_t HttpServer::open_connections() const { return state_->connections.load()
 
 void HttpServer::Stop() {
   if (state_->stopped.exchange(true)) return;
+  StopAccepting();
+  std::vector<std::weak_ptr<Closable>> open;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    open.swap(state_->open);
+  }
+  for (auto& weak : open)
+    if (auto c = weak.lock()) c->PostClose();
+  // With every socket closed the pending operations complete (aborted) and
+  // release their connections; run() returns once nothing is left. A
+  // handler that does not finish within a second is cut short.
   state_->work.reset();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (state_->running_threads > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   state_->ioc.stop();
   for (std::thread& t : state_->threads) t.join();
   state_->threads.clear();
