@@ -353,27 +353,34 @@ def case_drain(exe, art, work, rng):
     for t in threads:
         t.join(120)
     rc = srv.wait(60)
+    if rc != 0:
+        print(f"--- {srv.log_path}:\n{srv.tail(12000)}")
     srv.stop()
     done = sum(1 for r in results if r and r[1] == "length")
     check("drain/finishes-in-flight", done == 12 and rc == 0 and refused,
           f"{done}/12 finished after SIGTERM, new connections refused: {refused}, exit {rc}")
     # Short timeout: what is left is aborted, streams still end properly.
-    srv = H.Server(exe, art, ["--threads", "1", "--api-key", KEY, "--shutdown-timeout", "0.5"], work,
-                   "drain-abort")
+    # A cache for all 8 whole (no preemption: all stay running) and outputs
+    # too long to finish in the 0.5 s.
+    srv = H.Server(exe, art, ["--threads", "1", "--api-key", KEY, "--shutdown-timeout", "0.5",
+                              "--kv-blocks", "1100"], work, "drain-abort")
     results = [None] * 8
     def worker2(i):
         results[i] = sse_request(srv.port, {"prompt": [rng.randrange(2, 300) for _ in range(20)],
-                                            "max_tokens": 1500, "ignore_eos": True})
+                                            "max_tokens": 2000, "ignore_eos": True})
     threads = [threading.Thread(target=worker2, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
-    H.wait_until(lambda: H.metric(H.http(srv.base, "GET", "/metrics", None, auth())[2],
-                                  "llmc:num_requests_running") == 8, 20)
+    all_running = H.wait_until(lambda: H.metric(H.http(srv.base, "GET", "/metrics", None, auth())[2],
+                                                "llmc:num_requests_running") == 8, 60)
+    check("drain/all-8-running", all_running, "the 8 long requests run before SIGINT")
     t0 = time.time()
     srv.signal(signal.SIGINT)
     for t in threads:
         t.join(60)
     rc = srv.wait(60)
+    if rc != 0:
+        print(f"--- {srv.log_path}:\n{srv.tail(12000)}")
     took = time.time() - t0
     log = srv.tail()
     srv.stop()
@@ -447,7 +454,8 @@ def main():
     finally:
         for s in servers:
             rc = s.stop()
-            check(f"{os.path.basename(s.log_path)}/clean-exit", rc == 0, f"exit {rc} on SIGTERM")
+            if not check(f"{os.path.basename(s.log_path)}/clean-exit", rc == 0, f"exit {rc} on SIGTERM"):
+                print(f"--- {s.log_path}:\n{s.tail(12000)}")
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
     failed = [n for n, ok in RESULTS if not ok]

@@ -391,9 +391,15 @@ class Connection : public Closable, public std::enable_shared_from_this<Connecti
   void Close() {
     if (closed_) return;
     closed_ = true;
-    if (exchange_ && !exchange_->ended) {
-      exchange_->gone = true;
-      if (auto fn = std::move(exchange_->cancel)) fn();
+    if (exchange_) {
+      // Taken out either way: the callback holds its handler's state, which
+      // holds the exchange (a cycle if it stayed).
+      std::function<void()> cancel = std::move(exchange_->cancel);
+      exchange_->cancel = nullptr;
+      if (!exchange_->ended) {
+        exchange_->gone = true;
+        if (cancel) cancel();
+      }
     }
     exchange_.reset();  // it holds this connection: break the cycle
     error_code ignored;
