@@ -154,15 +154,17 @@ int RunServeCommand(int argc, char** argv) {
                sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)server.in_flight(), shutdown_timeout);
   (*http)->StopAccepting();
   server.StopAdmitting();
-  const bool drained = WaitFor([&] { return server.in_flight() == 0; }, shutdown_timeout);
+  serve::HttpServer& h = **http;
+  const bool drained =
+      WaitFor([&] { return server.in_flight() == 0 && h.open_exchanges() == 0; }, shutdown_timeout);
   if (!drained)
     std::fprintf(stderr, "%s: aborting %lld requests still in flight\n", argv[0],
                  (long long)server.in_flight());
   loop.Shutdown();  // aborts what is left; each stream gets its final output
-  // The aborted requests' last bytes ([DONE]) go out before the connections close.
-  WaitFor([&] { return server.in_flight() == 0; }, 5);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // queued != written
-  (*http)->Stop();
+  // The aborted requests' last bytes ([DONE]) are written before the
+  // connections close.
+  WaitFor([&] { return server.in_flight() == 0 && h.open_exchanges() == 0; }, 5);
+  h.Stop();
   std::fprintf(stderr, "%s: stopped\n", argv[0]);
   return 0;
 }

@@ -163,6 +163,7 @@ struct HttpServer::State {
   net::executor_work_guard<net::io_context::executor_type> work;
   std::vector<std::thread> threads;
   std::atomic<int64_t> connections{0};
+  std::atomic<int64_t> exchanges{0};
   std::atomic<int> running_threads{0};
   std::atomic<bool> stopped{false};
   int port = 0;
@@ -298,6 +299,7 @@ class Connection : public Closable, public std::enable_shared_from_this<Connecti
     parser_.reset();
     keep_alive_ = request.keep_alive;
     exchange_ = std::make_shared<Exchange>(shared_from_this(), std::move(request));
+    ++state_->exchanges;  // until FinishExchange or Close drops it
     Watch();
     state_->handler(exchange_);
   }
@@ -371,7 +373,10 @@ class Connection : public Closable, public std::enable_shared_from_this<Connecti
 
   void FinishExchange() {
     end_after_write_ = false;
-    if (exchange_) exchange_->cancel = nullptr;
+    if (exchange_) {
+      exchange_->cancel = nullptr;
+      --state_->exchanges;
+    }
     exchange_.reset();
     if (!keep_alive_) {
       error_code ignored;
@@ -400,6 +405,7 @@ class Connection : public Closable, public std::enable_shared_from_this<Connecti
         exchange_->gone = true;
         if (cancel) cancel();
       }
+      --state_->exchanges;
     }
     exchange_.reset();  // it holds this connection: break the cycle
     error_code ignored;
@@ -521,6 +527,8 @@ void HttpServer::StopAccepting() {
 }
 
 int64_t HttpServer::open_connections() const { return state_->connections.load(); }
+
+int64_t HttpServer::open_exchanges() const { return state_->exchanges.load(); }
 
 void HttpServer::Stop() {
   if (state_->stopped.exchange(true)) return;

@@ -107,6 +107,9 @@ class HttpServer {
   void StopAccepting();
   // Connections open now (idle ones included).
   int64_t open_connections() const;
+  // Requests read and not yet answered to their last byte written (or cut
+  // off by their client): what a graceful shutdown waits for.
+  int64_t open_exchanges() const;
   // Closes every connection and joins the I/O threads. Idempotent.
   void Stop();
 
