@@ -111,5 +111,39 @@ TEST(EngineLoopTest, ShutdownAbortsWhatIsLeftAndRefusesNewWork) {
   EXPECT_EQ(late.last.status.code(), absl::StatusCode::kUnavailable);
 }
 
+// An asynchronous reader (the HTTP server) is woken once per queued output
+// and never has to block: after the last wake-up, TryNext finds everything.
+TEST(EngineLoopTest, WakeUpCallbackRunsOncePerOutput) {
+  auto loop = MakeLoop();
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 5;
+  p.ignore_eos = true;
+  std::atomic<int> wakes{0};
+  auto stream = loop->Submit({2, 3, 4}, p, [&wakes] { ++wakes; });
+  int outputs = 0, finished = 0, tokens = 0;
+  while (finished == 0) {
+    while (auto out = stream->TryNext()) {
+      ++outputs;
+      finished += out->finished;
+      tokens += int(out->tokens.size());
+    }
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(tokens, 5);
+  // The wake-up follows its push: the last one may still be on its way.
+  for (int spin = 0; spin < 100000 && wakes.load() < outputs; ++spin) std::this_thread::yield();
+  EXPECT_EQ(wakes.load(), outputs);
+  EXPECT_FALSE(stream->TryNext().has_value());
+  // A refused submission wakes its reader too (from Submit's own thread).
+  loop->Shutdown();
+  std::atomic<int> refused_wakes{0};
+  auto refused = loop->Submit({2, 3}, p, [&refused_wakes] { ++refused_wakes; });
+  EXPECT_EQ(refused_wakes.load(), 1);
+  auto out = refused->TryNext();
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->status.code(), absl::StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace llmc
