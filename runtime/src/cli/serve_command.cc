@@ -150,7 +150,7 @@ int RunServeCommand(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  std::fprintf(stderr, "%s: %s: draining (%lld in flight, up to %.0f s)\n", argv[0],
+  std::fprintf(stderr, "%s: %s: draining (%lld in flight, up to %g s)\n", argv[0],
                sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)server.in_flight(), shutdown_timeout);
   (*http)->StopAccepting();
   server.StopAdmitting();
