@@ -65,7 +65,7 @@ class ApiServer {
   void Models(const std::shared_ptr<HttpExchange>& ex);
   void Metrics(const std::shared_ptr<HttpExchange>& ex);
   bool Authorized(const HttpRequest& req) const;
-  // An ApiError for a request naming another model; nullopt when it is ours.
+  // True when `model` is empty or ours; otherwise answers 404 naming both.
   bool CheckModel(const std::shared_ptr<HttpExchange>& ex, const std::string& model);
 
   EngineLoop& loop_;
