@@ -51,24 +51,32 @@ bool ApiServer::Authorized(const HttpRequest& req) const {
   return SameKey(auth, options_.api_key);
 }
 
+void ApiServer::Reply(const std::shared_ptr<HttpExchange>& ex, HttpResponse response) {
+  metrics_.CountHttpResponse(response.status);
+  ex->Respond(std::move(response));
+}
+
+void ApiServer::Fail(const std::shared_ptr<HttpExchange>& ex, const ApiError& error,
+                     HttpHeaders headers) {
+  HttpResponse r = ErrorResponse(error);
+  r.headers = std::move(headers);
+  Reply(ex, std::move(r));
+}
+
 bool ApiServer::CheckModel(const std::shared_ptr<HttpExchange>& ex, const std::string& model) {
   if (model.empty() || model == options_.model_name) return true;
-  ApiError e{404, absl::StrFormat("The model `%s` does not exist; this server serves `%s`.", model,
-                                  options_.model_name),
-             "NotFoundError", "model"};
-  metrics_.CountHttpResponse(404);
-  ex->Respond(ErrorResponse(e));
+  Fail(ex, {404,
+            absl::StrFormat("The model `%s` does not exist; this server serves `%s`.", model,
+                            options_.model_name),
+            "NotFoundError", "model"});
   return false;
 }
 
 void ApiServer::Handle(std::shared_ptr<HttpExchange> ex) {
   const HttpRequest& req = ex->request();
-  auto reply = [&](HttpResponse r) {
-    metrics_.CountHttpResponse(r.status);
-    ex->Respond(std::move(r));
-  };
+  auto reply = [&](HttpResponse r) { Reply(ex, std::move(r)); };
   auto error = [&](int status, std::string message, std::string type = "invalid_request_error") {
-    reply(ErrorResponse({status, std::move(message), std::move(type), ""}));
+    Fail(ex, {status, std::move(message), std::move(type), ""});
   };
   const std::string& path = req.path;
   const bool get = req.method == "GET";
@@ -117,12 +125,7 @@ void ApiServer::Handle(std::shared_ptr<HttpExchange> ex) {
 
 void ApiServer::Completion(const std::shared_ptr<HttpExchange>& ex, bool chat) {
   const auto arrival = CompletionJob::Clock::now();
-  auto reject = [&](const ApiError& e, HttpHeaders headers = {}) {
-    HttpResponse r = ErrorResponse(e);
-    r.headers = std::move(headers);
-    metrics_.CountHttpResponse(r.status);
-    ex->Respond(std::move(r));
-  };
+  auto reject = [&](const ApiError& e, HttpHeaders headers = {}) { Fail(ex, e, std::move(headers)); };
   if (draining_) return reject({503, "the server is shutting down", "service_unavailable", ""});
   auto parsed = ParseCompletionRequest(ex->request().body, chat);
   if (auto* e = std::get_if<ApiError>(&parsed)) return reject(*e);
@@ -189,10 +192,7 @@ void ApiServer::Completion(const std::shared_ptr<HttpExchange>& ex, bool chat) {
 
 void ApiServer::Tokenize(const std::shared_ptr<HttpExchange>& ex) {
   auto parsed = ParseTokenizeRequest(ex->request().body);
-  if (auto* e = std::get_if<ApiError>(&parsed)) {
-    metrics_.CountHttpResponse(e->status);
-    return ex->Respond(ErrorResponse(*e));
-  }
+  if (auto* e = std::get_if<ApiError>(&parsed)) return Fail(ex, *e);
   TokenizeRequest& req = std::get<TokenizeRequest>(parsed);
   if (!CheckModel(ex, req.model)) return;
   const Tokenizer& tok = loop_.tokenizer();
@@ -200,40 +200,30 @@ void ApiServer::Tokenize(const std::shared_ptr<HttpExchange>& ex) {
   if (req.prompt) {
     ids = tok.Encode(*req.prompt, req.add_special_tokens, /*parse_special=*/false);
   } else {
-    if (!options_.chat_template.ok()) {
-      metrics_.CountHttpResponse(400);
-      return ex->Respond(ErrorResponse({400, std::string(options_.chat_template.status().message()),
-                                        "invalid_request_error", "messages"}));
-    }
+    if (!options_.chat_template.ok())
+      return Fail(ex, {400, std::string(options_.chat_template.status().message()),
+                       "invalid_request_error", "messages"});
     const ChatTemplate& tmpl = *options_.chat_template;
     ids = tok.Encode(ApplyChatTemplate(tmpl, req.messages, req.add_generation_prompt),
                      tmpl.bos_token.empty(), /*parse_special=*/true);
   }
-  metrics_.CountHttpResponse(200);
-  ex->Respond(JsonResponse(
-      {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", loop_.max_model_len()}}));
+  Reply(ex, JsonResponse(
+                {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", loop_.max_model_len()}}));
 }
 
 void ApiServer::Detokenize(const std::shared_ptr<HttpExchange>& ex) {
   auto parsed = ParseDetokenizeRequest(ex->request().body);
-  if (auto* e = std::get_if<ApiError>(&parsed)) {
-    metrics_.CountHttpResponse(e->status);
-    return ex->Respond(ErrorResponse(*e));
-  }
+  if (auto* e = std::get_if<ApiError>(&parsed)) return Fail(ex, *e);
   DetokenizeRequest& req = std::get<DetokenizeRequest>(parsed);
   if (!CheckModel(ex, req.model)) return;
   const Tokenizer& tok = loop_.tokenizer();
   for (size_t i = 0; i < req.tokens.size(); ++i)
-    if (req.tokens[i] >= tok.vocab_size()) {
-      metrics_.CountHttpResponse(400);
-      return ex->Respond(ErrorResponse(
-          {400,
-           absl::StrFormat("token %d is not in the vocabulary (%d tokens)", req.tokens[i],
-                           tok.vocab_size()),
-           "invalid_request_error", absl::StrFormat("tokens[%d]", i)}));
-    }
-  metrics_.CountHttpResponse(200);
-  ex->Respond(JsonResponse({{"prompt", tok.Decode(req.tokens)}}));
+    if (req.tokens[i] >= tok.vocab_size())
+      return Fail(ex, {400,
+                       absl::StrFormat("token %d is not in the vocabulary (%d tokens)",
+                                       req.tokens[i], tok.vocab_size()),
+                       "invalid_request_error", absl::StrFormat("tokens[%d]", i)});
+  Reply(ex, JsonResponse({{"prompt", tok.Decode(req.tokens)}}));
 }
 
 void ApiServer::Models(const std::shared_ptr<HttpExchange>& ex) {
@@ -242,16 +232,14 @@ void ApiServer::Models(const std::shared_ptr<HttpExchange>& ex) {
                 {"created", created_},
                 {"owned_by", "llmc"},
                 {"max_model_len", loop_.max_model_len()}};
-  metrics_.CountHttpResponse(200);
-  ex->Respond(JsonResponse({{"object", "list"}, {"data", json::array({model})}}));
+  Reply(ex, JsonResponse({{"object", "list"}, {"data", json::array({model})}}));
 }
 
 void ApiServer::Metrics(const std::shared_ptr<HttpExchange>& ex) {
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  metrics_.CountHttpResponse(200);
   r.body = metrics_.Render(loop_.stats(), loop_.num_waiting(), connections_ ? connections_() : 0);
-  ex->Respond(std::move(r));
+  Reply(ex, std::move(r));
 }
 
 }  // namespace llmc::serve

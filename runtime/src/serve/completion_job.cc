@@ -228,18 +228,27 @@ std::string CompletionJob::Chunk(Choice& c, const std::string& text, size_t firs
     choice["logprobs"] = nullptr;
   }
   choice["finish_reason"] = finish_reason ? json(finish_reason) : json(nullptr);
-  json chunk = {{"id", id_},
-                {"object", req_.chat ? "chat.completion.chunk" : "text_completion"},
-                {"created", created_},
-                {"model", ctx_.model},
-                {"choices", json::array({choice})}};
+  json chunk = Envelope(/*chunk=*/true);
+  chunk["choices"] = json::array({choice});
   if (req_.include_usage) chunk["usage"] = nullptr;
   return Event(chunk);
 }
 
-static json Usage(const std::vector<int32_t>& prompt_tokens, int64_t completion, int64_t cached) {
-  int64_t prompt = 0;
-  for (int32_t n : prompt_tokens) prompt += n;
+json CompletionJob::Envelope(bool chunk) const {
+  const char* object = !req_.chat ? "text_completion"
+                       : chunk    ? "chat.completion.chunk"
+                                  : "chat.completion";
+  return {{"id", id_}, {"object", object}, {"created", created_}, {"model", ctx_.model}};
+}
+
+// Prompts count once each (not per choice), as OpenAI and vLLM count them.
+json CompletionJob::Usage() const {
+  int64_t prompt = 0, completion = 0, cached = 0;
+  for (int32_t n : prompt_tokens_) prompt += n;
+  for (const Choice& c : choices_) {
+    completion += int64_t(c.tokens.size());
+    cached += c.usage.cached_prompt_tokens;
+  }
   return {{"prompt_tokens", prompt},
           {"completion_tokens", completion},
           {"total_tokens", prompt + completion},
@@ -247,26 +256,15 @@ static json Usage(const std::vector<int32_t>& prompt_tokens, int64_t completion,
 }
 
 std::string CompletionJob::UsageChunk() const {
-  int64_t completion = 0, cached = 0;
-  for (const Choice& c : choices_) {
-    completion += int64_t(c.tokens.size());
-    cached += c.usage.cached_prompt_tokens;
-  }
-  json chunk = {{"id", id_},
-                {"object", req_.chat ? "chat.completion.chunk" : "text_completion"},
-                {"created", created_},
-                {"model", ctx_.model},
-                {"choices", json::array()},
-                {"usage", Usage(prompt_tokens_, completion, cached)}};
+  json chunk = Envelope(/*chunk=*/true);
+  chunk["choices"] = json::array();
+  chunk["usage"] = Usage();
   return Event(chunk);
 }
 
 std::string CompletionJob::Whole() const {
   json choices = json::array();
-  int64_t completion = 0, cached = 0;
   for (const Choice& c : choices_) {
-    completion += int64_t(c.tokens.size());
-    cached += c.usage.cached_prompt_tokens;
     json choice = {{"index", c.index}};
     if (req_.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
@@ -283,12 +281,9 @@ std::string CompletionJob::Whole() const {
     choice["finish_reason"] = c.finish_reason;
     choices.push_back(choice);
   }
-  json body = {{"id", id_},
-               {"object", req_.chat ? "chat.completion" : "text_completion"},
-               {"created", created_},
-               {"model", ctx_.model},
-               {"choices", choices},
-               {"usage", Usage(prompt_tokens_, completion, cached)}};
+  json body = Envelope(/*chunk=*/false);
+  body["choices"] = choices;
+  body["usage"] = Usage();
   return Dump(body);
 }
 

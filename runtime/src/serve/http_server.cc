@@ -12,6 +12,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -105,16 +106,13 @@ void SetCommon(http::response<Body>& res, const std::string& content_type,
   res.keep_alive(keep_alive);
 }
 
+// The OpenAI-style error body for a request the parser refused.
 std::string ErrorJson(const absl::Status& status) {
-  // Plain text in a JSON string: escape the two characters that could break
-  // it (the messages are ours, ASCII).
-  std::string msg;
-  for (char c : status.message()) {
-    if (c == '"' || c == '\\') msg += '\\';
-    msg += c;
-  }
-  return absl::StrFormat(R"({"error":{"message":"%s","type":"invalid_request_error","param":null,"code":null}})",
-                         msg);
+  nlohmann::json err = {{"message", std::string(status.message())},
+                        {"type", "invalid_request_error"},
+                        {"param", nullptr},
+                        {"code", nullptr}};
+  return nlohmann::json{{"error", err}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace

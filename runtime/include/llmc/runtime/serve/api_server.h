@@ -19,12 +19,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "llmc/runtime/engine/engine_loop.h"
 #include "llmc/runtime/serve/http_server.h"
+#include "llmc/runtime/serve/openai_request.h"
 #include "llmc/runtime/serve/server_metrics.h"
 #include "llmc/runtime/tokenizer/chat_template.h"
 
@@ -65,6 +65,10 @@ class ApiServer {
   void Models(const std::shared_ptr<HttpExchange>& ex);
   void Metrics(const std::shared_ptr<HttpExchange>& ex);
   bool Authorized(const HttpRequest& req) const;
+  // Every answer goes through these two, which count it for /metrics.
+  void Reply(const std::shared_ptr<HttpExchange>& ex, HttpResponse response);
+  void Fail(const std::shared_ptr<HttpExchange>& ex, const ApiError& error,
+            HttpHeaders headers = {});
   // True when `model` is empty or ours; otherwise answers 404 naming both.
   bool CheckModel(const std::shared_ptr<HttpExchange>& ex, const std::string& model);
 

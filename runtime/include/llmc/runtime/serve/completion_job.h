@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   // `first_logprob` on (advancing c.text_offset).
   std::string Chunk(Choice& c, const std::string& text, size_t first_logprob,
                     const char* finish_reason);
+  // The fields every answer starts with: id, object, created, model.
+  nlohmann::ordered_json Envelope(bool chunk) const;
+  nlohmann::ordered_json Usage() const;
   std::string UsageChunk() const;
   std::string Whole() const;
   void Finish();
