@@ -78,7 +78,9 @@ RUN_ENV = None
 
 def sanitize_kernels():
     global RUN_ENV
-    KERNEL_CFLAGS.extend(["--host-cflags=-fsanitize=address,undefined -fno-omit-frame-pointer "
+    # -O1 (after llmc's -O3): a quarter of the compile time (18 s -> 4.5 s
+    # for a one-layer model), and ASan's recommended level.
+    KERNEL_CFLAGS.extend(["--host-cflags=-O1 -fsanitize=address,undefined -fno-omit-frame-pointer "
                           "-fno-sanitize-recover=all"])
     libs = []
     for lib in ("libasan.so", "libubsan.so"):
