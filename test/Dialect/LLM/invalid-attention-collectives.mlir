@@ -245,7 +245,7 @@ func.func @all_gather_element_type(%x: tensor<?x64xf32>) -> tensor<?x128xf16> {
 // -----
 
 func.func @all_gather_gathered_dim(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
-  // expected-error @+1 {{'llm.all_gather' op result dimension 1 is 64, expected 128}}
+  // expected-error @+1 {{'llm.all_gather' op result dimension 1 is 64, expected more than 64 and at most 128 (2 shards of 64)}}
   %y = llm.all_gather %x dim = 1 ranks = 2 : tensor<?x64xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
@@ -272,4 +272,28 @@ func.func @recv_peer() -> tensor<?x64xf32> {
   // expected-error @+1 {{'llm.recv' op peer rank must be non-negative, got -2}}
   %h = llm.recv from -2 : tensor<?x64xf32>
   return %h : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @all_gather_too_wide(%x: tensor<?x151xf32>) -> tensor<?x303xf32> {
+  // expected-error @+1 {{'llm.all_gather' op result dimension 1 is 303, expected more than 151 and at most 302 (2 shards of 151)}}
+  %y = llm.all_gather %x dim = 1 ranks = 2 : tensor<?x151xf32> -> tensor<?x303xf32>
+  return %y : tensor<?x303xf32>
+}
+
+// -----
+
+func.func @shard_uneven_ranks() {
+  // expected-error @+1 {{shard: 4 ranks cannot share 3 pieces evenly (ranks must be a multiple of pieces)}}
+  %w = llm.weight "w" shard <dim = 0, pieces = 3, ranks = 4> : !llm.weight<16x64, f32>
+  return
+}
+
+// -----
+
+func.func @shard_dim_out_of_range() {
+  // expected-error @+1 {{'llm.weight' op shard dim 1 is out of range for a weight of rank 1}}
+  %w = llm.weight "w" shard <dim = 1, pieces = 2, ranks = 2> : !llm.weight<64, f32>
+  return
 }

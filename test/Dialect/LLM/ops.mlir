@@ -103,6 +103,19 @@ func.func @weight() -> (!llm.weight<256x64, f32>, !llm.weight<64x160, q4_0>,
 
 // -----
 
+// A rank's slice of a stored weight (set by llmc-partition-tp), alone and
+// with concat and from.
+// CHECK-LABEL: func.func @weight_shard(
+// CHECK: llm.weight "o" shard <dim = 1, pieces = 2, ranks = 2> : !llm.weight<64x32, q4_0>
+// CHECK: llm.weight "kv" concat ["k", "v"] from "bf16" shard <dim = 0, pieces = 1, ranks = 4> : !llm.weight<32x64, i4, group = 32>
+func.func @weight_shard() -> (!llm.weight<64x32, q4_0>, !llm.weight<32x64, i4, group = 32>) {
+  %o = llm.weight "o" shard <dim = 1, pieces = 2, ranks = 2> : !llm.weight<64x32, q4_0>
+  %kv = llm.weight "kv" concat ["k", "v"] from "bf16" shard <dim = 0, pieces = 1, ranks = 4> : !llm.weight<32x64, i4, group = 32>
+  return %o, %kv : !llm.weight<64x32, q4_0>, !llm.weight<32x64, i4, group = 32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @embed(
 // CHECK-SAME: %[[TOK:[^:]+]]: tensor<?xi32>
 // CHECK: %[[T:.+]] = llm.weight "model.embed_tokens.weight" : !llm.weight<256x64, q8_0>
@@ -343,6 +356,16 @@ func.func @silu_mul_add(%a: tensor<?x160xf32>, %b: tensor<?x160xf32>) -> tensor<
 func.func @all_gather(%x: tensor<?x64xf32>) -> tensor<?x256xf32> {
   %g = llm.all_gather %x dim = 1 ranks = 4 : tensor<?x64xf32> -> tensor<?x256xf32>
   return %g : tensor<?x256xf32>
+}
+
+// -----
+
+// Shards padded to a common size: the result drops the padding.
+// CHECK-LABEL: func.func @all_gather_padded(
+// CHECK: llm.all_gather %{{.+}} dim = 1 ranks = 2 : tensor<?x151xf32> -> tensor<?x301xf32>
+func.func @all_gather_padded(%x: tensor<?x151xf32>) -> tensor<?x301xf32> {
+  %g = llm.all_gather %x dim = 1 ranks = 2 : tensor<?x151xf32> -> tensor<?x301xf32>
+  return %g : tensor<?x301xf32>
 }
 
 // -----

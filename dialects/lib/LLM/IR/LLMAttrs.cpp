@@ -79,3 +79,16 @@ LogicalResult RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitErr
   }
   return success();
 }
+
+LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t dim,
+                                int64_t pieces, int64_t ranks) {
+  if (dim < 0)
+    return emitError() << "shard dim must be non-negative, got " << dim;
+  if (pieces < 1 || ranks < 1)
+    return emitError() << "shard pieces and ranks must be positive, got " << pieces << " and "
+                       << ranks;
+  if (ranks % pieces != 0)
+    return emitError() << "shard: " << ranks << " ranks cannot share " << pieces
+                       << " pieces evenly (ranks must be a multiple of pieces)";
+  return success();
+}

@@ -96,8 +96,8 @@ LogicalResult WeightOp::verify() {
   if (getName().empty())
     return emitOpError() << "weight name must not be empty";
   if (std::optional<ArrayAttr> parts = getParts()) {
-    if (parts->size() < 2)
-      return emitOpError() << "concat needs at least two parts, got " << parts->size();
+    if (parts->empty())
+      return emitOpError() << "concat needs at least one part";
     for (Attribute a : *parts)
       if (cast<StringAttr>(a).getValue().empty())
         return emitOpError() << "concat part names must not be empty";
@@ -108,6 +108,10 @@ LogicalResult WeightOp::verify() {
   if (std::optional<StringRef> from = getFrom())
     if (!symbolizeWeightFormat(*from))
       return emitOpError() << "from: unknown weight format '" << *from << "'";
+  if (std::optional<ShardAttr> shard = getShard())
+    if (shard->getDim() >= getType().getRank())
+      return emitOpError() << "shard dim " << shard->getDim() << " is out of range for a weight of rank "
+                           << getType().getRank();
   return success();
 }
 
@@ -275,8 +279,17 @@ LogicalResult AllGatherOp::verify() {
                          << in;
   for (int64_t d = 0; d < in.getRank(); ++d) {
     int64_t expected = in.getDimSize(d);
-    if (d == dim && !ShapedType::isDynamic(expected))
-      expected *= ranks;
+    if (d == dim && !ShapedType::isDynamic(expected)) {
+      // The last shard may be padding beyond the result's size.
+      int64_t size = out.getDimSize(d);
+      if (!ShapedType::isDynamic(size) && size > (ranks - 1) * expected &&
+          size <= ranks * expected)
+        continue;
+      return emitOpError() << "result dimension " << d << " is " << dimString(size)
+                           << ", expected more than " << (ranks - 1) * expected
+                           << " and at most " << ranks * expected << " (" << ranks
+                           << " shards of " << expected << ")";
+    }
     if (!dimsAgree(expected, out.getDimSize(d)))
       return emitOpError() << "result dimension " << d << " is " << dimString(out.getDimSize(d))
                            << ", expected " << expected;

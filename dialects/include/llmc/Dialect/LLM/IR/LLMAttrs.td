@@ -39,4 +39,33 @@ def LLM_RopeScalingAttr : LLM_Attr<"RopeScaling", "rope_scaling"> {
   let genVerifyDecl = 1;
 }
 
+def LLM_ShardAttr : LLM_Attr<"Shard", "shard"> {
+  let summary = "which slice of a stored weight one rank of a tensor-parallel group holds";
+  let description = [{
+    The stored tensor is cut along `dim` into `pieces` slices of equal size
+    (`ceil(size / pieces)`; a last slice that comes up short is padded with
+    zeros), and rank `r` of the `ranks`-way group holds slice
+    `r * pieces / ranks`. `pieces == ranks` splits the tensor over the group
+    (Megatron's column- and row-parallel weights, a vocabulary-parallel LM
+    head); `pieces < ranks` replicates each slice on `ranks / pieces`
+    consecutive ranks (the key and value heads of a GQA model with fewer KV
+    heads than ranks).
+
+    ```mlir
+    #llm.shard<dim = 0, pieces = 2, ranks = 4>
+    ```
+  }];
+  let parameters = (ins "int64_t":$dim, "int64_t":$pieces, "int64_t":$ranks);
+  let assemblyFormat = [{
+    `<` `dim` `=` $dim `,` `pieces` `=` $pieces `,` `ranks` `=` $ranks `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    // The slice rank `rank` holds.
+    int64_t pieceOf(int64_t rank) const { return rank * getPieces() / getRanks(); }
+    // Elements of one slice of a dimension of `size` elements.
+    int64_t pieceSize(int64_t size) const { return (size + getPieces() - 1) / getPieces(); }
+  }];
+}
+
 #endif // LLMC_DIALECT_LLM_ATTRS_TD

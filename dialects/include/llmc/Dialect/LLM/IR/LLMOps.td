@@ -37,24 +37,33 @@ def LLM_WeightOp : LLM_Op<"weight", [Pure]> {
 
     - `concat [...]`: the rows of the named stored weights, one after the
       other (the fuse pass merges sibling projections this way). `name` is
-      then a new name for the result.
+      then a new name for the result; with one part, a second name for one
+      stored tensor (the tensor-parallel pass slices a tied embedding for
+      the LM head under the name `lm_head.weight`).
     - `from "fmt"`: the stored tensor is in format `fmt` and is converted into
       the result's format (the quantize pass sets it, e.g. bf16 to i4).
+
+    - `shard <...>`: one rank's slice of each stored tensor (before `concat`
+      joins them), as `#llm.shard` describes; the type is the slice's shape.
+      The tensor-parallel partition pass sets it, and the artifact holds each
+      rank's slices in its own weight file.
 
     ```mlir
     %qkv = llm.weight "blk.0.attn_qkv.weight" concat ["blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"] : !llm.weight<960x576, q4_1>
     %d = llm.weight "model.layers.0.mlp.down_proj.weight" from "bf16" : !llm.weight<576x1536, i4, group = 128>
+    %o = llm.weight "model.layers.0.self_attn.o_proj.weight" shard <dim = 1, pieces = 2, ranks = 2> : !llm.weight<576x288, q4_1>
     ```
   }];
   let arguments = (ins StrAttr:$name, OptionalAttr<StrArrayAttr>:$parts,
-                       OptionalAttr<StrAttr>:$from);
+                       OptionalAttr<StrAttr>:$from, OptionalAttr<LLM_ShardAttr>:$shard);
   let results = (outs LLM_WeightType:$result);
   let assemblyFormat = [{
-    $name (`concat` $parts^)? (`from` $from^)? attr-dict `:` qualified(type($result))
+    $name (`concat` $parts^)? (`from` $from^)? (`shard` $shard^)? attr-dict `:` qualified(type($result))
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Type":$type, "::llvm::StringRef":$name), [{
-      build($_builder, $_state, type, name, /*parts=*/nullptr, /*from=*/nullptr);
+      build($_builder, $_state, type, name, /*parts=*/nullptr, /*from=*/nullptr,
+            /*shard=*/nullptr);
     }]>
   ];
   let hasVerifier = 1;
@@ -343,8 +352,13 @@ def LLM_AllReduceOp : LLM_Op<"all_reduce", [SameOperandsAndResultType]> {
 def LLM_AllGatherOp : LLM_Op<"all_gather"> {
   let summary = "concatenate each rank's shard along a dimension";
   let description = [{
+    The result keeps the first `size` entries of the concatenation along
+    `dim`: shards padded to a common size (a vocabulary-parallel LM head over
+    a vocabulary that the ranks do not divide) lose their padding here.
+
     ```mlir
     %y = llm.all_gather %x dim = 1 ranks = 2 : tensor<?x24576xf32> -> tensor<?x49152xf32>
+    %l = llm.all_gather %p dim = 1 ranks = 2 : tensor<?x151xf32> -> tensor<?x301xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$dim, I64Attr:$ranks);
