@@ -102,16 +102,41 @@ CompilePipelineOptions pipelineOptionsOf(const CompileOptions &o) {
   p.quantizeGroup = o.quantizeGroup.value_or(128);
   for (const std::string &s : o.quantizeSkip.value_or(std::vector<std::string>{}))
     p.quantizeSkip.push_back(llvm::StringRef(s).trim().str());
+  p.tp = o.tp;
+  p.pp = o.pp;
+  p.ppLayers = o.ppLayers;
   return p;
 }
 
-// The pipeline --emit asks for: --emit=mlir stops after import cleanup;
-// kernels and artifacts need every stage.
-void buildPipeline(mlir::PassManager &pm, const CompileOptions &o) {
-  if (o.emit == EmitKind::kMLIR)
+// The pipeline --emit asks for: --emit=mlir stops after import cleanup (and
+// partitioning, when asked); kernels and artifacts need every stage.
+void buildPipeline(mlir::PassManager &pm, const CompileOptions &o, int64_t ppStage = 0) {
+  CompilePipelineOptions p = pipelineOptionsOf(o);
+  p.ppStage = ppStage;
+  if (o.emit == EmitKind::kMLIR) {
     buildImportCleanupStage(pm);
-  else
-    buildCompilePipeline(pm, pipelineOptionsOf(o));
+    buildPartitionStage(pm, p);
+  } else {
+    buildCompilePipeline(pm, p);
+  }
+}
+
+bool isPartitioned(const CompileOptions &o) { return o.tp > 1 || o.pp > 1; }
+
+absl::Status checkPartition(const CompileOptions &o) {
+  if (o.tp < 1)
+    return usage(absl::StrCat("--tp must be at least 1, got ", o.tp));
+  if (o.pp < 1)
+    return usage(absl::StrCat("--pp must be at least 1, got ", o.pp));
+  if (!o.ppLayers.empty() && int64_t(o.ppLayers.size()) != o.pp)
+    return usage(absl::StrCat("--pp-layers gives ", o.ppLayers.size(), " layer ranges for --pp=",
+                              o.pp, " stages"));
+  // The passes, the IR and the buffer plan exist; the runtime side (per-rank
+  // weight files, collectives in the step plan, MPI/NCCL) does not yet.
+  if (isPartitioned(o) && o.emit != EmitKind::kMLIR && o.emit != EmitKind::kKernels)
+    return usage("--tp/--pp: llmc cannot write partitioned artifacts or CUDA code yet; "
+                 "--emit=mlir and --emit=kernels show the partitioned IR");
+  return absl::OkStatus();
 }
 
 // --print-ir-after names passes of the pipeline that will run.
@@ -171,10 +196,10 @@ absl::StatusOr<ModelSource> openModel(const CompileOptions &o) {
 
 // Runs the pipeline on `module`, dumping the IR after the passes asked for.
 absl::Status runPipeline(mlir::MLIRContext &context, mlir::ModuleOp module,
-                         const CompileOptions &o) {
+                         const CompileOptions &o, int64_t ppStage = 0) {
   mlir::PassManager pm(&context);
   pm.enableVerifier(true);
-  buildPipeline(pm, o);
+  buildPipeline(pm, o, ppStage);
   if (o.printIrAfterAll || !o.printIrAfter.empty()) {
     context.disableMultithreading();
     // After each chosen pass, changed or not, so every stage asked for shows.
@@ -246,6 +271,8 @@ absl::Status checkCompileOptions(const CompileOptions &o) {
     return usage(absl::StrCat("--dtype must be f32, f16 or bf16, got '", *o.dtype, "'"));
   if (absl::Status st = checkQuantize(o); !st.ok())
     return st;
+  if (absl::Status st = checkPartition(o); !st.ok())
+    return st;
   if (o.hostActivations != "q8" && o.hostActivations != "f32")
     return usage(absl::StrCat("--host-activations must be q8 or f32, got '", o.hostActivations,
                               "'"));
@@ -282,10 +309,23 @@ absl::StatusOr<CompileResult> compile(const CompileOptions &o) {
   if (!module)
     return absl::InvalidArgumentError("building the IR failed (see the diagnostics above)");
   (*module)->setAttr("llm.source", mlir::StringAttr::get(&context, model->name));
+  CompileResult result;
+  if (o.pp > 1) {
+    // Each pipeline stage is a program of its own, compiled from a copy.
+    for (int64_t stage = 0; stage < o.pp; ++stage) {
+      mlir::OwningOpRef<mlir::ModuleOp> copy(module->clone());
+      if (absl::Status st = runPipeline(context, *copy, o, stage); !st.ok())
+        return st;
+      llvm::raw_string_ostream os(result.text);
+      os << "// ---- pipeline stage " << stage << " of " << o.pp << " ----\n";
+      copy->print(os);
+      os << "\n";
+    }
+    return result;
+  }
   if (absl::Status st = runPipeline(context, *module, o); !st.ok())
     return st;
 
-  CompileResult result;
   switch (o.emit) {
   case EmitKind::kArtifact:
     if (absl::Status st = writeArtifact(*module, *model, o, cudaArchs); !st.ok())

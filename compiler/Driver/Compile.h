@@ -26,7 +26,7 @@
 namespace llmc {
 
 enum class EmitKind {
-  kMLIR,     // the llm-dialect IR after import cleanup
+  kMLIR,     // the llm-dialect IR after import cleanup (and partitioning)
   kKernels,  // the IR after the whole pipeline: fusion groups, buffer plan
   kCUDA,     // generated CUDA C++
   kPTX,      // PTX from NVRTC, per CUDA target
@@ -59,6 +59,12 @@ struct CompileOptions {
   std::string quantize = "none";
   std::optional<int64_t> quantizeGroup;            // 128 when unset
   std::optional<std::vector<std::string>> quantizeSkip;
+  // Partitioning: tensor-parallel ranks, pipeline stages, and optionally
+  // each stage's layers ("0-11", "12-23"). With pp > 1 every stage is
+  // compiled; --emit=mlir|kernels print them one after the other.
+  int64_t tp = 1;
+  int64_t pp = 1;
+  std::vector<std::string> ppLayers;
   // IR dumps to stderr after the named passes, or after every pass.
   std::vector<std::string> printIrAfter;
   bool printIrAfterAll = false;

@@ -99,6 +99,14 @@ int parseFlags(int argc, char **argv, CompileOptions &options) {
                "(for timing); the matrices' format: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, "
                "q5_1, q2_k, q3_k, q4_k, q5_k or q6_k (norms and biases stay f32)"),
       cl::value_desc("format"), cl::init(""), cl::cat(category));
+  static cl::opt<int64_t> tp("tp", cl::desc("tensor-parallel ranks (Megatron-style split of every layer)"),
+                             cl::value_desc("n"), cl::init(1), cl::cat(category));
+  static cl::opt<int64_t> pp("pp", cl::desc("pipeline stages (contiguous layers per stage)"),
+                             cl::value_desc("n"), cl::init(1), cl::cat(category));
+  static cl::list<std::string> ppLayers(
+      "pp-layers",
+      cl::desc("each pipeline stage's layers, e.g. 0-11,12-23 (default: balanced by weight bytes)"),
+      cl::value_desc("a-b,..."), cl::CommaSeparated, cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "Compile a transformer model into IR, kernels and an artifact.\n");
@@ -130,6 +138,9 @@ int parseFlags(int argc, char **argv, CompileOptions &options) {
     llvm::StringRef(quantizeSkip.getValue()).split(skipped, ',', -1, /*KeepEmpty=*/true);
     options.quantizeSkip.emplace(skipped.begin(), skipped.end());
   }
+  options.tp = tp;
+  options.pp = pp;
+  options.ppLayers.assign(ppLayers.begin(), ppLayers.end());
   options.printIrAfter.assign(printAfter.begin(), printAfter.end());
   options.printIrAfterAll = printAfterAll;
   if (dummyWeights.getNumOccurrences())

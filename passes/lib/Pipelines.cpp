@@ -14,6 +14,21 @@ void buildImportCleanupStage(mlir::OpPassManager &pm) {
   pm.addPass(createVerifyStep());
 }
 
+void buildPartitionStage(mlir::OpPassManager &pm, const CompilePipelineOptions &options) {
+  if (options.pp > 1 || !options.ppLayers.empty()) {
+    PartitionPipelineOptions p;
+    p.stages = options.pp;
+    p.stage = options.ppStage;
+    p.layers = options.ppLayers;
+    pm.addPass(createPartitionPipeline(p));
+  }
+  if (options.tp > 1) {
+    PartitionTensorOptions t;
+    t.tp = options.tp;
+    pm.addPass(createPartitionTensor(t));
+  }
+}
+
 void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &options) {
   if (options.quantize != "none") {
     QuantizeOptions q;
@@ -22,6 +37,7 @@ void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &opt
     q.skip = options.quantizeSkip;
     pm.addPass(createQuantize(q));
   }
+  buildPartitionStage(pm, options);
   if (options.fuse)
     pm.addPass(createFuse());
   pm.addPass(createOutlineKernels());

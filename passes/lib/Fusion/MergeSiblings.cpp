@@ -16,7 +16,9 @@ namespace {
 
 // Linears whose weights can be joined row-wise: same format and group, same
 // input width (the input is shared), same conversion, same bias kind and the
-// same result type but for the width. Empty for a linear that cannot merge.
+// same result type but for the width, the same tensor-parallel slicing (each
+// part is sliced, then the slices are joined). Empty for a linear that cannot
+// merge.
 std::string mergeKey(LinearOp l) {
   WeightOp w = l.getWeight().getDefiningOp<WeightOp>();
   if (!w || w.getParts())
@@ -26,12 +28,16 @@ std::string mergeKey(LinearOp l) {
   llvm::raw_string_ostream os(key);
   os << stringifyWeightFormat(t.getFormat()) << " K=" << t.getShape()[1] << " g=" << t.getGroup()
      << " from=" << w.getFrom().value_or("") << " act=" << l.getResult().getType().getElementType();
+  if (std::optional<ShardAttr> shard = w.getShard())
+    os << " shard=" << *shard;
   if (Value bias = l.getBias()) {
     WeightOp bw = bias.getDefiningOp<WeightOp>();
     if (!bw || bw.getParts())
       return "";
     os << " bias=" << stringifyWeightFormat(cast<WeightType>(bias.getType()).getFormat())
        << bw.getFrom().value_or("");
+    if (std::optional<ShardAttr> shard = bw.getShard())
+      os << " shard=" << *shard;
   }
   return key;
 }
@@ -78,9 +84,9 @@ WeightOp concatWeights(OpBuilder &b, Location loc, ArrayRef<Value> weights) {
   SmallVector<int64_t> shape(first.getShape());
   shape[0] = rows;
   auto type = WeightType::get(b.getContext(), shape, first.getFormat(), first.getGroup());
-  return b.create<WeightOp>(loc, type, b.getStringAttr(mergedName(names)),
-                            b.getArrayAttr(parts),
-                            weights.front().getDefiningOp<WeightOp>().getFromAttr());
+  WeightOp front = weights.front().getDefiningOp<WeightOp>();
+  return b.create<WeightOp>(loc, type, b.getStringAttr(mergedName(names)), b.getArrayAttr(parts),
+                            front.getFromAttr(), front.getShardAttr());
 }
 
 } // namespace

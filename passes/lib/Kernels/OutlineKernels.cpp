@@ -36,9 +36,11 @@ struct OutlineKernelsPass : llmc::impl::OutlineKernelsBase<OutlineKernelsPass> {
     });
   }
 
+  // Collectives stay outside the groups: the runtime runs them through its
+  // communicator (NCCL, MPI), between kernels.
   static bool shouldOutline(Operation &op) {
     return op.getDialect() && op.getDialect()->getNamespace() == "llm" &&
-           !isa<WeightOp, FusionOp, YieldOp>(op);
+           !isa<WeightOp, FusionOp, YieldOp, AllReduceOp, AllGatherOp, SendOp, RecvOp>(op);
   }
 };
 

@@ -29,6 +29,24 @@ int64_t rowBytesOf(RankedTensorType t) {
   return t.getDimSize(1) * ((t.getElementTypeBitWidth() + 7) / 8);
 }
 
+// The free buffer of this row kind and element type that fits `need` most
+// tightly, else the widest free one (which then grows); -1 when none is free.
+int64_t bestFit(const std::vector<Buffer> &buffers, Rows rows, Type elementType, int64_t need) {
+  int64_t pick = -1;
+  for (int64_t i = 0; i < int64_t(buffers.size()); ++i) {
+    const Buffer &buf = buffers[i];
+    if (!buf.free || buf.rows != rows || buf.elementType != elementType)
+      continue;
+    if (pick < 0)
+      pick = i;
+    bool fits = buf.rowBytes >= need, pickFits = buffers[pick].rowBytes >= need;
+    if ((fits && (!pickFits || buf.rowBytes < buffers[pick].rowBytes)) ||
+        (!fits && !pickFits && buf.rowBytes > buffers[pick].rowBytes))
+      pick = i;
+  }
+  return pick;
+}
+
 struct PlanMemoryPass : llmc::impl::PlanMemoryBase<PlanMemoryPass> {
   void runOnOperation() override {
     auto step = getOperation().lookupSymbol<func::FuncOp>("step");
@@ -59,45 +77,40 @@ struct PlanMemoryPass : llmc::impl::PlanMemoryBase<PlanMemoryPass> {
     Builder b(ctx);
 
     for (Operation &op : body) {
-      if (isa<WeightOp>(op))
+      if (isa<WeightOp, func::ReturnOp>(op))
         continue;
+      // Collectives run between the kernels, on buffers like theirs.
+      bool collective = isa<AllReduceOp, AllGatherOp, SendOp, RecvOp>(op);
       auto group = dyn_cast<FusionOp>(op);
-      if (!group) {
-        if (isa<func::ReturnOp>(op))
-          continue;
+      if (!group && !collective)
         return op.emitError() << "llmc-plan-memory expects @step to hold only llm.fusion groups "
-                                 "(run llmc-outline-kernels first), found "
+                                 "and collectives (run llmc-outline-kernels first), found "
                               << op.getName();
-      }
+      ValueRange inputs = group ? ValueRange(group.getInputs()) : ValueRange(op.getOperands());
       // A group's rows follow its inputs: logits once lm_head has selected them.
-      bool hasLMHead = !group.getBody().getOps<LMHeadOp>().empty();
+      bool hasLMHead = group && !group.getBody().getOps<LMHeadOp>().empty();
       bool inputsAreLogits = false;
-      for (Value in : group.getInputs())
+      for (Value in : inputs)
         if (auto it = rowsOf.find(in); it != rowsOf.end() && it->second == Rows::kLogits)
           inputsAreLogits = true;
       Rows rows = hasLMHead || inputsAreLogits ? Rows::kLogits : Rows::kTokens;
 
       SmallVector<int64_t> assigned;
-      for (Value result : group.getResults()) {
+      for (Value result : op.getResults()) {
         auto type = dyn_cast<RankedTensorType>(result.getType());
         if (!type || type.getRank() != 2 || type.isDynamicDim(1))
-          return group.emitError() << "llmc-plan-memory: result of type " << result.getType()
-                                   << " is not a [rows, features] tensor";
+          return op.emitError() << "llmc-plan-memory: result of type " << result.getType()
+                                << " is not a [rows, features] tensor";
         int64_t need = rowBytesOf(type);
+        int64_t pick = -1;
+        // An all-reduce of a value read nowhere else works in place.
+        if (auto reduce = dyn_cast<AllReduceOp>(op);
+            reduce && lastUse.lookup(reduce.getInput()) == position[&op])
+          pick = bufferOf.lookup(reduce.getInput());
         // Best fit among free buffers of the same row kind and element type;
         // grow the widest free one if none is big enough.
-        int64_t pick = -1;
-        for (int64_t i = 0; i < int64_t(buffers.size()); ++i) {
-          const Buffer &buf = buffers[i];
-          if (!buf.free || buf.rows != rows || buf.elementType != type.getElementType())
-            continue;
-          if (pick < 0)
-            pick = i;
-          bool fits = buf.rowBytes >= need, pickFits = buffers[pick].rowBytes >= need;
-          if ((fits && (!pickFits || buf.rowBytes < buffers[pick].rowBytes)) ||
-              (!fits && !pickFits && buf.rowBytes > buffers[pick].rowBytes))
-            pick = i;
-        }
+        if (pick < 0)
+          pick = bestFit(buffers, rows, type.getElementType(), need);
         if (pick < 0) {
           buffers.push_back({rows, need, type.getElementType()});
           pick = int64_t(buffers.size()) - 1;
@@ -108,24 +121,33 @@ struct PlanMemoryPass : llmc::impl::PlanMemoryBase<PlanMemoryPass> {
         rowsOf[result] = rows;
         assigned.push_back(pick);
       }
-      group->setAttr("llm.result_buffers", b.getDenseI64ArrayAttr(assigned));
+      if (op.getNumResults())
+        op.setAttr("llm.result_buffers", b.getDenseI64ArrayAttr(assigned));
 
-      // Values read for the last time by this group release their buffers
-      // once it has run (a group never writes over its own inputs).
-      for (Value in : group.getInputs())
-        if (auto it = bufferOf.find(in);
-            it != bufferOf.end() && lastUse.lookup(in) == position[&op])
+      // Values read for the last time by this op release their buffers once
+      // it has run (a group never writes over its own inputs; an in-place
+      // all-reduce took its input's buffer over above).
+      for (Value in : inputs)
+        if (auto it = bufferOf.find(in); it != bufferOf.end() &&
+                                         lastUse.lookup(in) == position[&op] &&
+                                         !llvm::is_contained(assigned, it->second))
           buffers[it->second].free = true;
       // Results nobody reads are dead at once.
-      for (Value result : group.getResults())
+      for (Value result : op.getResults())
         if (result.use_empty())
           buffers[bufferOf[result]].free = true;
     }
 
+    // A pipeline stage before the last returns nothing (it sends).
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    if (ret.getNumOperands() != 1 || !bufferOf.count(ret.getOperand(0)))
-      return step.emitError() << "llmc-plan-memory: @step must return one kernel result";
-    step->setAttr("llm.logits_buffer", b.getI64IntegerAttr(bufferOf[ret.getOperand(0)]));
+    bool sends =
+        ret.getNumOperands() == 0 && step.getNumResults() == 0 && !body.getOps<SendOp>().empty();
+    if (!sends) {
+      if (ret.getNumOperands() != 1 || !bufferOf.count(ret.getOperand(0)))
+        return step.emitError() << "llmc-plan-memory: @step must return one kernel result (or, "
+                                   "on a pipeline stage before the last, nothing after an llm.send)";
+      step->setAttr("llm.logits_buffer", b.getI64IntegerAttr(bufferOf[ret.getOperand(0)]));
+    }
 
     SmallVector<Attribute> table;
     for (const Buffer &buf : buffers)

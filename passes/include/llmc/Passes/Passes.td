@@ -134,6 +134,106 @@ def Quantize : Pass<"llmc-quantize", "::mlir::ModuleOp"> {
 //===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
+// Partitioning
+//===----------------------------------------------------------------------===//
+
+def PartitionPipeline : Pass<"llmc-partition-pp", "::mlir::ModuleOp"> {
+  let summary = "keep one pipeline stage's layers in @step, with llm.send/llm.recv of the hidden state";
+  let description = [{
+    Pipeline parallelism: the layers are split into `stages` contiguous
+    ranges, and @step keeps the ops of stage `stage` (the compiler runs the
+    pipeline once per stage; each stage is a program of its own).
+
+    - **Layers** are the `llm.paged_attention` ops, in order. The residual
+      stream is the embedding's result followed by each `llm.add` that reads
+      the stream's last value; layer `l`'s input is the last stream value
+      before its attention, and a stage boundary falls there. The pass checks
+      that the hidden state is the only activation crossing a boundary and
+      fails, naming the op, when something else does.
+    - **Balance:** without `layers`, stages are chosen to minimize the
+      largest stage's weight bytes (the embedding counts on the first stage,
+      the final norm and LM head on the last; a tied embedding on both).
+      `layers=0-11,12-23` gives each stage's range instead.
+    - **The cut:** every stage but the first starts with
+      `%h = llm.recv from <stage - 1>`; every stage but the last ends with
+      `llm.send %h to <stage + 1>` and @step returns nothing (only the last
+      stage computes logits). The peers are pipeline stages: with tensor
+      parallelism too, rank `r` of a stage talks to rank `r` of the next.
+    - **Caches** of other stages' layers leave @step's signature; those kept
+      keep their `llm.name` (`cacheN`, N the model's layer number).
+
+    The module gets `llm.mesh = {pp = stages, stage = stage}`.
+
+    ```mlir
+    // stage 1 of 2 of a 2-layer model
+    %h = llm.recv from 0 : tensor<?x64xf32>
+    %n = llm.rms_norm %h, %w eps = 1.0e-05 : tensor<?x64xf32>, !llm.weight<64, f32>
+    ...
+    ```
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"1", "pipeline stages">,
+    Option<"stage", "stage", "int64_t", /*default=*/"0", "the stage whose layers @step keeps">,
+    ListOption<"layers", "layers", "std::string",
+               "each stage's layers, FIRST-LAST (default: balanced by weight bytes)">
+  ];
+  let dependentDialects = ["::llmc::llm::LLMDialect"];
+}
+
+def PartitionTensor : Pass<"llmc-partition-tp", "::mlir::ModuleOp"> {
+  let summary = "split every layer over a tensor-parallel group (Megatron-style)";
+  let description = [{
+    Rewrites @step into the one program that each of the `tp` ranks of a
+    tensor-parallel group runs; the ranks differ only in the weight slices
+    they hold (`llm.weight ... shard <...>`, packed per rank in the
+    artifact).
+
+    - **Column-parallel** (output features split, no communication): a
+      projection of a whole activation whose every use ends, through RoPE,
+      SiLU, GELU and elementwise products, in an attention's query (split
+      `tp` ways, by heads), key or value (split `min(kv_heads, tp)` ways: with
+      fewer KV heads than ranks each KV head is replicated on `tp / kv_heads`
+      ranks), or in the input of another projection. Q, K, V, gate and up, in
+      a Llama layer; their biases are split with them.
+    - **Row-parallel** (input features split): a projection of a split
+      activation (o_proj, down). Each rank's product is a partial sum, so an
+      `llm.all_reduce sum` follows it. A bias on a row-parallel projection is
+      refused (it would be added `tp` times).
+    - **Attention** keeps `heads / tp` query heads and its share of KV heads,
+      and so does its cache (the @step argument's type changes).
+    - **LM head:** vocabulary-parallel, the vocabulary cut in `tp` pieces of
+      `ceil(vocab / tp)` rows (the last padded with zeros), then an
+      `llm.all_gather` along the vocabulary that drops the padding.
+    - **Replicated:** embeddings, norms, residual adds: every rank computes
+      them on whole activations.
+
+    Which projection is which follows from the dataflow, not from weight
+    names. The pass fails, naming the op, when `tp` does not divide the query
+    heads, when KV heads and `tp` divide neither way, when a projection's
+    slice would cut a quantization block, and when a norm or an LM head would
+    read a split activation. Fusion runs afterwards: the collectives are not
+    fused, so they bound the groups.
+
+    The module gets `llm.mesh = {tp = tp}`.
+
+    ```mlir
+    %w = llm.weight "model.layers.0.self_attn.o_proj.weight" shard <dim = 1, pieces = 2, ranks = 2> : !llm.weight<64x32, f32>
+    %o = llm.linear %a, %w : tensor<?x32xf32>, !llm.weight<64x32, f32> -> tensor<?x64xf32>
+    %r = llm.all_reduce sum %o ranks = 2 : tensor<?x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"tp", "tp", "int64_t", /*default=*/"1", "ranks of the tensor-parallel group">
+  ];
+  let statistics = [
+    Statistic<"numColumnParallel", "column-parallel", "projections split by output features">,
+    Statistic<"numRowParallel", "row-parallel", "projections split by input features (+ all-reduce)">,
+    Statistic<"numReplicatedKV", "replicated-kv", "attentions whose KV heads are replicated">
+  ];
+  let dependentDialects = ["::llmc::llm::LLMDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 
 def Fuse : Pass<"llmc-fuse", "::mlir::ModuleOp"> {
   let summary = "merge sibling projections and gather GEMMs with their prologue and epilogue";

@@ -28,6 +28,14 @@ struct CompilePipelineOptions {
   // groups). Off gives one kernel per op, the baseline fusion is measured
   // against.
   bool fuse = true;
+  // Tensor parallelism: ranks of the group (1: none).
+  int64_t tp = 1;
+  // Pipeline parallelism: stages (1: none), the stage this pipeline builds,
+  // and optionally each stage's layers ("0-11", "12-23"; default: balanced
+  // by weight bytes).
+  int64_t pp = 1;
+  int64_t ppStage = 0;
+  std::vector<std::string> ppLayers;
 };
 
 // Stage 1: clean up the imported IR and check the runtime's calling
@@ -35,9 +43,14 @@ struct CompilePipelineOptions {
 // outlining append their stages after it as they land.
 void buildImportCleanupStage(mlir::OpPassManager &pm);
 
+// Partitioning, when asked: keep one pipeline stage's layers, then split
+// them over the tensor-parallel group. Part of the kernel stage (after
+// quantization, before fusion); --emit=mlir appends it to import cleanup.
+void buildPartitionStage(mlir::OpPassManager &pm, const CompilePipelineOptions &options);
+
 // Stage 2: turn @step into a sequence of kernels (one llm.fusion group each)
-// and plan their activation buffers: quantize (when asked), fuse, outline the
-// remaining ops, plan memory.
+// and plan their activation buffers: quantize (when asked), partition (when
+// asked), fuse, outline the remaining ops, plan memory.
 void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &options = {});
 
 // The whole compile pipeline used by `llmc compile`: every stage in order.
