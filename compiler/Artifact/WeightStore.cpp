@@ -1,6 +1,8 @@
 //===- WeightStore.cpp - the bytes behind each llm.weight -----------------===//
 #include "WeightStore.h"
 
+#include "Artifact/WeightSlice.h"
+
 #include "llmc/core/format/dequantize.h"
 #include "llmc/core/format/quantize.h"
 #include "llmc/core/weight_format.h"
@@ -48,6 +50,34 @@ absl::Status encode(const std::vector<float> &values, const std::string &format,
   return absl::UnimplementedError(absl::StrFormat("converting into %s is not supported", format));
 }
 
+// The shape of `source`'s slice for `shard`, from the stored tensor's byte
+// count in `storedFormat` and the slice type's shape (whose other dimension
+// is the stored one; for rows of a concat, each part is sliced on its own).
+absl::StatusOr<std::vector<int64_t>> partSliceShape(llm::ShardAttr shard,
+                                                    llm::WeightType type,
+                                                    const std::string &storedFormat,
+                                                    uint64_t bytes) {
+  std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+  const int64_t dim = shard.getDim();
+  if (shape.size() == 1) {
+    const int64_t count = elementsIn(storedFormat, bytes);
+    if (count < 0)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%d bytes are not whole %s elements", bytes, storedFormat));
+    return std::vector<int64_t>{shard.pieceSize(count)};
+  }
+  // The stored row width: the slice's, or all pieces of it when columns are cut.
+  const int64_t storedInner = dim == 1 ? shape[1] * shard.getPieces() : shape[1];
+  const int64_t rowBytes = WeightByteSize(storedFormat, storedInner);
+  if (rowBytes <= 0 || bytes % rowBytes != 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%d bytes are not whole rows of %d %s elements", bytes, storedInner, storedFormat));
+  const int64_t storedRows = int64_t(bytes / rowBytes);
+  if (dim == 0)
+    return std::vector<int64_t>{shard.pieceSize(storedRows), shape[1]};
+  return std::vector<int64_t>{storedRows, shape[1]};
+}
+
 } // namespace
 
 absl::StatusOr<WeightStore::Bytes> WeightStore::stored(const std::string &name) const {
@@ -58,7 +88,7 @@ absl::StatusOr<WeightStore::Bytes> WeightStore::stored(const std::string &name) 
   return Bytes{raw->data, raw->size};
 }
 
-absl::StatusOr<WeightStore::Bytes> WeightStore::materialize(llm::WeightOp op) {
+absl::StatusOr<WeightStore::Bytes> WeightStore::materialize(llm::WeightOp op, int64_t rank) {
   llm::WeightType type = op.getType();
   std::string name = op.getName().str();
   std::string format = llm::stringifyWeightFormat(type.getFormat()).str();
@@ -66,76 +96,85 @@ absl::StatusOr<WeightStore::Bytes> WeightStore::materialize(llm::WeightOp op) {
   for (int64_t d : type.getShape())
     elements *= d;
   const int64_t expected = WeightByteSize(format, elements, type.getGroup());
+  std::optional<llvm::StringRef> from = op.getFrom();
+  std::optional<mlir::ArrayAttr> parts = op.getParts();
+  std::optional<llm::ShardAttr> shard = op.getShard();
 
-  if (std::optional<llvm::StringRef> from = op.getFrom()) {
-    // Each stored part (or the tensor itself) is decoded to f32 and encoded
-    // in the type's format; rows stay whole, so converting part by part and
-    // joining equals joining then converting.
-    std::vector<std::string> sources;
-    if (std::optional<mlir::ArrayAttr> parts = op.getParts()) {
-      for (mlir::Attribute a : *parts)
-        sources.push_back(mlir::cast<mlir::StringAttr>(a).getValue().str());
-    } else {
-      sources.push_back(name);
-    }
-    auto converted = std::make_unique<std::vector<uint8_t>>();
-    converted->reserve(expected > 0 ? expected : 0);
-    std::vector<float> values;
-    for (const std::string &source : sources) {
-      absl::StatusOr<Bytes> bytes = stored(source);
-      if (!bytes.ok())
-        return absl::NotFoundError(
-            absl::StrFormat("weight '%s': %s", name, bytes.status().message()));
-      const int64_t count = elementsIn(from->str(), bytes->size);
-      if (count < 0)
+  if (!from && !parts && !shard) {
+    // The stored tensor as it is: a view of the model file.
+    absl::StatusOr<Bytes> bytes = stored(name);
+    if (!bytes.ok())
+      return bytes.status();
+    if (expected >= 0 && int64_t(bytes->size) != expected)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' holds %d bytes, but its type needs %d", model.path(), name,
+          bytes->size, expected));
+    return bytes;
+  }
+
+  // Derived: each stored part (or the tensor itself) is sliced for `rank`
+  // (shard), decoded to f32 and encoded in the type's format (from), and the
+  // results are joined row after row (concat). Rows and blocks stay whole, so
+  // doing this part by part equals doing it on the joined tensor.
+  std::vector<std::string> sources;
+  if (parts) {
+    for (mlir::Attribute a : *parts)
+      sources.push_back(mlir::cast<mlir::StringAttr>(a).getValue().str());
+  } else {
+    sources.push_back(name);
+  }
+  const std::string storedFormat = from ? from->str() : format;
+  auto out = std::make_unique<std::vector<uint8_t>>();
+  out->reserve(expected > 0 ? expected : 0);
+  std::vector<float> values;
+  std::vector<uint8_t> sliced;
+  for (const std::string &source : sources) {
+    absl::StatusOr<Bytes> bytes = stored(source);
+    if (!bytes.ok())
+      return absl::NotFoundError(
+          absl::StrFormat("weight '%s': %s", name, bytes.status().message()));
+    const uint8_t *data = bytes->data;
+    uint64_t size = bytes->size;
+    if (shard) {
+      absl::StatusOr<std::vector<int64_t>> shape =
+          partSliceShape(*shard, type, storedFormat, size);
+      absl::StatusOr<std::vector<uint8_t>> slice =
+          shape.ok() ? SliceStoredTensor(data, size, storedFormat, *shape, int(shard->getDim()),
+                                         shard->pieceOf(rank))
+                     : absl::StatusOr<std::vector<uint8_t>>(shape.status());
+      if (!slice.ok())
         return absl::InvalidArgumentError(absl::StrFormat(
-            "weight '%s': tensor '%s' holds %d bytes, not whole %s elements", name, source,
-            bytes->size, from->str()));
-      values.resize(count);
-      absl::Status st = Dequantize(from->str(), bytes->data, bytes->size, count, values.data());
-      if (st.ok())
-        st = encode(values, format, type.getGroup(), *converted);
-      if (!st.ok())
-        return absl::Status(st.code(), absl::StrFormat("weight '%s': converting '%s' from %s to %s: %s",
-                                                       name, source, from->str(), format,
-                                                       st.message()));
+            "weight '%s': slicing tensor '%s' for rank %d: %s", name, source, rank,
+            slice.status().message()));
+      sliced = std::move(*slice);
+      data = sliced.data();
+      size = sliced.size();
     }
-    if (expected >= 0 && int64_t(converted->size()) != expected)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "weight '%s': converted from %s it holds %d bytes, but a %s weight of its shape needs %d",
-          name, from->str(), converted->size(), format, expected));
-    owned.push_back(std::move(converted));
-    return Bytes{owned.back()->data(), owned.back()->size()};
-  }
-
-  if (std::optional<mlir::ArrayAttr> parts = op.getParts()) {
-    // Row-major weights in a row-wise format: joining rows is joining bytes.
-    auto joined = std::make_unique<std::vector<uint8_t>>();
-    joined->reserve(expected > 0 ? expected : 0);
-    for (mlir::Attribute a : *parts) {
-      std::string part = mlir::cast<mlir::StringAttr>(a).getValue().str();
-      absl::StatusOr<Bytes> bytes = stored(part);
-      if (!bytes.ok())
-        return absl::NotFoundError(absl::StrFormat("weight '%s' (concat): %s", name,
-                                                   bytes.status().message()));
-      joined->insert(joined->end(), bytes->data, bytes->data + bytes->size);
+    if (!from) {
+      out->insert(out->end(), data, data + size);
+      continue;
     }
-    if (expected >= 0 && int64_t(joined->size()) != expected)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "weight '%s': its parts hold %d bytes, but a %s weight of its shape needs %d", name,
-          joined->size(), format, expected));
-    owned.push_back(std::move(joined));
-    return Bytes{owned.back()->data(), owned.back()->size()};
+    const int64_t count = elementsIn(storedFormat, size);
+    if (count < 0)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("weight '%s': tensor '%s' holds %d bytes, not whole %s elements", name,
+                          source, size, storedFormat));
+    values.resize(count);
+    absl::Status st = Dequantize(storedFormat, data, size, count, values.data());
+    if (st.ok())
+      st = encode(values, format, type.getGroup(), *out);
+    if (!st.ok())
+      return absl::Status(st.code(),
+                          absl::StrFormat("weight '%s': converting '%s' from %s to %s: %s", name,
+                                          source, storedFormat, format, st.message()));
   }
-
-  absl::StatusOr<Bytes> bytes = stored(name);
-  if (!bytes.ok())
-    return bytes.status();
-  if (expected >= 0 && int64_t(bytes->size) != expected)
+  if (expected >= 0 && int64_t(out->size()) != expected)
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: tensor '%s' holds %d bytes, but its type needs %d", model.path(), name, bytes->size,
-        expected));
-  return bytes;
+        "weight '%s': derived from %d stored tensor(s) it holds %d bytes, but a %s weight of its "
+        "shape needs %d",
+        name, sources.size(), out->size(), format, expected));
+  owned.push_back(std::move(out));
+  return Bytes{owned.back()->data(), owned.back()->size()};
 }
 
 } // namespace llmc

@@ -5,7 +5,8 @@
 // into the mmap'd file). Weights that passes derived are materialized here:
 // `concat [...]` joins the rows of stored tensors (merged projections), and
 // `from "fmt"` converts a stored tensor into the weight type's format (the
-// quantize pass). Nothing is materialized before it is packed, and each
+// quantize pass), and `shard <...>` takes one tensor-parallel rank's slice
+// (the partition pass). Nothing is materialized before it is packed, and each
 // derived weight is built once.
 //
 //===----------------------------------------------------------------------===//
@@ -33,9 +34,10 @@ public:
 
   explicit WeightStore(const ImportedModel &model) : model(model) {}
 
-  // The bytes of `op`'s weight in the format of its type. The memory lives as
-  // long as the store. Errors name the weight and the tensor at fault.
-  absl::StatusOr<Bytes> materialize(llm::WeightOp op);
+  // The bytes of `op`'s weight in the format of its type, for tensor-parallel
+  // rank `rank` when the op is split (`shard`; see WeightSlice.h). The memory
+  // lives as long as the store. Errors name the weight and the tensor at fault.
+  absl::StatusOr<Bytes> materialize(llm::WeightOp op, int64_t rank = 0);
 
 private:
   absl::StatusOr<Bytes> stored(const std::string &name) const;
