@@ -5,7 +5,8 @@
 // ManifestFromJson unchanged.
 //
 // Seeds: test/fuzz/corpus/manifest/ (a complete manifest, a GPU+host one, a
-// minimal one without tokenizer or steps, and a few broken ones).
+// minimal one without tokenizer or steps, a two-rank tensor-parallel one with
+// collectives, and a few broken ones).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

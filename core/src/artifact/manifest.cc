@@ -173,7 +173,27 @@ absl::Status ParseStep(const Reader& r, const json& s, const std::string& f, Man
   LLMC_READ(r, s, f, "buffers", &out->buffers);
   LLMC_READ(r, s, f, "weights", &out->weights);
   LLMC_READ(r, s, f, "caches", &out->caches);
+  // Optional: only the collectives of a tensor-parallel plan have it.
+  if (s.contains("collective")) LLMC_READ(r, s, f, "collective", &out->collective);
+  if (s.contains("in_row_elems")) LLMC_READ(r, s, f, "in_row_elems", &out->in_row_elems);
+  if (s.contains("out_row_elems")) LLMC_READ(r, s, f, "out_row_elems", &out->out_row_elems);
   return absl::OkStatus();
+}
+
+// The "mesh" object (ManifestMesh).
+absl::Status ParseMesh(const Reader& r, const json& mj, ManifestMesh* out) {
+  const std::string f = "mesh";
+  if (!mj.is_object()) return r.Error(f, "must be an object, got " + DescribeJson(mj));
+  LLMC_READ(r, mj, f, "tp", &out->tp);
+  LLMC_READ(r, mj, f, "pp", &out->pp);
+  LLMC_READ(r, mj, f, "kv_heads", &out->kv_heads);
+  return r.ReadObjects(mj, f, "ranks", &out->ranks,
+                       [&](const json& k, const std::string& kf, ManifestMeshRank* rank) {
+                         LLMC_READ(r, k, kf, "weights_file", &rank->weights_file);
+                         LLMC_READ(r, k, kf, "weights_size", &rank->weights_size);
+                         LLMC_READ(r, k, kf, "weights_checksum", &rank->weights_checksum);
+                         return absl::OkStatus();
+                       });
 }
 
 // The "cuda" object (ManifestCuda).
@@ -332,6 +352,9 @@ absl::StatusOr<Manifest> ParseManifest(const json& j, const std::string& path) {
   // Optional: written only by `llmc compile --target=sm_XX`.
   if (auto it = j.find("cuda"); it != j.end())
     if (auto st = ParseCuda(r, *it, &m.cuda); !st.ok()) return st;
+  // Optional: written only for a partitioned artifact (tp * pp > 1).
+  if (auto it = j.find("mesh"); it != j.end())
+    if (auto st = ParseMesh(r, *it, &m.mesh); !st.ok()) return st;
   return m;
 }
 
@@ -386,6 +409,20 @@ ojson CudaToJson(const ManifestCuda& c, ojson steps) {
   return j;
 }
 
+ojson MeshToJson(const ManifestMesh& mesh) {
+  ojson ranks = ojson::array();
+  for (const ManifestMeshRank& rank : mesh.ranks)
+    ranks.push_back({{"weights_file", rank.weights_file},
+                     {"weights_size", rank.weights_size},
+                     {"weights_checksum", rank.weights_checksum}});
+  ojson j = ojson::object();
+  j["tp"] = mesh.tp;
+  j["pp"] = mesh.pp;
+  j["kv_heads"] = mesh.kv_heads;
+  j["ranks"] = std::move(ranks);
+  return j;
+}
+
 }  // namespace
 
 std::string ManifestToJson(const Manifest& m) {
@@ -416,12 +453,20 @@ std::string ManifestToJson(const Manifest& m) {
                          {"launch", k.launch}});
     auto step_list = [](const std::vector<ManifestStep>& list) {
       ojson out = ojson::array();
-      for (const ManifestStep& s : list)
-        out.push_back({{"name", s.name},
-                       {"kernel", s.kernel},
-                       {"buffers", s.buffers},
-                       {"weights", s.weights},
-                       {"caches", s.caches}});
+      for (const ManifestStep& s : list) {
+        ojson step = {{"name", s.name},
+                      {"kernel", s.kernel},
+                      {"buffers", s.buffers},
+                      {"weights", s.weights},
+                      {"caches", s.caches}};
+        // Kernel launches leave it out: unpartitioned manifests stay as they were.
+        if (!s.collective.empty()) {
+          step["collective"] = s.collective;
+          step["in_row_elems"] = s.in_row_elems;
+          step["out_row_elems"] = s.out_row_elems;
+        }
+        out.push_back(std::move(step));
+      }
       return out;
     };
     ojson steps = step_list(m.steps);
@@ -451,6 +496,8 @@ std::string ManifestToJson(const Manifest& m) {
     j["eos_id"] = m.eos_id;
     // Only CUDA artifacts have the section (host-only manifests stay as they were).
     if (!m.cuda.modules.empty()) j["cuda"] = CudaToJson(m.cuda, step_list(m.cuda.steps));
+    // Only partitioned artifacts have it (one-rank manifests stay as they were).
+    if (m.mesh.tp > 1 || m.mesh.pp > 1) j["mesh"] = MeshToJson(m.mesh);
     // Invalid UTF-8 in a string is written as U+FFFD rather than thrown.
     return j.dump(2, ' ', /*ensure_ascii=*/false, ojson::error_handler_t::replace) + "\n";
   } catch (...) {

@@ -98,9 +98,9 @@ class Validator {
       return Error("host_abi_version", absl::StrCat("must be >= 0, got ", m_.host_abi_version));
     if (auto st = ValidateModelConfig(m_.model); !st.ok()) return ModelError(path_, st);
     using Check = absl::Status (Validator::*)();
-    for (Check check :
-         {&Validator::Targets, &Validator::Dtypes, &Validator::Weights, &Validator::Buffers,
-          &Validator::Kernels, &Validator::Steps, &Validator::Cuda, &Validator::Rest}) {
+    for (Check check : {&Validator::Targets, &Validator::Dtypes, &Validator::Weights,
+                        &Validator::Mesh, &Validator::Buffers, &Validator::Kernels,
+                        &Validator::Steps, &Validator::Cuda, &Validator::Rest}) {
       if (auto st = (this->*check)(); !st.ok()) return st;
     }
     return absl::OkStatus();
@@ -202,6 +202,52 @@ class Validator {
     return absl::OkStatus();
   }
 
+  // The partitioning (after Weights: every rank's file has their layout).
+  absl::Status Mesh() {
+    const ManifestMesh& mesh = m_.mesh;
+    if (mesh.tp < 1) return Error("mesh.tp", absl::StrCat("must be >= 1, got ", mesh.tp));
+    if (mesh.pp < 1) return Error("mesh.pp", absl::StrCat("must be >= 1, got ", mesh.pp));
+    if (mesh.tp == 1 && mesh.pp == 1) {
+      if (!mesh.ranks.empty())
+        return Error("mesh.ranks", absl::StrCat("has ", mesh.ranks.size(),
+                                                " entries, but the artifact is not partitioned "
+                                                "(mesh.tp 1, mesh.pp 1)"));
+      return absl::OkStatus();
+    }
+    if (mesh.pp != 1)
+      return Error("mesh.pp", absl::StrCat("is ", mesh.pp,
+                                           ": pipeline-parallel artifacts are not supported yet"));
+    // pp == 1 from here: tp ranks.
+    if (mesh.ranks.size() != static_cast<uint64_t>(mesh.tp))
+      return Error("mesh.ranks", absl::StrCat("has ", mesh.ranks.size(), " entries; mesh.tp ",
+                                              mesh.tp, " x mesh.pp 1 needs ", mesh.tp));
+    if (mesh.kv_heads < 1 || mesh.kv_heads > m_.model.num_kv_heads)
+      return Error("mesh.kv_heads",
+                   absl::StrCat("is ", mesh.kv_heads, "; expected 1 to model.num_kv_heads (",
+                                m_.model.num_kv_heads, ")"));
+    // The runtime generates dummy weights unsliced: it has nothing to split them by.
+    if (m_.weights.dummy_seed != 0)
+      return Error("weights.dummy_seed",
+                   absl::StrCat("is set, but the artifact is partitioned (mesh.tp ", mesh.tp,
+                                "): dummy weights are not supported with a mesh"));
+    for (size_t i = 0; i < mesh.ranks.size(); ++i) {
+      const ManifestMeshRank& rank = mesh.ranks[i];
+      std::string f = Indexed("mesh.ranks", i);
+      if (std::string why = RelativePathProblem(rank.weights_file); !why.empty())
+        return Error(f + ".weights_file", why);
+      // weights.tensors' offsets index every rank's file.
+      if (rank.weights_size != m_.weights.size)
+        return Error(f + ".weights_size", absl::StrCat("is ", rank.weights_size,
+                                                       " but weights.size is ", m_.weights.size,
+                                                       ": every rank's file has the layout of "
+                                                       "weights.tensors"));
+      if (!IsChecksumHex(rank.weights_checksum))
+        return Error(f + ".weights_checksum",
+                     absl::StrCat("'", rank.weights_checksum, "' is not 16 lowercase hex digits"));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Buffers() {
     std::set<std::string> names;
     for (size_t i = 0; i < m_.buffers.size(); ++i) {
@@ -266,6 +312,10 @@ class Validator {
     for (size_t i = 0; i < steps.size(); ++i) {
       const ManifestStep& s = steps[i];
       std::string f = Indexed(field, i);
+      if (!s.collective.empty()) {
+        if (auto st = Collective(s, f); !st.ok()) return st;
+        continue;
+      }
       if (auto st = check(f + ".kernel", s.kernel, num_kernels, kernels); !st.ok())
         return st;
       for (size_t k = 0; k < s.buffers.size(); ++k)
@@ -283,6 +333,68 @@ class Validator {
             !st.ok())
           return st;
     }
+    return absl::OkStatus();
+  }
+
+  // A collective step `f` (s.collective set): what it moves must be the same
+  // rows on every rank, and only a tensor-parallel artifact has ranks to move
+  // them between.
+  absl::Status Collective(const ManifestStep& s, const std::string& f) {
+    const bool reduce = s.collective == "all_reduce_sum";
+    if (!reduce && s.collective != "all_gather")
+      return Error(f + ".collective",
+                   absl::StrCat("is '", s.collective, "'; expected all_reduce_sum or all_gather"));
+    if (m_.mesh.tp < 2)
+      return Error(f + ".collective",
+                   absl::StrCat("is ", s.collective, ", but the artifact has one rank (mesh.tp ",
+                                m_.mesh.tp, "): collectives need a tensor-parallel mesh"));
+    if (s.kernel != -1)
+      return Error(f + ".kernel", absl::StrCat("is ", s.kernel, "; a collective step (",
+                                               s.collective, ") has kernel -1"));
+    if (!s.weights.empty())
+      return Error(f + ".weights", absl::StrCat("has ", s.weights.size(),
+                                                " entries; a collective step binds no weights"));
+    if (!s.caches.empty())
+      return Error(f + ".caches", absl::StrCat("has ", s.caches.size(),
+                                               " entries; a collective step binds no caches"));
+    if (s.buffers.size() != 2)
+      return Error(f + ".buffers", absl::StrCat("has ", s.buffers.size(),
+                                                " entries; a collective step binds 2 (input, "
+                                                "output)"));
+    for (size_t k = 0; k < 2; ++k)
+      if (s.buffers[k] < 0 || static_cast<uint64_t>(s.buffers[k]) >= m_.buffers.size())
+        return Error(Indexed(f + ".buffers", k),
+                     absl::StrCat(s.buffers[k], " is out of range: buffers has ", m_.buffers.size(),
+                                  " entries"));
+    const ManifestBuffer& in = m_.buffers[s.buffers[0]];
+    const ManifestBuffer& out = m_.buffers[s.buffers[1]];
+    auto describe = [](const char* role, const ManifestBuffer& b) {
+      return absl::StrCat(role, " '", b.name, "' (rows ", b.rows, ", row_bytes ", b.row_bytes, ")");
+    };
+    std::string pair = absl::StrCat(describe("input", in), " and ", describe("output", out));
+    if (in.rows != out.rows)
+      return Error(f + ".buffers",
+                   absl::StrCat(pair, " differ in rows; ", s.collective, " needs the same rows"));
+    // Rows are packed at the values' widths (a buffer's row_bytes is the
+    // widest value it ever holds), so the widths must fit the buffers.
+    auto fits = [](int64_t elems, const ManifestBuffer& b) {
+      return elems > 0 && elems <= b.row_elems;
+    };
+    if (!fits(s.in_row_elems, in) || !fits(s.out_row_elems, out))
+      return Error(f + ".in_row_elems",
+                   absl::StrCat("is ", s.in_row_elems, " and out_row_elems ", s.out_row_elems,
+                                ": both must be positive and fit the ", pair,
+                                " (row_elems ", in.row_elems, " and ", out.row_elems, ")"));
+    if (reduce && s.in_row_elems != s.out_row_elems)
+      return Error(f + ".out_row_elems",
+                   absl::StrCat("is ", s.out_row_elems, " but in_row_elems is ", s.in_row_elems,
+                                ": all_reduce_sum keeps the row width"));
+    if (!reduce && (s.out_row_elems > m_.mesh.tp * s.in_row_elems ||
+                    s.out_row_elems <= (m_.mesh.tp - 1) * s.in_row_elems))
+      return Error(f + ".out_row_elems",
+                   absl::StrCat("is ", s.out_row_elems, ": an all_gather of ", m_.mesh.tp,
+                                " rows of ", s.in_row_elems,
+                                " fills more than all but the last and at most all of them"));
     return absl::OkStatus();
   }
 
@@ -304,6 +416,11 @@ class Validator {
       return Error("cuda.cuda_abi_version", absl::StrCat("must be >= 1, got ", c.cuda_abi_version));
     if (auto st = CudaModules(); !st.ok()) return st;
     if (auto st = CudaKernels(); !st.ok()) return st;
+    for (size_t i = 0; i < c.steps.size(); ++i)
+      if (!c.steps[i].collective.empty())
+        return Error(Indexed("cuda.steps", i) + ".collective",
+                     absl::StrCat("is '", c.steps[i].collective,
+                                  "'; the CUDA step plan has no collectives yet"));
     if (auto st = StepList("cuda.steps", c.steps, "cuda.kernels", c.kernels.size()); !st.ok())
       return st;
     for (size_t i = 0; i < c.steps.size(); ++i) {

@@ -140,6 +140,16 @@ inline Manifest TinyCudaManifest() {
   return m;
 }
 
+// `json` with the first `needle` replaced by `replacement`, parsed (a test
+// failure when the needle is absent: the edit would test nothing).
+inline absl::StatusOr<Manifest> ParseEdited(std::string json, const std::string& needle,
+                                            const std::string& replacement) {
+  size_t at = json.find(needle);
+  EXPECT_NE(at, std::string::npos) << needle;
+  if (at != std::string::npos) json.replace(at, needle.size(), replacement);
+  return ManifestFromJson(json, "model.llmc/manifest.json");
+}
+
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -399,11 +399,7 @@ TEST(ManifestCuda, HostOnlyManifestHasNoSection) {
 TEST(ManifestCuda, MissingAndMistypedFields) {
   std::string json = ManifestToJson(TinyCudaManifest());
   auto edited = [&](const std::string& needle, const std::string& replacement) {
-    std::string text = json;
-    size_t at = text.find(needle);
-    EXPECT_NE(at, std::string::npos) << needle;
-    if (at != std::string::npos) text.replace(at, needle.size(), replacement);
-    return ManifestFromJson(text, kPath);
+    return test::ParseEdited(json, needle, replacement);
   };
   ExpectError(edited("\"cuda\": {", "\"cuda\": [1], \"x\": {"),
               {kPath, "cuda must be an object, got an array"});

@@ -74,15 +74,45 @@ struct ManifestKernel {
   std::string launch;          // its launch shape as a function of T and S
 };
 
-// One kernel launch of the step plan, with what it binds, in ABI order.
+// One kernel launch of the step plan, with what it binds, in ABI order; or
+// one collective of a tensor-parallel plan (`collective` set, `kernel` -1,
+// no weights or caches, `buffers` = [input, output] over the rows of the
+// buffers' row kind, the output possibly the input itself):
+//   "all_reduce_sum"  output = the sum over the group's ranks of input
+//                     (the same row width);
+//   "all_gather"      output row = the ranks' input rows side by side, rank
+//                     order, cut to the output's width (the last rank's
+//                     padding dropped).
 struct ManifestStep {
-  int64_t kernel = 0;                // index into `kernels`
+  int64_t kernel = 0;                // index into `kernels`; -1 for a collective
   std::vector<int64_t> buffers;      // indices into `buffers`
   std::vector<int64_t> weights;      // indices into `weights.tensors`
   std::vector<int64_t> caches;       // layer indices (K and V are passed together)
   // The fusion group it runs, e.g. "layers.3.mlp.linear+add_7" (optional in
   // the file; `llmc inspect` groups launches per layer by it).
   std::string name;
+  std::string collective;            // "" (a kernel), "all_reduce_sum", "all_gather"
+  // A collective's row widths in elements, input and output (a buffer's
+  // row_bytes is its widest value; rows are packed at the value's width).
+  int64_t in_row_elems = 0, out_row_elems = 0;
+};
+
+// One rank's weight file of a partitioned artifact. Every rank's file has
+// the layout of `weights.tensors` (its slices have the same shapes).
+struct ManifestMeshRank {
+  std::string weights_file;          // "weights/rank1.bin"
+  uint64_t weights_size = 0;
+  std::string weights_checksum;      // ChecksumHex() of the file
+};
+
+// How the artifact is split over ranks (docs/partitioning.md). Absent from
+// the file when tp == pp == 1. Only tensor parallelism (pp == 1) is written
+// so far: every rank runs the one step plan on its own weight file.
+struct ManifestMesh {
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t kv_heads = 0;              // KV heads of one rank's cache
+  std::vector<ManifestMeshRank> ranks;  // tp * pp entries, by rank
 };
 
 // One launch of a CUDA kernel. A kernel may need several in order (a GEMM
@@ -173,6 +203,7 @@ struct Manifest {
   std::string tokenizer;             // e.g. "tokenizer/tokenizer.json"
   int64_t bos_id = -1, eos_id = -1;
   ManifestCuda cuda;
+  ManifestMesh mesh;
 };
 
 std::string ManifestToJson(const Manifest& manifest);
