@@ -1,0 +1,61 @@
+// The collectives a partitioned artifact's step needs, between the ranks of
+// one world (docs/partitioning.md). Ranks are processes started by `mpirun`
+// (or srun, or any launcher that sets up an MPI world); on the host backend
+// the collectives go through MPI, on GPUs through NCCL (later).
+//
+// Every call either completes on every rank or fails: a rank that does not
+// take part within the timeout (it died or hangs) makes the call end the
+// whole world with a message naming the collective, never a silent hang.
+#ifndef LLMC_RUNTIME_DIST_COMMUNICATOR_H_
+#define LLMC_RUNTIME_DIST_COMMUNICATOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace llmc {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Sums `count` floats over the ranks, in place: afterwards every rank
+  // holds the same sums (added in the same order on every rank).
+  virtual absl::Status AllReduceSum(float* data, int64_t count) = 0;
+  // Every rank's `count` floats from `in`, in rank order, into `out`
+  // (size() * count floats), on every rank.
+  virtual absl::Status AllGather(const float* in, float* out, int64_t count) = 0;
+  // Rank `root`'s `bytes` bytes at `data` to every rank's `data`.
+  virtual absl::Status Broadcast(void* data, int64_t bytes, int root) = 0;
+  // Broadcast without the timeout: how a follower rank waits for the
+  // leader's next step, which may be hours away on an idle server. A leader
+  // that dies still ends the wait: the launcher ends the world.
+  virtual absl::Status WaitForBroadcast(void* data, int64_t bytes, int root) = 0;
+};
+
+// A world of one rank: collectives copy (tests, and unpartitioned runs).
+std::unique_ptr<Communicator> MakeLocalCommunicator();
+
+// True when this process was started as a rank of an MPI world (the
+// launcher's environment: OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK, ...).
+bool LaunchedAsMpiRank();
+
+// MPI_COMM_WORLD, initialized on the first call (and finalized at exit).
+// `timeout_seconds` bounds every collective. An error when this build has
+// no MPI ("rebuild with libopenmpi-dev") or MPI fails to start.
+absl::StatusOr<Communicator*> MpiWorld(double timeout_seconds = 30);
+
+// For an error one rank meets alone (its weight file is missing, say): when
+// this process is one of several ranks of a started MPI world, prints the
+// error with this rank's number and ends every rank (MPI_Abort), since the
+// others would wait for it in their next collective. Returns otherwise
+// (status OK, MPI never started, or a world of one).
+void EndWorldOnError(const absl::Status& status);
+
+}  // namespace llmc
+
+#endif  // LLMC_RUNTIME_DIST_COMMUNICATOR_H_
