@@ -203,6 +203,59 @@ absl::StatusOr<uint64_t> weightBytes(llm::WeightOp op) {
   return uint64_t(bytes);
 }
 
+// The mesh of a partitioned module (llm.mesh, set by the partition
+// passes) with the per-rank KV heads of its caches; tp = 1 when unsplit.
+absl::StatusOr<ManifestMesh> meshOf(ModuleOp module) {
+  ManifestMesh mesh;
+  auto attr = module->getAttrOfType<DictionaryAttr>("llm.mesh");
+  if (!attr)
+    return mesh;
+  if (auto pp = attr.getAs<IntegerAttr>("pp"); pp && pp.getInt() > 1)
+    return absl::UnimplementedError("pipeline-parallel artifacts (--pp) are not written yet");
+  if (auto tp = attr.getAs<IntegerAttr>("tp"))
+    mesh.tp = tp.getInt();
+  for (Type t : module.lookupSymbol<func::FuncOp>("step").getArgumentTypes())
+    if (auto cache = dyn_cast<llm::KVCacheType>(t))
+      mesh.kv_heads = cache.getKvHeads();
+  for (int64_t r = 0; r < mesh.tp; ++r)
+    mesh.ranks.push_back({"weights/rank" + std::to_string(r) + ".bin", 0, ""});
+  return mesh;
+}
+
+// Rank r's weight file (r >= 1): the same tensors as rank 0's, in the same
+// order, each its rank-r slice; split weights have equal slices on every
+// rank, so the layout (m.weights.tensors) is shared. Rank 0's entry comes
+// from m.weights.
+absl::Status packOtherRanks(WeightStore &store, const std::vector<llm::WeightOp> &packed,
+                            Manifest &m, const std::string &tmp) {
+  m.mesh.ranks[0].weights_size = m.weights.size;
+  m.mesh.ranks[0].weights_checksum = m.weights.checksum;
+  for (int64_t r = 1; r < m.mesh.tp; ++r) {
+    ManifestMeshRank &rank = m.mesh.ranks[size_t(r)];
+    WeightFileWriter writer;
+    LLMC_RETURN_IF_ERROR(writer.Open(tmp + "/" + rank.weights_file));
+    for (llm::WeightOp op : packed) {
+      LLMC_ASSIGN_OR_RETURN(WeightStore::Bytes raw, store.materialize(op, r));
+      llm::WeightType t = op.getType();
+      std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
+      LLMC_ASSIGN_OR_RETURN(ManifestTensor entry,
+                            writer.Add(op.getName().str(),
+                                       llm::stringifyWeightFormat(t.getFormat()).str(), shape,
+                                       t.getGroup(), raw.data, raw.size));
+      (void)entry;
+    }
+    ManifestWeights weights;
+    LLMC_RETURN_IF_ERROR(writer.Finish(&weights));
+    if (weights.size != m.weights.size)
+      return absl::InternalError(absl::StrFormat(
+          "rank %d's weight file holds %d bytes, rank 0's %d: their layouts differ", r,
+          weights.size, m.weights.size));
+    rank.weights_size = weights.size;
+    rank.weights_checksum = weights.checksum;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status build(ModuleOp module, const ModelConfig &config, const std::string &source,
                    const ImportedModel *model, const ArtifactOptions &options,
                    const std::string &tmp) {
@@ -243,13 +296,15 @@ absl::Status build(ModuleOp module, const ModelConfig &config, const std::string
   else
     LLMC_RETURN_IF_ERROR(writer.Open(tmp + "/weights/rank0.bin"));
   llvm::StringMap<int64_t> tensorIndex;
-  // A weight's index in the file, packing it on first use.
+  std::vector<llm::WeightOp> packed;  // by tensor index, for the other ranks' files
+  // A weight's index in the file, packing it (rank 0's slice) on first use.
   auto weightIndex = [&](const std::string &name) -> absl::StatusOr<int64_t> {
     auto [it, inserted] = tensorIndex.try_emplace(name, int64_t(tensorIndex.size()));
     if (inserted) {
       llm::WeightOp op = weightOps.lookup(name);
       if (!op)
         return absl::InternalError(absl::StrFormat("no llm.weight op names '%s'", name));
+      packed.push_back(op);
       WeightStore::Bytes raw;
       if (dummy) {
         LLMC_ASSIGN_OR_RETURN(raw.size, weightBytes(op));  // raw.data stays null: nothing to write
@@ -280,6 +335,13 @@ absl::Status build(ModuleOp module, const ModelConfig &config, const std::string
   LLMC_RETURN_IF_ERROR(writer.Finish(&m.weights));
   if (!dummy)
     m.weights.file = "weights/rank0.bin";
+  LLMC_ASSIGN_OR_RETURN(m.mesh, meshOf(module));
+  if (m.mesh.tp > 1) {
+    if (dummy)
+      return absl::UnimplementedError("--dummy-weights cannot be split over ranks (--tp)");
+    progress(absl::StrFormat("packing the weight slices of ranks 1-%d", m.mesh.tp - 1));
+    LLMC_RETURN_IF_ERROR(packOtherRanks(*store, packed, m, tmp));
+  }
 
   // Tokenizer.
   std::string tokDir = tmp + "/tokenizer";

@@ -27,6 +27,9 @@ toManifestSteps(const std::vector<KernelLaunch> &launches, const WeightIndexFn &
     step.kernel = l.kernel;
     step.buffers = l.buffers;
     step.caches = l.caches;
+    step.collective = l.collective;
+    step.in_row_elems = l.inRowElems;
+    step.out_row_elems = l.outRowElems;
     for (const std::string &w : l.weights) {
       LLMC_ASSIGN_OR_RETURN(int64_t index, weightIndex(w));
       step.weights.push_back(index);

@@ -131,11 +131,17 @@ absl::Status checkPartition(const CompileOptions &o) {
   if (!o.ppLayers.empty() && int64_t(o.ppLayers.size()) != o.pp)
     return usage(absl::StrCat("--pp-layers gives ", o.ppLayers.size(), " layer ranges for --pp=",
                               o.pp, " stages"));
-  // The passes, the IR and the buffer plan exist; the runtime side (per-rank
-  // weight files, collectives in the step plan, MPI/NCCL) does not yet.
-  if (isPartitioned(o) && o.emit != EmitKind::kMLIR && o.emit != EmitKind::kKernels)
-    return usage("--tp/--pp: llmc cannot write partitioned artifacts or CUDA code yet; "
-                 "--emit=mlir and --emit=kernels show the partitioned IR");
+  // Tensor-parallel host artifacts are written (per-rank weight files,
+  // collectives in the step plan); pipeline stages and CUDA code are not yet.
+  if (o.pp > 1 && o.emit != EmitKind::kMLIR && o.emit != EmitKind::kKernels)
+    return usage("--pp: llmc cannot write pipeline-parallel artifacts yet; --emit=mlir and "
+                 "--emit=kernels show every stage's IR");
+  if (o.tp > 1 && (o.emit == EmitKind::kCUDA || o.emit == EmitKind::kPTX ||
+                   llvm::any_of(o.targets, [](const std::string &t) { return t != "host"; })))
+    return usage("--tp: tensor-parallel artifacts run on the host backend only so far "
+                 "(--target=host); the CUDA code has no collectives yet");
+  if (o.tp > 1 && o.dummyWeights)
+    return usage("--tp: dummy weights cannot be split over ranks");
   return absl::OkStatus();
 }
 

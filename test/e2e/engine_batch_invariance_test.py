@@ -28,6 +28,11 @@ logit range. Each such case is printed. The batched run is repeated with
 --cuda-graphs (decode-only steps replayed from captured graphs): the same
 tokens and logprobs to the bit.
 
+With --tp N the synthetic models are compiled for N tensor-parallel ranks
+and every run goes through `mpirun -np N`: rank 0's engine schedules, the
+other ranks run its steps, and the host checks above hold as they are (with
+two ranks an all-reduce adds a + b, which no algorithm can reorder).
+
 Exits 0 when every case passes, 77 (skip) only for a case whose inputs are
 missing (said loudly), 1 on any failure.
 
@@ -50,6 +55,7 @@ SYNTH = os.path.join(ROOT, "tools", "synth-model", "synth_model.py")
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 SMOLLM2 = os.path.expanduser("~/.cache/llmc/models/SmolLM2-135M-Instruct.Q4_1.gguf")
 NEAR_TIE = 1e-2
+TP = 1  # --tp
 
 # name -> synth options (GGUF, q8_0 blocks: the q8-activation GEMMs run)
 MODELS = {
@@ -90,14 +96,20 @@ def blocks_needed(reqs, block_size):
                for r in reqs)
 
 
+# `mpirun -np N` (and the environment Open MPI needs as root) for --tp N.
+LAUNCH = []
+LAUNCH_ENV = None
+
+
 def run_engine(exe, art, reqs, work, tag, extra, env=None):
     path = os.path.join(work, f"{tag}.in.jsonl")
     with open(path, "w") as f:
         for r in reqs:
             f.write(json.dumps(r) + "\n")
     out = os.path.join(work, f"{tag}.out.jsonl")
-    r = run([exe, "run", art, "--prompts-file", path, "-o", out, "--no-verify", "--threads", "2",
-             *extra], env=env)
+    threads = "1" if LAUNCH else "2"
+    r = run([*LAUNCH, exe, "run", art, "--prompts-file", path, "-o", out, "--no-verify",
+             "--threads", threads, *extra], env=env or LAUNCH_ENV)
     results = [json.loads(line) for line in open(out)]
     return results, r.stderr
 
@@ -156,7 +168,7 @@ def check_host(exe, name, art, vocab, work, max_prompt=600, n=64):
                              "--kv-blocks", str(quarter)])
     alone, _ = run_engine(exe, art, reqs, work, name + "-alone",
                           ["--max-seqs", "1", "--max-batch-tokens", str(max_prompt + 64)])
-    return compare(f"{name} [host]", batched, alone, 64)
+    return compare(f"{name} [host{' tp=%d' % TP if TP > 1 else ''}]", batched, alone, 64)
 
 
 def emu_near_tie(exe, art, reqs, work, env):
@@ -223,7 +235,19 @@ def main():
                     help="only the host cases or only the emulated CUDA case (ctest runs them apart, "
                          "in parallel)")
     ap.add_argument("--keep", help="keep models and artifacts in DIR")
+    ap.add_argument("--tp", type=int, default=1,
+                    help="compile the synthetic models for N tensor-parallel ranks and run them "
+                         "under mpirun -np N (host only)")
     a = ap.parse_args()
+    global TP, LAUNCH, LAUNCH_ENV
+    TP = a.tp
+    if TP > 1:
+        if shutil.which("mpirun") is None:
+            print("SKIPPED: --tp needs mpirun (install openmpi-bin; scripts/setup does)")
+            return 77
+        LAUNCH = [shutil.which("mpirun"), "-np", str(TP), "--oversubscribe"]
+        LAUNCH_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        a.only = "host"
     rt = os.path.join(os.path.dirname(a.llmc), "llmc-rt")
     exe = rt if os.path.exists(rt) else a.llmc
     work = a.keep or tempfile.mkdtemp(prefix="llmc-invariance-")
@@ -236,10 +260,10 @@ def main():
             model = os.path.join(work, name + ".gguf")
             run([sys.executable, SYNTH, "--format", "gguf", "--out", model, "--seed", "5"] + opts)
             art = os.path.join(work, name + ".llmc")
-            run([a.llmc, "compile", model, "-o", art])
+            run([a.llmc, "compile", model, "-o", art] + (["--tp", str(TP)] if TP > 1 else []))
             vocab = int(opts[opts.index("--vocab") + 1])
             results.append(check_host(exe, name, art, vocab, work))
-        if (not a.k or a.k in "smollm2") and a.only != "cuda":
+        if (not a.k or a.k in "smollm2") and a.only != "cuda" and TP == 1:
             if os.path.exists(SMOLLM2):
                 art = os.path.join(work, "smollm2.llmc")
                 run([a.llmc, "compile", SMOLLM2, "-o", art])

@@ -501,7 +501,7 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
                              bindings.caches});
     return success();
   };
-  if (failed(forEachPlannedGroup(planned->step, emitGroup)))
+  if (failed(forEachPlannedGroup(planned->step, emitGroup, /*collective=*/nullptr, "CUDA codegen")))
     return failure();
   return plan;
 }

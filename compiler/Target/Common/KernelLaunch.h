@@ -22,6 +22,10 @@ struct KernelLaunch {
   std::vector<int64_t> buffers;
   std::vector<std::string> weights;
   std::vector<int64_t> caches;
+  // A collective between kernels instead ("all_reduce_sum", "all_gather"):
+  // kernel -1, buffers [input, output] (ManifestStep has the semantics).
+  std::string collective;
+  int64_t inRowElems = 0, outRowElems = 0; // the values' widths
 };
 
 } // namespace llmc

@@ -10,6 +10,7 @@
 #ifndef LLMC_COMPILER_TARGET_COMMON_PLANNEDSTEP_H
 #define LLMC_COMPILER_TARGET_COMMON_PLANNEDSTEP_H
 
+#include "Target/Common/KernelLaunch.h"
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -38,10 +39,15 @@ mlir::FailureOr<PlannedStep> getPlannedStep(mlir::ModuleOp module, llvm::StringR
 using BufferOf = llvm::DenseMap<mlir::Value, int64_t>;
 
 // Calls emit(group, bufferOf) for every llm.fusion of `step`, in order; fails
-// on a group without llm.result_buffers or as soon as emit fails.
+// on a group without llm.result_buffers or as soon as emit fails. Steps with
+// collectives (a tensor-parallel plan) give them to `collective`, in their
+// place in the order, as launches with `collective` set; without that
+// callback a collective is an error naming `target`.
 mlir::LogicalResult
 forEachPlannedGroup(mlir::func::FuncOp step,
-                    llvm::function_ref<mlir::LogicalResult(llm::FusionOp, const BufferOf &)> emit);
+                    llvm::function_ref<mlir::LogicalResult(llm::FusionOp, const BufferOf &)> emit,
+                    llvm::function_ref<void(const KernelLaunch &)> collective = nullptr,
+                    llvm::StringRef target = "this target");
 
 // Groups whose generated code is the same text share one kernel.
 class KernelTable {

@@ -316,7 +316,9 @@ FailureOr<HostKernelPlan> emitHostKernels(ModuleOp module, const HostEmitOptions
                              bindings.caches});
     return success();
   };
-  if (failed(forEachPlannedGroup(planned->step, emitGroup)))
+  // Collectives run in the runtime, between kernels, in plan order.
+  auto emitCollective = [&](const KernelLaunch &launch) { plan.launches.push_back(launch); };
+  if (failed(forEachPlannedGroup(planned->step, emitGroup, emitCollective, "host codegen")))
     return failure();
   source += "}  // extern \"C\"\n";
   plan.source = std::move(source);

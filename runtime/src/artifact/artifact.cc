@@ -109,6 +109,19 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(const std::string& dir_
         "recompile the model with this llmc",
         manifest_path, m.host_abi_version, LLMC_HOST_ABI_VERSION));
 
+  // A partitioned artifact: this rank's weight file has the shared layout.
+  const int64_t ranks = m.mesh.tp * m.mesh.pp;
+  if (options.rank < 0 || (options.rank > 0 && options.rank >= ranks))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: rank %d does not exist: the artifact is split over %d rank(s)", dir, options.rank,
+        ranks));
+  if (ranks > 1) {
+    const ManifestMeshRank& r = m.mesh.ranks[size_t(options.rank)];
+    a->manifest_.weights.file = r.weights_file;
+    a->manifest_.weights.size = r.weights_size;
+    a->manifest_.weights.checksum = r.weights_checksum;
+  }
+
   if (m.weights.dummy_seed != 0) {
     // No weight file: the bytes are generated here (dummy_weights.h).
     auto generated = MappedFile::Anonymous(

@@ -1,7 +1,12 @@
 #include "llmc/runtime/engine/loaded_model.h"
 
+#include <csignal>
+#include <cstdlib>
+
 #include "llmc/core/format/gguf.h"
 #include "llmc/core/status_macros.h"
+#include "llmc/runtime/dist/communicator.h"
+#include "llmc/runtime/exec/rank_runner.h"
 
 namespace llmc {
 namespace {
@@ -25,15 +30,53 @@ std::vector<int32_t> EndOfGenerationIds(const Tokenizer& tokenizer) {
   return ids;
 }
 
-absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadOptions& options) {
+namespace {
+
+// The artifact, tokenizer and runner of this process (one rank of a
+// partitioned artifact, or the only one).
+absl::StatusOr<LoadedModel> LoadModelOnThisRank(const std::string& dir,
+                                                const LoadOptions& options) {
   LoadedModel m;
+  // Started by an MPI launcher, this process is one rank of a world: it maps
+  // its rank's weights of a partitioned artifact, and the runner checks the
+  // world's size against the artifact's mesh.
+  RunnerOptions runner = options.runner;
+  if (runner.communicator == nullptr && LaunchedAsMpiRank()) {
+    LLMC_ASSIGN_OR_RETURN(runner.communicator, MpiWorld());
+  }
   Artifact::OpenOptions open;
   open.verify_checksum = options.verify_checksum;
+  open.rank = runner.communicator ? runner.communicator->rank() : 0;
   LLMC_ASSIGN_OR_RETURN(m.artifact, Artifact::Open(dir, open));
   LLMC_ASSIGN_OR_RETURN(m.tokenizer, LoadTokenizer(*m.artifact));
   m.eos_ids = EndOfGenerationIds(*m.tokenizer);
-  LLMC_ASSIGN_OR_RETURN(m.runner, CreateStepRunner(*m.artifact, options.runner, options.backend));
+  LLMC_ASSIGN_OR_RETURN(m.runner, CreateStepRunner(*m.artifact, runner, options.backend));
   m.max_position = m.artifact->manifest().model.max_position;
+  Communicator* comm = runner.communicator;
+  if (comm != nullptr && comm->size() > 1) {
+    if (comm->rank() == 0) {
+      m.runner = std::make_unique<LeaderRunner>(std::move(m.runner), comm);
+    } else {
+      // A follower never returns to the command: it runs the leader's steps
+      // until the leader stops, then the process ends. mpirun hands ^C and
+      // SIGTERM to every rank; the leader drains and then stops the
+      // followers, which must outlive it until then.
+      std::signal(SIGINT, SIG_IGN);
+      std::signal(SIGTERM, SIG_IGN);
+      absl::Status st = RunFollowerRank(*m.runner, *comm);
+      EndWorldOnError(st);
+      std::exit(0);
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadOptions& options) {
+  absl::StatusOr<LoadedModel> m = LoadModelOnThisRank(dir, options);
+  // A rank that cannot load ends the others, which would wait for it.
+  if (!m.ok()) EndWorldOnError(m.status());
   return m;
 }
 

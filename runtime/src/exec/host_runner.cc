@@ -19,8 +19,13 @@ HostRunner::~HostRunner() {
 }
 
 std::string HostRunner::ExecutionSummary() const {
+  if (options_.communicator && options_.communicator->size() > 1)
+    return absl::StrFormat("%d threads, rank %d of %d", threads(), rank(),
+                           options_.communicator->size());
   return absl::StrFormat("%d threads", threads());
 }
+
+int HostRunner::rank() const { return options_.communicator ? options_.communicator->rank() : 0; }
 
 int64_t HostRunner::kv_cache_bytes() const {
   int64_t bytes = 0;
@@ -45,6 +50,19 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
         "%s: the host backend runs f32 activations and KV cache, the artifact has %s/%s",
         artifact.dir(), m.activation_dtype, m.kv_dtype));
 
+  // A partitioned artifact runs as one rank of a world of tp ranks.
+  const int64_t ranks = m.mesh.tp * m.mesh.pp;
+  const int world = options.communicator ? options.communicator->size() : 1;
+  if (ranks > 1 && world != ranks)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s is split over %d tensor-parallel ranks (llmc compile --tp %d): start it as "
+        "`mpirun -np %d llmc-rt ...`; this process is one rank of %d",
+        artifact.dir(), ranks, ranks, ranks, world));
+  if (ranks > 1 && m.mesh.pp > 1)
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: pipeline-parallel artifacts do not run yet", artifact.dir()));
+  const int64_t kv_heads = ranks > 1 ? m.mesh.kv_heads : c.num_kv_heads;
+
   auto runner = std::unique_ptr<HostRunner>(new HostRunner());
   runner->artifact_ = &artifact;
   runner->options_ = options;
@@ -55,7 +73,7 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
   if (o.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
   LLMC_ASSIGN_OR_RETURN(
       o.num_blocks,
-      KvCacheBlocks(o, KvBytesPerBlock(c.num_layers, c.num_kv_heads, c.head_dim, o.block_size,
+      KvCacheBlocks(o, KvBytesPerBlock(c.num_layers, kv_heads, c.head_dim, o.block_size,
                                        int64_t(sizeof(float))),
                     c.max_position, /*free_device_bytes=*/-1));
   runner->vocab_ = c.vocab_size;
@@ -81,8 +99,7 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
     int64_t rows = b.rows == "logits" ? o.max_logits : o.max_batch_tokens;
     runner->buffers_.emplace_back(size_t(rows * b.row_bytes / int64_t(sizeof(float))));
   }
-  size_t cache_bytes =
-      size_t(o.num_blocks * o.block_size * c.num_kv_heads * c.head_dim) * sizeof(float);
+  size_t cache_bytes = size_t(o.num_blocks * o.block_size * kv_heads * c.head_dim) * sizeof(float);
   for (int64_t l = 0; l < 2 * c.num_layers; ++l) {
     void* p = mmap(nullptr, cache_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -92,8 +109,14 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
     runner->caches_.push_back({static_cast<float*>(p), cache_bytes});
   }
 
-  for (const ManifestStep& s : m.steps) {
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const ManifestStep& s = m.steps[i];
     Launch launch;
+    if (!s.collective.empty()) {
+      LLMC_ASSIGN_OR_RETURN(launch.collective, MakeHostCollective(m, i, runner->buffers_));
+      runner->launches_.push_back(std::move(launch));
+      continue;
+    }
     launch.fn = runner->kernels_[size_t(s.kernel)];
     if (launch.fn == nullptr)
       return absl::FailedPreconditionError(absl::StrFormat(
@@ -138,6 +161,12 @@ absl::StatusOr<const float*> HostRunner::Step(const StepBatch& batch) {
   info.pool = pool_.get();
   info.parallel_for = &ThreadPool::ParallelForC;
   for (const Launch& l : launches_) {
+    if (l.collective) {
+      const int64_t rows = l.collective->logits_rows ? info.num_logits : info.num_tokens;
+      LLMC_RETURN_IF_ERROR(
+          RunHostCollective(*l.collective, rows, *options_.communicator, gather_scratch_));
+      continue;
+    }
     llmc_host_args args{&info, l.buffers.data(), l.weights.data(), l.caches.data()};
     l.fn(&args);
   }

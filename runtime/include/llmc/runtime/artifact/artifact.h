@@ -22,6 +22,10 @@ struct ArtifactOpenOptions {
   // Hash the whole weight file and compare with the manifest (several GB/s;
   // it also faults the weights in, which the first step would do anyway).
   bool verify_checksum = true;
+  // Which rank of a partitioned artifact (manifest mesh) this process is:
+  // its weight file is the one mapped, and manifest().weights then describes
+  // that file. 0 for an unpartitioned artifact.
+  int rank = 0;
 };
 
 class Artifact {

@@ -1,17 +1,21 @@
 // Executes an artifact's step plan on the host: the kernels of the host
 // shared object, in the manifest's order, over activation buffers sized for
-// the largest batch and a KV cache held in host memory.
+// the largest batch and a KV cache held in host memory. A tensor-parallel
+// artifact runs as one rank of its group (RunnerOptions::communicator): this
+// rank's weights and KV heads, and the plan's collectives between kernels.
 #ifndef LLMC_RUNTIME_EXEC_HOST_RUNNER_H_
 #define LLMC_RUNTIME_EXEC_HOST_RUNNER_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "llmc/runtime/artifact/artifact.h"
 #include "llmc/core/artifact/host_abi.h"
+#include "llmc/runtime/exec/host_collective.h"
 #include "llmc/runtime/exec/step_batch.h"
 #include "llmc/runtime/exec/step_runner.h"
 #include "llmc/runtime/host/thread_pool.h"
@@ -35,6 +39,7 @@ class HostRunner : public StepRunner {
   int64_t max_logits() const override { return options_.max_logits; }
   int threads() const override { return pool_->size(); }
   std::string ExecutionSummary() const override;
+  int rank() const override;
   // Bytes of the KV cache (all layers, K and V).
   int64_t kv_cache_bytes() const override;
 
@@ -57,14 +62,17 @@ class HostRunner : public StepRunner {
     size_t bytes = 0;
   };
   std::vector<CacheRegion> caches_;
-  // Per step entry, the pointer arrays its launch passes (rebuilt once).
+  // Per step entry, the pointer arrays its launch passes (rebuilt once), or
+  // the collective it runs (a tensor-parallel plan).
   struct Launch {
-    llmc_host_kernel_fn fn;
+    llmc_host_kernel_fn fn = nullptr;
     std::vector<void*> buffers;
     std::vector<const void*> weights;
     std::vector<void*> caches;
+    std::optional<HostCollective> collective;
   };
   std::vector<Launch> launches_;
+  std::vector<float> gather_scratch_;  // all-gathers' rank-major rows
 };
 
 }  // namespace llmc

@@ -15,6 +15,8 @@
 
 namespace llmc {
 
+class Communicator;
+
 struct RunnerOptions {
   int threads = 0;                 // host: 0 for one per core
   int64_t max_batch_tokens = 512;  // T of the largest step
@@ -38,6 +40,9 @@ struct RunnerOptions {
   std::string tune_file;
   // CUDA: time each step entry with events (KernelTimes); for `llmc tune`.
   bool profile_kernels = false;
+  // The ranks of a partitioned artifact (its manifest's mesh), this process
+  // one of them; null runs an unpartitioned artifact alone. Not owned.
+  Communicator* communicator = nullptr;
 };
 
 class StepRunner {
@@ -60,6 +65,9 @@ class StepRunner {
   // Where it runs, for one line of statistics: "4 threads" on the host,
   // "CUDA sm_90 on NVIDIA H200" on a GPU.
   virtual std::string ExecutionSummary() const = 0;
+  // This process's rank among the ranks of a partitioned artifact (0 when
+  // it runs alone; the commands run on rank 0, see rank_runner.h).
+  virtual int rank() const { return 0; }
 };
 
 // The runner `choice` names (ChooseBackend's answer; a default BackendChoice

@@ -1,0 +1,102 @@
+#include "llmc/runtime/exec/rank_runner.h"
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "llmc/core/status_macros.h"
+
+namespace llmc {
+namespace {
+
+// The header that precedes each step: what follows, in int32s.
+struct WireHeader {
+  int64_t kind;  // kStep or kStop
+  int64_t tokens, seqs, logits, max_blocks, table_entries;
+};
+constexpr int64_t kStep = 0x6c6c6d6373746570;  // "llmcstep"
+constexpr int64_t kStop = 0x6c6c6d6373746f70;  // "llmcstop"
+
+// The arrays of a batch, in wire order.
+std::vector<std::vector<int32_t>*> Arrays(StepBatch& b) {
+  return {&b.tokens,       &b.positions,    &b.query_starts, &b.context_lens,
+          &b.block_tables, &b.slot_mapping, &b.logits_rows};
+}
+
+}  // namespace
+
+absl::Status SendBatch(const StepBatch* batch, Communicator& comm) {
+  WireHeader h{kStop, 0, 0, 0, 0, 0};
+  if (batch != nullptr)
+    h = {kStep,
+         batch->num_tokens(),
+         batch->num_seqs(),
+         int64_t(batch->logits_rows.size()),
+         batch->max_blocks,
+         int64_t(batch->block_tables.size())};
+  LLMC_RETURN_IF_ERROR(comm.Broadcast(&h, sizeof(h), 0));
+  if (batch == nullptr) return absl::OkStatus();
+  std::vector<int32_t> payload;
+  for (std::vector<int32_t>* a : Arrays(const_cast<StepBatch&>(*batch)))
+    payload.insert(payload.end(), a->begin(), a->end());
+  return comm.Broadcast(payload.data(), int64_t(payload.size() * sizeof(int32_t)), 0);
+}
+
+absl::StatusOr<bool> ReceiveBatch(StepBatch& batch, Communicator& comm) {
+  WireHeader h{};
+  LLMC_RETURN_IF_ERROR(comm.WaitForBroadcast(&h, sizeof(h), 0));
+  if (h.kind == kStop) return false;
+  const int64_t limit = int64_t(1) << 28;
+  if (h.kind != kStep || h.tokens < 0 || h.seqs < 0 || h.logits < 0 || h.max_blocks < 0 ||
+      h.table_entries < 0 || h.tokens > limit || h.seqs > limit || h.logits > limit ||
+      h.table_entries > limit)
+    return absl::DataLossError("follower: the leader's step header is garbled");
+  batch.tokens.resize(size_t(h.tokens));
+  batch.positions.resize(size_t(h.tokens));
+  batch.query_starts.resize(size_t(h.seqs + 1));
+  batch.context_lens.resize(size_t(h.seqs));
+  batch.block_tables.resize(size_t(h.table_entries));
+  batch.max_blocks = h.max_blocks;
+  batch.slot_mapping.resize(size_t(h.tokens));
+  batch.logits_rows.resize(size_t(h.logits));
+  size_t total = 0;
+  for (std::vector<int32_t>* a : Arrays(batch)) total += a->size();
+  std::vector<int32_t> payload(total);
+  LLMC_RETURN_IF_ERROR(comm.Broadcast(payload.data(), int64_t(total * sizeof(int32_t)), 0));
+  size_t at = 0;
+  for (std::vector<int32_t>* a : Arrays(batch)) {
+    std::memcpy(a->data(), payload.data() + at, a->size() * sizeof(int32_t));
+    at += a->size();
+  }
+  return true;
+}
+
+LeaderRunner::~LeaderRunner() {
+  if (!failed_) (void)SendBatch(nullptr, *comm_);
+}
+
+absl::StatusOr<const float*> LeaderRunner::Step(const StepBatch& batch) {
+  if (failed_) return absl::UnavailableError("the other ranks are gone (an earlier step failed)");
+  // A batch the runner would refuse never reaches the followers.
+  LLMC_RETURN_IF_ERROR(ValidateStepBatch(
+      batch, {max_batch_tokens(), max_logits(), num_blocks(), block_size(), vocab_size()}));
+  if (absl::Status st = SendBatch(&batch, *comm_); !st.ok()) {
+    failed_ = true;
+    return st;
+  }
+  return inner_->Step(batch);
+}
+
+absl::Status RunFollowerRank(StepRunner& runner, Communicator& comm) {
+  StepBatch batch;
+  for (;;) {
+    LLMC_ASSIGN_OR_RETURN(bool step, ReceiveBatch(batch, comm));
+    if (!step) return absl::OkStatus();
+    absl::StatusOr<const float*> logits = runner.Step(batch);
+    if (!logits.ok())
+      return absl::Status(logits.status().code(),
+                          absl::StrFormat("rank %d: %s", comm.rank(), logits.status().message()));
+  }
+}
+
+}  // namespace llmc
