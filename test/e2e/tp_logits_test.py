@@ -211,12 +211,100 @@ def check_smollm2(llmc, rt, work, tp=3):
     return ok
 
 
+def rank_pids(launcher_pid):
+    """{MPI rank: pid} of the processes mpirun started."""
+    ranks = {}
+    for child in subprocess.run(["pgrep", "-P", str(launcher_pid)], capture_output=True,
+                                text=True).stdout.split():
+        try:
+            env = open(f"/proc/{child}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        for var in env:
+            if var.startswith(b"OMPI_COMM_WORLD_RANK="):
+                ranks[int(var.split(b"=")[1])] = int(child)
+    return ranks
+
+
+def check_rank_killed_mid_run(rt, art, work):
+    """`mpirun -np 2 llmc-rt serve`: while rank 0 streams a long completion,
+    rank 1 is killed (SIGKILL); every rank must end, with a message, within
+    30 s, and the client's stream must end rather than hang."""
+    import socket
+    import threading
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(os.path.join(work, "killed-serve.log"), "w+")
+    proc = subprocess.Popen(mpirun_command(2) + [rt, "serve", art, "--port", str(port), "-t", "1"],
+                            stdout=log, stderr=subprocess.STDOUT, env=mpi_env())
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        got_bytes = threading.Event()
+        stream_end = {}
+
+        def stream():
+            body = json.dumps({"prompt": [1, 2, 3], "max_tokens": 2000, "stream": True,
+                               "ignore_eos": True, "temperature": 0}).encode()
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    for line in r:
+                        got_bytes.set()
+                        if b"[DONE]" in line:
+                            stream_end["done"] = True
+                stream_end["how"] = "closed"
+            except Exception as e:  # the server going away mid-stream
+                stream_end["how"] = f"error: {type(e).__name__}"
+            got_bytes.set()
+
+        client = threading.Thread(target=stream, daemon=True)
+        client.start()
+        got_bytes.wait(30)
+        ranks = rank_pids(proc.pid)
+        if 1 not in ranks:
+            print(f"FAIL error, a rank killed mid-run: cannot find rank 1 among {ranks}")
+            return False
+        os.kill(ranks[1], 9)
+        start = time.monotonic()
+        try:
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            print("FAIL error, a rank killed mid-run: the other rank still runs after 60 s")
+            return False
+        took = time.monotonic() - start
+        client.join(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    log.seek(0)
+    text = log.read()
+    said = "killed" in text.lower() or "signal 9" in text or "ending all ranks" in text
+    # The stream must have been cut, not finished: the kill came mid-run.
+    mid_run = not stream_end.get("done")
+    good = rc != 0 and took < 30 and said and "how" in stream_end and mid_run
+    print(f"{'PASS' if good else 'FAIL'} error, rank 1 killed while rank 0 streams: mpirun "
+          f"exit {rc} {took:.1f} s later, message {'found' if said else 'MISSING'}, client stream "
+          f"{stream_end.get('how', 'still open')}{' before [DONE]' if mid_run else ' AFTER [DONE]: not mid-run'}")
+    if not said:
+        print(text[-800:])
+    return good
+
+
 def check_errors(llmc, rt, work):
     """Each load error ends every rank with a message that names it."""
     model = os.path.join(work, "errors-hf")
     run([sys.executable, SYNTH, "--format", "hf", "--out", model, "--seed", "3", "--arch", "llama",
          "--vocab", "300", "--hidden", "64", "--heads", "4", "--kv-heads", "2",
-         "--intermediate", "128", "--layers", "1"])
+         "--intermediate", "128", "--layers", "1", "--max-position", "2048"])
     art = os.path.join(work, "errors-tp2.llmc")
     run([llmc, "compile", model, "--tp", "2", "-o", art])
     out = os.path.join(work, "errors.f32")
@@ -242,6 +330,7 @@ def check_errors(llmc, rt, work):
         ok &= good
         print(f"{'PASS' if good else 'FAIL'} error, {what}: exit {r.returncode} in {took:.1f} s, "
               f"message {'found' if found else 'MISSING: ' + repr(text[-400:])}")
+    ok &= check_rank_killed_mid_run(rt, art, work)
     # A rank whose weight file is gone.
     os.remove(os.path.join(art, "weights", "rank1.bin"))
     start = time.monotonic()

@@ -9,6 +9,7 @@
 #include "llmc/runtime/cli/commands.h"
 #include "llmc/runtime/cli/flags.h"
 #include "inspect_cuda.h"
+#include "inspect_mesh.h"
 #include "run_command.h"
 
 namespace llmc::cli {
@@ -34,6 +35,7 @@ void AppendLayerKernels(const Manifest& m, std::string* out) {
   bool named = false;
   for (const ManifestStep& s : m.steps) {
     named |= !s.name.empty();
+    if (s.kernel < 0) continue;  // a collective between kernels
     int64_t layer = LayerOf(s.name);
     (layer < 0 ? outside : by_layer[layer]).push_back(s.kernel);
   }
@@ -114,11 +116,14 @@ int RunInspectCommand(int argc, char** argv) {
                           m.weights.tensors.size(), m.weights.size, m.weights.checksum);
   for (const auto& [format, v] : by_format)
     absl::StrAppendFormat(&out, "           %-6s %4d tensors %12d bytes\n", format, v.first, v.second);
+  int64_t launches = 0;  // kernels, not the collectives between them
+  for (const auto& s : m.steps) launches += s.kernel >= 0;
   absl::StrAppendFormat(&out, "kernels  %d unique, %d launches per step (%.1f per layer)\n",
-                        m.kernels.size(), m.steps.size(),
-                        c.num_layers > 0 ? double(m.steps.size()) / double(c.num_layers) : 0.0);
+                        m.kernels.size(), launches,
+                        c.num_layers > 0 ? double(launches) / double(c.num_layers) : 0.0);
   std::vector<int64_t> uses(m.kernels.size());
-  for (const auto& s : m.steps) ++uses[size_t(s.kernel)];
+  for (const auto& s : m.steps)
+    if (s.kernel >= 0) ++uses[size_t(s.kernel)];
   for (size_t i = 0; i < m.kernels.size(); ++i)
     absl::StrAppendFormat(&out, "  %-14s %-6s x%-4d %-36s %s\n", m.kernels[i].symbol,
                           m.kernels[i].target, uses[i], m.kernels[i].ops, m.kernels[i].launch);
@@ -130,7 +135,8 @@ int RunInspectCommand(int argc, char** argv) {
                           int64_t(i) == m.logits_buffer ? "  <- logits" : "");
   if (steps)
     for (size_t i = 0; i < m.steps.size(); ++i)
-      absl::StrAppendFormat(&out, "  step %4d: %s\n", i, m.kernels[size_t(m.steps[i].kernel)].ops);
+      absl::StrAppendFormat(&out, "  step %4d: %s\n", i, DescribeStep(m, m.steps[i]));
+  AppendMeshSection(m, &out);
   AppendCudaSection(**artifact, steps, &out);
   std::fputs(out.c_str(), stdout);
   return 0;
