@@ -104,6 +104,11 @@ CompilePipelineOptions pipelineOptionsOf(const CompileOptions &o) {
     p.quantizeSkip.push_back(llvm::StringRef(s).trim().str());
   p.tp = o.tp;
   p.pp = o.pp;
+  // The CUDA GEMMs fold a norm into their prologue, not the residual add
+  // before it (which tensor parallelism leaves there, after the all-reduce).
+  p.fusePrologueElementwise = llvm::all_of(o.targets, [](const std::string &t) {
+    return t == "host";
+  });
   p.ppLayers = o.ppLayers;
   return p;
 }
@@ -131,15 +136,11 @@ absl::Status checkPartition(const CompileOptions &o) {
   if (!o.ppLayers.empty() && int64_t(o.ppLayers.size()) != o.pp)
     return usage(absl::StrCat("--pp-layers gives ", o.ppLayers.size(), " layer ranges for --pp=",
                               o.pp, " stages"));
-  // Tensor-parallel host artifacts are written (per-rank weight files,
-  // collectives in the step plan); pipeline stages and CUDA code are not yet.
+  // Tensor-parallel artifacts are written (per-rank weight files, collectives
+  // in the host and CUDA step plans); pipeline stages are not yet.
   if (o.pp > 1 && o.emit != EmitKind::kMLIR && o.emit != EmitKind::kKernels)
     return usage("--pp: llmc cannot write pipeline-parallel artifacts yet; --emit=mlir and "
                  "--emit=kernels show every stage's IR");
-  if (o.tp > 1 && (o.emit == EmitKind::kCUDA || o.emit == EmitKind::kPTX ||
-                   llvm::any_of(o.targets, [](const std::string &t) { return t != "host"; })))
-    return usage("--tp: tensor-parallel artifacts run on the host backend only so far "
-                 "(--target=host); the CUDA code has no collectives yet");
   if (o.tp > 1 && o.dummyWeights)
     return usage("--tp: dummy weights cannot be split over ranks");
   return absl::OkStatus();

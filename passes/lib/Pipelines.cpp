@@ -38,8 +38,11 @@ void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &opt
     pm.addPass(createQuantize(q));
   }
   buildPartitionStage(pm, options);
-  if (options.fuse)
-    pm.addPass(createFuse());
+  if (options.fuse) {
+    FuseOptions f;
+    f.prologueElementwise = options.fusePrologueElementwise;
+    pm.addPass(createFuse(f));
+  }
   pm.addPass(createOutlineKernels());
   pm.addPass(createPlaceRope());
   pm.addPass(createPlanMemory());

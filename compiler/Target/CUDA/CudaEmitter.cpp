@@ -501,7 +501,9 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
                              bindings.caches});
     return success();
   };
-  if (failed(forEachPlannedGroup(planned->step, emitGroup, /*collective=*/nullptr, "CUDA codegen")))
+  // Collectives run between the kernels, in plan order (NCCL, in the runtime).
+  auto emitCollective = [&](const KernelLaunch &launch) { plan.launches.push_back(launch); };
+  if (failed(forEachPlannedGroup(planned->step, emitGroup, emitCollective, "CUDA codegen")))
     return failure();
   return plan;
 }

@@ -48,7 +48,8 @@ bool availableAt(Value v, Operation *first) {
 
 class GroupFormer {
 public:
-  explicit GroupFormer(Block &block) : block(block) {}
+  GroupFormer(Block &block, bool prologueElementwise)
+      : block(block), prologueElementwise(prologueElementwise) {}
 
   unsigned run() {
     // Forming a group erases its members, so walk a list of anchors made
@@ -84,6 +85,7 @@ private:
   bool build(llvm::SetVector<Operation *> &members, Operation *anchor);
 
   Block &block;
+  bool prologueElementwise; // Fuse's prologue-elementwise option
   unsigned formed = 0;
 };
 
@@ -104,6 +106,8 @@ void GroupFormer::absorbPrologue(Operation *anchor, llvm::SetVector<Operation *>
     norm = copy;
   }
   members.insert(norm);
+  if (!prologueElementwise)
+    return;
   // Elementwise producers of the norm's input, of the same width, as long as
   // everything the group reads still exists where it will be placed (at its
   // earliest member).
@@ -271,10 +275,10 @@ bool GroupFormer::formElementwiseGroup(Operation *seed) {
 
 } // namespace
 
-unsigned formFusionGroups(func::FuncOp fn) {
+unsigned formFusionGroups(func::FuncOp fn, bool prologueElementwise) {
   if (fn.getBody().empty())
     return 0;
-  return GroupFormer(fn.getBody().front()).run();
+  return GroupFormer(fn.getBody().front(), prologueElementwise).run();
 }
 
 } // namespace llmc

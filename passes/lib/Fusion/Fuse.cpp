@@ -19,7 +19,7 @@ struct FusePass : llmc::impl::FuseBase<FusePass> {
       if (mergeSiblings)
         numMerged += llmc::mergeSiblingProjections(fn);
       if (formGroups)
-        numGroups += llmc::formFusionGroups(fn);
+        numGroups += llmc::formFusionGroups(fn, prologueElementwise);
     });
   }
 };

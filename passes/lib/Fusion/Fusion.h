@@ -16,7 +16,7 @@ unsigned mergeSiblingProjections(mlir::func::FuncOp fn);
 // and a norm) and epilogue (split, RoPE on a region, elementwise consumers)
 // into an llm.fusion group, then chains of leftover elementwise ops into
 // groups of their own. Returns the number of groups formed.
-unsigned formFusionGroups(mlir::func::FuncOp fn);
+unsigned formFusionGroups(mlir::func::FuncOp fn, bool prologueElementwise = true);
 
 } // namespace llmc
 

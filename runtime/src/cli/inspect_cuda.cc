@@ -66,7 +66,8 @@ void AppendCudaSection(const Artifact& artifact, bool steps, std::string* out) {
   }
 
   std::vector<int64_t> uses(c.kernels.size());
-  for (const ManifestStep& s : c.steps) ++uses[size_t(s.kernel)];
+  for (const ManifestStep& s : c.steps)
+    if (s.kernel >= 0) ++uses[size_t(s.kernel)];  // -1: a collective
   size_t launches = 0, width = 0, shape_width = 0;
   for (const ManifestCudaKernel& k : c.kernels) {
     launches += k.launches.size();
@@ -101,8 +102,9 @@ void AppendCudaSection(const Artifact& artifact, bool steps, std::string* out) {
   if (steps)
     for (size_t i = 0; i < c.steps.size(); ++i)
       absl::StrAppendFormat(out, "  cuda step %4d: c%d %s\n", i, c.steps[i].kernel,
-                            c.steps[i].name.empty() ? c.kernels[size_t(c.steps[i].kernel)].ops
-                                                    : c.steps[i].name);
+                            !c.steps[i].collective.empty() ? c.steps[i].collective
+                            : c.steps[i].name.empty() ? c.kernels[size_t(c.steps[i].kernel)].ops
+                                                      : c.steps[i].name);
   for (const ManifestCudaModule& mod : c.modules) AppendPtxas(mod, out);
 }
 

@@ -103,6 +103,12 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   const ManifestCuda& c = m.cuda;
   const ModelConfig& config = m.model;
   if (!device) return absl::InvalidArgumentError("CudaRunner: no device");
+  // Its plan holds collectives, which need NCCL (not yet in this executor).
+  if (m.mesh.tp * m.mesh.pp > 1)
+    return absl::UnimplementedError(absl::StrFormat(
+        "%s is split over %d tensor-parallel ranks, and the CUDA executor has no collectives "
+        "yet (NCCL); run it with --backend=host",
+        artifact.dir(), m.mesh.tp * m.mesh.pp));
   if (c.modules.empty())
     return absl::FailedPreconditionError(
         absl::StrFormat("%s: the artifact has no CUDA kernels (targets: %s)", artifact.dir(),

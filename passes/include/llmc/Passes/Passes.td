@@ -288,7 +288,11 @@ def Fuse : Pass<"llmc-fuse", "::mlir::ModuleOp"> {
     Option<"mergeSiblings", "merge-siblings", "bool", /*default=*/"true",
            "merge linears that share an input into one GEMM">,
     Option<"formGroups", "form-groups", "bool", /*default=*/"true",
-           "form llm.fusion groups around GEMMs and elementwise chains">
+           "form llm.fusion groups around GEMMs and elementwise chains">,
+    Option<"prologueElementwise", "prologue-elementwise", "bool", /*default=*/"true",
+           "absorb the elementwise producers of a GEMM's norm (a residual add) into its "
+           "prologue; `llmc compile` turns it off for CUDA targets, whose GEMMs fold only the "
+           "norm (after a tensor-parallel all-reduce the residual add lands there)">
   ];
   let statistics = [
     Statistic<"numMerged", "num-merged", "sibling projections merged">,

@@ -28,6 +28,8 @@ struct CompilePipelineOptions {
   // groups). Off gives one kernel per op, the baseline fusion is measured
   // against.
   bool fuse = true;
+  // The fuse pass's prologue-elementwise option (off for CUDA targets).
+  bool fusePrologueElementwise = true;
   // Tensor parallelism: ranks of the group (1: none).
   int64_t tp = 1;
   // Pipeline parallelism: stages (1: none), the stage this pipeline builds,

@@ -251,17 +251,20 @@ TEST(ManifestMesh, CollectiveNeedsSeveralRanks) {
                "(mesh.tp 1): collectives need a tensor-parallel mesh"});
 }
 
-TEST(ManifestMesh, CudaStepsHaveNoCollectives) {
+// The CUDA plan of a partitioned artifact carries its collectives too,
+// checked by the same rules.
+TEST(ManifestMesh, CudaStepsCarryCollectivesByTheSameRules) {
   Manifest m = TinyMeshManifest();
   Manifest cuda = TinyCudaManifest();
   m.targets = cuda.targets;
   m.cuda = cuda.cuda;
   ASSERT_TRUE(ValidateManifest(m, kPath).ok()) << ValidateManifest(m, kPath);
-  m.cuda.steps.push_back({-1, {2, 0}, {}, {}, "layers.0.attn.all_reduce", "all_reduce_sum"});
+  ManifestStep reduce = m.steps[kReduce];
+  m.cuda.steps.push_back(reduce);
+  ASSERT_TRUE(ValidateManifest(m, kPath).ok()) << ValidateManifest(m, kPath);
+  m.cuda.steps.back().out_row_elems = reduce.in_row_elems - 1;
   ExpectError(ManifestFromJson(ManifestToJson(m), kPath),
-              {kPath,
-               "cuda.steps[4].collective is 'all_reduce_sum'; the CUDA step plan has no "
-               "collectives yet"});
+              {kPath, "cuda.steps[4].out_row_elems is", "all_reduce_sum keeps the row width"});
 }
 
 TEST(ManifestMesh, TpAndPpArePositive) {
