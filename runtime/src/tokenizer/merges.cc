@@ -58,6 +58,22 @@ void Merge(std::vector<Symbol>& s, int left, int right) {
   if (r.next >= 0) s[r.next].prev = left;
 }
 
+// Merges adjacent symbols, best candidate first, until no candidate is left:
+// `consider(left, right)` queues the pair when its merge is a token. A
+// popped candidate whose symbols changed since it was queued is stale.
+template <typename Queue, typename Consider>
+void MergeBest(std::vector<Symbol>& symbols, Queue& queue, const Consider& consider) {
+  for (int i = 1; i < int(symbols.size()); ++i) consider(i - 1, i);
+  while (!queue.empty()) {
+    auto c = queue.top();
+    queue.pop();
+    if (!IsCurrent(symbols, c.left, c.right, c.size)) continue;
+    Merge(symbols, c.left, c.right);
+    consider(symbols[c.left].prev, c.left);
+    consider(c.left, symbols[c.left].next);
+  }
+}
+
 }  // namespace
 
 void BpeEncodeWord(const Vocab& vocab, std::string_view word, std::vector<int32_t>* out) {
@@ -80,16 +96,7 @@ void BpeEncodeWord(const Vocab& vocab, std::string_view word, std::vector<int32_
     if (it == vocab.merge_ranks.end()) return;
     queue.push({left, right, it->second, symbols[left].len + symbols[right].len});
   };
-  for (int i = 1; i < int(symbols.size()); ++i) consider(i - 1, i);
-
-  while (!queue.empty()) {
-    Candidate c = queue.top();
-    queue.pop();
-    if (!IsCurrent(symbols, c.left, c.right, c.size)) continue;
-    Merge(symbols, c.left, c.right);
-    consider(symbols[c.left].prev, c.left);
-    consider(c.left, symbols[c.left].next);
-  }
+  MergeBest(symbols, queue, consider);
 
   for (int i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next) {
     std::string_view piece = word.substr(symbols[i].begin, symbols[i].len);
@@ -120,16 +127,7 @@ void SpmEncode(const Vocab& vocab, std::string_view text, std::vector<int32_t>* 
     if (id < 0) return;
     queue.push({left, right, vocab.scores[id], size});
   };
-  for (int i = 1; i < int(symbols.size()); ++i) consider(i - 1, i);
-
-  while (!queue.empty()) {
-    Candidate c = queue.top();
-    queue.pop();
-    if (!IsCurrent(symbols, c.left, c.right, c.size)) continue;
-    Merge(symbols, c.left, c.right);
-    consider(symbols[c.left].prev, c.left);
-    consider(c.left, symbols[c.left].next);
-  }
+  MergeBest(symbols, queue, consider);
 
   for (int i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next) {
     std::string_view piece = text.substr(symbols[i].begin, symbols[i].len);
