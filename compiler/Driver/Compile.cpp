@@ -126,8 +126,6 @@ void buildPipeline(mlir::PassManager &pm, const CompileOptions &o, int64_t ppSta
   }
 }
 
-bool isPartitioned(const CompileOptions &o) { return o.tp > 1 || o.pp > 1; }
-
 absl::Status checkPartition(const CompileOptions &o) {
   if (o.tp < 1)
     return usage(absl::StrCat("--tp must be at least 1, got ", o.tp));

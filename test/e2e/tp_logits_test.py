@@ -35,10 +35,13 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 import zlib
 
 import numpy as np
@@ -230,9 +233,6 @@ def check_rank_killed_mid_run(rt, art, work):
     """`mpirun -np 2 llmc-rt serve`: while rank 0 streams a long completion,
     rank 1 is killed (SIGKILL); every rank must end, with a message, within
     30 s, and the client's stream must end rather than hang."""
-    import socket
-    import threading
-    import urllib.request
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -359,36 +359,33 @@ def main():
         rt = a.llmc
     work = a.keep or tempfile.mkdtemp(prefix="llmc-tp-")
     os.makedirs(work, exist_ok=True)
-    passed = failed = 0
+    results = []
+
+    def attempt(name, check):
+        """Runs one check; an exception fails it without hiding the others.
+        None (skipped, said loudly by the check) is not counted."""
+        try:
+            ok = check()
+        except Exception as e:
+            print(f"FAIL {name}: {e}")
+            ok = False
+        if ok is not None:
+            results.append(ok)
+
     try:
         for name, (opts, gguf_type, degrees, flags) in CASES.items():
-            if a.k and a.k not in name:
-                continue
-            try:
-                ok, _ = check_case(a.llmc, rt, name, opts, gguf_type, degrees, flags, work)
-            except Exception as e:  # one case's failure must not hide the others
-                print(f"FAIL {name}: {e}")
-                ok = False
-            passed, failed = passed + ok, failed + (not ok)
+            if not a.k or a.k in name:
+                attempt(name, lambda: check_case(a.llmc, rt, name, opts, gguf_type, degrees,
+                                                 flags, work))
         if not a.k or a.k in "smollm2":
-            try:
-                ok = check_smollm2(a.llmc, rt, work)
-            except Exception as e:
-                print(f"FAIL smollm2: {e}")
-                ok = False
-            if ok is not None:
-                passed, failed = passed + ok, failed + (not ok)
+            attempt("smollm2", lambda: check_smollm2(a.llmc, rt, work))
         if not a.k or a.k in "errors":
-            try:
-                ok = check_errors(a.llmc, rt, work)
-            except Exception as e:
-                print(f"FAIL errors: {e}")
-                ok = False
-            passed, failed = passed + ok, failed + (not ok)
+            attempt("errors", lambda: check_errors(a.llmc, rt, work))
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
+    failed = results.count(False)
+    print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

@@ -19,13 +19,11 @@ HostRunner::~HostRunner() {
 }
 
 std::string HostRunner::ExecutionSummary() const {
-  if (options_.communicator && options_.communicator->size() > 1)
-    return absl::StrFormat("%d threads, rank %d of %d", threads(), rank(),
-                           options_.communicator->size());
+  const Communicator* comm = options_.communicator;
+  if (comm && comm->size() > 1)
+    return absl::StrFormat("%d threads, rank %d of %d", threads(), comm->rank(), comm->size());
   return absl::StrFormat("%d threads", threads());
 }
-
-int HostRunner::rank() const { return options_.communicator ? options_.communicator->rank() : 0; }
 
 int64_t HostRunner::kv_cache_bytes() const {
   int64_t bytes = 0;

@@ -1,5 +1,6 @@
 #include "llmc/runtime/exec/rank_runner.h"
 
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -17,10 +18,11 @@ struct WireHeader {
 constexpr int64_t kStep = 0x6c6c6d6373746570;  // "llmcstep"
 constexpr int64_t kStop = 0x6c6c6d6373746f70;  // "llmcstop"
 
-// The arrays of a batch, in wire order.
-std::vector<std::vector<int32_t>*> Arrays(StepBatch& b) {
-  return {&b.tokens,       &b.positions,    &b.query_starts, &b.context_lens,
-          &b.block_tables, &b.slot_mapping, &b.logits_rows};
+// The arrays of a batch, in wire order (const or not, as the batch is).
+template <typename Batch>
+auto Arrays(Batch& b) {
+  return std::array{&b.tokens,       &b.positions,    &b.query_starts, &b.context_lens,
+                    &b.block_tables, &b.slot_mapping, &b.logits_rows};
 }
 
 }  // namespace
@@ -37,7 +39,7 @@ absl::Status SendBatch(const StepBatch* batch, Communicator& comm) {
   LLMC_RETURN_IF_ERROR(comm.Broadcast(&h, sizeof(h), 0));
   if (batch == nullptr) return absl::OkStatus();
   std::vector<int32_t> payload;
-  for (std::vector<int32_t>* a : Arrays(const_cast<StepBatch&>(*batch)))
+  for (const std::vector<int32_t>* a : Arrays(*batch))
     payload.insert(payload.end(), a->begin(), a->end());
   return comm.Broadcast(payload.data(), int64_t(payload.size() * sizeof(int32_t)), 0);
 }

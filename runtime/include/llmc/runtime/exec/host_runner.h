@@ -39,7 +39,6 @@ class HostRunner : public StepRunner {
   int64_t max_logits() const override { return options_.max_logits; }
   int threads() const override { return pool_->size(); }
   std::string ExecutionSummary() const override;
-  int rank() const override;
   // Bytes of the KV cache (all layers, K and V).
   int64_t kv_cache_bytes() const override;
 

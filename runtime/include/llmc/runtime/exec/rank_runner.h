@@ -35,7 +35,6 @@ class LeaderRunner : public StepRunner {
   int64_t kv_cache_bytes() const override { return inner_->kv_cache_bytes(); }
   int threads() const override { return inner_->threads(); }
   std::string ExecutionSummary() const override { return inner_->ExecutionSummary(); }
-  int rank() const override { return inner_->rank(); }
 
  private:
   std::unique_ptr<StepRunner> inner_;

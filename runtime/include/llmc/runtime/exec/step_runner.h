@@ -65,9 +65,6 @@ class StepRunner {
   // Where it runs, for one line of statistics: "4 threads" on the host,
   // "CUDA sm_90 on NVIDIA H200" on a GPU.
   virtual std::string ExecutionSummary() const = 0;
-  // This process's rank among the ranks of a partitioned artifact (0 when
-  // it runs alone; the commands run on rank 0, see rank_runner.h).
-  virtual int rank() const { return 0; }
 };
 
 // The runner `choice` names (ChooseBackend's answer; a default BackendChoice
