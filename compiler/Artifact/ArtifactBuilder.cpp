@@ -2,8 +2,8 @@
 #include "ArtifactBuilder.h"
 
 #include "Artifact/ArtifactFiles.h"
-#include "Artifact/EmbeddedFile.h"
 #include "Artifact/CudaArtifact.h"
+#include "Artifact/EmbeddedFile.h"
 #include "Artifact/WeightStore.h"
 #include "Target/Host/HostEmitter.h"
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
@@ -44,9 +44,16 @@ std::string cacheDir() {
 // of identical sources and flags are cached by content hash.
 absl::Status buildHostLibrary(const std::string &srcDir, const std::string &source,
                               const std::string &library, const ArtifactOptions &options) {
-  std::vector<std::string> args = {options.hostCompiler, "-std=c++17", "-O3",
-                                   "-march=" + options.hostCpu, "-fPIC", "-shared",
-                                   "-fno-math-errno", "-I" + srcDir, "-o", library,
+  std::vector<std::string> args = {options.hostCompiler,
+                                   "-std=c++17",
+                                   "-O3",
+                                   "-march=" + options.hostCpu,
+                                   "-fPIC",
+                                   "-shared",
+                                   "-fno-math-errno",
+                                   "-I" + srcDir,
+                                   "-o",
+                                   library,
                                    srcDir + "/kernels.cpp"};
   args.insert(args.end() - 3, options.hostCflags.begin(), options.hostCflags.end());
   std::string key = source;
@@ -57,17 +64,18 @@ absl::Status buildHostLibrary(const std::string &srcDir, const std::string &sour
   for (const std::string &a : args)
     if (a != library && a.rfind("-I", 0) != 0 && a.find("kernels.cpp") == std::string::npos)
       key += "\n" + a;
-  std::string cached =
-      cacheDir() + "/" + ChecksumHex(reinterpret_cast<const uint8_t *>(key.data()), key.size()) +
-      ".so";
+  std::string cached = cacheDir() + "/" +
+                       ChecksumHex(reinterpret_cast<const uint8_t *>(key.data()), key.size()) +
+                       ".so";
   if (options.useCache && llvm::sys::fs::exists(cached) &&
       !llvm::sys::fs::copy_file(cached, library))
     return absl::OkStatus();
 
   llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(options.hostCompiler);
   if (!program)
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "host compiler '%s' not found on PATH (set it with --host-compiler)", options.hostCompiler));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("host compiler '%s' not found on PATH (set it with --host-compiler)",
+                        options.hostCompiler));
   std::string log = srcDir + "/build.log";
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
@@ -198,33 +206,60 @@ absl::StatusOr<uint64_t> weightBytes(llm::WeightOp op) {
   int64_t bytes =
       WeightByteSize(llm::stringifyWeightFormat(t.getFormat()).str(), elements, t.getGroup());
   if (bytes < 0)
-    return absl::InternalError(absl::StrFormat("weight '%s': no byte size for its type",
-                                               op.getName().str()));
+    return absl::InternalError(
+        absl::StrFormat("weight '%s': no byte size for its type", op.getName().str()));
   return uint64_t(bytes);
 }
 
-// The mesh of a partitioned module (llm.mesh, set by the partition
-// passes) with the per-rank KV heads of its caches; tp = 1 when unsplit.
-absl::StatusOr<ManifestMesh> meshOf(ModuleOp module) {
+// Where one pipeline stage's files go: the root for stage 0 (and for an
+// artifact without stages), stages/<S>/ for the others.
+struct StageFiles {
+  int64_t stage = 0;
+  std::string prefix; // "" or "stages/1/", relative to the artifact root
+  std::string dir;    // the same directory in the artifact being built
+};
+
+StageFiles stageFiles(const std::string &tmp, int64_t stage) {
+  StageFiles f;
+  f.stage = stage;
+  f.prefix = stage == 0 ? "" : "stages/" + std::to_string(stage) + "/";
+  f.dir = tmp + "/" + f.prefix;
+  return f;
+}
+
+// The mesh of a partitioned module (llm.mesh, set by the partition passes)
+// with the per-rank KV heads of its caches and its TP ranks' weight files
+// (named by world rank, stage * tp + r); tp = 1 when unsplit. The stage
+// list is the caller's to fill.
+ManifestMesh meshOf(ModuleOp module, const StageFiles &files) {
   ManifestMesh mesh;
   auto attr = module->getAttrOfType<DictionaryAttr>("llm.mesh");
   if (!attr)
     return mesh;
-  if (auto pp = attr.getAs<IntegerAttr>("pp"); pp && pp.getInt() > 1)
-    return absl::UnimplementedError("pipeline-parallel artifacts (--pp) are not written yet");
   if (auto tp = attr.getAs<IntegerAttr>("tp"))
     mesh.tp = tp.getInt();
+  if (auto pp = attr.getAs<IntegerAttr>("pp"))
+    mesh.pp = pp.getInt();
+  mesh.stage = files.stage;
   for (Type t : module.lookupSymbol<func::FuncOp>("step").getArgumentTypes())
     if (auto cache = dyn_cast<llm::KVCacheType>(t))
       mesh.kv_heads = cache.getKvHeads();
   for (int64_t r = 0; r < mesh.tp; ++r)
-    mesh.ranks.push_back({"weights/rank" + std::to_string(r) + ".bin", 0, ""});
+    mesh.ranks.push_back(
+        {files.prefix + "weights/rank" + std::to_string(files.stage * mesh.tp + r) + ".bin", 0,
+         ""});
   return mesh;
 }
 
-// Rank r's weight file (r >= 1): the same tensors as rank 0's, in the same
-// order, each its rank-r slice; split weights have equal slices on every
-// rank, so the layout (m.weights.tensors) is shared. Rank 0's entry comes
+// The number of layers (KV caches) `module`'s @step runs.
+int64_t numLayersOf(ModuleOp module) {
+  return llvm::count_if(module.lookupSymbol<func::FuncOp>("step").getArgumentTypes(),
+                        [](Type t) { return isa<llm::KVCacheType>(t); });
+}
+
+// TP rank r's weight file (r >= 1): the same tensors as TP rank 0's, in the
+// same order, each its rank-r slice; split weights have equal slices on every
+// rank, so the layout (m.weights.tensors) is shared. TP rank 0's entry comes
 // from m.weights.
 absl::Status packOtherRanks(WeightStore &store, const std::vector<llm::WeightOp> &packed,
                             Manifest &m, const std::string &tmp) {
@@ -247,18 +282,22 @@ absl::Status packOtherRanks(WeightStore &store, const std::vector<llm::WeightOp>
     ManifestWeights weights;
     LLMC_RETURN_IF_ERROR(writer.Finish(&weights));
     if (weights.size != m.weights.size)
-      return absl::InternalError(absl::StrFormat(
-          "rank %d's weight file holds %d bytes, rank 0's %d: their layouts differ", r,
-          weights.size, m.weights.size));
+      return absl::InternalError(
+          absl::StrFormat("rank %d's weight file holds %d bytes, rank 0's %d: their layouts differ",
+                          r, weights.size, m.weights.size));
     rank.weights_size = weights.size;
     rank.weights_checksum = weights.checksum;
   }
   return absl::OkStatus();
 }
 
-absl::Status build(ModuleOp module, const ModelConfig &config, const std::string &source,
-                   const ImportedModel *model, const ArtifactOptions &options,
-                   const std::string &tmp) {
+// One program's files (a whole artifact's, or one pipeline stage's) under
+// `files`: the host kernels and their library, the CUDA kernels, the weight
+// file of every TP rank. Returns its manifest less what the stages share
+// (the model, the tokenizer: see finishManifest).
+absl::StatusOr<Manifest> buildStage(ModuleOp module, const ImportedModel *model,
+                                    const ArtifactOptions &options, const std::string &tmp,
+                                    const StageFiles &files) {
   auto progress = [&](const std::string &what) {
     if (options.progress)
       options.progress(what);
@@ -270,15 +309,16 @@ absl::Status build(ModuleOp module, const ModelConfig &config, const std::string
     return absl::InternalError("host code generation failed (see the diagnostics above)");
 
   // Sources and the shared object.
-  std::string srcDir = tmp + "/kernels/host/src";
+  std::string srcDir = files.dir + "kernels/host/src";
   LLMC_RETURN_IF_ERROR(makeArtifactDir(srcDir));
   LLMC_RETURN_IF_ERROR(writeArtifactFile(srcDir + "/kernels.cpp", plan->source));
   for (const EmbeddedFile &f : kHostKernelFiles)
     LLMC_RETURN_IF_ERROR(writeArtifactFile(srcDir + "/" + f.name, f.text));
-  progress(absl::StrFormat("building %d host kernels (-march=%s)", plan->kernels.size(),
-                           options.hostCpu));
+  progress(absl::StrFormat("building %d host kernels (-march=%s)%s", plan->kernels.size(),
+                           options.hostCpu,
+                           files.stage > 0 ? " of stage " + std::to_string(files.stage) : ""));
   LLMC_RETURN_IF_ERROR(
-      buildHostLibrary(srcDir, plan->source, tmp + "/kernels/host/kernels.so", options));
+      buildHostLibrary(srcDir, plan->source, files.dir + "kernels/host/kernels.so", options));
 
   // Weights, in the order the step plan first binds them.
   llvm::StringMap<llm::WeightOp> weightOps;
@@ -290,13 +330,17 @@ absl::Status build(ModuleOp module, const ModelConfig &config, const std::string
   std::optional<WeightStore> store;
   if (!dummy)
     store.emplace(*model);
+  Manifest m;
+  m.mesh = meshOf(module, files);
+  const std::string weightFile =
+      m.mesh.ranks.empty() ? "weights/rank0.bin" : m.mesh.ranks[0].weights_file;
   WeightFileWriter writer;
   if (dummy)
     LLMC_RETURN_IF_ERROR(writer.OpenDummy(options.dummySeed));
   else
-    LLMC_RETURN_IF_ERROR(writer.Open(tmp + "/weights/rank0.bin"));
+    LLMC_RETURN_IF_ERROR(writer.Open(tmp + "/" + weightFile));
   llvm::StringMap<int64_t> tensorIndex;
-  std::vector<llm::WeightOp> packed;  // by tensor index, for the other ranks' files
+  std::vector<llm::WeightOp> packed; // by tensor index, for the other ranks' files
   // A weight's index in the file, packing it (rank 0's slice) on first use.
   auto weightIndex = [&](const std::string &name) -> absl::StatusOr<int64_t> {
     auto [it, inserted] = tensorIndex.try_emplace(name, int64_t(tensorIndex.size()));
@@ -307,20 +351,19 @@ absl::Status build(ModuleOp module, const ModelConfig &config, const std::string
       packed.push_back(op);
       WeightStore::Bytes raw;
       if (dummy) {
-        LLMC_ASSIGN_OR_RETURN(raw.size, weightBytes(op));  // raw.data stays null: nothing to write
+        LLMC_ASSIGN_OR_RETURN(raw.size, weightBytes(op)); // raw.data stays null: nothing to write
       } else {
         LLMC_ASSIGN_OR_RETURN(raw, store->materialize(op));
       }
       llm::WeightType t = op.getType();
       std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
       LLMC_ASSIGN_OR_RETURN(ManifestTensor entry,
-                            writer.Add(name, llm::stringifyWeightFormat(t.getFormat()).str(),
-                                       shape, t.getGroup(), raw.data, raw.size));
+                            writer.Add(name, llm::stringifyWeightFormat(t.getFormat()).str(), shape,
+                                       t.getGroup(), raw.data, raw.size));
       (void)entry;
     }
     return it->second;
   };
-  Manifest m;
   LLMC_ASSIGN_OR_RETURN(m.steps, toManifestSteps(plan->launches, weightIndex));
   if (!options.cudaArchs.empty()) {
     CudaArtifactOptions cudaOptions;
@@ -328,29 +371,46 @@ absl::Status build(ModuleOp module, const ModelConfig &config, const std::string
     cudaOptions.emit.activationType = options.cudaActivations;
     cudaOptions.useCache = options.useCache;
     cudaOptions.progress = options.progress;
-    LLMC_RETURN_IF_ERROR(buildCudaArtifact(module, cudaOptions, tmp, weightIndex, m.cuda));
+    LLMC_RETURN_IF_ERROR(buildCudaArtifact(module, cudaOptions, files.dir, weightIndex, m.cuda));
+    for (ManifestCudaModule &mod : m.cuda.modules)
+      mod.file = files.prefix + mod.file;
   }
   progress(absl::StrFormat(dummy ? "laying out %d dummy weights" : "packing %d weights",
                            tensorIndex.size()));
   LLMC_RETURN_IF_ERROR(writer.Finish(&m.weights));
   if (!dummy)
-    m.weights.file = "weights/rank0.bin";
-  LLMC_ASSIGN_OR_RETURN(m.mesh, meshOf(module));
-  if (m.mesh.tp > 1) {
+    m.weights.file = weightFile;
+  if (!m.mesh.ranks.empty()) {
     if (dummy)
-      return absl::UnimplementedError("--dummy-weights cannot be split over ranks (--tp)");
-    progress(absl::StrFormat("packing the weight slices of ranks 1-%d", m.mesh.tp - 1));
+      return absl::UnimplementedError("--dummy-weights cannot be split over ranks (--tp, --pp)");
+    if (m.mesh.tp > 1)
+      progress(absl::StrFormat("packing the weight slices of TP ranks 1-%d", m.mesh.tp - 1));
     LLMC_RETURN_IF_ERROR(packOtherRanks(*store, packed, m, tmp));
   }
+  auto cache = module.lookupSymbol<func::FuncOp>("step").getArgumentTypes().back();
+  auto kvType = dyn_cast<llm::KVCacheType>(cache);
+  m.kv_dtype = kvType ? dtypeOf(kvType.getElementType()) : "f32";
+  m.activation_dtype = m.kv_dtype;
+  m.buffers = plan->buffers;
+  m.kernels = plan->kernels;
+  m.logits_buffer = plan->logitsBuffer;
+  m.host_library = files.prefix + "kernels/host/kernels.so";
+  return m;
+}
 
-  // Tokenizer.
-  std::string tokDir = tmp + "/tokenizer";
-  LLMC_RETURN_IF_ERROR(makeArtifactDir(tokDir));
-  std::string tokenizer;
-  if (model) {
-    LLMC_ASSIGN_OR_RETURN(tokenizer, model->exportTokenizer(tokDir));
-  } else {
-    LLMC_ASSIGN_OR_RETURN(tokenizer, writeSyntheticTokenizer(tokDir, config.vocab_size));
+// What every stage's manifest shares: the model, the tokenizer (written
+// once, at the root, when `tokenizer` is empty), the targets.
+absl::Status finishManifest(Manifest &m, const ModelConfig &config, const std::string &source,
+                            const ImportedModel *model, const ArtifactOptions &options,
+                            const std::string &tmp, std::string &tokenizer) {
+  if (tokenizer.empty()) {
+    std::string tokDir = tmp + "/tokenizer";
+    LLMC_RETURN_IF_ERROR(makeArtifactDir(tokDir));
+    if (model) {
+      LLMC_ASSIGN_OR_RETURN(tokenizer, model->exportTokenizer(tokDir));
+    } else {
+      LLMC_ASSIGN_OR_RETURN(tokenizer, writeSyntheticTokenizer(tokDir, config.vocab_size));
+    }
   }
 
   m.host_abi_version = LLMC_HOST_ABI_VERSION;
@@ -359,25 +419,41 @@ absl::Status build(ModuleOp module, const ModelConfig &config, const std::string
   m.model = config;
   m.targets = {"host"};
   m.targets.insert(m.targets.end(), options.cudaArchs.begin(), options.cudaArchs.end());
-  auto cache = module.lookupSymbol<func::FuncOp>("step").getArgumentTypes().back();
-  auto kvType = dyn_cast<llm::KVCacheType>(cache);
-  m.kv_dtype = kvType ? dtypeOf(kvType.getElementType()) : "f32";
-  m.activation_dtype = m.kv_dtype;
-  m.buffers = plan->buffers;
-  m.kernels = plan->kernels;
-  m.logits_buffer = plan->logitsBuffer;
-  m.host_library = "kernels/host/kernels.so";
   m.tokenizer = "tokenizer/" + tokenizer;
-  // The manifest goes last: a directory without it is never taken for an artifact.
-  return WriteManifest(tmp, m);
+  return absl::OkStatus();
+}
+
+absl::Status build(llvm::ArrayRef<ModuleOp> stages, const ModelConfig &config,
+                   const std::string &source, const ImportedModel *model,
+                   const ArtifactOptions &options, const std::string &tmp) {
+  std::vector<Manifest> manifests;
+  std::string tokenizer;
+  std::vector<ManifestStage> layers;
+  for (auto [s, module] : llvm::enumerate(stages)) {
+    StageFiles files = stageFiles(tmp, int64_t(s));
+    LLMC_ASSIGN_OR_RETURN(Manifest m, buildStage(module, model, options, tmp, files));
+    LLMC_RETURN_IF_ERROR(finishManifest(m, config, source, model, options, tmp, tokenizer));
+    int64_t first = layers.empty() ? 0 : layers.back().first_layer + layers.back().num_layers;
+    layers.push_back({files.prefix + kManifestFile, first, numLayersOf(module)});
+    manifests.push_back(std::move(m));
+  }
+  if (stages.size() > 1)
+    for (Manifest &m : manifests)
+      m.mesh.stages = layers;
+  // Stage 0's manifest, at the root, goes last: a directory without it is
+  // never taken for an artifact.
+  for (size_t s = manifests.size(); s-- > 0;)
+    LLMC_RETURN_IF_ERROR(WriteManifest(tmp, manifests[s], layers[s].manifest));
+  return absl::OkStatus();
 }
 
 } // namespace
 
-absl::Status buildArtifact(ModuleOp module, const ModelConfig &config, const std::string &source,
-                           const ImportedModel *model, const ArtifactOptions &options) {
+absl::Status buildArtifact(llvm::ArrayRef<ModuleOp> stages, const ModelConfig &config,
+                           const std::string &source, const ImportedModel *model,
+                           const ArtifactOptions &options) {
   std::string tmp = ArtifactTempDir(options.output);
-  absl::Status st = build(module, config, source, model, options, tmp);
+  absl::Status st = build(stages, config, source, model, options, tmp);
   if (!st.ok()) {
     (void)llvm::sys::fs::remove_directories(tmp);
     return st;

@@ -28,14 +28,14 @@
 namespace llmc {
 
 struct ArtifactOptions {
-  std::string output;                 // the model.llmc directory
-  std::string hostCpu = "x86-64-v3";  // -march for the host kernels ("native" allowed)
+  std::string output;                // the model.llmc directory
+  std::string hostCpu = "x86-64-v3"; // -march for the host kernels ("native" allowed)
   std::string hostCompiler = "c++";
   // Extra flags for the host compiler, after llmc's own (e.g. sanitizers
   // for checking the generated kernels: see scripts/check-sanitize).
   std::vector<std::string> hostCflags;
-  bool useCache = true;               // reuse identical builds from ~/.cache/llmc/host
-  bool q8Activations = true;          // HostEmitOptions::q8Activations
+  bool useCache = true;      // reuse identical builds from ~/.cache/llmc/host
+  bool q8Activations = true; // HostEmitOptions::q8Activations
   // CUDA targets ("sm_80", ...) built besides the host kernels (which every
   // artifact has: the fallback where no GPU is), and their activation type.
   std::vector<std::string> cudaArchs;
@@ -47,11 +47,13 @@ struct ArtifactOptions {
   std::function<void(const std::string &)> progress;
 };
 
-// `module` must have gone through the whole compile pipeline. `model` is the
-// imported model (weights and tokenizer), or null for a built-in shape, which
-// needs options.dummySeed; `config` and `source` (the manifest's "source")
+// `stages` went through the whole compile pipeline: one module, or one per
+// pipeline stage (--pp; stage 0 at the root, stage S under stages/<S>/, each
+// with its own kernels and TP ranks' weight files). `model` is the imported
+// model (weights and tokenizer), or null for a built-in shape, which needs
+// options.dummySeed; `config` and `source` (the manifest's "source")
 // describe the model either way.
-absl::Status buildArtifact(mlir::ModuleOp module, const ModelConfig &config,
+absl::Status buildArtifact(llvm::ArrayRef<mlir::ModuleOp> stages, const ModelConfig &config,
                            const std::string &source, const ImportedModel *model,
                            const ArtifactOptions &options);
 

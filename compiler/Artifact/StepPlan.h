@@ -30,6 +30,7 @@ toManifestSteps(const std::vector<KernelLaunch> &launches, const WeightIndexFn &
     step.collective = l.collective;
     step.in_row_elems = l.inRowElems;
     step.out_row_elems = l.outRowElems;
+    step.peer = l.peer;
     for (const std::string &w : l.weights) {
       LLMC_ASSIGN_OR_RETURN(int64_t index, weightIndex(w));
       step.weights.push_back(index);

@@ -106,9 +106,8 @@ CompilePipelineOptions pipelineOptionsOf(const CompileOptions &o) {
   p.pp = o.pp;
   // The CUDA GEMMs fold a norm into their prologue, not the residual add
   // before it (which tensor parallelism leaves there, after the all-reduce).
-  p.fusePrologueElementwise = llvm::all_of(o.targets, [](const std::string &t) {
-    return t == "host";
-  });
+  p.fusePrologueElementwise =
+      llvm::all_of(o.targets, [](const std::string &t) { return t == "host"; });
   p.ppLayers = o.ppLayers;
   return p;
 }
@@ -132,15 +131,11 @@ absl::Status checkPartition(const CompileOptions &o) {
   if (o.pp < 1)
     return usage(absl::StrCat("--pp must be at least 1, got ", o.pp));
   if (!o.ppLayers.empty() && int64_t(o.ppLayers.size()) != o.pp)
-    return usage(absl::StrCat("--pp-layers gives ", o.ppLayers.size(), " layer ranges for --pp=",
-                              o.pp, " stages"));
-  // Tensor-parallel artifacts are written (per-rank weight files, collectives
-  // in the host and CUDA step plans); pipeline stages are not yet.
-  if (o.pp > 1 && o.emit != EmitKind::kMLIR && o.emit != EmitKind::kKernels)
-    return usage("--pp: llmc cannot write pipeline-parallel artifacts yet; --emit=mlir and "
-                 "--emit=kernels show every stage's IR");
-  if (o.tp > 1 && o.dummyWeights)
-    return usage("--tp: dummy weights cannot be split over ranks");
+    return usage(absl::StrCat("--pp-layers gives ", o.ppLayers.size(),
+                              " layer ranges for --pp=", o.pp, " stages"));
+  if ((o.tp > 1 || o.pp > 1) && o.dummyWeights)
+    return usage(
+        absl::StrCat(o.tp > 1 ? "--tp" : "--pp", ": dummy weights cannot be split over ranks"));
   return absl::OkStatus();
 }
 
@@ -200,8 +195,8 @@ absl::StatusOr<ModelSource> openModel(const CompileOptions &o) {
 }
 
 // Runs the pipeline on `module`, dumping the IR after the passes asked for.
-absl::Status runPipeline(mlir::MLIRContext &context, mlir::ModuleOp module,
-                         const CompileOptions &o, int64_t ppStage = 0) {
+absl::Status runPipeline(mlir::MLIRContext &context, mlir::ModuleOp module, const CompileOptions &o,
+                         int64_t ppStage = 0) {
   mlir::PassManager pm(&context);
   pm.enableVerifier(true);
   buildPipeline(pm, o, ppStage);
@@ -222,8 +217,8 @@ absl::Status runPipeline(mlir::MLIRContext &context, mlir::ModuleOp module,
   return absl::OkStatus();
 }
 
-absl::Status writeArtifact(mlir::ModuleOp module, const ModelSource &m, const CompileOptions &o,
-                           const std::vector<std::string> &cudaArchs) {
+absl::Status writeArtifact(llvm::ArrayRef<mlir::ModuleOp> stages, const ModelSource &m,
+                           const CompileOptions &o, const std::vector<std::string> &cudaArchs) {
   ArtifactOptions a;
   a.output = o.output;
   a.hostCpu = o.hostCpu;
@@ -241,7 +236,7 @@ absl::Status writeArtifact(mlir::ModuleOp module, const ModelSource &m, const Co
   if (o.dummyWeights)
     a.dummySeed = kDefaultDummySeed;
   a.progress = o.progress;
-  return buildArtifact(module, *m.config, m.name, m.imported.get(), a);
+  return buildArtifact(stages, *m.config, m.name, m.imported.get(), a);
 }
 
 // --emit=cuda: the generated source; --emit=ptx: NVRTC's PTX per target.
@@ -279,8 +274,8 @@ absl::Status checkCompileOptions(const CompileOptions &o) {
   if (absl::Status st = checkPartition(o); !st.ok())
     return st;
   if (o.hostActivations != "q8" && o.hostActivations != "f32")
-    return usage(absl::StrCat("--host-activations must be q8 or f32, got '", o.hostActivations,
-                              "'"));
+    return usage(
+        absl::StrCat("--host-activations must be q8 or f32, got '", o.hostActivations, "'"));
   if (!archs.ok())
     return archs.status();
   if ((o.emit == EmitKind::kCUDA || o.emit == EmitKind::kPTX) && archs->empty())
@@ -314,42 +309,38 @@ absl::StatusOr<CompileResult> compile(const CompileOptions &o) {
   if (!module)
     return absl::InvalidArgumentError("building the IR failed (see the diagnostics above)");
   (*module)->setAttr("llm.source", mlir::StringAttr::get(&context, model->name));
-  CompileResult result;
-  if (o.pp > 1) {
-    // Each pipeline stage is a program of its own, compiled from a copy.
-    for (int64_t stage = 0; stage < o.pp; ++stage) {
-      mlir::OwningOpRef<mlir::ModuleOp> copy(module->clone());
-      if (absl::Status st = runPipeline(context, *copy, o, stage); !st.ok())
-        return st;
-      llvm::raw_string_ostream os(result.text);
-      os << "// ---- pipeline stage " << stage << " of " << o.pp << " ----\n";
-      copy->print(os);
-      os << "\n";
-    }
-    return result;
-  }
-  if (absl::Status st = runPipeline(context, *module, o); !st.ok())
-    return st;
+  // Each pipeline stage is a program of its own, compiled from a copy.
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> stages;
+  if (o.pp == 1)
+    stages.push_back(std::move(module));
+  for (int64_t stage = 0; stage < o.pp && o.pp > 1; ++stage)
+    stages.emplace_back(module->clone());
+  for (auto [stage, m] : llvm::enumerate(stages))
+    if (absl::Status st = runPipeline(context, *m, o, int64_t(stage)); !st.ok())
+      return st;
 
-  switch (o.emit) {
-  case EmitKind::kArtifact:
-    if (absl::Status st = writeArtifact(*module, *model, o, cudaArchs); !st.ok())
+  CompileResult result;
+  if (o.emit == EmitKind::kArtifact) {
+    std::vector<mlir::ModuleOp> modules;
+    for (auto &m : stages)
+      modules.push_back(*m);
+    if (absl::Status st = writeArtifact(modules, *model, o, cudaArchs); !st.ok())
       return st;
     return result;
-  case EmitKind::kCUDA:
-  case EmitKind::kPTX: {
-    absl::StatusOr<std::string> text = cudaText(*module, o, cudaArchs);
-    if (!text.ok())
-      return text.status();
-    result.text = std::move(*text);
-    return result;
   }
-  case EmitKind::kMLIR:
-  case EmitKind::kKernels:
+  for (auto [stage, m] : llvm::enumerate(stages)) {
+    if (o.pp > 1)
+      result.text += absl::StrCat("// ---- pipeline stage ", stage, " of ", o.pp, " ----\n");
+    if (o.emit == EmitKind::kCUDA || o.emit == EmitKind::kPTX) {
+      absl::StatusOr<std::string> text = cudaText(*m, o, cudaArchs);
+      if (!text.ok())
+        return text.status();
+      result.text += *text;
+      continue;
+    }
     llvm::raw_string_ostream os(result.text);
-    module->print(os);
+    m->print(os);
     os << "\n";
-    return result;
   }
   return result;
 }

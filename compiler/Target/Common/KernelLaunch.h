@@ -25,7 +25,9 @@ struct KernelLaunch {
   // A collective between kernels instead ("all_reduce_sum", "all_gather"):
   // kernel -1, buffers [input, output] (ManifestStep has the semantics).
   std::string collective;
+  // "send" / "recv" between pipeline stages: buffers [input] / [output].
   int64_t inRowElems = 0, outRowElems = 0; // the values' widths
+  int64_t peer = -1;                       // send/recv: the other stage
 };
 
 } // namespace llmc

@@ -10,9 +10,11 @@ namespace llmc {
 FailureOr<PlannedStep> getPlannedStep(ModuleOp module, llvm::StringRef target) {
   auto step = module.lookupSymbol<func::FuncOp>("step");
   auto logits = step ? step->getAttrOfType<IntegerAttr>("llm.logits_buffer") : IntegerAttr();
-  if (!step || !logits)
+  // A pipeline stage before the last computes no logits (it sends).
+  bool sends = step && step.getNumResults() == 0 && module->hasAttr("llm.buffers");
+  if (!step || (!logits && !sends))
     return module.emitError() << target << " needs a planned @step (run the kernel stage)";
-  return PlannedStep{step, logits.getInt()};
+  return PlannedStep{step, logits ? logits.getInt() : -1};
 }
 
 namespace {
@@ -43,8 +45,31 @@ LogicalResult forEachPlannedGroup(
       continue;
     if (!collective)
       return op.emitError() << target << " does not support " << op.getName() << " yet";
-    if (isa<llm::SendOp, llm::RecvOp>(op))
-      return op.emitError() << "the step plan has no pipeline-parallel send/recv yet";
+    if (auto send = dyn_cast<llm::SendOp>(op)) {
+      auto input = bufferOf.find(send.getInput());
+      if (input == bufferOf.end())
+        return op.emitError() << "the hidden state this op sends has no buffer";
+      KernelLaunch launch;
+      launch.kernel = -1;
+      launch.collective = launch.group = "send";
+      launch.buffers = {input->second};
+      launch.inRowElems = cast<RankedTensorType>(send.getInput().getType()).getDimSize(1);
+      launch.peer = int64_t(send.getPeer());
+      collective(launch);
+      continue;
+    }
+    if (auto recv = dyn_cast<llm::RecvOp>(op)) {
+      if (failed(bindResults(&op, bufferOf)))
+        return failure();
+      KernelLaunch launch;
+      launch.kernel = -1;
+      launch.collective = launch.group = "recv";
+      launch.buffers = {bufferOf[recv.getResult()]};
+      launch.outRowElems = cast<RankedTensorType>(recv.getType()).getDimSize(1);
+      launch.peer = int64_t(recv.getPeer());
+      collective(launch);
+      continue;
+    }
     if (auto reduce = dyn_cast<llm::AllReduceOp>(op);
         reduce && reduce.getKind() != llm::ReduceKind::sum)
       return op.emitError() << "the step plan has only sum all-reduces";

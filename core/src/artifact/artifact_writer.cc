@@ -182,9 +182,10 @@ absl::Status WeightFileWriter::Finish(ManifestWeights* out) {
 
 // ---- manifest and directory ----------------------------------------------
 
-absl::Status WriteManifest(const std::string& dir_arg, const Manifest& manifest) {
+absl::Status WriteManifest(const std::string& dir_arg, const Manifest& manifest,
+                           const std::string& manifest_file) {
   std::string dir = StripTrailingSlashes(dir_arg);
-  std::string path = absl::StrCat(dir, "/", kManifestFile);
+  std::string path = absl::StrCat(dir, "/", manifest_file);
   LLMC_RETURN_IF_ERROR(ValidateManifest(manifest, path));
   if (manifest.weights.dummy_seed != 0) return WriteFileAtomically(path, ManifestToJson(manifest));
   // The weight file must be there, whole, before the manifest vouches for it.

@@ -177,6 +177,7 @@ absl::Status ParseStep(const Reader& r, const json& s, const std::string& f, Man
   if (s.contains("collective")) LLMC_READ(r, s, f, "collective", &out->collective);
   if (s.contains("in_row_elems")) LLMC_READ(r, s, f, "in_row_elems", &out->in_row_elems);
   if (s.contains("out_row_elems")) LLMC_READ(r, s, f, "out_row_elems", &out->out_row_elems);
+  if (s.contains("peer")) LLMC_READ(r, s, f, "peer", &out->peer);
   return absl::OkStatus();
 }
 
@@ -187,6 +188,18 @@ absl::Status ParseMesh(const Reader& r, const json& mj, ManifestMesh* out) {
   LLMC_READ(r, mj, f, "tp", &out->tp);
   LLMC_READ(r, mj, f, "pp", &out->pp);
   LLMC_READ(r, mj, f, "kv_heads", &out->kv_heads);
+  // Pipeline stages: only a manifest with pp > 1 has them.
+  if (mj.contains("stage")) LLMC_READ(r, mj, f, "stage", &out->stage);
+  if (mj.contains("stages")) {
+    auto st = r.ReadObjects(mj, f, "stages", &out->stages,
+                            [&](const json& k, const std::string& kf, ManifestStage* stage) {
+                              LLMC_READ(r, k, kf, "manifest", &stage->manifest);
+                              LLMC_READ(r, k, kf, "first_layer", &stage->first_layer);
+                              LLMC_READ(r, k, kf, "num_layers", &stage->num_layers);
+                              return absl::OkStatus();
+                            });
+    if (!st.ok()) return st;
+  }
   return r.ReadObjects(mj, f, "ranks", &out->ranks,
                        [&](const json& k, const std::string& kf, ManifestMeshRank* rank) {
                          LLMC_READ(r, k, kf, "weights_file", &rank->weights_file);
@@ -202,57 +215,56 @@ absl::Status ParseCuda(const Reader& r, const json& c, ManifestCuda* out) {
   if (!c.is_object()) return r.Error(f, "must be an object, got " + DescribeJson(c));
   LLMC_READ(r, c, f, "activation_dtype", &out->activation_dtype);
   LLMC_READ(r, c, f, "cuda_abi_version", &out->cuda_abi_version);
-  auto st = r.ReadObjects(
-      c, f, "modules", &out->modules,
-      [&](const json& m, const std::string& mf, ManifestCudaModule* mod) {
-        LLMC_READ(r, m, mf, "arch", &mod->arch);
-        LLMC_READ(r, m, mf, "file", &mod->file);
-        LLMC_READ(r, m, mf, "checksum", &mod->checksum);
-        return r.ReadObjects(m, mf, "ptxas", &mod->ptxas,
-                             [&](const json& p, const std::string& pf, ManifestPtxasEntry* e) {
-                               LLMC_READ(r, p, pf, "symbol", &e->symbol);
-                               LLMC_READ(r, p, pf, "registers", &e->registers);
-                               LLMC_READ(r, p, pf, "spill_stores", &e->spill_stores);
-                               LLMC_READ(r, p, pf, "spill_loads", &e->spill_loads);
-                               LLMC_READ(r, p, pf, "shared_bytes", &e->shared_bytes);
-                               LLMC_READ(r, p, pf, "stack_bytes", &e->stack_bytes);
-                               return absl::OkStatus();
-                             });
-      });
+  auto st = r.ReadObjects(c, f, "modules", &out->modules,
+                          [&](const json& m, const std::string& mf, ManifestCudaModule* mod) {
+                            LLMC_READ(r, m, mf, "arch", &mod->arch);
+                            LLMC_READ(r, m, mf, "file", &mod->file);
+                            LLMC_READ(r, m, mf, "checksum", &mod->checksum);
+                            return r.ReadObjects(
+                                m, mf, "ptxas", &mod->ptxas,
+                                [&](const json& p, const std::string& pf, ManifestPtxasEntry* e) {
+                                  LLMC_READ(r, p, pf, "symbol", &e->symbol);
+                                  LLMC_READ(r, p, pf, "registers", &e->registers);
+                                  LLMC_READ(r, p, pf, "spill_stores", &e->spill_stores);
+                                  LLMC_READ(r, p, pf, "spill_loads", &e->spill_loads);
+                                  LLMC_READ(r, p, pf, "shared_bytes", &e->shared_bytes);
+                                  LLMC_READ(r, p, pf, "stack_bytes", &e->stack_bytes);
+                                  return absl::OkStatus();
+                                });
+                          });
   if (!st.ok()) return st;
-  st = r.ReadObjects(
-      c, f, "kernels", &out->kernels,
-      [&](const json& k, const std::string& kf, ManifestCudaKernel* kernel) {
-        LLMC_READ(r, k, kf, "name", &kernel->name);
-        LLMC_READ(r, k, kf, "ops", &kernel->ops);
-        auto launches = r.ReadObjects(
-            k, kf, "launches", &kernel->launches,
-            [&](const json& l, const std::string& lf, ManifestCudaLaunch* launch) {
-              LLMC_READ(r, l, lf, "symbol", &launch->symbol);
-              LLMC_READ(r, l, lf, "when", &launch->when);
-              LLMC_READ(r, l, lf, "grid", &launch->grid);
-              LLMC_READ(r, l, lf, "block", &launch->block);
-              if (l.contains("impl")) LLMC_READ(r, l, lf, "impl", &launch->impl);
-              return absl::OkStatus();
-            });
-        if (!launches.ok()) return launches;
-        LLMC_READ(r, k, kf, "split_keys", &kernel->split_keys);
-        LLMC_READ(r, k, kf, "heads", &kernel->heads);
-        LLMC_READ(r, k, kf, "head_dim", &kernel->head_dim);
-        if (k.contains("gemm")) {
-          const json& g = k["gemm"];
-          std::string gf = kf + ".gemm";
-          ManifestCudaGemm* gemm = &kernel->gemm;
-          LLMC_READ(r, g, gf, "n", &gemm->n);
-          LLMC_READ(r, g, gf, "k", &gemm->k);
-          LLMC_READ(r, g, gf, "columns", &gemm->columns);
-          LLMC_READ(r, g, gf, "weight", &gemm->weight);
-          LLMC_READ(r, g, gf, "rows", &gemm->rows);
-          LLMC_READ(r, g, gf, "pre", &gemm->pre);
-          LLMC_READ(r, g, gf, "epi", &gemm->epi);
-        }
-        return absl::OkStatus();
-      });
+  st = r.ReadObjects(c, f, "kernels", &out->kernels,
+                     [&](const json& k, const std::string& kf, ManifestCudaKernel* kernel) {
+                       LLMC_READ(r, k, kf, "name", &kernel->name);
+                       LLMC_READ(r, k, kf, "ops", &kernel->ops);
+                       auto launches = r.ReadObjects(
+                           k, kf, "launches", &kernel->launches,
+                           [&](const json& l, const std::string& lf, ManifestCudaLaunch* launch) {
+                             LLMC_READ(r, l, lf, "symbol", &launch->symbol);
+                             LLMC_READ(r, l, lf, "when", &launch->when);
+                             LLMC_READ(r, l, lf, "grid", &launch->grid);
+                             LLMC_READ(r, l, lf, "block", &launch->block);
+                             if (l.contains("impl")) LLMC_READ(r, l, lf, "impl", &launch->impl);
+                             return absl::OkStatus();
+                           });
+                       if (!launches.ok()) return launches;
+                       LLMC_READ(r, k, kf, "split_keys", &kernel->split_keys);
+                       LLMC_READ(r, k, kf, "heads", &kernel->heads);
+                       LLMC_READ(r, k, kf, "head_dim", &kernel->head_dim);
+                       if (k.contains("gemm")) {
+                         const json& g = k["gemm"];
+                         std::string gf = kf + ".gemm";
+                         ManifestCudaGemm* gemm = &kernel->gemm;
+                         LLMC_READ(r, g, gf, "n", &gemm->n);
+                         LLMC_READ(r, g, gf, "k", &gemm->k);
+                         LLMC_READ(r, g, gf, "columns", &gemm->columns);
+                         LLMC_READ(r, g, gf, "weight", &gemm->weight);
+                         LLMC_READ(r, g, gf, "rows", &gemm->rows);
+                         LLMC_READ(r, g, gf, "pre", &gemm->pre);
+                         LLMC_READ(r, g, gf, "epi", &gemm->epi);
+                       }
+                       return absl::OkStatus();
+                     });
   if (!st.ok()) return st;
   return r.ReadObjects(c, f, "steps", &out->steps,
                        [&](const json& s, const std::string& sf, ManifestStep* step) {
@@ -395,9 +407,10 @@ ojson CudaToJson(const ManifestCuda& c, ojson steps) {
                     {"heads", k.heads},
                     {"head_dim", k.head_dim}};
     if (k.gemm.n > 0)
-      kernel["gemm"] = {{"n", k.gemm.n},         {"k", k.gemm.k},     {"columns", k.gemm.columns},
-                        {"weight", k.gemm.weight}, {"rows", k.gemm.rows}, {"pre", k.gemm.pre},
-                        {"epi", k.gemm.epi}};
+      kernel["gemm"] = {
+          {"n", k.gemm.n},           {"k", k.gemm.k},       {"columns", k.gemm.columns},
+          {"weight", k.gemm.weight}, {"rows", k.gemm.rows}, {"pre", k.gemm.pre},
+          {"epi", k.gemm.epi}};
     kernels.push_back(std::move(kernel));
   }
   ojson j = ojson::object();
@@ -419,6 +432,15 @@ ojson MeshToJson(const ManifestMesh& mesh) {
   j["tp"] = mesh.tp;
   j["pp"] = mesh.pp;
   j["kv_heads"] = mesh.kv_heads;
+  if (mesh.pp > 1) {
+    ojson stages = ojson::array();
+    for (const ManifestStage& st : mesh.stages)
+      stages.push_back({{"manifest", st.manifest},
+                        {"first_layer", st.first_layer},
+                        {"num_layers", st.num_layers}});
+    j["stage"] = mesh.stage;
+    j["stages"] = std::move(stages);
+  }
   j["ranks"] = std::move(ranks);
   return j;
 }
@@ -464,6 +486,7 @@ std::string ManifestToJson(const Manifest& m) {
           step["collective"] = s.collective;
           step["in_row_elems"] = s.in_row_elems;
           step["out_row_elems"] = s.out_row_elems;
+          if (s.peer >= 0) step["peer"] = s.peer;
         }
         out.push_back(std::move(step));
       }

@@ -214,13 +214,15 @@ class Validator {
                                                 "(mesh.tp 1, mesh.pp 1)"));
       return absl::OkStatus();
     }
-    if (mesh.pp != 1)
-      return Error("mesh.pp", absl::StrCat("is ", mesh.pp,
-                                           ": pipeline-parallel artifacts are not supported yet"));
-    // pp == 1 from here: tp ranks.
+    if (mesh.pp > 1) {
+      if (auto st = Stages(); !st.ok()) return st;
+    } else if (mesh.stage != 0 || !mesh.stages.empty()) {
+      return Error("mesh.stages", "are given, but the artifact has one pipeline stage (mesh.pp 1)");
+    }
+    // Each stage's manifest lists its own tp ranks.
     if (mesh.ranks.size() != static_cast<uint64_t>(mesh.tp))
       return Error("mesh.ranks", absl::StrCat("has ", mesh.ranks.size(), " entries; mesh.tp ",
-                                              mesh.tp, " x mesh.pp 1 needs ", mesh.tp));
+                                              mesh.tp, " needs one per tensor-parallel rank"));
     if (mesh.kv_heads < 1 || mesh.kv_heads > m_.model.num_kv_heads)
       return Error("mesh.kv_heads",
                    absl::StrCat("is ", mesh.kv_heads, "; expected 1 to model.num_kv_heads (",
@@ -248,6 +250,43 @@ class Validator {
     return absl::OkStatus();
   }
 
+  // The pipeline stages (mesh.pp > 1): contiguous layer ranges covering the
+  // model, stage 0's manifest the root one.
+  absl::Status Stages() {
+    const ManifestMesh& mesh = m_.mesh;
+    if (mesh.stages.size() != static_cast<uint64_t>(mesh.pp))
+      return Error("mesh.stages", absl::StrCat("has ", mesh.stages.size(), " entries; mesh.pp ",
+                                               mesh.pp, " needs one per stage"));
+    if (mesh.stage < 0 || mesh.stage >= mesh.pp)
+      return Error("mesh.stage", absl::StrCat("is ", mesh.stage, "; expected 0 to ", mesh.pp - 1));
+    int64_t next = 0;
+    std::set<std::string> files;
+    for (size_t i = 0; i < mesh.stages.size(); ++i) {
+      const ManifestStage& st = mesh.stages[i];
+      std::string f = Indexed("mesh.stages", i);
+      if (std::string why = RelativePathProblem(st.manifest); !why.empty())
+        return Error(f + ".manifest", why);
+      if ((i == 0) != (st.manifest == kManifestFile))
+        return Error(f + ".manifest",
+                     absl::StrCat("is '", st.manifest, "'; stage 0, and only it, is ",
+                                  kManifestFile, " at the root"));
+      if (!files.insert(st.manifest).second)
+        return Error(f + ".manifest",
+                     absl::StrCat("'", st.manifest, "' is an earlier stage's too"));
+      if (st.first_layer != next || st.num_layers < 1)
+        return Error(f, absl::StrCat("has layers ", st.first_layer, " + ", st.num_layers,
+                                     "; expected layers from ", next, ", at least one"));
+      next += st.num_layers;
+    }
+    if (next != m_.model.num_layers)
+      return Error("mesh.stages",
+                   absl::StrCat("cover ", next, " layers; the model has ", m_.model.num_layers));
+    return absl::OkStatus();
+  }
+
+  // A pipeline stage before the last computes no logits.
+  bool SendsOn() const { return m_.mesh.pp > 1 && m_.mesh.stage < m_.mesh.pp - 1; }
+
   absl::Status Buffers() {
     std::set<std::string> names;
     for (size_t i = 0; i < m_.buffers.size(); ++i) {
@@ -269,6 +308,13 @@ class Validator {
         return Error(f + ".row_bytes",
                      absl::StrCat("is ", b.row_bytes, " but ", b.row_elems, " ", b.dtype,
                                   " elements take ", b.row_elems * elem));
+    }
+    if (SendsOn()) {
+      if (m_.logits_buffer != -1)
+        return Error("logits_buffer",
+                     absl::StrCat("is ", m_.logits_buffer, "; pipeline stage ", m_.mesh.stage,
+                                  " of ", m_.mesh.pp, " computes no logits (-1)"));
+      return absl::OkStatus();
     }
     if (m_.logits_buffer < 0 || m_.logits_buffer >= static_cast<int64_t>(m_.buffers.size()))
       return Error("logits_buffer",
@@ -304,6 +350,8 @@ class Validator {
   // `kernel` indexes the list `kernels` of `num_kernels` entries.
   absl::Status StepList(const std::string& field, const std::vector<ManifestStep>& steps,
                         const char* kernels, size_t num_kernels) {
+    const int64_t layers =
+        m_.mesh.pp > 1 ? m_.mesh.stages[size_t(m_.mesh.stage)].num_layers : m_.model.num_layers;
     auto check = [&](const std::string& field, int64_t value, size_t count, const char* what) {
       if (value >= 0 && static_cast<uint64_t>(value) < count) return absl::OkStatus();
       return Error(field,
@@ -316,8 +364,7 @@ class Validator {
         if (auto st = Collective(s, f); !st.ok()) return st;
         continue;
       }
-      if (auto st = check(f + ".kernel", s.kernel, num_kernels, kernels); !st.ok())
-        return st;
+      if (auto st = check(f + ".kernel", s.kernel, num_kernels, kernels); !st.ok()) return st;
       for (size_t k = 0; k < s.buffers.size(); ++k)
         if (auto st = check(Indexed(f + ".buffers", k), s.buffers[k], m_.buffers.size(), "buffers");
             !st.ok())
@@ -328,11 +375,30 @@ class Validator {
             !st.ok())
           return st;
       for (size_t k = 0; k < s.caches.size(); ++k)
-        if (auto st = check(Indexed(f + ".caches", k), s.caches[k],
-                            static_cast<size_t>(m_.model.num_layers), "the model's layer list");
+        if (auto st = check(Indexed(f + ".caches", k), s.caches[k], static_cast<size_t>(layers),
+                            m_.mesh.pp > 1 ? "the stage's layer list" : "the model's layer list");
             !st.ok())
           return st;
     }
+    return PipelineEnds(field, steps);
+  }
+
+  // A stage after the first receives its hidden state once, and a stage
+  // before the last sends it on once, as its plan's last step.
+  absl::Status PipelineEnds(const std::string& field, const std::vector<ManifestStep>& steps) {
+    if (steps.empty()) return absl::OkStatus();  // no plan (a host-only artifact's cuda.steps)
+    int64_t recvs = 0, sends = 0;
+    for (const ManifestStep& s : steps) {
+      recvs += s.collective == "recv";
+      sends += s.collective == "send";
+    }
+    const int64_t stage = m_.mesh.stage, pp = m_.mesh.pp;
+    if (recvs != (stage > 0 ? 1 : 0) || sends != (stage < pp - 1 ? 1 : 0))
+      return Error(field, absl::StrCat("has ", recvs, " recv and ", sends,
+                                       " send steps; pipeline stage ", stage, " of ", pp, " needs ",
+                                       stage > 0 ? 1 : 0, " and ", stage < pp - 1 ? 1 : 0));
+    if (sends == 1 && steps.back().collective != "send")
+      return Error(field, "does not end with its send step: the hidden state leaves last");
     return absl::OkStatus();
   }
 
@@ -340,13 +406,18 @@ class Validator {
   // rows on every rank, and only a tensor-parallel artifact has ranks to move
   // them between.
   absl::Status Collective(const ManifestStep& s, const std::string& f) {
+    if (s.collective == "send" || s.collective == "recv") return PipelineTransfer(s, f);
+    if (s.peer != -1)
+      return Error(f + ".peer", absl::StrCat("is ", s.peer, "; only send and recv have a peer"));
     const bool reduce = s.collective == "all_reduce_sum";
     if (!reduce && s.collective != "all_gather")
-      return Error(f + ".collective",
-                   absl::StrCat("is '", s.collective, "'; expected all_reduce_sum or all_gather"));
+      return Error(f + ".collective", absl::StrCat("is '", s.collective,
+                                                   "'; expected all_reduce_sum, all_gather, send "
+                                                   "or recv"));
     if (m_.mesh.tp < 2)
       return Error(f + ".collective",
-                   absl::StrCat("is ", s.collective, ", but the artifact has one rank (mesh.tp ",
+                   absl::StrCat("is ", s.collective,
+                                ", but the artifact has one tensor-parallel rank (mesh.tp ",
                                 m_.mesh.tp, "): collectives need a tensor-parallel mesh"));
     if (s.kernel != -1)
       return Error(f + ".kernel", absl::StrCat("is ", s.kernel, "; a collective step (",
@@ -383,8 +454,8 @@ class Validator {
     if (!fits(s.in_row_elems, in) || !fits(s.out_row_elems, out))
       return Error(f + ".in_row_elems",
                    absl::StrCat("is ", s.in_row_elems, " and out_row_elems ", s.out_row_elems,
-                                ": both must be positive and fit the ", pair,
-                                " (row_elems ", in.row_elems, " and ", out.row_elems, ")"));
+                                ": both must be positive and fit the ", pair, " (row_elems ",
+                                in.row_elems, " and ", out.row_elems, ")"));
     if (reduce && s.in_row_elems != s.out_row_elems)
       return Error(f + ".out_row_elems",
                    absl::StrCat("is ", s.out_row_elems, " but in_row_elems is ", s.in_row_elems,
@@ -395,6 +466,40 @@ class Validator {
                    absl::StrCat("is ", s.out_row_elems, ": an all_gather of ", m_.mesh.tp,
                                 " rows of ", s.in_row_elems,
                                 " fills more than all but the last and at most all of them"));
+    return absl::OkStatus();
+  }
+
+  // A send or recv step `f` between pipeline stages: one buffer of token
+  // rows (the hidden state), to the next stage or from the previous one.
+  absl::Status PipelineTransfer(const ManifestStep& s, const std::string& f) {
+    const bool send = s.collective == "send";
+    const int64_t stage = m_.mesh.stage, pp = m_.mesh.pp;
+    if (pp < 2)
+      return Error(f + ".collective", absl::StrCat("is ", s.collective,
+                                                   ", but the artifact has one pipeline stage "
+                                                   "(mesh.pp ",
+                                                   pp, ")"));
+    const int64_t peer = send ? stage + 1 : stage - 1;
+    if (s.peer != peer || peer < 0 || peer >= pp)
+      return Error(
+          f + ".peer",
+          absl::StrCat("is ", s.peer, "; stage ", stage, " ", send ? "sends to" : "receives from",
+                       " stage ", peer, peer < 0 || peer >= pp ? ", which does not exist" : ""));
+    if (s.kernel != -1 || !s.weights.empty() || !s.caches.empty())
+      return Error(f, absl::StrCat("binds a kernel, weights or caches; a ", s.collective,
+                                   " step binds one buffer (kernel -1)"));
+    if (s.buffers.size() != 1 || s.buffers[0] < 0 ||
+        static_cast<uint64_t>(s.buffers[0]) >= m_.buffers.size())
+      return Error(f + ".buffers", absl::StrCat("must be one index into buffers (",
+                                                m_.buffers.size(), " entries)"));
+    const ManifestBuffer& b = m_.buffers[s.buffers[0]];
+    const int64_t width = send ? s.in_row_elems : s.out_row_elems;
+    const int64_t other = send ? s.out_row_elems : s.in_row_elems;
+    if (b.rows != "tokens" || width <= 0 || width > b.row_elems || other != 0)
+      return Error(f + (send ? ".in_row_elems" : ".out_row_elems"),
+                   absl::StrCat("is ", width, " (and the other width ", other, ") for buffer '",
+                                b.name, "' (rows ", b.rows, ", row_elems ", b.row_elems, "); a ",
+                                s.collective, " moves token rows that fit its buffer"));
     return absl::OkStatus();
   }
 
@@ -444,7 +549,8 @@ class Validator {
       const ManifestCudaModule& mod = c.modules[i];
       std::string f = Indexed("cuda.modules", i);
       if (mod.arch.compare(0, 3, "sm_") != 0 || !IsTarget(mod.arch))
-        return Error(f + ".arch", absl::StrCat("'", mod.arch, "' is not a CUDA target (sm_80, ...)"));
+        return Error(f + ".arch",
+                     absl::StrCat("'", mod.arch, "' is not a CUDA target (sm_80, ...)"));
       if (std::find(m_.targets.begin(), m_.targets.end(), mod.arch) == m_.targets.end())
         return Error(f + ".arch", absl::StrCat("'", mod.arch, "' is not one of targets (",
                                                absl::StrJoin(m_.targets, ", "), ")"));
@@ -471,12 +577,13 @@ class Validator {
   absl::Status CudaGemm(const ManifestCudaGemm& g, const std::string& f) {
     if (g.n == 0) return absl::OkStatus();
     constexpr int64_t kMaxDim = int64_t{1} << 24;
-    for (auto [key, v] : {std::pair{"n", g.n}, std::pair{"k", g.k}, std::pair{"columns", g.columns}})
+    for (auto [key, v] :
+         {std::pair{"n", g.n}, std::pair{"k", g.k}, std::pair{"columns", g.columns}})
       if (v <= 0 || v > kMaxDim)
         return Error(f + "." + key, absl::StrCat("is ", v, "; expected 1 to ", kMaxDim));
     if (g.weight < 0 || g.weight >= LLMC_CUDA_MAX_WEIGHTS)
-      return Error(f + ".weight", absl::StrCat("is ", g.weight, "; expected 0 to ",
-                                               LLMC_CUDA_MAX_WEIGHTS - 1));
+      return Error(f + ".weight",
+                   absl::StrCat("is ", g.weight, "; expected 0 to ", LLMC_CUDA_MAX_WEIGHTS - 1));
     if (g.rows != "T" && g.rows != "L")
       return Error(f + ".rows", absl::StrCat("is '", g.rows, "'; expected T or L"));
     for (auto [key, v] : {std::pair{"pre", &g.pre}, std::pair{"epi", &g.epi}})
@@ -499,8 +606,8 @@ class Validator {
         if (auto when = ParseWhenExpr(launch.when); !when.ok())
           return Error(lf + ".when", std::string(when.status().message()));
         if (launch.grid.size() != 3)
-          return Error(lf + ".grid", absl::StrCat("has ", launch.grid.size(),
-                                                  " entries; expected 3 (x, y, z)"));
+          return Error(lf + ".grid",
+                       absl::StrCat("has ", launch.grid.size(), " entries; expected 3 (x, y, z)"));
         for (size_t d = 0; d < 3; ++d)
           if (auto grid = ParseGridExpr(launch.grid[d]); !grid.ok())
             return Error(Indexed(lf + ".grid", d), std::string(grid.status().message()));

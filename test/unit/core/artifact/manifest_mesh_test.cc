@@ -130,8 +130,8 @@ TEST(ManifestMesh, MissingAndMistypedFields) {
 TEST(ManifestMesh, CollectiveName) {
   ExpectError(MeshRoundTrip([](Manifest& m) { m.steps[kReduce].collective = "all_reduce_max"; }),
               {kPath,
-               "steps[1].collective is 'all_reduce_max'; expected all_reduce_sum or "
-               "all_gather"});
+               "steps[1].collective is 'all_reduce_max'; expected all_reduce_sum, all_gather, "
+               "send or recv"});
 }
 
 TEST(ManifestMesh, CollectiveKernelIsMinusOne) {
@@ -247,8 +247,8 @@ TEST(ManifestMesh, AllGatherFillsAllButThePaddingOfTheLastRank) {
 TEST(ManifestMesh, CollectiveNeedsSeveralRanks) {
   ExpectError(MeshRoundTrip([](Manifest& m) { m.mesh = ManifestMesh(); }),
               {kPath,
-               "steps[1].collective is all_reduce_sum, but the artifact has one rank "
-               "(mesh.tp 1): collectives need a tensor-parallel mesh"});
+               "steps[1].collective is all_reduce_sum, but the artifact has one "
+               "tensor-parallel rank (mesh.tp 1): collectives need a tensor-parallel mesh"});
 }
 
 // The CUDA plan of a partitioned artifact carries its collectives too,
@@ -280,16 +280,22 @@ TEST(ManifestMesh, TpAndPpArePositive) {
               {kPath, "mesh.pp must be >= 1, got -1"});
 }
 
-TEST(ManifestMesh, PipelineParallelIsNotSupportedYet) {
+// Pipeline stages have their own tests (manifest_pipeline_test.cc); a
+// mesh of one stage lists none.
+TEST(ManifestMesh, OneStageListsNoStages) {
+  Manifest staged = TinyMeshManifest();
+  staged.mesh.stages = {{"manifest.json", 0, 2}};
+  ExpectError(ValidateManifest(staged, kPath),
+              {kPath, "mesh.stages are given, but the artifact has one pipeline stage"});
   ExpectError(MeshRoundTrip([](Manifest& m) { m.mesh.pp = 2; }),
-              {kPath, "mesh.pp is 2: pipeline-parallel artifacts are not supported yet"});
+              {kPath, "mesh.stages has 0 entries; mesh.pp 2 needs one per stage"});
 }
 
 TEST(ManifestMesh, OneRankEntryPerRank) {
   ExpectError(MeshRoundTrip([](Manifest& m) { m.mesh.ranks.pop_back(); }),
-              {kPath, "mesh.ranks has 1 entries; mesh.tp 2 x mesh.pp 1 needs 2"});
+              {kPath, "mesh.ranks has 1 entries; mesh.tp 2 needs one per tensor-parallel rank"});
   ExpectError(MeshRoundTrip([](Manifest& m) { m.mesh.tp = 4; }),
-              {"mesh.ranks has 2 entries; mesh.tp 4 x mesh.pp 1 needs 4"});
+              {"mesh.ranks has 2 entries; mesh.tp 4 needs one per tensor-parallel rank"});
 }
 
 TEST(ManifestMesh, RankWeightFile) {

@@ -71,10 +71,13 @@ class WeightFileWriter {
   absl::Status error_;  // sticky: once a write failed, every call fails
 };
 
-// Checks `manifest` (ValidateManifest) and writes <dir>/manifest.json through
-// a temporary file and a rename, fsynced. Write it after everything else
-// (the weight file must be complete; dummy weights have none).
-absl::Status WriteManifest(const std::string& dir, const Manifest& manifest);
+// Checks `manifest` (ValidateManifest) and writes <dir>/<manifest_file>
+// through a temporary file and a rename, fsynced; `dir` is the artifact's
+// root, and a pipeline stage's manifest_file is "stages/<S>/manifest.json".
+// Write it after everything else (the weight file must be complete; dummy
+// weights have none).
+absl::Status WriteManifest(const std::string& dir, const Manifest& manifest,
+                           const std::string& manifest_file = kManifestFile);
 
 // "<final_dir>.tmp-<pid>": where to build the artifact before committing it.
 std::string ArtifactTempDir(const std::string& final_dir);

@@ -6,11 +6,17 @@
 // model.llmc/
 //   manifest.json            this struct, as JSON
 //   weights/rank0.bin        every weight in its packed format, 64-byte aligned
+//                            (weights/rank<R>.bin: rank R's slices, when partitioned)
 //   kernels/host/kernels.so  the host kernels (symbols listed in `kernels`)
 //   kernels/host/src/...     the generated C++ they were built from
 //   kernels/cuda/src/...     the generated CUDA C++ (with --target=sm_XX)
 //   kernels/sm_XX/kernels.ptx  NVRTC's PTX for each CUDA target
 //   tokenizer/...            tokenizer.json (+ tokenizer_config.json) or tokenizer.gguf
+//   stages/<S>/...           pipeline stage S >= 1 (with --pp; the root is
+//                            stage 0): manifest.json, kernels/ and weights/ as
+//                            above, for that stage's layers. Its manifest's
+//                            paths, like every path here, are relative to
+//                            model.llmc/ ("stages/1/weights/rank2.bin").
 //
 // An artifact with dummy weights (`llmc compile --builtin=... --dummy-weights`)
 // has no weight file: weights.dummy_seed is nonzero, weights.file and
@@ -47,9 +53,9 @@ struct ManifestTensor {
 inline constexpr uint64_t kDefaultDummySeed = 0x6c6c6d6364756d79ull;  // "llmcdumy"
 
 struct ManifestWeights {
-  std::string file;            // relative to the artifact root; empty for dummy weights
-  uint64_t size = 0;           // bytes of the whole file (or of the generated weights)
-  std::string checksum;        // ChecksumHex() of the whole file; empty for dummy weights
+  std::string file;      // relative to the artifact root; empty for dummy weights
+  uint64_t size = 0;     // bytes of the whole file (or of the generated weights)
+  std::string checksum;  // ChecksumHex() of the whole file; empty for dummy weights
   // Nonzero: no file; the runtime generates every tensor from this seed and
   // its index (GenerateDummyWeights). 0: real weights (omitted in the JSON).
   uint64_t dummy_seed = 0;
@@ -60,59 +66,79 @@ struct ManifestWeights {
 // (T rows) or "logits" (one row per logits_rows entry).
 struct ManifestBuffer {
   std::string name;
-  std::string rows;            // "tokens" | "logits"
+  std::string rows;  // "tokens" | "logits"
   int64_t row_bytes = 0;
-  std::string dtype;           // element type, for inspection: f32, f16, bf16
+  std::string dtype;  // element type, for inspection: f32, f16, bf16
   int64_t row_elems = 0;
 };
 
 struct ManifestKernel {
-  std::string name;            // the fusion group's name
-  std::string target;          // "host" (later "sm_90", ...)
-  std::string symbol;          // entry point in the target's library
-  std::string ops;             // what it computes, e.g. "linear q4_1 576x576"
-  std::string launch;          // its launch shape as a function of T and S
+  std::string name;    // the fusion group's name
+  std::string target;  // "host" (later "sm_90", ...)
+  std::string symbol;  // entry point in the target's library
+  std::string ops;     // what it computes, e.g. "linear q4_1 576x576"
+  std::string launch;  // its launch shape as a function of T and S
 };
 
 // One kernel launch of the step plan, with what it binds, in ABI order; or
-// one collective of a tensor-parallel plan (`collective` set, `kernel` -1,
-// no weights or caches, `buffers` = [input, output] over the rows of the
-// buffers' row kind, the output possibly the input itself):
+// one collective of a partitioned plan (`collective` set, `kernel` -1, no
+// weights or caches). Those of a tensor-parallel group bind `buffers` =
+// [input, output] over the rows of the buffers' row kind, the output
+// possibly the input itself:
 //   "all_reduce_sum"  output = the sum over the group's ranks of input
 //                     (the same row width);
 //   "all_gather"      output row = the ranks' input rows side by side, rank
 //                     order, cut to the output's width (the last rank's
 //                     padding dropped).
+// Those between pipeline stages bind one buffer of token rows, and `peer`
+// is the other stage (this rank's counterpart in it: the same TP rank):
+//   "send"            buffers [input], in_row_elems wide, to stage peer =
+//                     stage + 1 (the hidden state leaving this stage);
+//   "recv"            buffers [output], out_row_elems wide, from stage
+//                     peer = stage - 1.
 struct ManifestStep {
-  int64_t kernel = 0;                // index into `kernels`; -1 for a collective
-  std::vector<int64_t> buffers;      // indices into `buffers`
-  std::vector<int64_t> weights;      // indices into `weights.tensors`
-  std::vector<int64_t> caches;       // layer indices (K and V are passed together)
+  int64_t kernel = 0;            // index into `kernels`; -1 for a collective
+  std::vector<int64_t> buffers;  // indices into `buffers`
+  std::vector<int64_t> weights;  // indices into `weights.tensors`
+  std::vector<int64_t> caches;   // layer indices (K and V are passed together)
   // The fusion group it runs, e.g. "layers.3.mlp.linear+add_7" (optional in
   // the file; `llmc inspect` groups launches per layer by it).
   std::string name;
-  std::string collective;            // "" (a kernel), "all_reduce_sum", "all_gather"
+  std::string collective;  // "" (a kernel), "all_reduce_sum", "all_gather"
   // A collective's row widths in elements, input and output (a buffer's
   // row_bytes is its widest value; rows are packed at the value's width).
   int64_t in_row_elems = 0, out_row_elems = 0;
+  int64_t peer = -1;  // send/recv: the other pipeline stage
 };
 
 // One rank's weight file of a partitioned artifact. Every rank's file has
 // the layout of `weights.tensors` (its slices have the same shapes).
 struct ManifestMeshRank {
-  std::string weights_file;          // "weights/rank1.bin"
+  std::string weights_file;  // "weights/rank1.bin"
   uint64_t weights_size = 0;
-  std::string weights_checksum;      // ChecksumHex() of the file
+  std::string weights_checksum;  // ChecksumHex() of the file
+};
+
+// One pipeline stage: its manifest and the model's layers it runs.
+struct ManifestStage {
+  std::string manifest;  // "manifest.json" for stage 0, "stages/1/manifest.json", ...
+  int64_t first_layer = 0;
+  int64_t num_layers = 0;
 };
 
 // How the artifact is split over ranks (docs/partitioning.md). Absent from
-// the file when tp == pp == 1. Only tensor parallelism (pp == 1) is written
-// so far: every rank runs the one step plan on its own weight file.
+// the file when tp == pp == 1. World rank R = stage * tp + r runs stage
+// `R / tp`'s manifest on its own weight file: the tp ranks of one stage run
+// one step plan (each stage has its own kernels). The manifest at the root
+// is stage 0's; each stage's manifest holds the same mesh but for `stage`
+// and `ranks`.
 struct ManifestMesh {
   int64_t tp = 1;
   int64_t pp = 1;
-  int64_t kv_heads = 0;              // KV heads of one rank's cache
-  std::vector<ManifestMeshRank> ranks;  // tp * pp entries, by rank
+  int64_t kv_heads = 0;                 // KV heads of one rank's cache
+  int64_t stage = 0;                    // the pipeline stage this manifest describes
+  std::vector<ManifestStage> stages;    // pp entries when pp > 1, else none
+  std::vector<ManifestMeshRank> ranks;  // this stage's tp ranks, by TP rank
 };
 
 // One launch of a CUDA kernel. A kernel may need several in order (a GEMM
@@ -122,10 +148,10 @@ struct ManifestMesh {
 //          rows) or splits, op <= > (e.g. "T<=8", "splits>1")
 //   grid:  three expressions: an integer, T, L, splits, or cdiv(T|L,<int>)
 struct ManifestCudaLaunch {
-  std::string symbol;                // __global__ entry of every PTX module
+  std::string symbol;  // __global__ entry of every PTX module
   std::string when;
-  std::vector<std::string> grid;     // x, y, z
-  int64_t block = 128;               // threads per block
+  std::vector<std::string> grid;  // x, y, z
+  int64_t block = 128;            // threads per block
   // "" always; "llmc": the kernel's own GEMM, which a cuBLASLt GEMM
   // (ManifestCudaGemm) may replace.
   std::string impl;
@@ -146,8 +172,8 @@ struct ManifestCudaGemm {
 };
 
 struct ManifestCudaKernel {
-  std::string name;                  // e.g. "layers.0.attn.rms_norm+linear+split+rope_0"
-  std::string ops;                   // what it computes, as in ManifestKernel
+  std::string name;  // e.g. "layers.0.attn.rms_norm+linear+split+rope_0"
+  std::string ops;   // what it computes, as in ManifestKernel
   std::vector<ManifestCudaLaunch> launches;
   // Flash-decoding attention: keys per split and the partials' shape (the
   // runtime sizes its scratch by them); 0 for other kernels.
@@ -166,9 +192,9 @@ struct ManifestPtxasEntry {
 };
 
 struct ManifestCudaModule {
-  std::string arch;                  // "sm_90"
-  std::string file;                  // "kernels/sm_90/kernels.ptx"
-  std::string checksum;              // ChecksumHex of the PTX
+  std::string arch;      // "sm_90"
+  std::string file;      // "kernels/sm_90/kernels.ptx"
+  std::string checksum;  // ChecksumHex of the PTX
   std::vector<ManifestPtxasEntry> ptxas;
 };
 
@@ -178,18 +204,18 @@ struct ManifestCudaModule {
 // index) and caches as the host plan, in the order its kernels read them
 // (the ABI of cuda_abi.h).
 struct ManifestCuda {
-  std::string activation_dtype;      // bf16 | f16 | f32; the KV cache too
+  std::string activation_dtype;  // bf16 | f16 | f32; the KV cache too
   int64_t cuda_abi_version = 0;
   std::vector<ManifestCudaModule> modules;
   std::vector<ManifestCudaKernel> kernels;
-  std::vector<ManifestStep> steps;   // `kernel` indexes `kernels` above
+  std::vector<ManifestStep> steps;  // `kernel` indexes `kernels` above
 };
 
 struct Manifest {
   int format_version = kArtifactFormatVersion;
   int host_abi_version = 0;
-  std::string compiler;              // "llmc <version>"
-  std::string source;                // the model it was compiled from
+  std::string compiler;  // "llmc <version>"
+  std::string source;    // the model it was compiled from
   ModelConfig model;
   std::vector<std::string> targets;  // "host", "sm_90", ...
   std::string activation_dtype;      // f32 | f16 | bf16
@@ -198,9 +224,11 @@ struct Manifest {
   std::vector<ManifestBuffer> buffers;
   std::vector<ManifestKernel> kernels;
   std::vector<ManifestStep> steps;
-  int64_t logits_buffer = -1;        // the buffer holding the step's logits
-  std::string host_library;          // e.g. "kernels/host/kernels.so"
-  std::string tokenizer;             // e.g. "tokenizer/tokenizer.json"
+  // The buffer holding the step's logits; -1 on a pipeline stage before the
+  // last (it sends its hidden state on instead).
+  int64_t logits_buffer = -1;
+  std::string host_library;  // e.g. "kernels/host/kernels.so"
+  std::string tokenizer;     // e.g. "tokenizer/tokenizer.json"
   int64_t bos_id = -1, eos_id = -1;
   ManifestCuda cuda;
   ManifestMesh mesh;
