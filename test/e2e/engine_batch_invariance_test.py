@@ -31,7 +31,10 @@ tokens and logprobs to the bit.
 With --tp N the synthetic models are compiled for N tensor-parallel ranks
 and every run goes through `mpirun -np N`: rank 0's engine schedules, the
 other ranks run its steps, and the host checks above hold as they are (with
-two ranks an all-reduce adds a + b, which no algorithm can reorder).
+two ranks an all-reduce adds a + b, which no algorithm can reorder). With
+--pp M as well, M pipeline stages (TP x PP ranks): the engine's mixed
+steps are cut into micro-batches that flow through the stages, and the
+checks still hold as they are.
 
 Exits 0 when every case passes, 77 (skip) only for a case whose inputs are
 missing (said loudly), 1 on any failure.
@@ -56,6 +59,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 SMOLLM2 = os.path.expanduser("~/.cache/llmc/models/SmolLM2-135M-Instruct.Q4_1.gguf")
 NEAR_TIE = 1e-2
 TP = 1  # --tp
+PP = 1  # --pp
 
 # name -> synth options (GGUF, q8_0 blocks: the q8-activation GEMMs run)
 MODELS = {
@@ -168,7 +172,8 @@ def check_host(exe, name, art, vocab, work, max_prompt=600, n=64):
                              "--kv-blocks", str(quarter)])
     alone, _ = run_engine(exe, art, reqs, work, name + "-alone",
                           ["--max-seqs", "1", "--max-batch-tokens", str(max_prompt + 64)])
-    return compare(f"{name} [host{' tp=%d' % TP if TP > 1 else ''}]", batched, alone, 64)
+    mesh = (f" tp={TP}" if TP > 1 else "") + (f" pp={PP}" if PP > 1 else "")
+    return compare(f"{name} [host{mesh}]", batched, alone, 64)
 
 
 def emu_near_tie(exe, art, reqs, work, env):
@@ -238,14 +243,17 @@ def main():
     ap.add_argument("--tp", type=int, default=1,
                     help="compile the synthetic models for N tensor-parallel ranks and run them "
                          "under mpirun -np N (host only)")
+    ap.add_argument("--pp", type=int, default=1,
+                    help="compile the synthetic models for M pipeline stages (with --tp: TP x PP "
+                         "ranks) and run them under mpirun (host only)")
     a = ap.parse_args()
-    global TP, LAUNCH, LAUNCH_ENV
-    TP = a.tp
-    if TP > 1:
+    global TP, PP, LAUNCH, LAUNCH_ENV
+    TP, PP = a.tp, a.pp
+    if TP * PP > 1:
         if shutil.which("mpirun") is None:
-            print("SKIPPED: --tp needs mpirun (install openmpi-bin; scripts/setup does)")
+            print("SKIPPED: --tp/--pp need mpirun (install openmpi-bin; scripts/setup does)")
             return 77
-        LAUNCH = [shutil.which("mpirun"), "-np", str(TP), "--oversubscribe"]
+        LAUNCH = [shutil.which("mpirun"), "-np", str(TP * PP), "--oversubscribe"]
         LAUNCH_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         a.only = "host"
     rt = os.path.join(os.path.dirname(a.llmc), "llmc-rt")
@@ -260,10 +268,11 @@ def main():
             model = os.path.join(work, name + ".gguf")
             run([sys.executable, SYNTH, "--format", "gguf", "--out", model, "--seed", "5"] + opts)
             art = os.path.join(work, name + ".llmc")
-            run([a.llmc, "compile", model, "-o", art] + (["--tp", str(TP)] if TP > 1 else []))
+            run([a.llmc, "compile", model, "-o", art] + (["--tp", str(TP)] if TP > 1 else []) +
+                (["--pp", str(PP)] if PP > 1 else []))
             vocab = int(opts[opts.index("--vocab") + 1])
             results.append(check_host(exe, name, art, vocab, work))
-        if (not a.k or a.k in "smollm2") and a.only != "cuda" and TP == 1:
+        if (not a.k or a.k in "smollm2") and a.only != "cuda" and TP * PP == 1:
             if os.path.exists(SMOLLM2):
                 art = os.path.join(work, "smollm2.llmc")
                 run([a.llmc, "compile", SMOLLM2, "-o", art])

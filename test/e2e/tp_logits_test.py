@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
-"""Tensor parallelism on the host backend, ranks under mpirun.
+"""Tensor and pipeline parallelism on the host backend, ranks under mpirun.
 
-For synthetic models that exercise every split the partition pass makes
+For synthetic models that exercise every split the partition passes make
 (GQA with fewer KV heads than ranks, so KV heads are replicated; KV heads
 split; QKV biases; a vocabulary that no TP degree divides; tied and untied
 embeddings; GGUF q8_0 blocks sliced by rows and by whole blocks of
-columns), compile the model at TP=1 and at TP=N, and compare the
-teacher-forced logits of a prompt (one chunked prefill) and 32 single-token
-decode steps through the paged KV cache:
+columns; pipeline stages of unequal layer counts, alone and with TP inside
+each stage), compile the model unsplit and split as TP x PP, and compare
+the teacher-forced logits of a prompt (one chunked prefill; long enough in
+the pipeline cases to be cut into micro-batches, one sequence across two)
+and 32 single-token decode steps through the paged KV cache:
 
-  llmc-rt logits tp1.llmc ...                 (one process)
-  mpirun -np N llmc-rt logits tpN.llmc ...    (N ranks, MPI collectives)
+  llmc-rt logits tp1.llmc ...                   (one process)
+  mpirun -np TP*PP llmc-rt logits split.llmc    (MPI collectives, sends)
 
-Tolerance: max |tpN - tp1| / max |tp1| < 1e-5 per row (the issue's bound):
+Tolerance: max |split - tp1| / max |tp1| < 1e-5 per row (the issue's bound):
 the partial sums of the row-parallel projections add in another order,
-nothing else changes. Both are also checked against the float64 reference
+nothing else changes (pipeline stages alone change nothing: bit-equal). Both are also checked against the float64 reference
 (< 1e-4, as host_logits_test.py) so that agreement is not agreement on a
 wrong answer.
 
@@ -57,24 +59,32 @@ PROMPT = 14
 DECODE = 32
 BLOCK_SIZE = 5
 
-# name -> (synth_model.py options, GGUF block type or None for HF f32, TP degrees,
-#          extra compile flags). GGUF block weights run with llama.cpp-style q8
-# activations by default, which round the activations: those logits are
-# compared across TP degrees only, and the same model with exact f32
-# activations is also compared with the reference.
+# name -> (synth_model.py options, GGUF block type or None for HF f32,
+#          meshes as (tp, pp), extra compile flags, prompt length).
+# GGUF block weights run with llama.cpp-style q8 activations by default,
+# which round the activations: those logits are compared across meshes only,
+# and the same model with exact f32 activations is also compared with the
+# reference. A prompt of 70 tokens is one prefill step that the pipeline
+# cuts into two micro-batches (pipeline_runner.h: 32 tokens or more each).
 CASES = {
     # 2 KV heads over 4 ranks: replicated; 301 = 4 * 76 - 3: padded vocabulary.
     "qwen2-bias-gqa-replicated": (["--arch", "qwen2", "--vocab", "301", "--hidden", "128",
                                    "--heads", "4", "--kv-heads", "2", "--intermediate", "256",
-                                   "--layers", "2"], None, [2, 4], []),
+                                   "--layers", "2"], None, [(2, 1), (4, 1)], [], PROMPT),
+    # One KV head (fewer than TP=2: replicated), QKV bias, a vocabulary of
+    # 301 (odd), three layers: pipeline stages of 2 and 1 layers, alone and
+    # with TP=2 inside each (4 ranks).
+    "qwen2-mqa-pipeline": (["--arch", "qwen2", "--vocab", "301", "--hidden", "128",
+                            "--heads", "4", "--kv-heads", "1", "--intermediate", "256",
+                            "--layers", "3"], None, [(2, 1), (1, 2), (2, 2)], [], 70),
     # KV heads split, untied LM head, GGUF q8_0 (row-parallel slices of whole blocks).
     "llama-untied-q8_0": (["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "4",
                            "--kv-heads", "2", "--intermediate", "256", "--layers", "2",
-                           "--no-tie-embeddings"], "q8_0", [2], []),
+                           "--no-tie-embeddings"], "q8_0", [(2, 1), (1, 2)], [], PROMPT),
     "llama-untied-q8_0-f32act": (["--arch", "llama", "--vocab", "333", "--hidden", "128",
                                   "--heads", "4", "--kv-heads", "2", "--intermediate", "256",
-                                  "--layers", "2", "--no-tie-embeddings"], "q8_0", [2],
-                                 ["--host-activations=f32"]),
+                                  "--layers", "2", "--no-tie-embeddings"], "q8_0", [(2, 1)],
+                                 ["--host-activations=f32"], PROMPT),
 }
 
 
@@ -98,8 +108,8 @@ def run(cmd, env=None, expect_ok=True, timeout=300):
     return r
 
 
-def logits_cmd(rt, art, tokens, out):
-    return [rt, "logits", art, "--tokens", ",".join(map(str, tokens)), "--prefill", str(PROMPT),
+def logits_cmd(rt, art, tokens, out, prompt=PROMPT):
+    return [rt, "logits", art, "--tokens", ",".join(map(str, tokens)), "--prefill", str(prompt),
             "--block-size", str(BLOCK_SIZE), "--threads", "1", "-o", out]
 
 
@@ -111,7 +121,7 @@ def row_rel_err(got, want):
     return np.abs(got - want).max(axis=1) / np.abs(want).max(axis=1)
 
 
-def check_case(llmc, rt, name, opts, gguf_type, degrees, flags, work):
+def check_case(llmc, rt, name, opts, gguf_type, meshes, flags, prompt, work):
     hf = os.path.join(work, f"{name}-hf")
     run([sys.executable, SYNTH, "--format", "hf", "--out", hf, "--seed", "11"] + opts)
     model = hf
@@ -122,29 +132,33 @@ def check_case(llmc, rt, name, opts, gguf_type, degrees, flags, work):
     ref = rf.ReferenceModel.from_gguf(model) if gguf_type else rf.ReferenceModel.from_hf_folder(hf)
     vocab = ref.cfg.vocab
     rng = np.random.default_rng(zlib.crc32(name.encode()))
-    tokens = [int(t) for t in rng.integers(0, vocab, PROMPT + DECODE)]
+    tokens = [int(t) for t in rng.integers(0, vocab, prompt + DECODE)]
     want_ref = ref.forward(tokens)
 
     art1 = os.path.join(work, f"{name}-tp1.llmc")
     run([llmc, "compile", model, "-o", art1, *flags])
     out1 = os.path.join(work, f"{name}-tp1.f32")
-    run(logits_cmd(rt, art1, tokens, out1))
+    run(logits_cmd(rt, art1, tokens, out1, prompt))
     tp1 = read_logits(out1, len(tokens), vocab)
     ok = True
-    for n in degrees:
-        art = os.path.join(work, f"{name}-tp{n}.llmc")
-        run([llmc, "compile", model, "--tp", str(n), "-o", art, *flags])
-        out = os.path.join(work, f"{name}-tp{n}.f32")
-        run(mpirun_command(n) + logits_cmd(rt, art, tokens, out), env=mpi_env())
+    for tp, pp in meshes:
+        mesh = f"TP={tp}" + (f" x PP={pp}" if pp > 1 else "")
+        art = os.path.join(work, f"{name}-tp{tp}-pp{pp}.llmc")
+        run([llmc, "compile", model, "--tp", str(tp), "--pp", str(pp), "-o", art, *flags])
+        out = os.path.join(work, f"{name}-tp{tp}-pp{pp}.f32")
+        run(mpirun_command(tp * pp) + logits_cmd(rt, art, tokens, out, prompt), env=mpi_env())
         got = read_logits(out, len(tokens), vocab)
         err = row_rel_err(got, tp1)
         # q8 activations round the inputs of block GEMMs: no float64 check.
         q8 = gguf_type is not None and "--host-activations=f32" not in flags
         ref_err = float(row_rel_err(got, want_ref).max())
         case_ok = float(err.max()) < TP_TOLERANCE and (q8 or ref_err < REF_TOLERANCE)
+        # Pipeline stages alone reorder no sum: their logits are TP=1's bits.
+        if tp == 1:
+            case_ok &= float(err.max()) == 0.0
         ok &= case_ok
-        print(f"{'PASS' if case_ok else 'FAIL'} {name} TP={n} vs TP=1: max rel err "
-              f"{err.max():.2e} (prefill {err[:PROMPT].max():.2e}, decode {err[PROMPT:].max():.2e}); "
+        print(f"{'PASS' if case_ok else 'FAIL'} {name} {mesh} vs TP=1: max rel err "
+              f"{err.max():.2e} (prefill {err[:prompt].max():.2e}, decode {err[prompt:].max():.2e}); "
               f"vs float64 reference {'(q8 activations: not compared)' if q8 else f'{ref_err:.2e}'}; "
               f"top-1 agree "
               f"{float((got.argmax(1) == tp1.argmax(1)).mean()):.3f}")
@@ -304,19 +318,26 @@ def check_errors(llmc, rt, work):
     model = os.path.join(work, "errors-hf")
     run([sys.executable, SYNTH, "--format", "hf", "--out", model, "--seed", "3", "--arch", "llama",
          "--vocab", "300", "--hidden", "64", "--heads", "4", "--kv-heads", "2",
-         "--intermediate", "128", "--layers", "1", "--max-position", "2048"])
+         "--intermediate", "128", "--layers", "2", "--max-position", "2048"])
     art = os.path.join(work, "errors-tp2.llmc")
     run([llmc, "compile", model, "--tp", "2", "-o", art])
+    pp_art = os.path.join(work, "errors-pp2.llmc")
+    run([llmc, "compile", model, "--pp", "2", "-o", pp_art])
     out = os.path.join(work, "errors.f32")
     tokens = [1, 2, 3, 4]
     cases = [
         ("without mpirun", logits_cmd(rt, art, tokens, out), None,
-         "is split over 2 tensor-parallel ranks"),
+         "is split over 2 ranks (llmc compile --tp 2 --pp 1): start it as `mpirun -np 2"),
         # Whichever rank reports first ends the others: rank 2 has no weight
         # file, ranks 0 and 1 see a world of 3 for an artifact of 2.
         ("3 ranks for a TP=2 artifact", mpirun_command(3) + logits_cmd(rt, art, tokens, out),
          mpi_env(), ("rank 2 does not exist: the artifact is split over 2 rank(s)",
-                     "is split over 2 tensor-parallel ranks")),
+                     "is split over 2 ranks")),
+        ("a PP=2 artifact without mpirun", logits_cmd(rt, pp_art, tokens, out), None,
+         "is split over 2 ranks (llmc compile --tp 1 --pp 2): start it as `mpirun -np 2"),
+        ("4 ranks for a PP=2 artifact", mpirun_command(4) + logits_cmd(rt, pp_art, tokens, out),
+         mpi_env(), ("does not exist: the artifact is split over 2 rank(s)",
+                     "is split over 2 ranks")),
     ]
     ok = True
     for what, cmd, env, expect in cases:
@@ -342,6 +363,18 @@ def check_errors(llmc, rt, work):
     ok &= good
     print(f"{'PASS' if good else 'FAIL'} error, a missing rank file: exit {r.returncode} in "
           f"{took:.1f} s, message {'found' if expect in r.stdout + r.stderr else 'MISSING'}")
+    # Pipeline stage 1's weight file gone: rank 1 says so, rank 0 ends too.
+    os.remove(os.path.join(pp_art, "stages", "1", "weights", "rank1.bin"))
+    start = time.monotonic()
+    r = run(mpirun_command(2) + logits_cmd(rt, pp_art, tokens, out), env=mpi_env(),
+            expect_ok=False, timeout=120)
+    took = time.monotonic() - start
+    expect = "stages/1/weights/rank1.bin: the weight file named by manifest.json is missing"
+    good = r.returncode != 0 and expect in r.stdout + r.stderr and took < 30
+    ok &= good
+    print(f"{'PASS' if good else 'FAIL'} error, pipeline stage 1's weight file missing: exit "
+          f"{r.returncode} in {took:.1f} s, message "
+          f"{'found' if expect in r.stdout + r.stderr else 'MISSING: ' + repr((r.stdout + r.stderr)[-400:])}")
     return ok
 
 
@@ -373,10 +406,10 @@ def main():
             results.append(ok)
 
     try:
-        for name, (opts, gguf_type, degrees, flags) in CASES.items():
+        for name, (opts, gguf_type, meshes, flags, prompt) in CASES.items():
             if not a.k or a.k in name:
-                attempt(name, lambda: check_case(a.llmc, rt, name, opts, gguf_type, degrees,
-                                                 flags, work))
+                attempt(name, lambda: check_case(a.llmc, rt, name, opts, gguf_type, meshes,
+                                                 flags, prompt, work))
         if not a.k or a.k in "smollm2":
             attempt("smollm2", lambda: check_smollm2(a.llmc, rt, work))
         if not a.k or a.k in "errors":

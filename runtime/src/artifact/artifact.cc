@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "llmc/runtime/artifact/dummy_weights.h"
 #include "llmc/core/artifact/host_abi.h"
 #include "llmc/core/status_macros.h"
+#include "llmc/runtime/artifact/dummy_weights.h"
 
 namespace llmc {
 namespace {
@@ -73,6 +73,45 @@ const uint8_t* Artifact::weight_data(int64_t tensor_index) const {
   return weights_->data() + tensors[tensor_index].offset;
 }
 
+namespace {
+
+absl::StatusOr<Manifest> ReadManifest(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))  // a FIFO would block the read below
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  LLMC_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path, kMaxManifestBytes));
+  return ManifestFromJson(text, path);
+}
+
+// Stage `stage`'s manifest (`path`) describes the root's model, split alike.
+absl::Status CheckStageManifest(const Manifest& root, const Manifest& staged, int64_t stage,
+                                const std::string& path) {
+  auto differs = [&](const std::string& what) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": pipeline stage ", stage, "'s manifest does not match ", kManifestFile,
+                     " (", what, "): the artifact mixes two compilations; recompile it"));
+  };
+  const ManifestMesh &a = root.mesh, &b = staged.mesh;
+  if (b.stage != stage) return differs(absl::StrCat("it is stage ", b.stage));
+  if (a.tp != b.tp || a.pp != b.pp) return differs("the mesh");
+  for (size_t s = 0; s < a.stages.size(); ++s)
+    if (b.stages[s].manifest != a.stages[s].manifest ||
+        b.stages[s].first_layer != a.stages[s].first_layer ||
+        b.stages[s].num_layers != a.stages[s].num_layers)
+      return differs("the stages' layers");
+  const ModelConfig &x = root.model, &y = staged.model;
+  if (x.num_layers != y.num_layers || x.hidden_size != y.hidden_size ||
+      x.vocab_size != y.vocab_size || x.num_heads != y.num_heads || root.source != staged.source)
+    return differs("the model");
+  if (root.tokenizer != staged.tokenizer || root.targets != staged.targets)
+    return differs("the tokenizer or targets");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(const std::string& dir_arg,
                                                          const OpenOptions& options) {
   std::unique_ptr<Artifact> a(new Artifact());
@@ -96,10 +135,21 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(const std::string& dir_
           absl::StrCat(dir, ": not an llmc artifact: ", kManifestFile, " is missing"));
     return absl::NotFoundError(absl::StrCat(manifest_path, ": ", std::strerror(errno)));
   }
-  if (!S_ISREG(st.st_mode))  // a FIFO would block the read below
-    return absl::InvalidArgumentError(absl::StrCat(manifest_path, ": not a regular file"));
-  LLMC_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(manifest_path, kMaxManifestBytes));
-  LLMC_ASSIGN_OR_RETURN(a->manifest_, ManifestFromJson(text, manifest_path));
+  LLMC_ASSIGN_OR_RETURN(a->manifest_, ReadManifest(manifest_path));
+  // A pipeline-parallel artifact: stages after the first have manifests of
+  // their own, which must belong to the same split of the same model.
+  const ManifestMesh& mesh = a->manifest_.mesh;
+  const int64_t ranks = mesh.tp * mesh.pp;
+  if (options.rank < 0 || (options.rank > 0 && options.rank >= ranks))
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: rank %d does not exist: the artifact is split over %d rank(s)", dir,
+                        options.rank, ranks));
+  if (const int64_t stage = options.rank / mesh.tp; stage > 0) {
+    manifest_path = a->Path(mesh.stages[size_t(stage)].manifest);
+    LLMC_ASSIGN_OR_RETURN(Manifest staged, ReadManifest(manifest_path));
+    LLMC_RETURN_IF_ERROR(CheckStageManifest(a->manifest_, staged, stage, manifest_path));
+    a->manifest_ = std::move(staged);
+  }
   const Manifest& m = a->manifest_;
 
   bool host = std::find(m.targets.begin(), m.targets.end(), "host") != m.targets.end();
@@ -109,14 +159,9 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(const std::string& dir_
         "recompile the model with this llmc",
         manifest_path, m.host_abi_version, LLMC_HOST_ABI_VERSION));
 
-  // A partitioned artifact: this rank's weight file has the shared layout.
-  const int64_t ranks = m.mesh.tp * m.mesh.pp;
-  if (options.rank < 0 || (options.rank > 0 && options.rank >= ranks))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: rank %d does not exist: the artifact is split over %d rank(s)", dir, options.rank,
-        ranks));
+  // A partitioned artifact: this rank's weight file has its stage's layout.
   if (ranks > 1) {
-    const ManifestMeshRank& r = m.mesh.ranks[size_t(options.rank)];
+    const ManifestMeshRank& r = m.mesh.ranks[size_t(options.rank % m.mesh.tp)];
     a->manifest_.weights.file = r.weights_file;
     a->manifest_.weights.size = r.weights_size;
     a->manifest_.weights.checksum = r.weights_checksum;

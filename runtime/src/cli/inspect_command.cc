@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "inspect_cuda.h"
+#include "inspect_mesh.h"
 #include "llmc/runtime/artifact/artifact.h"
 #include "llmc/runtime/cli/commands.h"
 #include "llmc/runtime/cli/flags.h"
-#include "inspect_cuda.h"
-#include "inspect_mesh.h"
 #include "run_command.h"
 
 namespace llmc::cli {
@@ -23,7 +23,8 @@ int64_t LayerOf(const std::string& name) {
   int64_t layer = 0;
   size_t i = kPrefix.size();
   if (i >= name.size() || name[i] < '0' || name[i] > '9') return -1;
-  for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) layer = layer * 10 + (name[i] - '0');
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i)
+    layer = layer * 10 + (name[i] - '0');
   return layer;
 }
 
@@ -66,9 +67,13 @@ void AppendLayerKernels(const Manifest& m, std::string* out) {
 
 int RunInspectCommand(int argc, char** argv) {
   bool json = false, steps = false;
-  FlagSet flags(std::string(argv[0]) + " ARTIFACT [--json] [--steps]", kInspectSummary);
+  int64_t stage = 0;
+  FlagSet flags(std::string(argv[0]) + " ARTIFACT [--json] [--steps] [--stage N]", kInspectSummary);
   flags.AddBool("json", &json, "print the manifest as JSON");
   flags.AddBool("steps", &steps, "list every kernel launch of the step plan");
+  flags.AddInt("stage", &stage,
+               "the pipeline stage to describe, of an artifact compiled with --pp (its kernels, "
+               "buffers and weights differ per stage)");
   if (auto rc = ParseCommandLine(flags, argc, argv)) return *rc;
   if (flags.positional().size() != 1) {
     std::fprintf(stderr, "%s: expected one ARTIFACT (see --help)\n", argv[0]);
@@ -77,6 +82,16 @@ int RunInspectCommand(int argc, char** argv) {
   Artifact::OpenOptions open;
   open.verify_checksum = false;  // inspection reads the manifest, not the weights
   auto artifact = Artifact::Open(flags.positional()[0], open);
+  if (artifact.ok() && stage != 0) {
+    const ManifestMesh& mesh = (*artifact)->manifest().mesh;
+    if (stage < 0 || stage >= mesh.pp) {
+      std::fprintf(stderr, "%s: --stage %lld: the artifact has %lld pipeline stage(s)\n", argv[0],
+                   static_cast<long long>(stage), static_cast<long long>(mesh.pp));
+      return kExitUsage;
+    }
+    open.rank = int(stage * mesh.tp);  // the stage's first rank
+    artifact = Artifact::Open(flags.positional()[0], open);
+  }
   if (!artifact.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(artifact.status().message()).c_str());
     return 1;
@@ -109,13 +124,15 @@ int RunInspectCommand(int argc, char** argv) {
     bytes += t.bytes;
   }
   if (m.weights.dummy_seed != 0)
-    absl::StrAppendFormat(&out, "weights  dummy (generated at load, seed %d): %d tensors, %d bytes\n",
+    absl::StrAppendFormat(&out,
+                          "weights  dummy (generated at load, seed %d): %d tensors, %d bytes\n",
                           m.weights.dummy_seed, m.weights.tensors.size(), m.weights.size);
   else
     absl::StrAppendFormat(&out, "weights  %s: %d tensors, %d bytes, checksum %s\n", m.weights.file,
                           m.weights.tensors.size(), m.weights.size, m.weights.checksum);
   for (const auto& [format, v] : by_format)
-    absl::StrAppendFormat(&out, "           %-6s %4d tensors %12d bytes\n", format, v.first, v.second);
+    absl::StrAppendFormat(&out, "           %-6s %4d tensors %12d bytes\n", format, v.first,
+                          v.second);
   int64_t launches = 0;  // kernels, not the collectives between them
   for (const auto& s : m.steps) launches += s.kernel >= 0;
   absl::StrAppendFormat(&out, "kernels  %d unique, %d launches per step (%.1f per layer)\n",

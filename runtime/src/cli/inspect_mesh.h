@@ -13,6 +13,9 @@ namespace llmc::cli {
 // Appends the section to `out`; nothing for an unpartitioned artifact.
 void AppendMeshSection(const Manifest& m, std::string* out);
 
+// A pipeline stage's send or recv of the hidden state.
+bool IsPipelineTransfer(const ManifestStep& s);
+
 // What a step of the plan runs, for listings: the kernel's ops, or the
 // collective with its widths.
 std::string DescribeStep(const Manifest& m, const ManifestStep& s);

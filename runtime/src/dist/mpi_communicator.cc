@@ -9,11 +9,15 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <limits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -88,7 +92,99 @@ class MpiCommunicator : public Communicator {
     return BroadcastWithin(data, bytes, root, std::numeric_limits<double>::infinity());
   }
 
+  ~MpiCommunicator() override { (void)Flush(); }
+
+  absl::Status Send(const void* data, int64_t bytes, int peer) override {
+    if (absl::Status s = CheckBuffer("Send", data, bytes); !s.ok()) return s;
+    if (absl::Status s = CheckRoot(peer, size_); !s.ok()) return s;
+    if (bytes > INT_MAX)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("Send: %d bytes is more than MPI's %d per message", bytes, INT_MAX));
+    // Bounded: past a few messages in flight, the oldest must have arrived.
+    while (sends_.size() >= kMaxSendsInFlight)
+      if (absl::Status s = CompleteOldestSend(); !s.ok()) return s;
+    PendingSend& send = sends_.emplace_back();
+    const char* p = static_cast<const char*>(data);
+    send.bytes.assign(p, p + bytes);
+    send.peer = peer;
+    int rc = MPI_Isend(send.bytes.data(), int(bytes), MPI_BYTE, peer, kPipelineTag, comm_,
+                       &send.request);
+    if (rc != MPI_SUCCESS) {
+      sends_.pop_back();
+      return MpiError(rc, "MPI_Isend");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Recv(void* data, int64_t bytes, int peer) override {
+    if (absl::Status s = CheckBuffer("Recv", data, bytes); !s.ok()) return s;
+    if (absl::Status s = CheckRoot(peer, size_); !s.ok()) return s;
+    if (bytes > INT_MAX)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("Recv: %d bytes is more than MPI's %d per message", bytes, INT_MAX));
+    // One byte more than expected, so that a longer message shows as one
+    // (MPI would call it truncation, an error without the sizes).
+    recv_scratch_.resize(size_t(bytes) + 1);
+    MPI_Request request;
+    int rc = MPI_Irecv(recv_scratch_.data(), int(bytes) + 1, MPI_BYTE, peer, kPipelineTag, comm_,
+                       &request);
+    if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Irecv");
+    MPI_Status status;
+    if (absl::Status s = Wait(&request, "Recv", bytes, "bytes", timeout_seconds_.load(), &status);
+        !s.ok())
+      return s;
+    int got = 0;
+    MPI_Get_count(&status, MPI_BYTE, &got);
+    if (got != bytes)
+      return absl::DataLossError(absl::StrFormat(
+          "Recv: rank %d sent %d bytes, rank %d expected %d (do the stages' plans agree?)", peer,
+          got, rank_, bytes));
+    std::memcpy(data, recv_scratch_.data(), size_t(bytes));
+    return absl::OkStatus();
+  }
+
+  absl::Status Flush() override {
+    while (!sends_.empty())
+      if (absl::Status s = CompleteOldestSend(); !s.ok()) return s;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) override {
+    if (color < 0)
+      return absl::InvalidArgumentError(absl::StrFormat("Split: color %d is negative", color));
+    MPI_Comm sub;
+    // MPI_Comm_split blocks; every rank calls it right after joining the
+    // world, before any rank can have died mid-step.
+    int rc = MPI_Comm_split(comm_, color, key, &sub);
+    if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Comm_split");
+    rc = MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Comm_set_errhandler");
+    int rank = 0, size = 0;
+    MPI_Comm_rank(sub, &rank);
+    MPI_Comm_size(sub, &size);
+    return std::unique_ptr<Communicator>(
+        new MpiCommunicator(sub, rank, size, timeout_seconds_.load()));
+  }
+
  private:
+  // Pipeline messages have a tag of their own, apart from the collectives.
+  static constexpr int kPipelineTag = 0x6c6c;
+  static constexpr size_t kMaxSendsInFlight = 8;
+
+  struct PendingSend {
+    std::vector<char> bytes;  // the copy MPI_Isend reads from until done
+    int peer = 0;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+
+  absl::Status CompleteOldestSend() {
+    PendingSend& send = sends_.front();
+    absl::Status s =
+        Wait(&send.request, "Send", int64_t(send.bytes.size()), "bytes", timeout_seconds_.load());
+    sends_.pop_front();
+    return s;
+  }
+
   absl::Status BroadcastWithin(void* data, int64_t bytes, int root, double timeout) {
     if (absl::Status s = CheckBuffer("Broadcast", data, bytes); !s.ok()) return s;
     if (absl::Status s = CheckRoot(root, size_); !s.ok()) return s;
@@ -98,8 +194,7 @@ class MpiCommunicator : public Communicator {
       MPI_Request request;
       int rc = MPI_Ibcast(base + begin, n, MPI_BYTE, root, comm_, &request);
       if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Ibcast");
-      if (absl::Status s = Wait(&request, "Broadcast", bytes, "bytes", timeout); !s.ok())
-        return s;
+      if (absl::Status s = Wait(&request, "Broadcast", bytes, "bytes", timeout); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
@@ -112,12 +207,12 @@ class MpiCommunicator : public Communicator {
     return Wait(request, collective, count, unit, timeout_seconds_.load());
   }
   absl::Status Wait(MPI_Request* request, const char* collective, int64_t count, const char* unit,
-                    double timeout) {
+                    double timeout, MPI_Status* status = MPI_STATUS_IGNORE) {
     constexpr int kSpins = 100;
     const auto start = std::chrono::steady_clock::now();
     for (int polls = 0;; ++polls) {
       int done = 0;
-      int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+      int rc = MPI_Test(request, &done, status);
       if (rc != MPI_SUCCESS) return MpiError(rc, collective);
       if (done) return absl::OkStatus();
       if (polls < kSpins) continue;
@@ -145,6 +240,8 @@ class MpiCommunicator : public Communicator {
   int rank_;
   int size_;
   std::atomic<double> timeout_seconds_;
+  std::deque<PendingSend> sends_;  // oldest first
+  std::vector<char> recv_scratch_;
 };
 
 void FinalizeMpi() {

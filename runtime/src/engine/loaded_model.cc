@@ -6,6 +6,7 @@
 #include "llmc/core/format/gguf.h"
 #include "llmc/core/status_macros.h"
 #include "llmc/runtime/dist/communicator.h"
+#include "llmc/runtime/exec/pipeline_runner.h"
 #include "llmc/runtime/exec/rank_runner.h"
 
 namespace llmc {
@@ -50,9 +51,24 @@ absl::StatusOr<LoadedModel> LoadModelOnThisRank(const std::string& dir,
   LLMC_ASSIGN_OR_RETURN(m.artifact, Artifact::Open(dir, open));
   LLMC_ASSIGN_OR_RETURN(m.tokenizer, LoadTokenizer(*m.artifact));
   m.eos_ids = EndOfGenerationIds(*m.tokenizer);
-  LLMC_ASSIGN_OR_RETURN(m.runner, CreateStepRunner(*m.artifact, runner, options.backend));
-  m.max_position = m.artifact->manifest().model.max_position;
   Communicator* comm = runner.communicator;
+  const ManifestMesh& mesh = m.artifact->manifest().mesh;
+  if (mesh.pp > 1 && comm != nullptr && comm->size() == mesh.tp * mesh.pp) {
+    // Pipeline stages: collectives within this stage's tensor-parallel
+    // group, the hidden state sent through the world. Every rank of a world
+    // of the right size gets here (a wrong size fails in the runner, alike
+    // on every rank), and the split is collective.
+    LLMC_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> group,
+                          comm->Split(int(comm->rank() / mesh.tp), comm->rank()));
+    runner.communicator = group.get();
+    runner.pipeline = comm;
+    LLMC_ASSIGN_OR_RETURN(std::unique_ptr<StepRunner> stage,
+                          CreateStepRunner(*m.artifact, runner, options.backend));
+    m.runner = std::make_unique<PipelineRunner>(std::move(group), std::move(stage), comm, mesh);
+  } else {
+    LLMC_ASSIGN_OR_RETURN(m.runner, CreateStepRunner(*m.artifact, runner, options.backend));
+  }
+  m.max_position = m.artifact->manifest().model.max_position;
   if (comm != nullptr && comm->size() > 1) {
     if (comm->rank() == 0) {
       m.runner = std::make_unique<LeaderRunner>(std::move(m.runner), comm);

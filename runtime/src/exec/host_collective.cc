@@ -9,13 +9,25 @@
 namespace llmc {
 
 absl::StatusOr<HostCollective> MakeHostCollective(const Manifest& m, size_t step_index,
-                                                  std::vector<std::vector<float>>& buffers) {
+                                                  std::vector<std::vector<float>>& buffers,
+                                                  int tp_rank) {
   const ManifestStep& s = m.steps[step_index];
   auto fail = [&](const std::string& why) {
     return absl::FailedPreconditionError(
         absl::StrFormat("step %d (%s): %s", step_index, s.collective, why));
   };
   HostCollective c;
+  if (s.collective == "send" || s.collective == "recv") {
+    // The manifest's checks hold: one buffer of token rows, a neighbour stage.
+    const bool send = s.collective == "send";
+    if (s.buffers.size() != 1 || m.mesh.pp < 2) return fail("is not a pipeline transfer");
+    c.kind = send ? HostCollective::Kind::kSend : HostCollective::Kind::kRecv;
+    (send ? c.in : c.out) = buffers[size_t(s.buffers[0])].data();
+    c.in_row_elems = s.in_row_elems;
+    c.out_row_elems = s.out_row_elems;
+    c.peer_rank = int(s.peer * m.mesh.tp + tp_rank);
+    return c;
+  }
   if (s.collective == "all_reduce_sum")
     c.kind = HostCollective::Kind::kAllReduceSum;
   else if (s.collective == "all_gather")
@@ -42,8 +54,18 @@ absl::StatusOr<HostCollective> MakeHostCollective(const Manifest& m, size_t step
   return c;
 }
 
-absl::Status RunHostCollective(const HostCollective& c, int64_t rows, Communicator& comm,
-                               std::vector<float>& scratch) {
+absl::Status RunHostCollective(const HostCollective& c, int64_t rows,
+                               const HostCollectiveComms& comms, std::vector<float>& scratch) {
+  if (c.kind == HostCollective::Kind::kSend || c.kind == HostCollective::Kind::kRecv) {
+    if (comms.world == nullptr)
+      return absl::FailedPreconditionError("a pipeline transfer without a world to send in");
+    if (c.kind == HostCollective::Kind::kSend)
+      return comms.world->Send(c.in, rows * c.in_row_elems * int64_t(sizeof(float)), c.peer_rank);
+    return comms.world->Recv(c.out, rows * c.out_row_elems * int64_t(sizeof(float)), c.peer_rank);
+  }
+  if (comms.group == nullptr)
+    return absl::FailedPreconditionError("a collective without a tensor-parallel group");
+  Communicator& comm = *comms.group;
   if (c.kind == HostCollective::Kind::kAllReduceSum) {
     const int64_t count = rows * c.in_row_elems;
     if (c.out != c.in) std::memcpy(c.out, c.in, size_t(count) * sizeof(float));

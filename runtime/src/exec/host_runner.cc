@@ -1,5 +1,4 @@
 #include "llmc/runtime/exec/host_runner.h"
-#include "llmc/runtime/exec/kv_sizing.h"
 
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -9,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "llmc/core/status_macros.h"
+#include "llmc/runtime/exec/kv_sizing.h"
 
 namespace llmc {
 
@@ -19,7 +19,7 @@ HostRunner::~HostRunner() {
 }
 
 std::string HostRunner::ExecutionSummary() const {
-  const Communicator* comm = options_.communicator;
+  const Communicator* comm = options_.pipeline ? options_.pipeline : options_.communicator;
   if (comm && comm->size() > 1)
     return absl::StrFormat("%d threads, rank %d of %d", threads(), comm->rank(), comm->size());
   return absl::StrFormat("%d threads", threads());
@@ -29,6 +29,24 @@ int64_t HostRunner::kv_cache_bytes() const {
   int64_t bytes = 0;
   for (const auto& c : caches_) bytes += int64_t(c.bytes);
   return bytes;
+}
+
+absl::Status HostRunner::CheckWorld(const Artifact& artifact, const RunnerOptions& options) {
+  const ManifestMesh& mesh = artifact.manifest().mesh;
+  const int64_t ranks = mesh.tp * mesh.pp;
+  const Communicator* world = options.pipeline ? options.pipeline : options.communicator;
+  const int size = world ? world->size() : 1;
+  if (ranks > 1 && size != ranks)
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s is split over %d ranks (llmc compile --tp %d --pp %d): start it as "
+                        "`mpirun -np %d llmc-rt ...`; this process is one rank of %d",
+                        artifact.dir(), ranks, mesh.tp, mesh.pp, ranks, size));
+  if (mesh.pp > 1 && (options.pipeline == nullptr || options.communicator == nullptr ||
+                      options.communicator->size() != mesh.tp))
+    return absl::InternalError(absl::StrFormat(
+        "%s: a pipeline stage needs the world and its %d-rank tensor-parallel group",
+        artifact.dir(), mesh.tp));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& artifact,
@@ -48,32 +66,35 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
         "%s: the host backend runs f32 activations and KV cache, the artifact has %s/%s",
         artifact.dir(), m.activation_dtype, m.kv_dtype));
 
-  // A partitioned artifact runs as one rank of a world of tp ranks.
-  const int64_t ranks = m.mesh.tp * m.mesh.pp;
-  const int world = options.communicator ? options.communicator->size() : 1;
-  if (ranks > 1 && world != ranks)
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s is split over %d tensor-parallel ranks (llmc compile --tp %d): start it as "
-        "`mpirun -np %d llmc-rt ...`; this process is one rank of %d",
-        artifact.dir(), ranks, ranks, ranks, world));
-  if (ranks > 1 && m.mesh.pp > 1)
-    return absl::UnimplementedError(
-        absl::StrFormat("%s: pipeline-parallel artifacts do not run yet", artifact.dir()));
-  const int64_t kv_heads = ranks > 1 ? m.mesh.kv_heads : c.num_kv_heads;
+  // A partitioned artifact runs as one rank of a world of tp * pp ranks.
+  const ManifestMesh& mesh = m.mesh;
+  LLMC_RETURN_IF_ERROR(CheckWorld(artifact, options));
+  const int64_t kv_heads = mesh.tp * mesh.pp > 1 ? mesh.kv_heads : c.num_kv_heads;
+  // A pipeline stage holds only its own layers' caches; every stage has as
+  // many blocks (one scheduler's block tables index them all), sized for
+  // the stage with the most layers.
+  int64_t layers = c.num_layers, sizing_layers = c.num_layers;
+  if (mesh.pp > 1) {
+    layers = mesh.stages[size_t(mesh.stage)].num_layers;
+    sizing_layers = 0;
+    for (const ManifestStage& st : mesh.stages)
+      sizing_layers = std::max(sizing_layers, st.num_layers);
+  }
 
   auto runner = std::unique_ptr<HostRunner>(new HostRunner());
   runner->artifact_ = &artifact;
   runner->options_ = options;
   RunnerOptions& o = runner->options_;
   if (o.threads <= 0) o.threads = std::max(1u, std::thread::hardware_concurrency());
-  if (o.max_batch_tokens <= 0) return absl::InvalidArgumentError("max_batch_tokens must be positive");
+  if (o.max_batch_tokens <= 0)
+    return absl::InvalidArgumentError("max_batch_tokens must be positive");
   if (o.max_logits <= 0) o.max_logits = o.max_batch_tokens;
   if (o.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
   LLMC_ASSIGN_OR_RETURN(
-      o.num_blocks,
-      KvCacheBlocks(o, KvBytesPerBlock(c.num_layers, kv_heads, c.head_dim, o.block_size,
-                                       int64_t(sizeof(float))),
-                    c.max_position, /*free_device_bytes=*/-1));
+      o.num_blocks, KvCacheBlocks(o,
+                                  KvBytesPerBlock(sizing_layers, kv_heads, c.head_dim, o.block_size,
+                                                  int64_t(sizeof(float))),
+                                  c.max_position, /*free_device_bytes=*/-1));
   runner->vocab_ = c.vocab_size;
 
   std::string lib = artifact.Path(m.host_library);
@@ -98,12 +119,14 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
     runner->buffers_.emplace_back(size_t(rows * b.row_bytes / int64_t(sizeof(float))));
   }
   size_t cache_bytes = size_t(o.num_blocks * o.block_size * kv_heads * c.head_dim) * sizeof(float);
-  for (int64_t l = 0; l < 2 * c.num_layers; ++l) {
-    void* p = mmap(nullptr, cache_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  for (int64_t l = 0; l < 2 * layers; ++l) {
+    void* p =
+        mmap(nullptr, cache_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
       return absl::ResourceExhaustedError(absl::StrFormat(
           "cannot reserve %d bytes for the KV cache of layer %d (%d blocks of %d tokens); lower "
-          "--ctx", cache_bytes, l / 2, o.num_blocks, o.block_size));
+          "--ctx",
+          cache_bytes, l / 2, o.num_blocks, o.block_size));
     runner->caches_.push_back({static_cast<float*>(p), cache_bytes});
   }
 
@@ -111,22 +134,22 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
     const ManifestStep& s = m.steps[i];
     Launch launch;
     if (!s.collective.empty()) {
-      LLMC_ASSIGN_OR_RETURN(launch.collective, MakeHostCollective(m, i, runner->buffers_));
+      const int tp_rank = o.communicator ? o.communicator->rank() : 0;
+      LLMC_ASSIGN_OR_RETURN(launch.collective, MakeHostCollective(m, i, runner->buffers_, tp_rank));
       runner->launches_.push_back(std::move(launch));
       continue;
     }
     launch.fn = runner->kernels_[size_t(s.kernel)];
     if (launch.fn == nullptr)
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "%s: step uses kernel '%s', which has no host build", artifact.dir(),
-          m.kernels[size_t(s.kernel)].name));
+      return absl::FailedPreconditionError(
+          absl::StrFormat("%s: step uses kernel '%s', which has no host build", artifact.dir(),
+                          m.kernels[size_t(s.kernel)].name));
     for (int64_t b : s.buffers) launch.buffers.push_back(runner->buffers_[size_t(b)].data());
     for (int64_t w : s.weights) launch.weights.push_back(artifact.weight_data(w));
     for (int64_t layer : s.caches) {
-      if (layer < 0 || layer >= c.num_layers)
-        return absl::FailedPreconditionError(
-            absl::StrFormat("%s: step binds KV cache %d of %d layers", artifact.dir(), layer,
-                            c.num_layers));
+      if (layer < 0 || layer >= layers)
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "%s: step binds KV cache %d of %d layers", artifact.dir(), layer, layers));
       launch.caches.push_back(runner->caches_[size_t(2 * layer)].data);
       launch.caches.push_back(runner->caches_[size_t(2 * layer + 1)].data);
     }
@@ -161,14 +184,17 @@ absl::StatusOr<const float*> HostRunner::Step(const StepBatch& batch) {
   for (const Launch& l : launches_) {
     if (l.collective) {
       const int64_t rows = l.collective->logits_rows ? info.num_logits : info.num_tokens;
-      LLMC_RETURN_IF_ERROR(
-          RunHostCollective(*l.collective, rows, *options_.communicator, gather_scratch_));
+      LLMC_RETURN_IF_ERROR(RunHostCollective(
+          *l.collective, rows, {options_.communicator, options_.pipeline}, gather_scratch_));
       continue;
     }
     llmc_host_args args{&info, l.buffers.data(), l.weights.data(), l.caches.data()};
     l.fn(&args);
   }
-  return buffers_[size_t(artifact_->manifest().logits_buffer)].data();
+  // A pipeline stage before the last sent its hidden state on instead.
+  const int64_t logits = artifact_->manifest().logits_buffer;
+  if (logits < 0) return nullptr;
+  return buffers_[size_t(logits)].data();
 }
 
 }  // namespace llmc

@@ -39,6 +39,12 @@ class Loopback : public Communicator {
   absl::Status WaitForBroadcast(void* data, int64_t bytes, int root) override {
     return Broadcast(data, bytes, root);
   }
+  absl::Status Send(const void*, int64_t, int) override { return absl::UnimplementedError("n/a"); }
+  absl::Status Recv(void*, int64_t, int) override { return absl::UnimplementedError("n/a"); }
+  absl::Status Flush() override { return absl::OkStatus(); }
+  absl::StatusOr<std::unique_ptr<Communicator>> Split(int, int) override {
+    return absl::UnimplementedError("n/a");
+  }
 
  private:
   int rank_;

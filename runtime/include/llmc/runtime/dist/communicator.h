@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -35,6 +36,20 @@ class Communicator {
   // leader's next step, which may be hours away on an idle server. A leader
   // that dies still ends the wait: the launcher ends the world.
   virtual absl::Status WaitForBroadcast(void* data, int64_t bytes, int root) = 0;
+
+  // Point to point, between pipeline stages. Send copies `bytes` bytes and
+  // returns before `peer` has them, so that this rank computes on while
+  // they travel (a stage sends one micro-batch's hidden state and starts
+  // the next); Flush() waits until every send so far has been received.
+  // Recv waits, within the timeout, for `peer`'s next message, which must
+  // be `bytes` long. Messages between two ranks arrive in send order.
+  virtual absl::Status Send(const void* data, int64_t bytes, int peer) = 0;
+  virtual absl::Status Recv(void* data, int64_t bytes, int peer) = 0;
+  virtual absl::Status Flush() = 0;
+  // The ranks that pass the same `color`, in `key` order (ties by rank), as
+  // a communicator of their own: the tensor-parallel group of one pipeline
+  // stage. Every rank of this communicator must call it.
+  virtual absl::StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) = 0;
 };
 
 // A world of one rank: collectives copy (tests, and unpartitioned runs).

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "llmc/runtime/artifact/artifact.h"
 #include "llmc/core/artifact/host_abi.h"
+#include "llmc/runtime/artifact/artifact.h"
 #include "llmc/runtime/exec/host_collective.h"
 #include "llmc/runtime/exec/step_batch.h"
 #include "llmc/runtime/exec/step_runner.h"
@@ -43,6 +43,9 @@ class HostRunner : public StepRunner {
   int64_t kv_cache_bytes() const override;
 
  private:
+  // The world has the artifact's tp * pp ranks, and a pipeline stage its
+  // tensor-parallel group.
+  static absl::Status CheckWorld(const Artifact& artifact, const RunnerOptions& options);
   HostRunner() = default;
   absl::Status Validate(const StepBatch& batch) const;
 
@@ -51,8 +54,8 @@ class HostRunner : public StepRunner {
   int64_t vocab_ = 0;
   void* library_ = nullptr;  // dlopen handle
   std::unique_ptr<ThreadPool> pool_;
-  std::vector<llmc_host_kernel_fn> kernels_;       // per manifest kernel
-  std::vector<std::vector<float>> buffers_;        // per manifest buffer (f32 activations)
+  std::vector<llmc_host_kernel_fn> kernels_;  // per manifest kernel
+  std::vector<std::vector<float>> buffers_;   // per manifest buffer (f32 activations)
   // 2 per layer: K, V. Anonymous mappings, so blocks never written take no
   // memory: the cache is sized for the whole context but only the blocks a
   // sequence reaches become resident.

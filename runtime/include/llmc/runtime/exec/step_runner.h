@@ -30,7 +30,7 @@ struct RunnerOptions {
   int64_t num_blocks = 0;
   int64_t kv_cache_bytes = 0;
   double kv_memory_fraction = 0;
-  bool cuda_graphs = false;        // CUDA: replay decode steps from captured graphs (host: ignored)
+  bool cuda_graphs = false;  // CUDA: replay decode steps from captured graphs (host: ignored)
   // CUDA: who runs the GEMMs with 16-bit weights: "llmc" (the generated
   // kernels), "cublaslt" (cuBLASLt, loaded with dlopen, wherever the artifact
   // offers it), "auto" (per kernel and row count as `llmc tune` measured on
@@ -42,7 +42,11 @@ struct RunnerOptions {
   bool profile_kernels = false;
   // The ranks of a partitioned artifact (its manifest's mesh), this process
   // one of them; null runs an unpartitioned artifact alone. Not owned.
+  // `communicator` is this rank's tensor-parallel group (all of the world
+  // without pipeline stages); `pipeline` the whole world, which the
+  // stages' sends and receives go through (null without stages).
   Communicator* communicator = nullptr;
+  Communicator* pipeline = nullptr;
 };
 
 class StepRunner {
