@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -131,6 +132,74 @@ bool CheckBroadcast(Communicator& comm, Checker& checker, int64_t bytes, int roo
   return true;
 }
 
+// A ring of point-to-point messages on both channels: each rank sends
+// several messages of `bytes` to the next rank on each channel, interleaved
+// (kSteps, kActivations, ...), and receives the previous rank's on the
+// activations channel first: messages of a channel arrive in order and the
+// channels never mix. Sends return before the receive is posted.
+bool CheckSendRecv(Communicator& comm, Checker& checker, int64_t bytes) {
+  const int next = (comm.rank() + 1) % comm.size();
+  const int prev = (comm.rank() + comm.size() - 1) % comm.size();
+  constexpr int kMessages = 3;
+  using Channel = Communicator::Channel;
+  std::string what = "Send/Recv ring bytes=" + std::to_string(bytes);
+  for (int m = 0; m < kMessages; ++m)
+    for (Channel ch : {Channel::kSteps, Channel::kActivations}) {
+      std::vector<unsigned char> out =
+          RandomBytes(Seed(comm.rank(), bytes, 10 + 2 * m + int(ch)), bytes);
+      absl::Status s = comm.Send(out.data(), bytes, next, ch);
+      checker.Check(s.ok(), what + " send " + s.ToString());
+      if (!s.ok()) return false;
+    }
+  bool exact = true;
+  for (Channel ch : {Channel::kActivations, Channel::kSteps})
+    for (int m = 0; m < kMessages; ++m) {
+      std::vector<unsigned char> in(static_cast<size_t>(bytes));
+      absl::Status s = comm.Recv(in.data(), bytes, prev, ch);
+      checker.Check(s.ok(), what + " recv " + s.ToString());
+      if (!s.ok()) return false;
+      exact &= in == RandomBytes(Seed(prev, bytes, 10 + 2 * m + int(ch)), bytes);
+    }
+  checker.Check(exact, what + " exact, in order per channel");
+  absl::Status s = comm.Flush();
+  checker.Check(s.ok(), what + " flush " + s.ToString());
+  // A message of another size than expected is an error that names both.
+  if (bytes == 1) {
+    unsigned char two[2] = {1, 2};
+    checker.Check(comm.Send(two, 2, next, Channel::kSteps).ok(), "Send of 2 bytes");
+    unsigned char one[2] = {};
+    absl::Status wrong = comm.Recv(one, 1, prev, Channel::kSteps);
+    checker.Check(
+        absl::IsDataLoss(wrong) && wrong.message().find("sent 2 bytes") != std::string_view::npos,
+        "Recv of 1 byte where 2 came is DataLoss naming the sizes: " + wrong.ToString());
+  }
+  return true;
+}
+
+// Split into two groups (even and odd ranks), ordered by descending rank:
+// sizes, ranks and an all-reduce within each group.
+bool CheckSplit(Communicator& comm, Checker& checker) {
+  const int color = comm.rank() % 2;
+  absl::StatusOr<std::unique_ptr<Communicator>> group = comm.Split(color, -comm.rank());
+  checker.Check(group.ok(), "Split " + group.status().ToString());
+  if (!group.ok()) return false;
+  int members = 0, above = 0;
+  for (int r = 0; r < comm.size(); ++r)
+    if (r % 2 == color) {
+      ++members;
+      above += r > comm.rank();
+    }
+  checker.Check((*group)->size() == members && (*group)->rank() == above,
+                "Split group of " + std::to_string((*group)->size()) + ", rank " +
+                    std::to_string((*group)->rank()));
+  float x = float(comm.rank());
+  absl::Status s = (*group)->AllReduceSum(&x, 1);
+  float want = 0;
+  for (int r = color; r < comm.size(); r += 2) want += float(r);
+  checker.Check(s.ok() && x == want, "AllReduceSum within the split group");
+  return s.ok();
+}
+
 // Checked on every rank alike before any communication, so no rank waits.
 void CheckBadArguments(Communicator& comm, Checker& checker) {
   float x[4] = {};
@@ -160,6 +229,9 @@ int RunChecks(Communicator& comm, const Options& options) {
   for (int root : {1, comm.size() - 1})
     for (int64_t bytes : {int64_t{1}, int64_t{4097}, int64_t{3 << 20} + 1})
       if (!CheckBroadcast(comm, checker, bytes, root)) return 1;
+  for (int64_t bytes : {int64_t{1}, int64_t{4097}, int64_t{3 << 20} + 1})
+    if (!CheckSendRecv(comm, checker, bytes)) return 1;
+  if (!CheckSplit(comm, checker)) return 1;
   if (checker.failures() == 0) std::printf("PASS rank %d: all checks\n", comm.rank());
   return checker.failures() == 0 ? 0 : 1;
 }

@@ -23,6 +23,7 @@ struct EngineFlags {
   std::string kv_cache_size;
   int64_t kv_blocks = 0;
   double gpu_memory_fraction = 0.9;
+  int64_t steps_in_flight = 0;
 
   void Register(FlagSet& flags, RunnerFlags& runner) {
     flags.AddInt("max-batch-tokens", &runner.batch,
@@ -36,6 +37,9 @@ struct EngineFlags {
     flags.AddInt("kv-blocks", &kv_blocks, "KV-cache size in blocks (instead of --kv-cache-size)");
     flags.AddDouble("gpu-memory-fraction", &gpu_memory_fraction,
                     "CUDA: fraction of the free device memory the KV cache takes by default");
+    flags.AddInt("steps-in-flight", &steps_in_flight,
+                 "most engine steps in flight at once (0: as many as the runner takes, one per "
+                 "pipeline stage; 1: one at a time)");
   }
 
   // Checks the values and fills the KV-cache size into `load`.
@@ -46,6 +50,10 @@ struct EngineFlags {
     if (kv_blocks < 0)
       return absl::InvalidArgumentError(
           absl::StrFormat("flag --kv-blocks must be >= 0, got %d", kv_blocks));
+    if (steps_in_flight < 0)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("flag --steps-in-flight must be >= 0, got %d", steps_in_flight));
+    engine.max_steps_in_flight = int32_t(steps_in_flight);
     if (!(gpu_memory_fraction > 0 && gpu_memory_fraction <= 1))
       return absl::InvalidArgumentError(absl::StrFormat(
           "flag --gpu-memory-fraction must be in (0, 1], got %g", gpu_memory_fraction));

@@ -45,26 +45,31 @@ class LocalCommunicator : public Communicator {
 
   // Messages to oneself queue up until received: what a pipeline's send and
   // recv do when both stages are this rank (tests).
-  absl::Status Send(const void* data, int64_t bytes, int peer) override {
+  absl::Status Send(const void* data, int64_t bytes, int peer, Channel channel) override {
     if (absl::Status s = CheckBuffer("Send", data, bytes); !s.ok()) return s;
     if (absl::Status s = CheckRoot(peer, 1); !s.ok()) return s;
     const char* p = static_cast<const char*>(data);
-    queue_.emplace_back(p, p + bytes);
+    queues_[Index(channel)].emplace_back(p, p + bytes);
     return absl::OkStatus();
   }
 
-  absl::Status Recv(void* data, int64_t bytes, int peer) override {
+  absl::Status Recv(void* data, int64_t bytes, int peer, Channel channel) override {
     if (absl::Status s = CheckBuffer("Recv", data, bytes); !s.ok()) return s;
     if (absl::Status s = CheckRoot(peer, 1); !s.ok()) return s;
-    if (queue_.empty())
+    std::deque<std::vector<char>>& queue = queues_[Index(channel)];
+    if (queue.empty())
       return absl::FailedPreconditionError(
           "Recv: nothing was sent (a world of one rank receives only what it sent itself)");
-    if (int64_t(queue_.front().size()) != bytes)
+    if (int64_t(queue.front().size()) != bytes)
       return absl::InvalidArgumentError(absl::StrFormat(
-          "Recv: the message is %d bytes, not the %d expected", queue_.front().size(), bytes));
-    std::memcpy(data, queue_.front().data(), size_t(bytes));
-    queue_.pop_front();
+          "Recv: the message is %d bytes, not the %d expected", queue.front().size(), bytes));
+    std::memcpy(data, queue.front().data(), size_t(bytes));
+    queue.pop_front();
     return absl::OkStatus();
+  }
+
+  absl::Status WaitForRecv(void* data, int64_t bytes, int peer, Channel channel) override {
+    return Recv(data, bytes, peer, channel);
   }
 
   absl::Status Flush() override { return absl::OkStatus(); }
@@ -76,7 +81,8 @@ class LocalCommunicator : public Communicator {
   }
 
  private:
-  std::deque<std::vector<char>> queue_;
+  static size_t Index(Channel channel) { return channel == Channel::kSteps ? 0 : 1; }
+  std::deque<std::vector<char>> queues_[2];
 };
 
 }  // namespace

@@ -94,20 +94,22 @@ class MpiCommunicator : public Communicator {
 
   ~MpiCommunicator() override { (void)Flush(); }
 
-  absl::Status Send(const void* data, int64_t bytes, int peer) override {
+  absl::Status Send(const void* data, int64_t bytes, int peer, Channel channel) override {
     if (absl::Status s = CheckBuffer("Send", data, bytes); !s.ok()) return s;
     if (absl::Status s = CheckRoot(peer, size_); !s.ok()) return s;
     if (bytes > INT_MAX)
       return absl::InvalidArgumentError(
           absl::StrFormat("Send: %d bytes is more than MPI's %d per message", bytes, INT_MAX));
-    // Bounded: past a few messages in flight, the oldest must have arrived.
+    // Bounded: sends that arrived are let go; past many in flight, the
+    // oldest must arrive first.
+    if (absl::Status s = ReapArrivedSends(); !s.ok()) return s;
     while (sends_.size() >= kMaxSendsInFlight)
       if (absl::Status s = CompleteOldestSend(); !s.ok()) return s;
     PendingSend& send = sends_.emplace_back();
     const char* p = static_cast<const char*>(data);
     send.bytes.assign(p, p + bytes);
     send.peer = peer;
-    int rc = MPI_Isend(send.bytes.data(), int(bytes), MPI_BYTE, peer, kPipelineTag, comm_,
+    int rc = MPI_Isend(send.bytes.data(), int(bytes), MPI_BYTE, peer, int(channel), comm_,
                        &send.request);
     if (rc != MPI_SUCCESS) {
       sends_.pop_back();
@@ -116,7 +118,15 @@ class MpiCommunicator : public Communicator {
     return absl::OkStatus();
   }
 
-  absl::Status Recv(void* data, int64_t bytes, int peer) override {
+  absl::Status Recv(void* data, int64_t bytes, int peer, Channel channel) override {
+    return RecvWithin(data, bytes, peer, channel, timeout_seconds_.load());
+  }
+
+  absl::Status WaitForRecv(void* data, int64_t bytes, int peer, Channel channel) override {
+    return RecvWithin(data, bytes, peer, channel, std::numeric_limits<double>::infinity());
+  }
+
+  absl::Status RecvWithin(void* data, int64_t bytes, int peer, Channel channel, double timeout) {
     if (absl::Status s = CheckBuffer("Recv", data, bytes); !s.ok()) return s;
     if (absl::Status s = CheckRoot(peer, size_); !s.ok()) return s;
     if (bytes > INT_MAX)
@@ -126,12 +136,11 @@ class MpiCommunicator : public Communicator {
     // (MPI would call it truncation, an error without the sizes).
     recv_scratch_.resize(size_t(bytes) + 1);
     MPI_Request request;
-    int rc = MPI_Irecv(recv_scratch_.data(), int(bytes) + 1, MPI_BYTE, peer, kPipelineTag, comm_,
+    int rc = MPI_Irecv(recv_scratch_.data(), int(bytes) + 1, MPI_BYTE, peer, int(channel), comm_,
                        &request);
     if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Irecv");
     MPI_Status status;
-    if (absl::Status s = Wait(&request, "Recv", bytes, "bytes", timeout_seconds_.load(), &status);
-        !s.ok())
+    if (absl::Status s = Wait(&request, "Recv", bytes, "bytes", timeout, &status); !s.ok())
       return s;
     int got = 0;
     MPI_Get_count(&status, MPI_BYTE, &got);
@@ -167,15 +176,25 @@ class MpiCommunicator : public Communicator {
   }
 
  private:
-  // Pipeline messages have a tag of their own, apart from the collectives.
-  static constexpr int kPipelineTag = 0x6c6c;
-  static constexpr size_t kMaxSendsInFlight = 8;
+  // Messages are tagged by channel; collectives never match them.
+  static constexpr size_t kMaxSendsInFlight = 256;
 
   struct PendingSend {
     std::vector<char> bytes;  // the copy MPI_Isend reads from until done
     int peer = 0;
     MPI_Request request = MPI_REQUEST_NULL;
   };
+
+  // Lets go of the sends that have arrived (tested, not waited for).
+  absl::Status ReapArrivedSends() {
+    for (auto it = sends_.begin(); it != sends_.end();) {
+      int done = 0;
+      int rc = MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) return MpiError(rc, "Send");
+      it = done ? sends_.erase(it) : it + 1;
+    }
+    return absl::OkStatus();
+  }
 
   absl::Status CompleteOldestSend() {
     PendingSend& send = sends_.front();

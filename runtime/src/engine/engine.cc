@@ -102,9 +102,9 @@ absl::Status Engine::BuildBatch(const SchedulerOutput& out) {
     LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> slots,
                           kv_->SlotMapping(c.id, c.first_position, c.num_tokens));
     LLMC_ASSIGN_OR_RETURN(absl::Span<const int32_t> table, kv_->block_table(c.id));
-    const int32_t row = batch_.AddSequence(
-        scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens), c.first_position, slots,
-        table);
+    const int32_t row =
+        batch_.AddSequence(scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens),
+                           c.first_position, slots, table);
     if (c.sample) batch_.AddLogitsRow(row + c.num_tokens - 1);
   }
   // A step of prefill chunks only still asks for one row, never read: a
@@ -170,27 +170,46 @@ void Engine::CountKvWaste() {
   }
 }
 
+void Engine::FailStep(const SchedulerOutput& step, const absl::Status& status,
+                      std::vector<RequestOutput>& outputs) {
+  // The step's requests cannot go on (their cache is half written); the
+  // others can.
+  for (const ScheduledChunk& c : step.chunks)
+    EndRequest(c.id, FinishReason::kError,
+               absl::Status(status.code(), absl::StrFormat("request %d: the step failed: %s", c.id,
+                                                           status.message())),
+               outputs);
+}
+
 absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
   std::vector<RequestOutput> outputs = std::move(pending_);
   pending_.clear();
-  LLMC_ASSIGN_OR_RETURN(last_, scheduler_->Schedule());
-  if (last_.empty()) return outputs;
-  if (!kv_->pending_copies().empty())
-    return absl::InternalError(
-        "engine: the KV cache asks for block copies (copy on write), which no runner does yet");
-  LLMC_RETURN_IF_ERROR(BuildBatch(last_));
-  stats_.step_tokens_max = std::max<int64_t>(stats_.step_tokens_max, last_.num_tokens);
-  CountKvWaste();
-  absl::StatusOr<const float*> logits = model_.runner->Step(batch_.batch());
+  // Keep the runner's steps in flight (a pipeline's stages each run one):
+  // each new step takes requests not already in one.
+  int64_t depth = model_.runner->max_steps_in_flight();
+  if (options_.max_steps_in_flight > 0)
+    depth = std::min<int64_t>(depth, options_.max_steps_in_flight);
+  while (int64_t(in_flight_.size()) < depth) {
+    LLMC_ASSIGN_OR_RETURN(SchedulerOutput next, scheduler_->Schedule());
+    if (next.empty()) break;
+    if (!kv_->pending_copies().empty())
+      return absl::InternalError(
+          "engine: the KV cache asks for block copies (copy on write), which no runner does yet");
+    LLMC_RETURN_IF_ERROR(BuildBatch(next));
+    stats_.step_tokens_max = std::max<int64_t>(stats_.step_tokens_max, next.num_tokens);
+    CountKvWaste();
+    if (absl::Status st = model_.runner->Submit(batch_.batch()); !st.ok()) {
+      FailStep(next, st, outputs);
+      break;
+    }
+    in_flight_.push_back(std::move(next));
+  }
+  if (in_flight_.empty()) return outputs;
+  last_ = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  absl::StatusOr<const float*> logits = model_.runner->Collect();
   if (!logits.ok()) {
-    // The step's requests cannot go on (their cache is half written); the
-    // others can.
-    for (const ScheduledChunk& c : last_.chunks)
-      EndRequest(
-          c.id, FinishReason::kError,
-          absl::Status(logits.status().code(), absl::StrFormat("request %d: the step failed: %s",
-                                                               c.id, logits.status().message())),
-          outputs);
+    FailStep(last_, logits.status(), outputs);
     return outputs;
   }
   LLMC_RETURN_IF_ERROR(scheduler_->CompleteStep(last_));
@@ -198,7 +217,9 @@ absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
   int64_t row = 0;
   for (const ScheduledChunk& c : last_.chunks) {
     if (!c.sample) continue;
-    LLMC_RETURN_IF_ERROR(SampleNext(c.id, *logits + row * vocab, outputs));
+    // A request aborted while its step was in flight has no next token.
+    if (live_.count(c.id) != 0)
+      LLMC_RETURN_IF_ERROR(SampleNext(c.id, *logits + row * vocab, outputs));
     ++row;
   }
   if (options_.check_invariants) LLMC_RETURN_IF_ERROR(scheduler_->CheckInvariants());

@@ -69,6 +69,8 @@ void Scheduler::Preempt(RequestId id, SchedulerOutput& out) {
 absl::StatusOr<bool> Scheduler::ScheduleRunning(RequestId id, int32_t& budget,
                                                 SchedulerOutput& out) {
   Request& r = requests_.at(id);
+  // A step in flight computes its next tokens (or samples the one it needs).
+  if (r.in_flight) return true;
   const int32_t known = int32_t(r.tokens.size());
   const int32_t n = std::min(known - r.num_computed_tokens, budget);
   if (n <= 0) return true;
@@ -77,11 +79,16 @@ absl::StatusOr<bool> Scheduler::ScheduleRunning(RequestId id, int32_t& budget,
     absl::Status st = kv_.AppendTokens(id, chunk);
     if (st.ok()) break;
     if (!absl::IsResourceExhausted(st)) return st;
-    // Out of blocks: recompute the newest request later rather than fail.
-    const RequestId victim = running_.back();
-    Preempt(victim, out);
-    if (victim == id) return false;
+    // Out of blocks: recompute the newest request later rather than fail;
+    // never one whose step is in flight (it writes those blocks). `id`
+    // itself is not in flight, so there is always one.
+    auto victim = std::find_if(running_.rbegin(), running_.rend(),
+                               [&](RequestId v) { return !requests_.at(v).in_flight; });
+    const RequestId preempted = *victim;
+    Preempt(preempted, out);
+    if (preempted == id) return false;
   }
+  r.in_flight = true;
   ScheduledChunk c{id, r.num_computed_tokens, n, r.num_computed_tokens + n == known};
   out.chunks.push_back(c);
   out.num_tokens += n;
@@ -110,6 +117,7 @@ absl::StatusOr<bool> Scheduler::TryAdmit(RequestId id, int32_t& budget, Schedule
   r.num_computed_tokens = hit.num_computed_tokens;
   r.num_cached_prompt_tokens = std::min(hit.num_computed_tokens, r.num_prompt_tokens);
   r.state = State::kRunning;
+  r.in_flight = true;
   running_.push_back(id);
   out.num_prefix_hit_tokens += hit.num_computed_tokens;
   prefix_hit_tokens_ += hit.num_computed_tokens;
@@ -149,17 +157,22 @@ absl::StatusOr<SchedulerOutput> Scheduler::Schedule() {
 }
 
 absl::Status Scheduler::CompleteStep(const SchedulerOutput& out) {
+  // A request finished (aborted) while its step was in flight is gone: its
+  // chunk is dropped. One still here must be where the step left it.
   for (const ScheduledChunk& c : out.chunks) {
     auto it = requests_.find(c.id);
-    if (it == requests_.end() || it->second.state != State::kRunning ||
-        it->second.num_computed_tokens != c.first_position)
+    if (it != requests_.end() && (it->second.state != State::kRunning || !it->second.in_flight ||
+                                  it->second.num_computed_tokens != c.first_position))
       return absl::FailedPreconditionError(absl::StrFormat(
-          "scheduler: the step's chunk of request %d no longer matches it (finished or "
-          "preempted before the step completed?)",
+          "scheduler: the step's chunk of request %d no longer matches it (preempted or "
+          "completed twice?)",
           c.id));
   }
   for (const ScheduledChunk& c : out.chunks) {
-    Request& r = requests_.at(c.id);
+    auto it = requests_.find(c.id);
+    if (it == requests_.end()) continue;
+    Request& r = it->second;
+    r.in_flight = false;
     r.num_computed_tokens += c.num_tokens;
     computed_tokens_ += c.num_tokens;
     computed_prompt_tokens_ += std::max(
@@ -266,6 +279,8 @@ absl::Status Scheduler::CheckInvariants() const {
           absl::StrFormat("scheduler: waiting request %d is unknown, running or listed twice", id));
     if (kv_.contains(id) || it->second.num_computed_tokens != 0)
       return fail(absl::StrFormat("scheduler: waiting request %d holds KV-cache blocks", id));
+    if (it->second.in_flight)
+      return fail(absl::StrFormat("scheduler: waiting request %d is in a step in flight", id));
   }
   if (kv_.num_requests() != int32_t(running_.size()))
     return fail(absl::StrFormat("scheduler: the KV cache has %d sequences for %d running requests",

@@ -60,8 +60,10 @@ absl::Status RunHostCollective(const HostCollective& c, int64_t rows,
     if (comms.world == nullptr)
       return absl::FailedPreconditionError("a pipeline transfer without a world to send in");
     if (c.kind == HostCollective::Kind::kSend)
-      return comms.world->Send(c.in, rows * c.in_row_elems * int64_t(sizeof(float)), c.peer_rank);
-    return comms.world->Recv(c.out, rows * c.out_row_elems * int64_t(sizeof(float)), c.peer_rank);
+      return comms.world->Send(c.in, rows * c.in_row_elems * int64_t(sizeof(float)), c.peer_rank,
+                               Communicator::Channel::kActivations);
+    return comms.world->Recv(c.out, rows * c.out_row_elems * int64_t(sizeof(float)), c.peer_rank,
+                             Communicator::Channel::kActivations);
   }
   if (comms.group == nullptr)
     return absl::FailedPreconditionError("a collective without a tensor-parallel group");

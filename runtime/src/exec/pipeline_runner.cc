@@ -71,28 +71,49 @@ std::string PipelineRunner::ExecutionSummary() const {
                          pp_);
 }
 
+int64_t PipelineRunner::max_steps_in_flight() const { return world_->rank() == 0 ? pp_ : 1; }
+
 absl::StatusOr<const float*> PipelineRunner::Step(const StepBatch& batch) {
+  LLMC_RETURN_IF_ERROR(Submit(batch));
+  return Collect();
+}
+
+absl::Status PipelineRunner::Submit(const StepBatch& batch) {
   const int64_t vocab = stage_->vocab_size();
   const int last_stage_rank = int((pp_ - 1) * tp_);  // the last stage's TP rank 0
   const bool sends_logits = world_->rank() == last_stage_rank;
   std::vector<MicroBatch> parts = SplitStepBatch(batch, MicroBatchesFor(batch.num_tokens(), pp_));
   for (const MicroBatch& part : parts) {
     LLMC_ASSIGN_OR_RETURN(const float* logits, stage_->Step(part.batch));
+    if (!sends_logits) continue;
+    if (logits == nullptr)
+      return absl::InternalError("pipeline: the last stage's step returned no logits");
     const int64_t rows = int64_t(part.batch.logits_rows.size());
-    if (sends_logits) {
-      if (logits == nullptr)
-        return absl::InternalError("pipeline: the last stage's step returned no logits");
-      LLMC_RETURN_IF_ERROR(world_->Send(logits, rows * vocab * int64_t(sizeof(float)), 0));
-    }
+    LLMC_RETURN_IF_ERROR(world_->Send(logits, rows * vocab * int64_t(sizeof(float)), 0,
+                                      Communicator::Channel::kActivations));
   }
+  if (world_->rank() == 0) in_flight_.push_back(std::move(parts));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const float*> PipelineRunner::Collect() {
   if (world_->rank() != 0) return nullptr;
-  // Rank 0 (stage 0): the logits of each micro-batch, in the batch's order.
-  logits_.resize(batch.logits_rows.size() * size_t(vocab));
+  if (in_flight_.empty())
+    return absl::FailedPreconditionError("pipeline: Collect without a submitted step");
+  const std::vector<MicroBatch> parts = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  // The logits of each micro-batch, from the last stage, in the batch's order.
+  const int64_t vocab = stage_->vocab_size();
+  const int last_stage_rank = int((pp_ - 1) * tp_);
+  int64_t rows_in_step = 0;
+  for (const MicroBatch& part : parts)
+    for (int64_t at : part.logits_index) rows_in_step += at >= 0;
+  logits_.resize(size_t(rows_in_step * vocab));
   for (const MicroBatch& part : parts) {
     const int64_t rows = int64_t(part.logits_index.size());
     part_.resize(size_t(rows * vocab));
-    LLMC_RETURN_IF_ERROR(
-        world_->Recv(part_.data(), rows * vocab * int64_t(sizeof(float)), last_stage_rank));
+    LLMC_RETURN_IF_ERROR(world_->Recv(part_.data(), rows * vocab * int64_t(sizeof(float)),
+                                      last_stage_rank, Communicator::Channel::kActivations));
     for (int64_t i = 0; i < rows; ++i)
       if (const int64_t at = part.logits_index[size_t(i)]; at >= 0)
         std::memcpy(logits_.data() + at * vocab, part_.data() + i * vocab,

@@ -27,6 +27,16 @@ auto Arrays(Batch& b) {
 
 }  // namespace
 
+// Each step goes to every other rank on its own (sends that return before
+// they arrive), not as a broadcast: a broadcast would hold the leader until
+// the slowest rank joins it, and a pipeline's last stage is still busy with
+// the step before.
+absl::Status SendToFollowers(const void* data, int64_t bytes, Communicator& comm) {
+  for (int r = 1; r < comm.size(); ++r)
+    LLMC_RETURN_IF_ERROR(comm.Send(data, bytes, r, Communicator::Channel::kSteps));
+  return absl::OkStatus();
+}
+
 absl::Status SendBatch(const StepBatch* batch, Communicator& comm) {
   WireHeader h{kStop, 0, 0, 0, 0, 0};
   if (batch != nullptr)
@@ -36,17 +46,17 @@ absl::Status SendBatch(const StepBatch* batch, Communicator& comm) {
          int64_t(batch->logits_rows.size()),
          batch->max_blocks,
          int64_t(batch->block_tables.size())};
-  LLMC_RETURN_IF_ERROR(comm.Broadcast(&h, sizeof(h), 0));
-  if (batch == nullptr) return absl::OkStatus();
+  LLMC_RETURN_IF_ERROR(SendToFollowers(&h, sizeof(h), comm));
+  if (batch == nullptr) return comm.Flush();  // the stop arrives before the world ends
   std::vector<int32_t> payload;
   for (const std::vector<int32_t>* a : Arrays(*batch))
     payload.insert(payload.end(), a->begin(), a->end());
-  return comm.Broadcast(payload.data(), int64_t(payload.size() * sizeof(int32_t)), 0);
+  return SendToFollowers(payload.data(), int64_t(payload.size() * sizeof(int32_t)), comm);
 }
 
 absl::StatusOr<bool> ReceiveBatch(StepBatch& batch, Communicator& comm) {
   WireHeader h{};
-  LLMC_RETURN_IF_ERROR(comm.WaitForBroadcast(&h, sizeof(h), 0));
+  LLMC_RETURN_IF_ERROR(comm.WaitForRecv(&h, sizeof(h), 0, Communicator::Channel::kSteps));
   if (h.kind == kStop) return false;
   const int64_t limit = int64_t(1) << 28;
   if (h.kind != kStep || h.tokens < 0 || h.seqs < 0 || h.logits < 0 || h.max_blocks < 0 ||
@@ -64,7 +74,8 @@ absl::StatusOr<bool> ReceiveBatch(StepBatch& batch, Communicator& comm) {
   size_t total = 0;
   for (std::vector<int32_t>* a : Arrays(batch)) total += a->size();
   std::vector<int32_t> payload(total);
-  LLMC_RETURN_IF_ERROR(comm.Broadcast(payload.data(), int64_t(total * sizeof(int32_t)), 0));
+  LLMC_RETURN_IF_ERROR(comm.Recv(payload.data(), int64_t(total * sizeof(int32_t)), 0,
+                                 Communicator::Channel::kSteps));
   size_t at = 0;
   for (std::vector<int32_t>* a : Arrays(batch)) {
     std::memcpy(a->data(), payload.data() + at, a->size() * sizeof(int32_t));
@@ -77,7 +88,7 @@ LeaderRunner::~LeaderRunner() {
   if (!failed_) (void)SendBatch(nullptr, *comm_);
 }
 
-absl::StatusOr<const float*> LeaderRunner::Step(const StepBatch& batch) {
+absl::Status LeaderRunner::Submit(const StepBatch& batch) {
   if (failed_) return absl::UnavailableError("the other ranks are gone (an earlier step failed)");
   // A batch the runner would refuse never reaches the followers.
   LLMC_RETURN_IF_ERROR(ValidateStepBatch(
@@ -86,7 +97,12 @@ absl::StatusOr<const float*> LeaderRunner::Step(const StepBatch& batch) {
     failed_ = true;
     return st;
   }
-  return inner_->Step(batch);
+  return inner_->Submit(batch);
+}
+
+absl::StatusOr<const float*> LeaderRunner::Step(const StepBatch& batch) {
+  LLMC_RETURN_IF_ERROR(Submit(batch));
+  return Collect();
 }
 
 absl::Status RunFollowerRank(StepRunner& runner, Communicator& comm) {

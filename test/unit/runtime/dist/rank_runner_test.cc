@@ -1,6 +1,6 @@
-// The leader's step broadcast and the followers' receive, through a
-// loopback world of two ranks in one process: what rank 0 broadcasts is
-// queued, and rank 1's broadcasts take from the queue.
+// The leader's step sends and the followers' receive, through a loopback
+// world of two ranks in one process: what rank 0 sends on the steps channel
+// is queued, and rank 1's receives take from the queue.
 #include "llmc/runtime/exec/rank_runner.h"
 
 #include <gtest/gtest.h>
@@ -22,13 +22,20 @@ class Loopback : public Communicator {
   absl::Status AllGather(const float*, float*, int64_t) override {
     return absl::UnimplementedError("n/a");
   }
-  absl::Status Broadcast(void* data, int64_t bytes, int root) override {
-    if (root != 0) return absl::InvalidArgumentError("root");
-    if (rank_ == 0) {
-      const auto* p = static_cast<const uint8_t*>(data);
-      wire_->emplace_back(p, p + bytes);
-      return absl::OkStatus();
-    }
+  absl::Status Broadcast(void*, int64_t, int) override { return absl::UnimplementedError("n/a"); }
+  absl::Status WaitForBroadcast(void*, int64_t, int) override {
+    return absl::UnimplementedError("n/a");
+  }
+  absl::Status Send(const void* data, int64_t bytes, int peer, Channel channel) override {
+    if (rank_ != 0 || peer != 1 || channel != Channel::kSteps)
+      return absl::InvalidArgumentError("only the leader sends steps, to rank 1");
+    const auto* p = static_cast<const uint8_t*>(data);
+    wire_->emplace_back(p, p + bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Recv(void* data, int64_t bytes, int peer, Channel channel) override {
+    if (rank_ != 1 || peer != 0 || channel != Channel::kSteps)
+      return absl::InvalidArgumentError("only rank 1 receives steps, from the leader");
     if (wire_->empty()) return absl::DeadlineExceededError("nothing was sent");
     if (int64_t(wire_->front().size()) != bytes)
       return absl::DataLossError("the receiver expects another size");
@@ -36,11 +43,9 @@ class Loopback : public Communicator {
     wire_->pop_front();
     return absl::OkStatus();
   }
-  absl::Status WaitForBroadcast(void* data, int64_t bytes, int root) override {
-    return Broadcast(data, bytes, root);
+  absl::Status WaitForRecv(void* data, int64_t bytes, int peer, Channel channel) override {
+    return Recv(data, bytes, peer, channel);
   }
-  absl::Status Send(const void*, int64_t, int) override { return absl::UnimplementedError("n/a"); }
-  absl::Status Recv(void*, int64_t, int) override { return absl::UnimplementedError("n/a"); }
   absl::Status Flush() override { return absl::OkStatus(); }
   absl::StatusOr<std::unique_ptr<Communicator>> Split(int, int) override {
     return absl::UnimplementedError("n/a");

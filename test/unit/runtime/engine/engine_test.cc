@@ -33,9 +33,10 @@ struct Req {
 
 // Runs `reqs` through one engine, all submitted at once.
 std::vector<Result> RunAll(const std::vector<Req>& reqs, const FakeModelOptions& model,
-                           EngineOptions options, EngineStats* stats = nullptr) {
+                           EngineOptions options, EngineStats* stats = nullptr,
+                           FakeRunner** runner = nullptr) {
   options.check_invariants = true;
-  auto engine = Engine::Create(FakeModel(model), options);
+  auto engine = Engine::Create(FakeModel(model, runner), options);
   EXPECT_TRUE(engine.ok()) << engine.status();
   if (!engine.ok()) return {};
   std::map<RequestId, size_t> index;
@@ -113,6 +114,87 @@ TEST(EngineTest, BatchedChunkedPreemptedRequestsGetTheirAloneTokens) {
     EXPECT_EQ(batched[i].final.reason, alone[i].final.reason) << i;
     EXPECT_EQ(batched[i].final.usage.completion_tokens, int(batched[i].tokens.size()));
   }
+}
+
+// A runner with several steps in flight (pipeline stages): the engine
+// keeps it full with steps of disjoint requests, and every request still
+// gets its alone tokens, through chunking, prefix hits and preemptions.
+TEST(EngineTest, StepsInFlightGiveTheAloneTokens) {
+  const std::vector<Req> reqs = MixedRequests(40, 11);
+  FakeModelOptions big;
+  big.num_blocks = 2048;
+  big.max_batch_tokens = 256;
+  EngineOptions alone_opts;
+  alone_opts.max_seqs = 1;
+  std::vector<Result> alone;
+  for (const Req& r : reqs) alone.push_back(RunAll({r}, big, alone_opts)[0]);
+  for (int64_t depth : {2, 3}) {
+    FakeModelOptions small;
+    small.num_blocks = 48;
+    small.max_batch_tokens = 24;
+    small.steps_in_flight = depth;
+    EngineOptions batched_opts;
+    batched_opts.max_seqs = 12;
+    EngineStats stats;
+    FakeRunner* runner = nullptr;
+    std::vector<Result> batched = RunAll(reqs, small, batched_opts, &stats, &runner);
+    ASSERT_EQ(batched.size(), reqs.size());
+    EXPECT_GT(stats.scheduler.num_preemptions, 0) << "depth " << depth;
+    ASSERT_NE(runner, nullptr);
+    EXPECT_EQ(runner->max_in_flight_seen_, depth);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(batched[i].finished, 1) << i;
+      EXPECT_EQ(batched[i].tokens, alone[i].tokens) << "depth " << depth << ", request " << i;
+      EXPECT_EQ(batched[i].final.reason, alone[i].final.reason) << i;
+    }
+  }
+}
+
+// A request aborted while its step is in flight ends once, with kAbort;
+// the step's other requests go on.
+TEST(EngineTest, AbortWhileInFlightEndsOnce) {
+  FakeModelOptions m;
+  m.steps_in_flight = 2;
+  m.max_batch_tokens = 8;
+  EngineOptions o;
+  o.check_invariants = true;
+  FakeRunner* runner = nullptr;
+  auto engine = Engine::Create(FakeModel(m, &runner), o);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 20;
+  p.ignore_eos = true;
+  std::vector<RequestId> ids;
+  for (int i = 0; i < 4; ++i) {
+    // No shared prefix: each prompt's 5 tokens are computed.
+    auto id = (*engine)->AddRequest({int32_t(2 + i), 3, 4, 5, 6}, p);
+    ASSERT_TRUE(id.ok());
+    ids.push_back(*id);
+  }
+  std::map<RequestId, int> finished;
+  std::map<RequestId, FinishReason> reason;
+  auto step = [&] {
+    auto outs = (*engine)->Step();
+    ASSERT_TRUE(outs.ok()) << outs.status();
+    for (const RequestOutput& out : *outs)
+      if (out.finished) {
+        ++finished[out.id];
+        reason[out.id] = out.reason;
+      }
+  };
+  // Two steps of 8 tokens submitted: request 0 and a chunk of request 1,
+  // then (1 being in flight) request 2 and a chunk of 3; the first collected.
+  step();
+  ASSERT_TRUE((*engine)->Abort(ids[2]).ok());  // in the step still in flight
+  while ((*engine)->has_unfinished()) step();
+  for (RequestId id : ids) EXPECT_EQ(finished[id], 1) << id;
+  EXPECT_EQ(reason[ids[2]], FinishReason::kAbort);
+  for (size_t i : {0, 1, 3}) {
+    EXPECT_NE(reason[ids[i]], FinishReason::kAbort) << i;
+    EXPECT_NE(reason[ids[i]], FinishReason::kError) << i;
+  }
+  EXPECT_EQ(runner->max_in_flight_seen_, 2);
 }
 
 TEST(EngineTest, SharedPromptIsComputedOnceAndGivesTheSameTokens) {

@@ -8,6 +8,7 @@
 #define LLMC_TEST_UNIT_RUNTIME_ENGINE_FAKE_MODEL_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -66,6 +67,26 @@ class FakeRunner : public StepRunner {
     return logits_.data();
   }
 
+  // Several steps in flight, as a pipeline's stages hold them: a step runs
+  // (writes its cache slots) at Submit, in submission order as the stages
+  // would, and its logits wait to be collected.
+  int64_t max_steps_in_flight() const override { return steps_in_flight_; }
+  absl::Status Submit(const StepBatch& b) override {
+    absl::StatusOr<const float*> logits = Step(b);
+    if (logits.ok())
+      submitted_.push_back(std::vector<float>(*logits, *logits + logits_.size()));
+    else
+      submitted_.push_back(logits.status());
+    max_in_flight_seen_ = std::max(max_in_flight_seen_, int64_t(submitted_.size()));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<const float*> Collect() override {
+    if (submitted_.empty()) return absl::FailedPreconditionError("fake runner: nothing submitted");
+    collected_ = std::move(submitted_.front());
+    submitted_.pop_front();
+    if (!collected_.ok()) return collected_.status();
+    return collected_->data();
+  }
   int64_t block_size() const override { return block_size_; }
   int64_t num_blocks() const override { return num_blocks_; }
   int64_t vocab_size() const override { return kFakeVocab; }
@@ -78,11 +99,15 @@ class FakeRunner : public StepRunner {
   int64_t fail_at_step_ = -1;
   int64_t steps_ = 0;
   int64_t max_tokens_seen_ = 0;
+  int64_t steps_in_flight_ = 1;
+  int64_t max_in_flight_seen_ = 0;
 
  private:
   int64_t num_blocks_, block_size_, max_batch_tokens_, max_logits_;
   std::vector<int32_t> cache_;
   std::vector<float> logits_;
+  std::deque<absl::StatusOr<std::vector<float>>> submitted_;
+  absl::StatusOr<std::vector<float>> collected_;
 };
 
 inline std::unique_ptr<Tokenizer> FakeTokenizer() {
@@ -108,6 +133,7 @@ struct FakeModelOptions {
   int64_t max_batch_tokens = 32;
   int64_t max_logits = 16;
   int64_t max_position = 4096;
+  int64_t steps_in_flight = 1;  // FakeRunner::max_steps_in_flight()
 };
 
 // The runner is also returned through `runner_out` (owned by the model).
@@ -116,6 +142,7 @@ inline LoadedModel FakeModel(const FakeModelOptions& o, FakeRunner** runner_out 
   m.tokenizer = FakeTokenizer();
   auto runner =
       std::make_unique<FakeRunner>(o.num_blocks, o.block_size, o.max_batch_tokens, o.max_logits);
+  runner->steps_in_flight_ = o.steps_in_flight;
   if (runner_out) *runner_out = runner.get();
   m.runner = std::move(runner);
   m.eos_ids = EndOfGenerationIds(*m.tokenizer);

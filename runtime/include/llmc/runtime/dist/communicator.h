@@ -37,14 +37,19 @@ class Communicator {
   // that dies still ends the wait: the launcher ends the world.
   virtual absl::Status WaitForBroadcast(void* data, int64_t bytes, int root) = 0;
 
-  // Point to point, between pipeline stages. Send copies `bytes` bytes and
-  // returns before `peer` has them, so that this rank computes on while
-  // they travel (a stage sends one micro-batch's hidden state and starts
-  // the next); Flush() waits until every send so far has been received.
-  // Recv waits, within the timeout, for `peer`'s next message, which must
-  // be `bytes` long. Messages between two ranks arrive in send order.
-  virtual absl::Status Send(const void* data, int64_t bytes, int peer) = 0;
-  virtual absl::Status Recv(void* data, int64_t bytes, int peer) = 0;
+  // Point to point, on one of two channels: the leader's steps to the
+  // other ranks, and activations between pipeline stages. Messages of a
+  // channel between two ranks arrive in send order; channels never mix.
+  // Send copies `bytes` bytes and returns before `peer` has them, so that
+  // this rank computes on while they travel (the leader hands out its next
+  // step while the last stage still runs the previous one); Flush() waits
+  // until every send so far has been received. Recv waits, within the
+  // timeout, for `peer`'s next message on `channel`, which must be `bytes`
+  // long; WaitForRecv waits without the timeout (a follower between steps).
+  enum class Channel { kSteps = 1, kActivations = 2 };
+  virtual absl::Status Send(const void* data, int64_t bytes, int peer, Channel channel) = 0;
+  virtual absl::Status Recv(void* data, int64_t bytes, int peer, Channel channel) = 0;
+  virtual absl::Status WaitForRecv(void* data, int64_t bytes, int peer, Channel channel) = 0;
   virtual absl::Status Flush() = 0;
   // The ranks that pass the same `color`, in `key` order (ties by rank), as
   // a communicator of their own: the tensor-parallel group of one pipeline

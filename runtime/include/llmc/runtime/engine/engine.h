@@ -21,6 +21,7 @@
 #define LLMC_RUNTIME_ENGINE_ENGINE_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -47,6 +48,10 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   // Pool invariants checked after every step (tests; O(blocks) a step).
   bool check_invariants = false;
+  // Most steps in flight at once: 0 for as many as the runner takes (a
+  // pipeline's stages), 1 to run one step at a time (to measure what the
+  // overlap gains).
+  int32_t max_steps_in_flight = 0;
 };
 
 struct RequestUsage {
@@ -108,12 +113,18 @@ class Engine {
   // Runs one step (nothing when no request is left) and returns what it
   // produced, with the outputs of aborted requests. An error means the
   // engine itself is broken (a scheduler invariant); a failed @step fails
-  // only its requests (kError outputs) and the engine goes on.
+  // only its requests (kError outputs) and the engine goes on. On a runner
+  // with several steps in flight (pipeline stages), it first submits steps
+  // of requests not in flight until the runner is full, then collects the
+  // oldest: its outputs are that step's.
   absl::StatusOr<std::vector<RequestOutput>> Step();
 
-  bool has_unfinished() const { return scheduler_->has_unfinished() || !pending_.empty(); }
+  bool has_unfinished() const {
+    return scheduler_->has_unfinished() || !pending_.empty() || !in_flight_.empty();
+  }
   int32_t num_unfinished() const { return int32_t(live_.size()); }
   EngineStats stats() const;
+  // The step whose outputs the last Step() returned.
   const SchedulerOutput& last_schedule() const { return last_; }
 
   const Tokenizer& tokenizer() const { return *model_.tokenizer; }
@@ -143,6 +154,9 @@ class Engine {
   void EndRequest(RequestId id, FinishReason reason, absl::Status status,
                   std::vector<RequestOutput>& outputs);
   void CountKvWaste();
+  // Ends every request of `step` with kError: its @step failed.
+  void FailStep(const SchedulerOutput& step, const absl::Status& status,
+                std::vector<RequestOutput>& outputs);
 
   LoadedModel model_;
   EngineOptions options_;
@@ -152,6 +166,9 @@ class Engine {
   std::unordered_map<RequestId, std::unique_ptr<Live>> live_;
   std::vector<RequestOutput> pending_;  // aborted since the last step
   SchedulerOutput last_;
+  // Steps submitted to the runner and not yet collected, oldest first (at
+  // most runner.max_steps_in_flight(): one, or a pipeline's stages).
+  std::deque<SchedulerOutput> in_flight_;
   StepBatchBuilder batch_;
   SamplerScratch scratch_;
   std::vector<float> masked_;

@@ -36,6 +36,13 @@
 // every chunk with `sample` set either AppendToken() (the request goes on)
 // or Finish(). Abort is Finish at any time between steps. Not thread-safe:
 // one engine thread owns it.
+//
+// Several steps may be in flight (a pipeline's stages each run one):
+// Schedule() again before CompleteStep() leaves out the requests of the
+// steps in flight, which are neither scheduled nor preempted until their
+// step completes; new requests are still admitted. CompleteStep() takes the
+// steps in the order they were scheduled, and drops the chunks of requests
+// finished meanwhile.
 #ifndef LLMC_RUNTIME_ENGINE_SCHEDULER_H_
 #define LLMC_RUNTIME_ENGINE_SCHEDULER_H_
 
@@ -144,6 +151,9 @@ class Scheduler {
     int32_t num_preemptions = 0;
     int32_t num_cached_prompt_tokens = 0;
     State state = State::kWaiting;
+    // Scheduled in a step not yet completed: not scheduled again, never
+    // preempted, until CompleteStep.
+    bool in_flight = false;
   };
 
   // Schedules the rest of running request `id` into `out`; may preempt

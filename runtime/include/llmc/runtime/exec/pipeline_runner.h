@@ -12,6 +12,7 @@
 #ifndef LLMC_RUNTIME_EXEC_PIPELINE_RUNNER_H_
 #define LLMC_RUNTIME_EXEC_PIPELINE_RUNNER_H_
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,12 @@ class PipelineRunner : public StepRunner {
 
   // Rank 0 returns the whole batch's logits; other ranks return null.
   absl::StatusOr<const float*> Step(const StepBatch& batch) override;
+  // Rank 0 keeps up to pp steps in flight: Submit runs stage 0's part of a
+  // step (its sends return at once) and Collect receives the oldest step's
+  // logits from the last stage, which by then may be running the next.
+  absl::Status Submit(const StepBatch& batch) override;
+  absl::StatusOr<const float*> Collect() override;
+  int64_t max_steps_in_flight() const override;
 
   int64_t block_size() const override { return stage_->block_size(); }
   int64_t num_blocks() const override { return stage_->num_blocks(); }
@@ -74,7 +81,9 @@ class PipelineRunner : public StepRunner {
   std::unique_ptr<StepRunner> stage_;
   Communicator* world_;
   int64_t tp_, pp_, stage_index_;
-  std::vector<float> logits_;  // rank 0: the whole batch's
+  // Rank 0: each submitted step's micro-batches, oldest first, for Collect.
+  std::deque<std::vector<MicroBatch>> in_flight_;
+  std::vector<float> logits_;  // rank 0: the collected step's
   std::vector<float> part_;    // rank 0: one micro-batch's, as received
 };
 

@@ -57,6 +57,24 @@ class StepRunner {
   // [batch.logits_rows.size(), vocab], valid until the next call.
   virtual absl::StatusOr<const float*> Step(const StepBatch& batch) = 0;
 
+  // Several steps in flight, for a pipeline whose stages each run another
+  // step: Submit starts a step (the caller may reuse `batch` at once), and
+  // Collect returns the logits of the oldest step not yet collected, valid
+  // until the next Collect or Step. Up to max_steps_in_flight() steps may be
+  // submitted before the first is collected; their requests must differ
+  // (a request's next step needs the token its last one gives). The
+  // default runs the step at Submit and reports its outcome at Collect.
+  virtual int64_t max_steps_in_flight() const { return 1; }
+  virtual absl::Status Submit(const StepBatch& batch) {
+    submitted_ = Step(batch);
+    return absl::OkStatus();
+  }
+  virtual absl::StatusOr<const float*> Collect() {
+    absl::StatusOr<const float*> out = std::move(submitted_);
+    submitted_ = absl::FailedPreconditionError("Collect: no step was submitted");
+    return out;
+  }
+
   virtual int64_t block_size() const = 0;
   virtual int64_t num_blocks() const = 0;
   virtual int64_t vocab_size() const = 0;
@@ -69,6 +87,10 @@ class StepRunner {
   // Where it runs, for one line of statistics: "4 threads" on the host,
   // "CUDA sm_90 on NVIDIA H200" on a GPU.
   virtual std::string ExecutionSummary() const = 0;
+
+ private:
+  absl::StatusOr<const float*> submitted_ =
+      absl::FailedPreconditionError("Collect: no step was submitted");
 };
 
 // The runner `choice` names (ChooseBackend's answer; a default BackendChoice
