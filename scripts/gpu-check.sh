@@ -15,23 +15,30 @@
 #            float64 reference, a PyTorch float32 reference computed here
 #            (test/gpu/torch_reference.py; SKIPPED without PyTorch) and the
 #            host backend,
-#            then prefill/decode tokens/s and the fraction of copy bandwidth.
+#            then prefill/decode tokens/s and the fraction of copy bandwidth;
+#   stage 3  tensor parallelism: the payload's TP=2 artifact on two GPUs
+#            (mpirun -np 2, NCCL) against its TP=1 artifact on one, when
+#            nvidia-smi lists 2+ GPUs and mpirun is there (else it says why
+#            it is skipped).
 #
-#   scripts/gpu-check.sh [--no-timing] [--skip-kernels] [--skip-e2e]
+#   scripts/gpu-check.sh [--no-timing] [--skip-kernels] [--skip-e2e] [--skip-tp]
 #
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
 # CUDA_ARCH (default: the GPU's, from nvidia-smi), LLMC_GPU_CHECK_BUILD
-# (default: build-gpu-check), LLMC_GPU_PAYLOAD (default: build-gpu-payload).
+# (default: build-gpu-check), LLMC_GPU_PAYLOAD (default: build-gpu-payload),
+# LLMC_NCCL_LIBRARY (default: the toolkit's libnccl.so.2, else the
+# nvidia-nccl wheel's, else the loader's search).
 # Exit status: 0 all passed, 1 a check failed, 2 a CUDA or tool error, 3 a
 # harness error; a build error stops the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-skip_kernels=0 skip_e2e=0 timing=()
+skip_kernels=0 skip_e2e=0 skip_tp=0 timing=()
 for a in "$@"; do
   case $a in
     --skip-kernels) skip_kernels=1 ;;
     --skip-e2e) skip_e2e=1 ;;
+    --skip-tp) skip_tp=1 ;;
     --no-timing) timing=(--no-timing) ;;
     *) echo "gpu-check: unknown flag $a" >&2; exit 3 ;;
   esac
@@ -111,6 +118,12 @@ echo "--- run"
 "$out/kernel_check" "${timing[@]}" || status=$?
 fi
 
+# llmc-rt links Open MPI's libmpi (tensor-parallel ranks); a machine
+# without Open MPI runs it on the payload's copy.
+if [[ -d "$payload/lib/mpi-fallback" ]] && ! ldconfig -p 2>/dev/null | grep -q 'libmpi\.so\.40 '; then
+  export LD_LIBRARY_PATH="$payload/lib/mpi-fallback${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
 if (( ! skip_e2e )); then
   echo "=== stage 2: artifacts end to end ($payload) ==="
   if [[ ! -x "$payload/bin/llmc-rt" ]]; then
@@ -127,5 +140,84 @@ if (( ! skip_e2e )); then
   fi
   echo "cuBLASLt: ${LLMC_CUBLASLT_LIBRARY:-none found, the loader searches}"
   python3 test/gpu/e2e_check.py "$payload" "${timing[@]}" || { s=$?; (( s > status )) && status=$s; }
+fi
+
+# Stage 3: a TP=2 artifact on two GPUs, its collectives through NCCL (the
+# CUDA executor dlopens libnccl.so.2), against TP=1 on one GPU: a prefill of
+# 40 tokens and 24 decode steps, launch by launch and with --cuda-graphs.
+# Tolerance as for bf16 elsewhere: max |tp2 - tp1| / max |tp1| per row
+# < 2e-2, top-1 >= 0.98; both also against the float64 reference.
+tp_check() {
+  local tp1="$payload/synth/qwen2-bias-bf16.llmc" tp2="$payload/tp/qwen2-bias-bf16-tp2.llmc"
+  local ref="$payload/synth/qwen2-bias-bf16.ref.npz"
+  local gpus
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+  if (( gpus < 2 )); then
+    echo "skipped: TP=2 needs 2 GPUs, this machine has ${gpus:-0}"
+    return 0
+  fi
+  if ! command -v mpirun >/dev/null; then
+    echo "skipped: TP=2 runs its ranks under mpirun, and this machine has none (install openmpi-bin)"
+    return 0
+  fi
+  if [[ ! -d "$tp2" || ! -d "$tp1" || ! -f "$ref" ]]; then
+    echo "skipped: the payload has no TP=2 artifact (rebuild it with scripts/gpu-payload.sh)"
+    return 0
+  fi
+  if [[ -z "${LLMC_NCCL_LIBRARY:-}" ]]; then
+    local wheel lib
+    wheel=$(python3 -c "import nvidia.nccl as n; print(list(n.__path__)[0] + '/lib')" 2>/dev/null || true)
+    for lib in /usr/local/cuda/lib64/libnccl.so.2 /usr/local/cuda/targets/x86_64-linux/lib/libnccl.so.2 \
+               "$wheel"/libnccl.so.2; do
+      if [[ -e "$lib" ]]; then export LLMC_NCCL_LIBRARY=$lib; break; fi
+    done
+  fi
+  echo "NCCL: ${LLMC_NCCL_LIBRARY:-none found here, the loader searches (libnccl.so.2)}"
+  local env=(LD_LIBRARY_PATH="$payload/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LLMC_NO_EXEC_RT=1)
+  local mpi=(mpirun -np 2 -x LD_LIBRARY_PATH -x LLMC_NO_EXEC_RT)
+  [[ -n "${LLMC_NCCL_LIBRARY:-}" ]] && mpi+=(-x LLMC_NCCL_LIBRARY)
+  (( EUID == 0 )) && mpi+=(--allow-run-as-root)
+  local dir tokens prefill
+  dir=$(mktemp -d)
+  read -r tokens prefill < <(python3 -c "
+import numpy as np; r = np.load('$ref'); print(','.join(map(str, r['tokens'].tolist())), int(r['prefill']))")
+  local args=(--tokens "$tokens" --prefill "$prefill" --backend=cuda --no-verify)
+  env "${env[@]}" "$payload/bin/llmc-rt" logits "$tp1" "${args[@]}" -o "$dir/tp1.f32" || return 2
+  env "${env[@]}" "${mpi[@]}" "$payload/bin/llmc-rt" logits "$tp2" "${args[@]}" \
+    -o "$dir/tp2.f32" || return 2
+  env "${env[@]}" "${mpi[@]}" "$payload/bin/llmc-rt" logits "$tp2" "${args[@]}" --cuda-graphs \
+    -o "$dir/tp2-graphs.f32" || return 2
+  python3 - "$dir" "$ref" <<'PY'
+import sys
+import numpy as np
+d, ref = sys.argv[1:]
+r = np.load(ref)
+want, prefill = r["logits"].astype(np.float64), int(r["prefill"])
+rows, vocab = want.shape
+get = lambda n: np.fromfile(f"{d}/{n}.f32", dtype=np.float32).reshape(rows, vocab).astype(np.float64)
+def err(a, b):
+    return np.abs(a - b).max(axis=1) / np.maximum(np.abs(b).max(axis=1), 1e-30)
+tp1, ok = get("tp1"), True
+for name in ("tp2", "tp2-graphs"):
+    got = get(name)
+    e, e_ref = err(got, tp1), err(got, want)
+    top1 = float((got.argmax(1) == tp1.argmax(1)).mean())
+    good = bool(np.isfinite(got).all()) and e.max() < 2e-2 and top1 >= 0.98 and e_ref.max() < 2e-2
+    ok &= good
+    print(f"{'PASS' if good else 'FAIL'} TP=2{' --cuda-graphs' if 'graphs' in name else ''} vs "
+          f"TP=1 (bf16): max rel err {e.max():.2e} (prefill {e[:prefill].max():.2e}, decode "
+          f"{e[prefill:].max():.2e}), top-1 {top1:.3f}; vs float64 reference {e_ref.max():.2e} "
+          f"(TP=1: {err(tp1, want).max():.2e})")
+same = open(f"{d}/tp2.f32", "rb").read() == open(f"{d}/tp2-graphs.f32", "rb").read()
+print(f"     TP=2 with and without CUDA graphs: {'the same bytes' if same else 'different bytes'}")
+sys.exit(0 if ok else 1)
+PY
+  local s=$?
+  rm -rf "$dir"
+  return $s
+}
+if (( ! skip_tp )); then
+  echo "=== stage 3: tensor parallelism, TP=2 on two GPUs (mpirun, NCCL) ==="
+  tp_check || { s=$?; (( s > status )) && status=$s; }
 fi
 exit $status

@@ -20,6 +20,14 @@
 #     llama3-8b-shape-q4_k.llmc   the same in q4_k (llama.cpp's Q4_K_M format)
 #     peer/llama3-8b-shape-bf16.llmc  the same in bf16 (generated GEMMs vs cuBLASLt)
 #     synth-w4a16.llmc            a synthetic bf16 model through --quantize=w4a16
+#     tp/qwen2-bias-bf16-tp2.llmc synth/qwen2-bias-bf16 compiled with --tp 2
+#                                 (gpu-check.sh's TP=2 check: two GPUs, mpirun,
+#                                 NCCL; TP=1 is synth/qwen2-bias-bf16.llmc)
+#     lib/mpi-fallback/*.so       the Open MPI libraries llmc-rt links, for a
+#                                 GPU machine without Open MPI (gpu-check.sh
+#                                 adds them only when the loader lacks
+#                                 libmpi.so.40; a rank of mpirun uses the
+#                                 machine's own)
 #
 # The payload must stay under 64 MiB (the GPU machine's carry limit); the
 # script checks. SmolLM2's real weights (96 MiB) do not fit, hence the
@@ -39,6 +47,12 @@ rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/synth"
 cp "$build/bin/llmc-rt" "$out/bin/"
 # Non-system libraries the runtime links (abseil from Debian's packages).
 ldd "$build/bin/llmc-rt" | awk '/=> \// {print $3}' | grep -E 'libabsl' | xargs -r -I{} cp -L {} "$out/lib/"
+# Open MPI's (llmc-rt links libmpi for tensor-parallel ranks): kept apart, so
+# that a machine with its own Open MPI runs mpirun's ranks on its libraries.
+mkdir -p "$out/lib/mpi-fallback"
+ldd "$build/bin/llmc-rt" | awk '/=> \// {print $3}' |
+  grep -E 'lib(mpi|open-rte|open-pal|hwloc|event_core|event_pthreads)[.-]' |
+  xargs -r -I{} cp -L {} "$out/lib/mpi-fallback/"
 
 llmc="$build/bin/llmc"
 synth="$python tools/synth-model/synth_model.py"
@@ -112,6 +126,14 @@ $synth --format hf --out "$tmp/w4" --seed 12 --hidden 256 --intermediate 512 --h
   --kv-heads 2 --head-dim 64 --layers 2 --vocab 300 --dtype bf16 >/dev/null
 "$llmc" compile "$tmp/w4" --quantize=w4a16 --target="host,$archs" --host-activations=f32 \
   -o "$out/synth-w4a16.llmc" 2>/dev/null
+
+# Tensor parallelism on two GPUs (gpu-check.sh): a synthetic model at TP=2,
+# from the model file of synth/qwen2-bias-bf16 (its TP=1 artifact and
+# reference).
+mkdir -p "$out/tp"
+"$llmc" compile "$out/synth/qwen2-bias-bf16.model" --tp 2 --target="host,$archs" \
+  --host-activations=f32 -o "$out/tp/qwen2-bias-bf16-tp2.llmc" 2>/dev/null
+echo "gpu-payload: TP=2 artifact ($(du -sk "$out/tp" | cut -f1) KiB)"
 
 size=$(du -sm "$out" | cut -f1)
 echo "gpu-payload: $out is ${size} MiB"

@@ -7,6 +7,7 @@
 #ifdef LLMC_HAVE_CUDA_H
 #include <cuda.h>
 
+#include <cstddef>
 #include <type_traits>
 namespace {
 namespace c = llmc::cuda;
@@ -39,6 +40,31 @@ static_assert(::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == c::kJitErrorLogBufferSizeB
 static_assert(::CU_JIT_LOG_VERBOSE == c::kJitLogVerbose);
 static_assert(::CU_STREAM_NON_BLOCKING == c::kStreamNonBlocking);
 static_assert(::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL == c::kCaptureModeThreadLocal);
+static_assert(::CUDA_ERROR_NOT_READY == c::kCudaErrorNotReady);
+static_assert(::CU_EVENT_DISABLE_TIMING == c::kEventDisableTiming);
+static_assert(::CU_MEMORYTYPE_DEVICE == c::kMemoryTypeDevice);
+static_assert(sizeof(::CUmemorytype) == sizeof(c::CUmemorytype));
+// cuMemcpy2DAsync_v2's struct, field by field.
+static_assert(sizeof(::CUDA_MEMCPY2D) == sizeof(c::CUDA_MEMCPY2D));
+#define LLMC_SAME_OFFSET(f) \
+  static_assert(offsetof(::CUDA_MEMCPY2D, f) == offsetof(c::CUDA_MEMCPY2D, f), #f)
+LLMC_SAME_OFFSET(srcXInBytes);
+LLMC_SAME_OFFSET(srcY);
+LLMC_SAME_OFFSET(srcMemoryType);
+LLMC_SAME_OFFSET(srcHost);
+LLMC_SAME_OFFSET(srcDevice);
+LLMC_SAME_OFFSET(srcArray);
+LLMC_SAME_OFFSET(srcPitch);
+LLMC_SAME_OFFSET(dstXInBytes);
+LLMC_SAME_OFFSET(dstY);
+LLMC_SAME_OFFSET(dstMemoryType);
+LLMC_SAME_OFFSET(dstHost);
+LLMC_SAME_OFFSET(dstDevice);
+LLMC_SAME_OFFSET(dstArray);
+LLMC_SAME_OFFSET(dstPitch);
+LLMC_SAME_OFFSET(WidthInBytes);
+LLMC_SAME_OFFSET(Height);
+#undef LLMC_SAME_OFFSET
 static_assert(sizeof(::CUjit_option) == sizeof(c::CUjit_option));
 static_assert(sizeof(::CUdevice_attribute) == sizeof(c::CUdevice_attribute));
 static_assert(sizeof(::CUstreamCaptureMode) == sizeof(c::CUstreamCaptureMode));

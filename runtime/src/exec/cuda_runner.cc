@@ -1,20 +1,40 @@
 #include "llmc/runtime/exec/cuda_runner.h"
-#include "llmc/runtime/exec/kv_sizing.h"
-
-#include "llmc/runtime/exec/gemm_tuning.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "llmc/core/status_macros.h"
+#include "llmc/runtime/dist/communicator.h"
+#include "llmc/runtime/exec/gemm_tuning.h"
+#include "llmc/runtime/exec/kv_sizing.h"
 
 namespace llmc {
 namespace {
+
+// LaunchProfiled's mark for an entry that is no kernel (a collective).
+constexpr size_t kNoKernel = std::numeric_limits<size_t>::max();
+
+// $LLMC_NCCL_TIMEOUT: seconds a partitioned step may wait for its
+// collectives (30 by default, the host backend's MPI deadline).
+absl::StatusOr<double> CollectiveTimeout() {
+  const char* text = std::getenv("LLMC_NCCL_TIMEOUT");
+  if (text == nullptr || *text == '\0') return 30.0;
+  char* end = nullptr;
+  double s = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(s > 0))
+    return absl::InvalidArgumentError(
+        absl::StrCat("LLMC_NCCL_TIMEOUT: '", text, "' is not a positive number of seconds"));
+  return s;
+}
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -31,7 +51,9 @@ CudaRunner::~CudaRunner() {
   (void)device_->MakeCurrent();
   (void)device_->Synchronize();  // nothing of ours may still be in flight
   DropGraphs();
+  nccl_.reset();  // its graphs are gone, its work is done
   for (cuda::CUevent e : events_) (void)device_->api().cuEventDestroy(e);
+  for (cuda::CUevent e : collective_events_) (void)device_->api().cuEventDestroy(e);
   cublaslt_.reset();
   for (cuda::CUdeviceptr p : allocations_) (void)device_->memory().Free(p);
   module_.reset();
@@ -56,7 +78,11 @@ std::string CudaRunner::ExecutionSummary() const {
                          " (cuBLASLt ", cublaslt_->version(), ")");
   else if (!gemm_note_.empty())
     gemms = ", " + gemm_note_;
-  return absl::StrFormat("CUDA %s on %s%s%s", target_, device_->info().Summary(),
+  std::string ranks;
+  if (nccl_)
+    ranks = absl::StrFormat(", rank %d of %d, collectives by NCCL %s", nccl_->rank(), nccl_->size(),
+                            nccl_->api().VersionString());
+  return absl::StrFormat("CUDA %s on %s%s%s%s", target_, device_->info().Summary(), ranks,
                          options_.cuda_graphs ? ", decode steps as CUDA graphs" : "", gemms);
 }
 
@@ -103,12 +129,20 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   const ManifestCuda& c = m.cuda;
   const ModelConfig& config = m.model;
   if (!device) return absl::InvalidArgumentError("CudaRunner: no device");
-  // Its plan holds collectives, which need NCCL (not yet in this executor).
-  if (m.mesh.tp * m.mesh.pp > 1)
+  if (m.mesh.pp > 1)
     return absl::UnimplementedError(absl::StrFormat(
-        "%s is split over %d tensor-parallel ranks, and the CUDA executor has no collectives "
-        "yet (NCCL); run it with --backend=host",
-        artifact.dir(), m.mesh.tp * m.mesh.pp));
+        "%s has %d pipeline stages, which the CUDA executor does not run (only tensor "
+        "parallelism); run it with --backend=host",
+        artifact.dir(), m.mesh.pp));
+  // A partitioned artifact runs as one rank of a world of tp ranks.
+  const int64_t ranks = m.mesh.tp;
+  const int world = options.communicator ? options.communicator->size() : 1;
+  if (ranks > 1 && world != ranks)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s is split over %d tensor-parallel ranks (llmc compile --tp %d): start it as "
+        "`mpirun -np %d llmc-rt ...`; this process is one rank of %d",
+        artifact.dir(), ranks, ranks, ranks, world));
+  const int64_t kv_heads = ranks > 1 ? m.mesh.kv_heads : config.num_kv_heads;
   if (c.modules.empty())
     return absl::FailedPreconditionError(
         absl::StrFormat("%s: the artifact has no CUDA kernels (targets: %s)", artifact.dir(),
@@ -140,6 +174,9 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   LLMC_RETURN_IF_ERROR(runner->device_->MakeCurrent());
 
   LLMC_ASSIGN_OR_RETURN(runner->parsed_, ParseCudaLaunches(c));
+  // Before the module and the buffers: NCCL's own device memory then counts
+  // in what the KV cache leaves free.
+  if (ranks > 1) LLMC_RETURN_IF_ERROR(runner->SetUpCollectives());
   LLMC_RETURN_IF_ERROR(runner->LoadModule());
 
   // Buffers: those the CUDA plan binds, and the logits.
@@ -152,6 +189,20 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     std::string what = absl::StrFormat("buffer '%s'", m.buffers[size_t(b)].name);
     LLMC_RETURN_IF_ERROR(runner->Allocate(size_t(bytes), what.c_str(), &bind.buffers[size_t(b)]));
   }
+  // The all-gathers' scratch: every rank's rows, rank-major.
+  for (const CudaCollective& col : runner->collectives_) {
+    cuda::CUdeviceptr p = 0;
+    if (col.kind == CudaCollective::Kind::kAllGather) {
+      int64_t rows = col.logits_rows ? o.max_logits : o.max_batch_tokens;
+      std::string what = absl::StrFormat("the gathered rows of %s", col.Describe());
+      LLMC_RETURN_IF_ERROR(
+          runner->Allocate(size_t(GatherScratchBytes(col, rows, ranks)), what.c_str(), &p));
+    }
+    runner->gather_scratch_.push_back(p);
+  }
+  if (runner->widen_ >= 0)
+    runner->gathered_host_.resize(size_t(
+        GatherScratchBytes(runner->collectives_[size_t(runner->widen_)], o.max_logits, ranks)));
   // Sized now, after the buffers and before the weights are uploaded
   // (UploadWeights, below): a fraction of what the buffers and the weights
   // leave free.
@@ -163,11 +214,11 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   free_bytes = free_bytes > weight_bytes ? free_bytes - weight_bytes : 0;
   LLMC_ASSIGN_OR_RETURN(
       o.num_blocks,
-      KvCacheBlocks(o, KvBytesPerBlock(config.num_layers, config.num_kv_heads, config.head_dim,
-                                       o.block_size, elem),
-                    config.max_position, int64_t(free_bytes)));
-  int64_t cache_bytes =
-      o.num_blocks * o.block_size * config.num_kv_heads * config.head_dim * elem;
+      KvCacheBlocks(
+          o, KvBytesPerBlock(config.num_layers, kv_heads, config.head_dim, o.block_size, elem),
+          config.max_position, int64_t(free_bytes)));
+  // A rank's cache holds only its own KV heads (mesh.kv_heads).
+  int64_t cache_bytes = o.num_blocks * o.block_size * kv_heads * config.head_dim * elem;
   for (int64_t l = 0; l < 2 * config.num_layers; ++l) {
     cuda::CUdeviceptr p = 0;
     auto st = runner->Allocate(size_t(cache_bytes), "the KV cache", &p);
@@ -193,6 +244,43 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   runner->logits_.resize(size_t(o.max_logits * runner->vocab_));
   LLMC_RETURN_IF_ERROR(runner->device_->Synchronize());
   return runner;
+}
+
+absl::Status CudaRunner::SetUpCollectives() {
+  const Manifest& m = artifact_->manifest();
+  const ManifestCuda& c = m.cuda;
+  const int64_t ranks = m.mesh.tp;
+  LLMC_ASSIGN_OR_RETURN(collective_timeout_s_, CollectiveTimeout());
+  collective_of_step_.assign(c.steps.size(), -1);
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    if (c.steps[i].collective.empty()) continue;
+    LLMC_ASSIGN_OR_RETURN(CudaCollective col, MakeCudaCollective(m, i, ranks));
+    if (col.widen_on_host) {
+      if (widen_ >= 0 || col.out_row_elems != vocab_)
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "%s: %s gathers the logits in %s, which only a single gather of whole %d-column rows "
+            "may do",
+            artifact_->dir(), col.Describe(), CudaElemName(col.in_elem), vocab_));
+      widen_ = int(collectives_.size());
+    }
+    collective_of_step_[i] = int(collectives_.size());
+    collectives_.push_back(col);
+  }
+  const cuda::DriverApi& api = device_->api();
+  for (size_t i = 0; i < collectives_.size(); ++i) {
+    cuda::CUevent e = nullptr;
+    LLMC_CUDA_RETURN_IF_ERROR(api, cuEventCreate(&e, cuda::kEventDisableTiming));
+    collective_events_.push_back(e);
+  }
+  auto nccl = cuda::NcclApi::Get();
+  if (!nccl.ok())
+    return absl::Status(nccl.status().code(),
+                        absl::StrFormat("%s is split over %d tensor-parallel ranks, whose "
+                                        "collectives on GPUs need NCCL: %s",
+                                        artifact_->dir(), ranks, nccl.status().message()));
+  LLMC_ASSIGN_OR_RETURN(
+      nccl_, NcclComm::Create(**nccl, *options_.communicator, device_->info().device_count));
+  return absl::OkStatus();
 }
 
 absl::Status CudaRunner::LoadModule() {
@@ -288,6 +376,7 @@ absl::Status CudaRunner::UploadWeights() {
 
 absl::Status CudaRunner::Launch(const SelectedLaunch& sel, llmc_cuda_step_info* info) {
   const ManifestCuda& c = artifact_->manifest().cuda;
+  if (sel.kind == LaunchKind::kCollective) return RunCollective(sel.step, *info);
   size_t k = size_t(c.steps[sel.step].kernel);
   const llmc_cuda_args& args = args_[sel.step];
   const ManifestCudaGemm& gemm = c.kernels[k].gemm;
@@ -334,8 +423,9 @@ absl::Status CudaRunner::LaunchProfiled(llmc_cuda_step_info* info) {
     return absl::OkStatus();
   };
   for (size_t i = 0; i < selected_.size(); ++i) {
+    const ManifestStep& entry = c.steps[selected_[i].step];
     if (i == 0 || selected_[i].step != selected_[i - 1].step)
-      LLMC_RETURN_IF_ERROR(record(size_t(c.steps[selected_[i].step].kernel)));
+      LLMC_RETURN_IF_ERROR(record(entry.collective.empty() ? size_t(entry.kernel) : kNoKernel));
     LLMC_RETURN_IF_ERROR(Launch(selected_[i], info));
   }
   return record(0);  // the end of the last entry
@@ -345,6 +435,7 @@ absl::Status CudaRunner::ReadProfile() {
   const cuda::DriverApi& api = device_->api();
   kernel_ms_.resize(artifact_->manifest().cuda.kernels.size(), 0.0);
   for (size_t i = 0; i + 1 < event_kernels_.size(); ++i) {
+    if (event_kernels_[i] == kNoKernel) continue;  // a collective: no kernel of ours
     float ms = 0;
     LLMC_CUDA_RETURN_IF_ERROR(api, cuEventElapsedTime(&ms, events_[i], events_[i + 1]));
     kernel_ms_[event_kernels_[i]] += ms;
@@ -371,10 +462,12 @@ absl::Status CudaRunner::LaunchGraph(llmc_cuda_step_info* info) {
     // Captured launches do not run: the graph's first replay runs them.
     LLMC_CUDA_RETURN_IF_ERROR(api, cuStreamBeginCapture(stream, cuda::kCaptureModeThreadLocal));
     absl::Status launched = absl::OkStatus();
+    capturing_ = true;
     for (const SelectedLaunch& sel : selected_) {
       launched = Launch(sel, info);
       if (!launched.ok()) break;
     }
+    capturing_ = false;
     Graph g;
     cuda::CUresult r = api.cuStreamEndCapture(stream, &g.graph);
     if (!launched.ok() || r != cuda::kCudaSuccess) {
@@ -395,6 +488,100 @@ absl::Status CudaRunner::LaunchGraph(llmc_cuda_step_info* info) {
   }
   hit->last_used = steps_;
   LLMC_CUDA_RETURN_IF_ERROR(api, cuGraphLaunch(hit->exec, stream));
+  return absl::OkStatus();
+}
+
+absl::Status CudaRunner::RunCollective(size_t step, const llmc_cuda_step_info& info) {
+  const size_t i = size_t(collective_of_step_[step]);
+  const CudaCollective& c = collectives_[i];
+  const int64_t rows = c.logits_rows ? info.num_logits : info.num_tokens;
+  const size_t count = size_t(CollectiveElements(c, rows));
+  // Every rank runs the same batch, so all skip an empty one alike.
+  if (count == 0) return absl::OkStatus();
+  const cuda::DriverApi& api = device_->api();
+  cuda::CUstream stream = device_->stream();
+  const cuda::CUdeviceptr in = bindings_.buffers[c.in_buffer];
+  const cuda::CUdeviceptr out = bindings_.buffers[c.out_buffer];
+  absl::Status st;
+  if (c.kind == CudaCollective::Kind::kAllReduceSum) {
+    st = nccl_->AllReduceSum(in, out, count, c.in_elem, stream, c.Describe());
+  } else {
+    const cuda::CUdeviceptr gathered = gather_scratch_[i];
+    st = nccl_->AllGather(in, gathered, count, c.in_elem, stream, c.Describe());
+    // Each rank's piece becomes its columns of every output row (a widening
+    // gather's rows are laid out on the host instead).
+    if (st.ok() && !c.widen_on_host)
+      for (const GatherCopy& g : PlanGatherCopies(c, rows, nccl_->size())) {
+        cuda::CUDA_MEMCPY2D p{};
+        p.srcMemoryType = cuda::kMemoryTypeDevice;
+        p.srcDevice = gathered + cuda::CUdeviceptr(g.src_offset);
+        p.srcPitch = size_t(g.src_pitch);
+        p.dstMemoryType = cuda::kMemoryTypeDevice;
+        p.dstDevice = out + cuda::CUdeviceptr(g.dst_offset);
+        p.dstPitch = size_t(g.dst_pitch);
+        p.WidthInBytes = size_t(g.width_bytes);
+        p.Height = size_t(g.height);
+        cuda::CUresult r = api.cuMemcpy2DAsync(&p, stream);
+        if (r != cuda::kCudaSuccess) {
+          st = api.Check(r, absl::StrFormat("cuMemcpy2DAsync_v2 (%d rows of %d bytes) of %s",
+                                            g.height, g.width_bytes, c.Describe()));
+          break;
+        }
+      }
+  }
+  if (!st.ok()) return CollectiveFailed(st);
+  // Events tell which collective a stalled step waits on; a graph being
+  // captured records none (its replays are waited on as a whole).
+  if (!capturing_) LLMC_CUDA_RETURN_IF_ERROR(api, cuEventRecord(collective_events_[i], stream));
+  return absl::OkStatus();
+}
+
+std::string CudaRunner::PendingCollectives(bool events_recorded) const {
+  if (events_recorded) {
+    const cuda::DriverApi& api = device_->api();
+    for (size_t i = 0; i < collectives_.size(); ++i)
+      if (api.cuEventQuery(collective_events_[i]) == cuda::kCudaErrorNotReady)
+        return collectives_[i].Describe();
+  }
+  std::vector<std::string> steps;
+  for (const CudaCollective& c : collectives_) steps.push_back(absl::StrCat(c.step));
+  return absl::StrFormat("one of the step's collectives (CUDA steps %s)",
+                         absl::StrJoin(steps, ", "));
+}
+
+absl::Status CudaRunner::CollectiveFailed(const absl::Status& status) {
+  if (nccl_) nccl_->Abort();
+  // The other ranks' collectives wait for this one's part: only ending the
+  // world frees them (it returns when this process is no MPI rank).
+  EndWorldOnError(status);
+  return status;
+}
+
+absl::Status CudaRunner::WaitForCollectives(bool graph) {
+  const cuda::DriverApi& api = device_->api();
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kSpins = 100;  // a step's work usually ends within these polls
+  for (int polls = 0;; ++polls) {
+    cuda::CUresult r = api.cuStreamQuery(device_->stream());
+    if (r == cuda::kCudaSuccess) break;
+    if (r != cuda::kCudaErrorNotReady)  // a launch failed: the peers would wait for this rank
+      return CollectiveFailed(api.Check(r, "cuStreamQuery (a partitioned step's work)"));
+    if (absl::Status async = nccl_->AsyncError(); !async.ok())
+      return CollectiveFailed(absl::Status(
+          async.code(),
+          absl::StrCat(async.message(), " while waiting for ", PendingCollectives(!graph))));
+    std::chrono::duration<double> waited = std::chrono::steady_clock::now() - start;
+    if (waited.count() > collective_timeout_s_)
+      return CollectiveFailed(absl::DeadlineExceededError(absl::StrFormat(
+          "%s did not complete within %g s (LLMC_NCCL_TIMEOUT): another rank died or hangs",
+          PendingCollectives(!graph), collective_timeout_s_)));
+    if (polls >= kSpins)
+      std::this_thread::sleep_for(std::chrono::microseconds(waited.count() > 0.01 ? 1000 : 50));
+  }
+  // A collective may fail and still let the stream finish.
+  if (absl::Status async = nccl_->AsyncError(); !async.ok())
+    return CollectiveFailed(absl::Status(
+        async.code(), absl::StrCat(async.message(), " in ", PendingCollectives(false))));
   return absl::OkStatus();
 }
 
@@ -445,11 +632,24 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
     for (const SelectedLaunch& sel : selected_) LLMC_RETURN_IF_ERROR(Launch(sel, &info));
   }
 
-  LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.data(),
-                                           bindings_.buffers[size_t(m.logits_buffer)],
-                                           size_t(rows * vocab_) * sizeof(float)));
+  const int64_t ranks = nccl_ ? nccl_->size() : 1;
+  if (widen_ >= 0) {
+    // The logits are still the ranks' 16-bit pieces: those come down.
+    const CudaCollective& w = collectives_[size_t(widen_)];
+    LLMC_RETURN_IF_ERROR(device_->CopyToHost(gathered_host_.data(), gather_scratch_[size_t(widen_)],
+                                             size_t(GatherScratchBytes(w, rows, ranks))));
+  } else {
+    LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.data(),
+                                             bindings_.buffers[size_t(m.logits_buffer)],
+                                             size_t(rows * vocab_) * sizeof(float)));
+  }
+  // A partitioned step waits with a deadline: a peer that died or hangs
+  // would otherwise leave this stream (and Synchronize) waiting forever.
+  if (nccl_) LLMC_RETURN_IF_ERROR(WaitForCollectives(graph));
   // Errors of the launches surface here (the driver reports them late).
   LLMC_RETURN_IF_ERROR(device_->Synchronize());
+  if (widen_ >= 0)
+    WidenGathered(collectives_[size_t(widen_)], gathered_host_.data(), rows, ranks, logits_.data());
   if (!event_kernels_.empty()) LLMC_RETURN_IF_ERROR(ReadProfile());
   return logits_.data();
 }

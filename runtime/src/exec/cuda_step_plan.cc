@@ -192,6 +192,13 @@ absl::Status SelectLaunches(const ManifestCuda& c,
   out->clear();
   constexpr int64_t kMaxDim[3] = {(int64_t{1} << 31) - 1, 65535, 65535};
   for (size_t s = 0; s < c.steps.size(); ++s) {
+    if (!c.steps[s].collective.empty()) {
+      SelectedLaunch sel;
+      sel.step = s;
+      sel.kind = LaunchKind::kCollective;
+      out->push_back(sel);
+      continue;
+    }
     size_t k = size_t(c.steps[s].kernel);
     LaunchVars vars = step;
     vars.splits = AttentionSplits(max_context, c.kernels[k].split_keys);
@@ -242,6 +249,10 @@ void ApplyGemmPolicy(const ManifestCuda& c, const GemmPolicy& policy, const Laun
   replaced.clear();
   for (size_t i = 0; i < v.size(); ++i) {
     const SelectedLaunch sel = v[i];
+    if (sel.kind == LaunchKind::kCollective) {
+      replaced.push_back(sel);
+      continue;
+    }
     size_t k = size_t(c.steps[sel.step].kernel);
     const ManifestCudaKernel& kernel = c.kernels[k];
     int64_t rows = kernel.gemm.rows == "L" ? step.logits : step.tokens;

@@ -280,6 +280,31 @@ TEST(CudaStepPlan, SelectsLaunchesByWhen) {
   EXPECT_EQ(got.back().launch, 1u);
 }
 
+TEST(CudaStepPlan, ACollectiveEntryIsOneLaunchInPlanOrder) {
+  // A tensor-parallel plan: an all-reduce between the attention layers.
+  Manifest m = TinyCudaManifest();
+  ManifestStep reduce{-1, {0, 0}, {}, {}, "all_reduce_sum", "all_reduce_sum", 64, 64};
+  m.cuda.steps.insert(m.cuda.steps.begin() + 2, reduce);
+  auto parsed = ParseCudaLaunches(m.cuda);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::vector<SelectedLaunch> got;
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 1, .logits = 1}, 10, &got).ok());
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[1].step, 1u);
+  EXPECT_EQ(got[2].step, 2u);
+  EXPECT_EQ(got[2].kind, LaunchKind::kCollective);
+  EXPECT_EQ(got[3].step, 3u);
+  EXPECT_EQ(got[3].kind, LaunchKind::kKernel);
+  // cuBLASLt's rewrite leaves it where it is.
+  GemmPolicy lt;
+  lt.mode = GemmPolicy::Mode::kCublasLt;
+  std::vector<SelectedLaunch> rewritten = got;
+  ApplyGemmPolicy(m.cuda, lt, {.tokens = 1, .logits = 1}, &rewritten);
+  ASSERT_EQ(rewritten.size(), got.size());  // the tiny plan offers no GEMM
+  EXPECT_EQ(rewritten[2].kind, LaunchKind::kCollective);
+  EXPECT_TRUE(SameLaunches(rewritten, got));
+}
+
 TEST(CudaStepPlan, GridOutsideWhatCudaLaunches) {
   Manifest m = TinyCudaManifest();
   m.cuda.kernels[0].launches[0].grid = {"1", "T", "1"};

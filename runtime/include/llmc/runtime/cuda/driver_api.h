@@ -72,12 +72,16 @@ namespace llmc::cuda {
     "cuMemcpyDtoDAsync_v2", nullptr, true)                                                       \
   X(cuMemsetD8Async, CUresult, (CUdeviceptr, unsigned char, size_t, CUstream), "cuMemsetD8Async", \
     nullptr, true)                                                                               \
+  X(cuMemcpy2DAsync, CUresult, (const CUDA_MEMCPY2D*, CUstream), "cuMemcpy2DAsync_v2", nullptr,  \
+    true)                                                                                        \
+  X(cuStreamQuery, CUresult, (CUstream), "cuStreamQuery", nullptr, true)                         \
   X(cuStreamCreate, CUresult, (CUstream*, unsigned), "cuStreamCreate", nullptr, true)            \
   X(cuStreamSynchronize, CUresult, (CUstream), "cuStreamSynchronize", nullptr, true)             \
   X(cuStreamDestroy, CUresult, (CUstream), "cuStreamDestroy_v2", nullptr, true)                  \
   X(cuEventCreate, CUresult, (CUevent*, unsigned), "cuEventCreate", nullptr, true)               \
   X(cuEventRecord, CUresult, (CUevent, CUstream), "cuEventRecord", nullptr, true)                \
   X(cuEventSynchronize, CUresult, (CUevent), "cuEventSynchronize", nullptr, true)                \
+  X(cuEventQuery, CUresult, (CUevent), "cuEventQuery", nullptr, true)                            \
   X(cuEventElapsedTime, CUresult, (float*, CUevent, CUevent), "cuEventElapsedTime_v2",           \
     "cuEventElapsedTime", true)                                                                  \
   X(cuEventDestroy, CUresult, (CUevent), "cuEventDestroy_v2", nullptr, true)                     \

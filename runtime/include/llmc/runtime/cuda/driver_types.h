@@ -5,6 +5,8 @@
 #ifndef LLMC_RUNTIME_CUDA_DRIVER_TYPES_H_
 #define LLMC_RUNTIME_CUDA_DRIVER_TYPES_H_
 
+#include <cstddef>
+
 namespace llmc::cuda {
 
 // --- Driver ABI types (cuda.h's names, in this namespace) -------------------
@@ -29,6 +31,29 @@ using CUjit_option = int;
 using CUdevice_attribute = int;
 using CUfunction_attribute = int;
 using CUstreamCaptureMode = int;
+using CUmemorytype = int;
+struct CUarray_st;
+using CUarray = CUarray_st*;
+
+// cuMemcpy2DAsync's parameters (CUDA_MEMCPY2D_v2: 64-bit sizes).
+struct CUDA_MEMCPY2D {
+  size_t srcXInBytes;
+  size_t srcY;
+  CUmemorytype srcMemoryType;
+  const void* srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes;
+  size_t dstY;
+  CUmemorytype dstMemoryType;
+  void* dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes;
+  size_t Height;
+};
 
 // CUresult values the runtime tells apart.
 inline constexpr CUresult kCudaSuccess = 0;                  // CUDA_SUCCESS
@@ -38,6 +63,7 @@ inline constexpr CUresult kCudaErrorNotInitialized = 3;      // CUDA_ERROR_NOT_I
 inline constexpr CUresult kCudaErrorStubLibrary = 34;        // CUDA_ERROR_STUB_LIBRARY
 inline constexpr CUresult kCudaErrorCallRequiresNewerDriver = 36;
 inline constexpr CUresult kCudaErrorNoDevice = 100;          // CUDA_ERROR_NO_DEVICE
+inline constexpr CUresult kCudaErrorNotReady = 600;          // CUDA_ERROR_NOT_READY
 inline constexpr CUresult kCudaErrorInvalidPtx = 218;        // CUDA_ERROR_INVALID_PTX
 inline constexpr CUresult kCudaErrorUnsupportedPtxVersion = 222;
 
@@ -59,6 +85,8 @@ inline constexpr CUjit_option kJitErrorLogBufferSizeBytes = 6;
 inline constexpr CUjit_option kJitLogVerbose = 12;
 
 inline constexpr unsigned kStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING
+inline constexpr unsigned kEventDisableTiming = 2;    // CU_EVENT_DISABLE_TIMING
+inline constexpr CUmemorytype kMemoryTypeDevice = 2;  // CU_MEMORYTYPE_DEVICE
 inline constexpr CUstreamCaptureMode kCaptureModeThreadLocal = 1;
 
 }  // namespace llmc::cuda

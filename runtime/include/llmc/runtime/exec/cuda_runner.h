@@ -17,6 +17,19 @@
 // Growing the staging or the scratch moves pointers the graphs hold: every
 // graph is dropped then.
 //
+// A tensor-parallel artifact (mesh.tp > 1, mesh.pp == 1) runs as one rank
+// of RunnerOptions.communicator's world, which must have mesh.tp ranks: the
+// runner joins an NCCL communicator of the world's ranks (libnccl.so.2,
+// dlopen'd: nccl_api.h; its unique id broadcast by the communicator) and
+// enqueues each collective entry of the plan on its stream (cuda_collective.h
+// says what each moves). A partitioned step then waits for its stream by
+// polling, with NCCL's asynchronous error checked between polls, for at most
+// $LLMC_NCCL_TIMEOUT seconds (30 by default): a collective that fails or
+// never completes (a peer died or hangs) aborts the communicator and ends
+// every rank (EndWorldOnError) with a message naming the step. CUDA graphs
+// capture the collectives with the launches. Pipeline-parallel artifacts
+// (mesh.pp > 1) are refused.
+//
 // With RunnerOptions.gemm "cublaslt" or "auto" (and a tune file measured on
 // this device), the GEMMs the artifact offers to cuBLASLt (16-bit weights in
 // the activation type; manifest kernels[i].gemm) run as its pre launch,
@@ -34,7 +47,9 @@
 #include "llmc/runtime/artifact/artifact.h"
 #include "llmc/runtime/cuda/cublaslt.h"
 #include "llmc/runtime/cuda/device.h"
+#include "llmc/runtime/exec/cuda_collective.h"
 #include "llmc/runtime/exec/cuda_step_plan.h"
+#include "llmc/runtime/exec/nccl_comm.h"
 #include "llmc/runtime/exec/step_runner.h"
 
 namespace llmc {
@@ -44,7 +59,9 @@ class CudaRunner : public StepRunner {
   // Runs `artifact`'s module for `target` ("sm_90", from ChooseBackend) on
   // `device`, which the runner keeps (and closes last). RunnerOptions.threads
   // is ignored. FailedPrecondition when cuda_graphs is set and the driver
-  // lacks the graph functions.
+  // lacks the graph functions, when a partitioned artifact's world is not
+  // its mesh, or when NCCL cannot be loaded; Unimplemented for pipeline
+  // stages.
   static absl::StatusOr<std::unique_ptr<CudaRunner>> Create(
       const Artifact& artifact, const RunnerOptions& options, const std::string& target,
       std::unique_ptr<cuda::CudaDevice> device);
@@ -94,6 +111,21 @@ class CudaRunner : public StepRunner {
   // step info are these, else one captured now (and cached); then replayed.
   absl::Status LaunchGraph(llmc_cuda_step_info* info);
   void DropGraphs();
+  // Tensor parallelism: joins the NCCL communicator and allocates what the
+  // collectives need.
+  absl::Status SetUpCollectives();
+  // Enqueues the collective of step entry `step` over the step's rows.
+  absl::Status RunCollective(size_t step, const llmc_cuda_step_info& info);
+  // Polls the stream until the step's work is done, NCCL's asynchronous
+  // error and the deadline checked between polls.
+  absl::Status WaitForCollectives(bool graph);
+  // What has not finished, for an error: the first collective whose event
+  // is pending when `events_recorded` (graph steps record none), else "one
+  // of the step's collectives (CUDA steps ...)".
+  std::string PendingCollectives(bool events_recorded) const;
+  // A collective failed: aborts the communicator, ends the world (a peer
+  // would wait for this rank forever) and returns `status` where it goes on.
+  absl::Status CollectiveFailed(const absl::Status& status);
 
   struct Graph {
     llmc_cuda_step_info info{};
@@ -137,6 +169,16 @@ class CudaRunner : public StepRunner {
   std::vector<cuda::CUevent> events_;
   std::vector<size_t> event_kernels_;  // the kernel of the entry each event opens
   std::vector<double> kernel_ms_;
+  // Tensor parallelism (null / empty otherwise).
+  std::unique_ptr<NcclComm> nccl_;  // destroyed before the device, after a synchronize
+  std::vector<CudaCollective> collectives_;
+  std::vector<int> collective_of_step_;            // per cuda step: into collectives_, or -1
+  std::vector<cuda::CUdeviceptr> gather_scratch_;  // per collective (all-gathers only)
+  std::vector<cuda::CUevent> collective_events_;   // per collective: recorded after it
+  int widen_ = -1;                   // into collectives_: the gather whose pieces the host widens
+  std::vector<char> gathered_host_;  // its pieces, downloaded
+  double collective_timeout_s_ = 30;
+  bool capturing_ = false;  // a graph capture is under way (no events recorded)
 };
 
 }  // namespace llmc

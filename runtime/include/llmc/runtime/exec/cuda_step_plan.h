@@ -83,9 +83,10 @@ int64_t AttentionScratchFloats(const ManifestCuda& cuda,
                                const std::vector<std::vector<ParsedLaunch>>& parsed,
                                const LaunchVars& step, int64_t max_context);
 
-// What a selected launch runs: one of the kernel's launches, or a part of
-// the cuBLASLt GEMM that replaces its own (manifest kernels[i].gemm).
-enum class LaunchKind : uint8_t { kKernel, kGemmPre, kGemmMatmul, kGemmEpi };
+// What a selected launch runs: one of the kernel's launches, a part of the
+// cuBLASLt GEMM that replaces its own (manifest kernels[i].gemm), or the
+// step entry's collective (NCCL; a tensor-parallel plan).
+enum class LaunchKind : uint8_t { kKernel, kGemmPre, kGemmMatmul, kGemmEpi, kCollective };
 
 // One launch a step makes.
 struct SelectedLaunch {
@@ -99,8 +100,8 @@ struct SelectedLaunch {
 };
 // The launches of one step (`step`: its T, L, Q and S) of longest context
 // `max_context`, in plan order: every launch of each step entry whose `when`
-// holds. Fills `out` (cleared first; reused across steps so the
-// hot path does not allocate). InvalidArgument when a grid dimension falls
+// holds, and each collective entry as one kCollective launch. Fills `out` (cleared first; reused
+// across steps so the hot path does not allocate). InvalidArgument when a grid dimension falls
 // outside what CUDA launches (x 1 to 2^31-1, y and z 1 to 65535).
 absl::Status SelectLaunches(const ManifestCuda& cuda,
                             const std::vector<std::vector<ParsedLaunch>>& parsed,

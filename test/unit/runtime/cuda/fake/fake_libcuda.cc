@@ -20,6 +20,14 @@
 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, as the driver's thread-local mode
 // makes them, so a runner that captures them is caught. Live graphs and
 // executable graphs are counted ("graphs", "graph_execs").
+//
+// For the fake NCCL (fake_nccl.cc), which runs collectives as host work on
+// this stream: "stream_stuck" makes cuStreamQuery, and events recorded from
+// then on, report CUDA_ERROR_NOT_READY forever (a collective whose peer never
+// came), and work enqueued from then on never runs; fake_cuda_device_bytes
+// says how far an allocation reaches.
+// cuMemcpy2DAsync_v2 copies device to device (captured into graphs, as the
+// driver allows).
 #include "fake_libcuda.h"
 
 #include <dlfcn.h>
@@ -29,6 +37,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,7 +61,14 @@ struct State {
   std::vector<int> graph_launches;  // the graph each cuGraphLaunch replayed
   // Host work captured into graphs, numbered from 1 (never freed: few).
   std::vector<std::pair<void (*)(const void*), std::vector<char>>> host_work;
+  int stream_stuck = 0;  // cuStreamQuery and later events say "not ready" (a hung collective)
+  std::map<uintptr_t, size_t> allocations;  // live cuMemAlloc blocks: start -> bytes
+  int copies_2d = 0;                        // cuMemcpy2DAsync_v2 calls
 } g;
+// An event: whether the stream was stuck when it was recorded.
+struct FakeEvent {
+  int stuck = 0;
+};
 struct FakeGraph {
   int id;
   std::vector<FakeCudaLaunch> launches;  // captured
@@ -72,6 +88,8 @@ API void fake_cuda_control(const char* key, long value) {
   else if (k == "device_count") g.device_count = int(value);
   else if (k == "alloc_limit") g.alloc_limit = int(value);
   else if (k == "launch_result") g.launch_result = int(value);
+  else if (k == "stream_stuck")
+    g.stream_stuck = int(value);
 }
 API long fake_cuda_query(const char* key) {
   std::string k = key;
@@ -86,7 +104,18 @@ API long fake_cuda_query(const char* key) {
   if (k == "graphs") return g.graphs;
   if (k == "graph_execs") return g.graph_execs;
   if (k == "capture_violations") return g.capture_violations;
+  if (k == "stream_stuck") return g.stream_stuck;
+  if (k == "copies_2d") return g.copies_2d;
   return -1;
+}
+// Bytes of device memory from `p` to the end of the allocation holding it;
+// -1 when `p` is in none (another fake library checks its pointers so).
+API long long fake_cuda_device_bytes(unsigned long long p) {
+  auto it = g.allocations.upper_bound(uintptr_t(p));
+  if (it == g.allocations.begin()) return -1;
+  --it;
+  if (uintptr_t(p) >= it->first + it->second) return -1;
+  return (long long)(it->first + it->second - uintptr_t(p));
 }
 API long fake_cuda_launch_count() { return long(g.launches.size()); }
 API int fake_cuda_launch(long i, FakeCudaLaunch* out) {
@@ -115,6 +144,9 @@ API CUresult cuGetErrorName(CUresult r, const char** s) {
     case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
     case 218: *s = "CUDA_ERROR_INVALID_PTX"; return 0;
     case 500: *s = "CUDA_ERROR_NOT_FOUND"; return 0;
+    case 600:
+      *s = "CUDA_ERROR_NOT_READY";
+      return 0;
     case 900: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; return 0;
   }
   *s = nullptr;
@@ -128,6 +160,9 @@ API CUresult cuGetErrorString(CUresult r, const char** s) {
     case 100: *s = "no CUDA-capable device is detected"; return 0;
     case 218: *s = "a PTX JIT compilation failed"; return 0;
     case 500: *s = "named symbol not found"; return 0;
+    case 600:
+      *s = "device not ready";
+      return 0;
     case 900: *s = "operation not permitted when stream is capturing"; return 0;
   }
   *s = nullptr;
@@ -261,6 +296,7 @@ API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsi
   l.graph = g.capturing;
   g.launches.push_back(l);
   if (g.capturing) return 0;  // captured: it runs when the graph is launched
+  if (g.stream_stuck) return 0;  // queued behind work that never ends
   return RunEmulated(l.symbol, gx, gy, gz, bx, by, bz, params);
 }
 #ifndef FAKE_CUDA_OLD
@@ -272,12 +308,14 @@ API CUresult cuMemAlloc_v2(unsigned long long* p, size_t bytes) {
   if (!m) return 2;
   ++g.allocs;
   *p = reinterpret_cast<uintptr_t>(m);
+  g.allocations[uintptr_t(m)] = bytes;
   return 0;
 }
 #endif
 API CUresult cuMemFree_v2(unsigned long long p) {
   REFUSE_DURING_CAPTURE();
   ++g.frees;
+  g.allocations.erase(uintptr_t(p));
   std::free(reinterpret_cast<void*>(uintptr_t(p)));
   return 0;
 }
@@ -317,15 +355,35 @@ API CUresult cuStreamSynchronize(void*) {
   return 0;
 }
 API CUresult cuStreamDestroy_v2(void*) { --g.streams; return 0; }
-API CUresult cuEventCreate(void** e, unsigned) { *e = &g; return 0; }
-API CUresult cuEventRecord(void*, void*) { return 0; }
+// Work runs when it is enqueued, so the stream is always done, unless
+// "stream_stuck" (a fake NCCL's hung collective) says it never will be.
+API CUresult cuStreamQuery(void*) {
+  REFUSE_DURING_CAPTURE();
+  return g.stream_stuck ? 600 : 0;  // CUDA_ERROR_NOT_READY
+}
+API CUresult cuEventCreate(void** e, unsigned) {
+  *e = new FakeEvent;
+  return 0;
+}
+API CUresult cuEventRecord(void* e, void*) {
+  if (!e) return 1;
+  static_cast<FakeEvent*>(e)->stuck = g.stream_stuck;
+  return 0;
+}
+API CUresult cuEventQuery(void* e) {
+  if (!e) return 1;
+  return static_cast<FakeEvent*>(e)->stuck ? 600 : 0;
+}
 API CUresult cuEventSynchronize(void*) { return 0; }
 // Only the unversioned name, as drivers before CUDA 12.8 export it.
 API CUresult cuEventElapsedTime(float* ms, void*, void*) { *ms = 0.25f; return 0; }
-API CUresult cuEventDestroy_v2(void*) { return 0; }
+API CUresult cuEventDestroy_v2(void* e) {
+  delete static_cast<FakeEvent*>(e);
+  return 0;
+}
 API int fake_cuda_enqueue_host(void (*run)(const void*), const void* ctx, unsigned long bytes) {
   if (!g.capturing) {
-    run(ctx);
+    if (!g.stream_stuck) run(ctx);  // else queued behind work that never ends
     return 0;
   }
   const char* c = static_cast<const char*>(ctx);
@@ -336,6 +394,42 @@ API int fake_cuda_enqueue_host(void (*run)(const void*), const void* ctx, unsign
   l.host_work = int(g.host_work.size());
   g.launches.push_back(l);
   return 0;
+}
+// cuMemcpy2DAsync_v2, device to device only (what the runtime uses; other
+// memory types fail with CUDA_ERROR_INVALID_VALUE). The struct is
+// CUDA_MEMCPY2D_v2's layout. A device-to-device copy may be captured into a
+// graph, as the driver allows: captured, it runs when the graph does.
+namespace {
+struct Copy2D {
+  size_t src_x, src_y;
+  int src_type;
+  const void* src_host;
+  unsigned long long src_device;
+  void* src_array;
+  size_t src_pitch;
+  size_t dst_x, dst_y;
+  int dst_type;
+  void* dst_host;
+  unsigned long long dst_device;
+  void* dst_array;
+  size_t dst_pitch;
+  size_t width, height;
+};
+void RunCopy2D(const void* ctx) {
+  const Copy2D& c = *static_cast<const Copy2D*>(ctx);
+  for (size_t r = 0; r < c.height; ++r)
+    std::memcpy(
+        reinterpret_cast<char*>(uintptr_t(c.dst_device)) + (c.dst_y + r) * c.dst_pitch + c.dst_x,
+        reinterpret_cast<const char*>(uintptr_t(c.src_device)) + (c.src_y + r) * c.src_pitch +
+            c.src_x,
+        c.width);
+}
+}  // namespace
+API CUresult cuMemcpy2DAsync_v2(const Copy2D* c, void*) {
+  if (!c || c->src_type != 2 || c->dst_type != 2 || !c->src_device || !c->dst_device) return 1;
+  if (c->width > c->src_pitch || c->width > c->dst_pitch) return 1;  // rows would overlap
+  ++g.copies_2d;
+  return fake_cuda_enqueue_host(&RunCopy2D, c, sizeof *c);
 }
 #ifndef FAKE_CUDA_NO_GRAPHS
 API CUresult cuStreamBeginCapture_v2(void*, int) {
@@ -364,6 +458,7 @@ API CUresult cuGraphLaunch(void* exec, void*) {
   if (!exec) return 1;
   const FakeGraph& graph = *static_cast<FakeGraph*>(exec);
   g.graph_launches.push_back(graph.id);
+  if (g.stream_stuck) return 0;  // queued behind work that never ends
   // Emulating: the captured launches run, with their parameters as captured.
   for (const FakeCudaLaunch& l : graph.launches) {
     if (l.host_work > 0) {

@@ -1,0 +1,87 @@
+// The collectives of a tensor-parallel CUDA step plan (cuda.steps entries
+// with `collective`, kernel -1, buffers [input, output]) as pure functions,
+// so that they are tested without a GPU: what each moves, in which element
+// type, checked against its buffers as the host plan's are
+// (host_collective.h, manifest_validate.cc), and how an all-gather's
+// rank-major result becomes rows of the output.
+//
+// Element types on the device (CudaBufferBytes): every buffer holds the
+// activation type (bf16, f16 or f32) except the logits buffer, f32. The
+// vocabulary-parallel LM head writes its slice of the logits into an
+// activation buffer, so with 16-bit activations the all-gather of the logits
+// gathers 16-bit pieces into an f32 buffer. Widening needs a kernel, which
+// the runtime does not have (every kernel comes from the artifact), so that
+// gather's pieces go to the host, which widens them as it lays the rows out
+// (WidenGathered). It must then be the logits buffer's last writer and no
+// later step may read it: the device copy of the logits is never written.
+#ifndef LLMC_RUNTIME_EXEC_CUDA_COLLECTIVE_H_
+#define LLMC_RUNTIME_EXEC_CUDA_COLLECTIVE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "llmc/core/artifact/manifest.h"
+
+namespace llmc {
+
+enum class CudaElem { kF32, kF16, kBF16 };
+// "f32", "f16", "bf16".
+const char* CudaElemName(CudaElem e);
+int64_t CudaElemBytes(CudaElem e);
+
+struct CudaCollective {
+  enum class Kind { kAllReduceSum, kAllGather };
+  Kind kind = Kind::kAllReduceSum;
+  size_t step = 0;                       // into cuda.steps
+  size_t in_buffer = 0, out_buffer = 0;  // into buffers
+  int64_t in_row_elems = 0, out_row_elems = 0;
+  bool logits_rows = false;  // rows are the step's logits rows (L), else its tokens (T)
+  CudaElem in_elem = CudaElem::kF32, out_elem = CudaElem::kF32;
+  // An all-gather whose input and output types differ (16-bit pieces of the
+  // f32 logits): gathered on the device, laid out and widened on the host.
+  bool widen_on_host = false;
+
+  // "CUDA step 20 (all_gather of 151 bf16 per logits row)": how errors name it.
+  std::string Describe() const;
+};
+
+// The collective of cuda.steps[step] (the CUDA plan of a tensor-parallel
+// artifact of `ranks` ranks). FailedPrecondition naming the step when the
+// plan asks for something this executor cannot run: another collective, a
+// binding other than two buffers, widths that do not fit the buffers, an
+// all-reduce that changes the width or the type, an all-gather that the
+// ranks' pieces do not fill, or a widening gather whose output is not the
+// logits buffer's last use.
+absl::StatusOr<CudaCollective> MakeCudaCollective(const Manifest& m, size_t step, int64_t ranks);
+
+// Elements one rank sends: rows x in_row_elems (an all-reduce: also what
+// it receives).
+int64_t CollectiveElements(const CudaCollective& c, int64_t rows);
+
+// Where an all-gather's result lies: ranks x [rows, in_row_elems] in a
+// scratch area (what ncclAllGather writes), and the copies that make each
+// output row the ranks' pieces side by side, cut to out_row_elems. One 2D
+// copy per rank (cuMemcpy2DAsync): `height` rows of `width_bytes`, from the
+// scratch (pitch: a piece) to the output (pitch: an output row). Ranks
+// whose piece lies wholly past out_row_elems (padding) copy nothing.
+struct GatherCopy {
+  int64_t src_offset = 0, src_pitch = 0;  // bytes, from the scratch
+  int64_t dst_offset = 0, dst_pitch = 0;  // bytes, from the output buffer
+  int64_t width_bytes = 0, height = 0;
+};
+std::vector<GatherCopy> PlanGatherCopies(const CudaCollective& c, int64_t rows, int64_t ranks);
+// Bytes of the scratch an all-gather of up to `rows` rows needs.
+int64_t GatherScratchBytes(const CudaCollective& c, int64_t rows, int64_t ranks);
+
+// The host half of a widening gather: `gathered` is the scratch as
+// ncclAllGather left it (ranks x rows x in_row_elems of c.in_elem); writes
+// rows x out_row_elems floats to `out`.
+void WidenGathered(const CudaCollective& c, const void* gathered, int64_t rows, int64_t ranks,
+                   float* out);
+
+}  // namespace llmc
+
+#endif  // LLMC_RUNTIME_EXEC_CUDA_COLLECTIVE_H_

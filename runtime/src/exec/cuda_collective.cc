@@ -1,0 +1,172 @@
+#include "llmc/runtime/exec/cuda_collective.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "llmc/core/format/dequantize.h"
+
+namespace llmc {
+namespace {
+
+// A buffer's element type on the device (CudaBufferBytes' rule).
+bool DeviceElem(const Manifest& m, size_t buffer, CudaElem* out) {
+  if (int64_t(buffer) == m.logits_buffer) {
+    *out = CudaElem::kF32;
+    return true;
+  }
+  const std::string& t = m.cuda.activation_dtype;
+  if (t == "f32")
+    *out = CudaElem::kF32;
+  else if (t == "f16")
+    *out = CudaElem::kF16;
+  else if (t == "bf16")
+    *out = CudaElem::kBF16;
+  else
+    return false;
+  return true;
+}
+
+}  // namespace
+
+const char* CudaElemName(CudaElem e) {
+  switch (e) {
+    case CudaElem::kF32:
+      return "f32";
+    case CudaElem::kF16:
+      return "f16";
+    case CudaElem::kBF16:
+      return "bf16";
+  }
+  return "?";
+}
+
+int64_t CudaElemBytes(CudaElem e) { return e == CudaElem::kF32 ? 4 : 2; }
+
+std::string CudaCollective::Describe() const {
+  return absl::StrFormat("CUDA step %d (%s of %d %s per %s row)", step,
+                         kind == Kind::kAllReduceSum ? "all_reduce_sum" : "all_gather",
+                         in_row_elems, CudaElemName(in_elem), logits_rows ? "logits" : "token");
+}
+
+absl::StatusOr<CudaCollective> MakeCudaCollective(const Manifest& m, size_t step, int64_t ranks) {
+  const ManifestStep& s = m.cuda.steps[step];
+  auto fail = [&](const std::string& why) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("CUDA step %d (%s): %s", step, s.collective, why));
+  };
+  CudaCollective c;
+  c.step = step;
+  if (s.collective == "all_reduce_sum")
+    c.kind = CudaCollective::Kind::kAllReduceSum;
+  else if (s.collective == "all_gather")
+    c.kind = CudaCollective::Kind::kAllGather;
+  else
+    return fail("not a collective the CUDA executor knows");
+  if (s.kernel != -1 || !s.weights.empty() || !s.caches.empty())
+    return fail("a collective launches no kernel and binds no weights or caches");
+  if (s.buffers.size() != 2) return fail("needs an input and an output buffer");
+  for (int64_t b : s.buffers)
+    if (b < 0 || size_t(b) >= m.buffers.size())
+      return fail(absl::StrFormat("buffer %d is out of range", b));
+  c.in_buffer = size_t(s.buffers[0]);
+  c.out_buffer = size_t(s.buffers[1]);
+  const ManifestBuffer& in = m.buffers[c.in_buffer];
+  const ManifestBuffer& out = m.buffers[c.out_buffer];
+  if (!DeviceElem(m, c.in_buffer, &c.in_elem) || !DeviceElem(m, c.out_buffer, &c.out_elem))
+    return fail(
+        absl::StrFormat("activation type '%s' is not bf16, f16 or f32", m.cuda.activation_dtype));
+  c.in_row_elems = s.in_row_elems;
+  c.out_row_elems = s.out_row_elems;
+  c.logits_rows = out.rows == "logits";
+  if (in.rows != out.rows) return fail("its input and output rows differ in kind");
+  // Rows are packed at the value's width, within the buffer's widest row.
+  if (c.in_row_elems <= 0 || c.out_row_elems <= 0 || c.in_row_elems > in.row_elems ||
+      c.out_row_elems > out.row_elems)
+    return fail(absl::StrFormat("row widths %d -> %d do not fit its buffers (%d and %d elements)",
+                                c.in_row_elems, c.out_row_elems, in.row_elems, out.row_elems));
+  if (c.kind == CudaCollective::Kind::kAllReduceSum) {
+    if (c.in_row_elems != c.out_row_elems) return fail("an all-reduce keeps the row width");
+    if (c.in_elem != c.out_elem)
+      return fail(absl::StrFormat("an all-reduce keeps the element type, not %s -> %s",
+                                  CudaElemName(c.in_elem), CudaElemName(c.out_elem)));
+    return c;
+  }
+  if (c.in_buffer == c.out_buffer) return fail("an all-gather needs an output of its own");
+  if (c.in_row_elems * ranks < c.out_row_elems || c.in_row_elems * (ranks - 1) >= c.out_row_elems)
+    return fail(absl::StrFormat("%d ranks of %d columns do not make rows of %d", ranks,
+                                c.in_row_elems, c.out_row_elems));
+  if (c.in_elem != c.out_elem) {
+    // Only the logits may be widened (on the host, when they are read).
+    if (int64_t(c.out_buffer) != m.logits_buffer || c.out_elem != CudaElem::kF32)
+      return fail(
+          absl::StrFormat("gathers %s pieces into %s buffer '%s', which is not the "
+                          "logits",
+                          CudaElemName(c.in_elem), CudaElemName(c.out_elem), out.name));
+    for (size_t later = step + 1; later < m.cuda.steps.size(); ++later)
+      for (int64_t b : m.cuda.steps[later].buffers)
+        if (size_t(b) == c.out_buffer)
+          return fail(
+              absl::StrFormat("CUDA step %d (%s) uses the logits after their gather, "
+                              "which the host widens",
+                              later, m.cuda.steps[later].name));
+    c.widen_on_host = true;
+  }
+  return c;
+}
+
+int64_t CollectiveElements(const CudaCollective& c, int64_t rows) { return rows * c.in_row_elems; }
+
+int64_t GatherScratchBytes(const CudaCollective& c, int64_t rows, int64_t ranks) {
+  return ranks * rows * c.in_row_elems * CudaElemBytes(c.in_elem);
+}
+
+std::vector<GatherCopy> PlanGatherCopies(const CudaCollective& c, int64_t rows, int64_t ranks) {
+  std::vector<GatherCopy> copies;
+  const int64_t in_bytes = CudaElemBytes(c.in_elem), out_bytes = CudaElemBytes(c.out_elem);
+  const int64_t piece = c.in_row_elems;
+  if (rows <= 0) return copies;
+  for (int64_t k = 0; k < ranks; ++k) {
+    const int64_t first = k * piece;
+    const int64_t n = std::min(piece, c.out_row_elems - first);
+    if (n <= 0) break;
+    GatherCopy g;
+    g.src_offset = k * rows * piece * in_bytes;
+    g.src_pitch = piece * in_bytes;
+    g.dst_offset = first * out_bytes;
+    g.dst_pitch = c.out_row_elems * out_bytes;
+    g.width_bytes = n * out_bytes;
+    g.height = rows;
+    copies.push_back(g);
+  }
+  return copies;
+}
+
+void WidenGathered(const CudaCollective& c, const void* gathered, int64_t rows, int64_t ranks,
+                   float* out) {
+  const int64_t piece = c.in_row_elems;
+  for (int64_t k = 0; k < ranks; ++k) {
+    const int64_t first = k * piece;
+    const int64_t n = std::min(piece, c.out_row_elems - first);
+    if (n <= 0) break;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t from = (k * rows + r) * piece;
+      float* dst = out + r * c.out_row_elems + first;
+      switch (c.in_elem) {
+        case CudaElem::kF32:
+          std::memcpy(dst, static_cast<const float*>(gathered) + from, size_t(n) * sizeof(float));
+          break;
+        case CudaElem::kF16:
+          for (int64_t j = 0; j < n; ++j)
+            dst[j] = HalfToFloat(static_cast<const uint16_t*>(gathered)[from + j]);
+          break;
+        case CudaElem::kBF16:
+          for (int64_t j = 0; j < n; ++j)
+            dst[j] = BF16ToFloat(static_cast<const uint16_t*>(gathered)[from + j]);
+          break;
+      }
+    }
+  }
+}
+
+}  // namespace llmc

@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Tensor parallelism on the CUDA backend, without a GPU: two ranks under
+mpirun run a TP=2 artifact's generated CUDA kernels under CPU emulation
+(test/cuda-emu, as cuda_emu_logits_test.py does) through the runtime's real
+CUDA executor, with the collectives going through the NCCL loader to the
+fake NCCL (test/unit/runtime/cuda/fake/fake_nccl.cc), which runs them over
+MPI on the fake driver's memory, ordered on its stream.
+
+  llmc compile MODEL --target=host,sm_90 [--tp 2] -o ...
+  llmc-rt logits tp1.llmc --backend=cuda ...                (one process)
+  mpirun -np 2 llmc-rt logits tp2.llmc --backend=cuda ...   (two ranks, fake NCCL)
+
+For a prefill (20 tokens: the tensor-core GEMMs, the flash-attention
+prefill kernel) and 4 decode steps (the GEMVs, split attention):
+  - TP=2's logits equal TP=1's on the same backend within the bf16
+    tolerance of cuda_emu_logits_test.py (max |tp2 - tp1| / max |tp1| per
+    row < 2e-2; top-1 >= 0.98), and both match the float64 reference within
+    it too. bf16: the row-parallel partial sums are rounded to bf16 before
+    the all-reduce adds them, and the LM head's logits slices are bf16 (the
+    CUDA code writes them in the activation type) until the host widens
+    them. An f32-activation model is held to 1e-4 and takes the other
+    gather path (the device lays the rows out with cuMemcpy2DAsync).
+  - The fake NCCL saw exactly the calls the plan asks for, on both ranks,
+    in order: per step 2 x layers all-reduces of T x hidden elements, then
+    one all-gather of L x ceil(vocab / 2).
+  - With --cuda-graphs the decode steps replay the collectives from graphs
+    (fewer calls than runs) and the logits are the same bytes.
+  - Failures end every rank with a message: the artifact run without
+    mpirun, no NCCL library, and a rank whose collective never completes
+    (LLMC_NCCL_TIMEOUT=3: the deadline names the step).
+
+Skips (exit 77, saying why) without mpirun, the CUDA toolkit's headers
+(the emulation needs cuda_fp16.h) or the fake NCCL (built only where MPI is).
+
+  python3 test/e2e/cuda_tp_emu_test.py --llmc build/bin/llmc \\
+      --fake-driver build/test/unit/libllmc_fake_cuda.so \\
+      --fake-nccl build/test/unit/libllmc_fake_nccl.so [--keep DIR]
+"""
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+import reference_forward as rf  # noqa: E402
+from cuda_emu_logits_test import TOLERANCE, TOP1, build_emulation, cuda_include  # noqa: E402
+
+SYNTH = os.path.join(ROOT, "tools", "synth-model", "synth_model.py")
+PREFILL = 20
+DECODE = 4
+LAYERS = 2
+HIDDEN = 128
+VOCAB = 301  # odd: rank 1's slice of the LM head is padded
+
+# name -> (synth options, --dtype)
+CASES = {
+    "llama-gqa-bf16": (["--arch", "llama", "--vocab", str(VOCAB), "--hidden", str(HIDDEN),
+                        "--heads", "4", "--kv-heads", "2", "--intermediate", "256",
+                        "--layers", str(LAYERS), "--dtype", "bf16"], "bf16"),
+    "llama-f32": (["--arch", "llama", "--vocab", str(VOCAB), "--hidden", str(HIDDEN),
+                   "--heads", "4", "--kv-heads", "2", "--intermediate", "256",
+                   "--layers", str(LAYERS)], "f32"),
+}
+
+
+def run(cmd, env=None, expect_ok=True, timeout=300):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if expect_ok and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return r
+
+
+def mpirun(n, env):
+    """mpirun for n ranks on this machine, passing the emulation's variables."""
+    cmd = [shutil.which("mpirun"), "-np", str(n), "--oversubscribe"]
+    for var in ("LLMC_CUDA_DRIVER", "FAKE_CUDA_KERNELS", "LLMC_NCCL_LIBRARY", "FAKE_NCCL_LOG",
+                "FAKE_NCCL_FAIL", "LLMC_NCCL_TIMEOUT", "LLMC_NO_EXEC_RT"):
+        if var in env:
+            cmd += ["-x", var]
+    return cmd
+
+
+def logits_cmd(rt, art, tokens, out, extra=()):
+    return [rt, "logits", art, "--backend=cuda", "--tokens", ",".join(map(str, tokens)),
+            "--prefill", str(PREFILL), "-o", out, *extra]
+
+
+def read_logits(path, rows):
+    return np.fromfile(path, dtype=np.float32).reshape(rows, VOCAB).astype(np.float64)
+
+
+def row_rel_err(got, want):
+    return np.abs(got - want).max(axis=1) / np.abs(want).max(axis=1)
+
+
+def read_log(prefix, rank):
+    with open(f"{prefix}.rank{rank}") as f:
+        return [line.split() for line in f.read().splitlines()]
+
+
+def expected_runs(dtype):
+    """The collectives the plan asks for, step by step: (kind, dtype, count)."""
+    piece = (VOCAB + 1) // 2
+    runs = []
+    for t in [PREFILL] + [1] * DECODE:  # logits: one row per token
+        runs += [("all_reduce", dtype, t * HIDDEN)] * (2 * LAYERS)
+        runs.append(("all_gather", dtype, t * piece))
+    return runs
+
+
+def check_calls(prefix, dtype, graphs):
+    """The fake NCCL's log of each rank: the expected runs, in order; calls
+    equal to the runs launch by launch, fewer when graphs replay them."""
+    want = expected_runs(dtype)
+    ok = True
+    for rank in (0, 1):
+        lines = read_log(prefix, rank)
+        init = lines[0] == ["init", "2", str(rank)]
+        runs = [(w[1], w[2], int(w[3])) for w in lines if w[0] == "run"]
+        calls = [(w[1], w[2], int(w[3])) for w in lines if w[0] == "call"]
+        reduces = sum(1 for r in runs if r[0] == "all_reduce")
+        gathers = sum(1 for r in runs if r[0] == "all_gather")
+        good = init and runs == want and (calls != runs if graphs else calls == runs)
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'}   rank {rank}: {reduces} all-reduces "
+              f"({reduces // (1 + DECODE)} per step = 2 x {LAYERS} layers) and {gathers} "
+              f"all-gathers (1 per step) ran, {len(calls)} calls"
+              f"{' (graph replays)' if graphs else ''}; as the plan asks: "
+              f"{'yes' if runs == want else 'NO'}", flush=True)
+        if runs != want:
+            print(f"    got {runs[:8]}...\n    want {want[:8]}...")
+    return ok
+
+
+def check_case(args, rt, name, work):
+    opts, dtype = CASES[name]
+    model = os.path.join(work, name)
+    run([sys.executable, SYNTH, "--format", "hf", "--out", model, "--seed", "9"] + opts)
+    ref = rf.ReferenceModel.from_hf_folder(model)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    tokens = [int(t) for t in rng.integers(0, VOCAB, PREFILL + DECODE)]
+    want = ref.forward(tokens)
+    base_env = dict(os.environ, LLMC_CUDA_DRIVER=args.fake_driver, LLMC_NO_EXEC_RT="1",
+                    OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    got = {}
+    arts = {}
+    for tp in (1, 2):
+        art = arts[tp] = os.path.join(work, f"{name}-tp{tp}.llmc")
+        run([args.llmc, "compile", model, "--target=host,sm_90", f"--dtype={dtype}",
+             "-o", art] + (["--tp", "2"] if tp > 1 else []))
+        env = dict(base_env, FAKE_CUDA_KERNELS=build_emulation(art, args.cxx))
+        out = os.path.join(work, f"{name}-tp{tp}.f32")
+        if tp == 1:
+            run(logits_cmd(rt, art, tokens, out), env=env)
+        else:
+            env.update(LLMC_NCCL_LIBRARY=args.fake_nccl,
+                       FAKE_NCCL_LOG=os.path.join(work, f"{name}-nccl"))
+            r = run(mpirun(2, env) + logits_cmd(rt, art, tokens, out), env=env)
+            if "rank 0 of 2, collectives by NCCL" not in r.stderr:
+                raise RuntimeError(f"the CUDA runner does not say it runs as rank 0 of 2:\n"
+                                   f"{r.stderr[-500:]}")
+            tp2_env = env
+        got[tp] = read_logits(out, len(tokens))
+    tol = TOLERANCE[dtype]
+    err = row_rel_err(got[2], got[1])
+    ref_err = {tp: float(row_rel_err(got[tp], want).max()) for tp in (1, 2)}
+    top1 = float((got[2].argmax(1) == got[1].argmax(1)).mean())
+    ok = (bool(np.isfinite(got[2]).all()) and err.max() < tol and top1 >= TOP1[dtype]
+          and max(ref_err.values()) < tol)
+    print(f"{'PASS' if ok else 'FAIL'} {name}: TP=2 vs TP=1 (CUDA, emulated) max rel err "
+          f"{err.max():.2e} (prefill {err[:PREFILL].max():.2e}, decode {err[PREFILL:].max():.2e}; "
+          f"tolerance {tol:.0e}), top-1 agree {top1:.3f}; vs float64 reference: TP=1 "
+          f"{ref_err[1]:.2e}, TP=2 {ref_err[2]:.2e}", flush=True)
+    ok &= check_calls(tp2_env["FAKE_NCCL_LOG"], dtype, graphs=False)
+
+    # The decode steps again as CUDA graphs: the collectives are captured
+    # with the launches and replayed.
+    for f in glob.glob(tp2_env["FAKE_NCCL_LOG"] + ".rank*"):
+        os.remove(f)
+    graphs_out = os.path.join(work, f"{name}-tp2-graphs.f32")
+    run(mpirun(2, tp2_env) + logits_cmd(rt, arts[2], tokens, graphs_out, ["--cuda-graphs"]),
+        env=tp2_env)
+    same = open(graphs_out, "rb").read() == open(os.path.join(work, f"{name}-tp2.f32"),
+                                                  "rb").read()
+    print(f"{'PASS' if same else 'FAIL'} {name} TP=2 --cuda-graphs: "
+          f"{'the same' if same else 'DIFFERENT'} logits as launch by launch", flush=True)
+    ok &= same
+    ok &= check_calls(tp2_env["FAKE_NCCL_LOG"], dtype, graphs=True)
+    return ok, arts[2], tp2_env, tokens
+
+
+def check_failures(rt, art, env, tokens, work):
+    """Each failure ends every rank, quickly, with a message that names it."""
+    out = os.path.join(work, "failure.f32")
+    env = {k: v for k, v in env.items() if k != "FAKE_NCCL_LOG"}
+    cases = [
+        ("the TP=2 artifact without mpirun", logits_cmd(rt, art, tokens, out), env,
+         ["is split over 2 tensor-parallel ranks", "mpirun -np 2"]),
+        ("no NCCL library", None, dict(env, LLMC_NCCL_LIBRARY="/nonexistent/libnccl.so.2"),
+         ["whose collectives on GPUs need NCCL", "libnccl.so.2 not found",
+          "/nonexistent/libnccl.so.2", "ending all ranks"]),
+        # Rank 1's 7th collective (the 2nd all-reduce of the first decode
+        # step: CUDA step 8) never completes.
+        ("a collective that never completes", None,
+         dict(env, FAKE_NCCL_FAIL="hang:1:7", LLMC_NCCL_TIMEOUT="3"),
+         ["llmc: rank 1 of 2: CUDA step 8 (all_reduce_sum of 128", "did not complete within 3 s",
+          "ending all ranks"]),
+        ("a collective that fails later (asynchronous error)", None,
+         dict(env, FAKE_NCCL_FAIL="async:1:5"),
+         ["llmc: rank 1 of 2:", "ncclRemoteError", "ending all ranks"]),
+    ]
+    ok = True
+    for what, cmd, case_env, expect in cases:
+        cmd = cmd or mpirun(2, case_env) + logits_cmd(rt, art, tokens, out)
+        start = time.monotonic()
+        r = run(cmd, env=case_env, expect_ok=False, timeout=120)
+        took = time.monotonic() - start
+        text = r.stdout + r.stderr
+        missing = [e for e in expect if e not in text]
+        good = r.returncode != 0 and not missing and took < 60
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'} error, {what}: exit {r.returncode} in {took:.1f} s, "
+              f"message {'found' if not missing else 'MISSING ' + repr(missing)}", flush=True)
+        if missing:
+            print(text[-1500:])
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llmc", default=os.path.join(ROOT, "build", "bin", "llmc"))
+    ap.add_argument("--fake-driver", default=os.path.join(ROOT, "build", "test", "unit",
+                                                          "libllmc_fake_cuda.so"))
+    ap.add_argument("--fake-nccl", default=os.path.join(ROOT, "build", "test", "unit",
+                                                        "libllmc_fake_nccl.so"))
+    ap.add_argument("--cxx", default=os.environ.get("CXX", "c++"))
+    ap.add_argument("--keep", help="keep models and artifacts in DIR")
+    args = ap.parse_args()
+    if shutil.which("mpirun") is None:
+        print("SKIPPED: no mpirun (install openmpi-bin; scripts/setup does)")
+        return 77
+    if not os.path.exists(os.path.join(cuda_include(), "cuda_fp16.h")):
+        print(f"SKIPPED: no CUDA toolkit headers at {cuda_include()} (cuda_fp16.h): the "
+              f"emulation cannot build the kernels")
+        return 77
+    if not os.path.exists(args.fake_nccl):
+        print(f"SKIPPED: no fake NCCL at {args.fake_nccl} (it is built only where CMake found "
+              f"MPI: install libopenmpi-dev)")
+        return 77
+    rt = os.path.join(os.path.dirname(args.llmc), "llmc-rt")
+    if not os.path.exists(rt):
+        rt = args.llmc
+    work = args.keep or tempfile.mkdtemp(prefix="llmc-cuda-tp-")
+    os.makedirs(work, exist_ok=True)
+    results = []
+    try:
+        for name in CASES:
+            try:
+                ok, art, env, tokens = check_case(args, rt, name, work)
+            except Exception as e:  # one case's failure does not hide the others
+                print(f"FAIL {name}: {e}")
+                ok, art = False, None
+            results.append(ok)
+            if name == "llama-gqa-bf16" and art:
+                try:
+                    results.append(check_failures(rt, art, env, tokens, work))
+                except Exception as e:
+                    print(f"FAIL errors: {e}")
+                    results.append(False)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    failed = results.count(False)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
