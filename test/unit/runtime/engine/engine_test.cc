@@ -85,8 +85,8 @@ std::vector<Req> MixedRequests(int n, uint32_t seed) {
   return reqs;
 }
 
-TEST(EngineTest, BatchedChunkedPreemptedRequestsGetTheirAloneTokens) {
-  const std::vector<Req> reqs = MixedRequests(40, 7);
+// Each request run alone, in a cache that holds it whole.
+std::vector<Result> RunEachAlone(const std::vector<Req>& reqs) {
   FakeModelOptions big;
   big.num_blocks = 2048;
   big.max_batch_tokens = 256;
@@ -94,6 +94,12 @@ TEST(EngineTest, BatchedChunkedPreemptedRequestsGetTheirAloneTokens) {
   alone_opts.max_seqs = 1;
   std::vector<Result> alone;
   for (const Req& r : reqs) alone.push_back(RunAll({r}, big, alone_opts)[0]);
+  return alone;
+}
+
+TEST(EngineTest, BatchedChunkedPreemptedRequestsGetTheirAloneTokens) {
+  const std::vector<Req> reqs = MixedRequests(40, 7);
+  const std::vector<Result> alone = RunEachAlone(reqs);
 
   // A small budget (chunking), a cache far below what they need
   // (preemption), prefix caching on.
@@ -121,13 +127,7 @@ TEST(EngineTest, BatchedChunkedPreemptedRequestsGetTheirAloneTokens) {
 // gets its alone tokens, through chunking, prefix hits and preemptions.
 TEST(EngineTest, StepsInFlightGiveTheAloneTokens) {
   const std::vector<Req> reqs = MixedRequests(40, 11);
-  FakeModelOptions big;
-  big.num_blocks = 2048;
-  big.max_batch_tokens = 256;
-  EngineOptions alone_opts;
-  alone_opts.max_seqs = 1;
-  std::vector<Result> alone;
-  for (const Req& r : reqs) alone.push_back(RunAll({r}, big, alone_opts)[0]);
+  const std::vector<Result> alone = RunEachAlone(reqs);
   for (int64_t depth : {2, 3}) {
     FakeModelOptions small;
     small.num_blocks = 48;
