@@ -92,7 +92,14 @@ class MpiCommunicator : public Communicator {
     return BroadcastWithin(data, bytes, root, std::numeric_limits<double>::infinity());
   }
 
-  ~MpiCommunicator() override { (void)Flush(); }
+  // The world lives until exit; a split group (a stage's TP ranks) is
+  // freed with its owner, its last sends delivered first.
+  ~MpiCommunicator() override {
+    (void)Flush();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
 
   absl::Status Send(const void* data, int64_t bytes, int peer, Channel channel) override {
     if (absl::Status s = CheckBuffer("Send", data, bytes); !s.ok()) return s;

@@ -80,6 +80,8 @@ absl::StatusOr<LoadedModel> LoadModelOnThisRank(const std::string& dir,
       std::signal(SIGINT, SIG_IGN);
       std::signal(SIGTERM, SIG_IGN);
       absl::Status st = RunFollowerRank(*m.runner, *comm);
+      // The last stage's last logits are on their way to rank 0.
+      if (st.ok()) st = comm->Flush();
       EndWorldOnError(st);
       std::exit(0);
     }
