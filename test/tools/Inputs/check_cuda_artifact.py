@@ -3,7 +3,11 @@ the halves of each cuBLASLt GEMM it offers) has an entry point in the PTX of
 each target and a ptxas report, and no entry
 spills registers or uses a stack frame. Prints one summary line per arch.
 
-usage: check_cuda_artifact.py ARTIFACT [--archs sm_80,sm_90]
+usage: check_cuda_artifact.py ARTIFACT [--archs sm_80,sm_90] [--manifest PATH]
+
+--manifest names a pipeline stage's manifest inside the artifact
+("stages/1/manifest.json"); its paths, like the root one's, are relative to
+the artifact.
 """
 import argparse
 import json
@@ -29,8 +33,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("artifact")
     ap.add_argument("--archs", default="sm_80,sm_90")
+    ap.add_argument("--manifest", default="manifest.json")
     args = ap.parse_args()
-    manifest = json.load(open(os.path.join(args.artifact, "manifest.json")))
+    manifest = json.load(open(os.path.join(args.artifact, args.manifest)))
     cuda = manifest.get("cuda")
     if not cuda:
         sys.exit("no cuda section in %s/manifest.json" % args.artifact)
