@@ -16,13 +16,13 @@ prefill kernel) and 4 decode steps (the GEMVs, split attention):
     tolerance of cuda_emu_logits_test.py (max |tp2 - tp1| / max |tp1| per
     row < 2e-2; top-1 >= 0.98), and both match the float64 reference within
     it too. bf16: the row-parallel partial sums are rounded to bf16 before
-    the all-reduce adds them, and the LM head's logits slices are bf16 (the
-    CUDA code writes them in the activation type) until the host widens
-    them. An f32-activation model is held to 1e-4 and takes the other
-    gather path (the device lays the rows out with cuMemcpy2DAsync).
+    the all-reduce adds them; the LM head's logits slices are f32 whatever
+    the activations (every buffer of logits rows is), gathered and laid
+    out on the device (cuMemcpy2DAsync). An f32-activation model is held
+    to 1e-4.
   - The fake NCCL saw exactly the calls the plan asks for, on both ranks,
-    in order: per step 2 x layers all-reduces of T x hidden elements, then
-    one all-gather of L x ceil(vocab / 2).
+    in order: per step 2 x layers all-reduces of T x hidden elements in the
+    activation type, then one all-gather of L x ceil(vocab / 2) f32.
   - With --cuda-graphs the decode steps replay the collectives from graphs
     (fewer calls than runs) and the logits are the same bytes.
   - Failures end every rank with a message: the artifact run without
@@ -108,12 +108,14 @@ def read_log(prefix, rank):
 
 
 def expected_runs(dtype):
-    """The collectives the plan asks for, step by step: (kind, dtype, count)."""
+    """The collectives the plan asks for, step by step: (kind, dtype, count).
+    The hidden rows are all-reduced in the activation type; the logits
+    slices, f32 whatever it is, are gathered in f32."""
     piece = (VOCAB + 1) // 2
     runs = []
     for t in [PREFILL] + [1] * DECODE:  # logits: one row per token
         runs += [("all_reduce", dtype, t * HIDDEN)] * (2 * LAYERS)
-        runs.append(("all_gather", dtype, t * piece))
+        runs.append(("all_gather", "f32", t * piece))
     return runs
 
 

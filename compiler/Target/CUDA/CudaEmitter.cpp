@@ -8,6 +8,7 @@
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -137,8 +138,9 @@ struct Bindings {
 class GroupEmitter {
 public:
   GroupEmitter(FusionOp group, const llvm::DenseMap<Value, int64_t> &bufferOf,
-               int64_t logitsBuffer, const CudaEmitOptions &options, Bindings &b)
-      : bufferOf(bufferOf), logitsBuffer(logitsBuffer), b(b) {
+               const llvm::DenseSet<int64_t> &logitsRowBuffers, const CudaEmitOptions &options,
+               Bindings &b)
+      : bufferOf(bufferOf), logitsRowBuffers(logitsRowBuffers), b(b) {
     io.group = group;
     io.options = &options;
     io.weight = [this](Value v) { return bindWeight(v); };
@@ -160,7 +162,7 @@ private:
 
   GroupIO io;
   const llvm::DenseMap<Value, int64_t> &bufferOf;
-  int64_t logitsBuffer;
+  const llvm::DenseSet<int64_t> &logitsRowBuffers; // f32: see emitCudaKernels
   Bindings &b;
 };
 
@@ -177,8 +179,9 @@ void GroupEmitter::declareIO() {
   }
   for (unsigned i = 0; i < group.getNumResults(); ++i) {
     b.buffers.push_back(bufferOf.lookup(group.getResult(i)));
-    // The logits are f32 on every target; other buffers hold activations.
-    std::string type = bufferOf.lookup(group.getResult(i)) == logitsBuffer ? "float" : "act";
+    // Logits rows (the logits and a TP rank's slice of them) are f32 on
+    // every target; other buffers hold activations.
+    std::string type = logitsRowBuffers.contains(b.buffers.back()) ? "float" : "act";
     std::string name = "out" + std::to_string(i);
     io.pointers.push_back({type + " *", name});
     os << llvm::formatv("  {0} *{1} = static_cast<{0} *>(a.buffers[{2}]);\n", type, name,
@@ -454,6 +457,22 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
     return module.emitError() << "CUDA codegen: activations are bf16, f16 or f32, not "
                               << options.activationType;
 
+  // Every buffer of logits rows is f32, not only the logits: a
+  // tensor-parallel LM head writes its vocabulary slice into one of its own,
+  // which the runtime all-gathers into the logits without converting, so
+  // the slices are rounded no more than TP=1's logits are.
+  auto table = module->getAttrOfType<ArrayAttr>("llm.buffers");
+  if (!table)
+    return module.emitError() << "CUDA codegen needs a planned @step (run the kernel stage)";
+  llvm::DenseSet<int64_t> logitsRowBuffers;
+  for (auto [i, entry] : llvm::enumerate(table.getAsRange<DictionaryAttr>())) {
+    auto rows = entry.getAs<StringAttr>("rows");
+    if (rows && rows.getValue() == "logits")
+      logitsRowBuffers.insert(int64_t(i));
+  }
+  if (planned->logitsBuffer >= 0)
+    logitsRowBuffers.insert(planned->logitsBuffer);
+
   CudaKernelPlan plan;
   plan.source = kPrologue;
   plan.source += "typedef " + actTypeName(options.activationType) + " act;\n\n";
@@ -461,7 +480,7 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
   auto emitGroup = [&](FusionOp group, const BufferOf &bufferOf) -> LogicalResult {
     KernelText text;
     Bindings bindings;
-    if (failed(GroupEmitter(group, bufferOf, planned->logitsBuffer, options, bindings).emit(text)))
+    if (failed(GroupEmitter(group, bufferOf, logitsRowBuffers, options, bindings).emit(text)))
       return failure();
     if (bindings.buffers.size() > 12 || bindings.weights.size() > 12)
       return group.emitError() << "CUDA codegen: more than 12 buffers or weights in one launch";

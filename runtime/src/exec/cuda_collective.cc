@@ -1,17 +1,16 @@
 #include "llmc/runtime/exec/cuda_collective.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "absl/strings/str_format.h"
-#include "llmc/core/format/dequantize.h"
 
 namespace llmc {
 namespace {
 
-// A buffer's element type on the device (CudaBufferBytes' rule).
+// A buffer's element type on the device (CudaBufferBytes' rule): f32 for
+// logits rows, else the activation type.
 bool DeviceElem(const Manifest& m, size_t buffer, CudaElem* out) {
-  if (int64_t(buffer) == m.logits_buffer) {
+  if (m.buffers[buffer].rows == "logits") {
     *out = CudaElem::kF32;
     return true;
   }
@@ -76,6 +75,14 @@ absl::StatusOr<CudaCollective> MakeCudaCollective(const Manifest& m, size_t step
   if (!DeviceElem(m, c.in_buffer, &c.in_elem) || !DeviceElem(m, c.out_buffer, &c.out_elem))
     return fail(
         absl::StrFormat("activation type '%s' is not bf16, f16 or f32", m.cuda.activation_dtype));
+  // Neither collective converts: NCCL moves one type, and the runtime has
+  // no kernel of its own to widen or narrow with.
+  if (c.in_elem != c.out_elem)
+    return fail(absl::StrFormat(
+        "%s keeps the element type, not %s -> %s (buffer '%s' of %s rows to '%s' of %s rows; "
+        "on the device logits rows are f32, other rows the activation type)",
+        c.kind == CudaCollective::Kind::kAllReduceSum ? "an all-reduce" : "an all-gather",
+        CudaElemName(c.in_elem), CudaElemName(c.out_elem), in.name, in.rows, out.name, out.rows));
   c.in_row_elems = s.in_row_elems;
   c.out_row_elems = s.out_row_elems;
   c.logits_rows = out.rows == "logits";
@@ -87,31 +94,12 @@ absl::StatusOr<CudaCollective> MakeCudaCollective(const Manifest& m, size_t step
                                 c.in_row_elems, c.out_row_elems, in.row_elems, out.row_elems));
   if (c.kind == CudaCollective::Kind::kAllReduceSum) {
     if (c.in_row_elems != c.out_row_elems) return fail("an all-reduce keeps the row width");
-    if (c.in_elem != c.out_elem)
-      return fail(absl::StrFormat("an all-reduce keeps the element type, not %s -> %s",
-                                  CudaElemName(c.in_elem), CudaElemName(c.out_elem)));
     return c;
   }
   if (c.in_buffer == c.out_buffer) return fail("an all-gather needs an output of its own");
   if (c.in_row_elems * ranks < c.out_row_elems || c.in_row_elems * (ranks - 1) >= c.out_row_elems)
     return fail(absl::StrFormat("%d ranks of %d columns do not make rows of %d", ranks,
                                 c.in_row_elems, c.out_row_elems));
-  if (c.in_elem != c.out_elem) {
-    // Only the logits may be widened (on the host, when they are read).
-    if (int64_t(c.out_buffer) != m.logits_buffer || c.out_elem != CudaElem::kF32)
-      return fail(
-          absl::StrFormat("gathers %s pieces into %s buffer '%s', which is not the "
-                          "logits",
-                          CudaElemName(c.in_elem), CudaElemName(c.out_elem), out.name));
-    for (size_t later = step + 1; later < m.cuda.steps.size(); ++later)
-      for (int64_t b : m.cuda.steps[later].buffers)
-        if (size_t(b) == c.out_buffer)
-          return fail(
-              absl::StrFormat("CUDA step %d (%s) uses the logits after their gather, "
-                              "which the host widens",
-                              later, m.cuda.steps[later].name));
-    c.widen_on_host = true;
-  }
   return c;
 }
 
@@ -123,7 +111,7 @@ int64_t GatherScratchBytes(const CudaCollective& c, int64_t rows, int64_t ranks)
 
 std::vector<GatherCopy> PlanGatherCopies(const CudaCollective& c, int64_t rows, int64_t ranks) {
   std::vector<GatherCopy> copies;
-  const int64_t in_bytes = CudaElemBytes(c.in_elem), out_bytes = CudaElemBytes(c.out_elem);
+  const int64_t bytes = CudaElemBytes(c.in_elem);  // the output's too (MakeCudaCollective)
   const int64_t piece = c.in_row_elems;
   if (rows <= 0) return copies;
   for (int64_t k = 0; k < ranks; ++k) {
@@ -131,42 +119,15 @@ std::vector<GatherCopy> PlanGatherCopies(const CudaCollective& c, int64_t rows, 
     const int64_t n = std::min(piece, c.out_row_elems - first);
     if (n <= 0) break;
     GatherCopy g;
-    g.src_offset = k * rows * piece * in_bytes;
-    g.src_pitch = piece * in_bytes;
-    g.dst_offset = first * out_bytes;
-    g.dst_pitch = c.out_row_elems * out_bytes;
-    g.width_bytes = n * out_bytes;
+    g.src_offset = k * rows * piece * bytes;
+    g.src_pitch = piece * bytes;
+    g.dst_offset = first * bytes;
+    g.dst_pitch = c.out_row_elems * bytes;
+    g.width_bytes = n * bytes;
     g.height = rows;
     copies.push_back(g);
   }
   return copies;
-}
-
-void WidenGathered(const CudaCollective& c, const void* gathered, int64_t rows, int64_t ranks,
-                   float* out) {
-  const int64_t piece = c.in_row_elems;
-  for (int64_t k = 0; k < ranks; ++k) {
-    const int64_t first = k * piece;
-    const int64_t n = std::min(piece, c.out_row_elems - first);
-    if (n <= 0) break;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t from = (k * rows + r) * piece;
-      float* dst = out + r * c.out_row_elems + first;
-      switch (c.in_elem) {
-        case CudaElem::kF32:
-          std::memcpy(dst, static_cast<const float*>(gathered) + from, size_t(n) * sizeof(float));
-          break;
-        case CudaElem::kF16:
-          for (int64_t j = 0; j < n; ++j)
-            dst[j] = HalfToFloat(static_cast<const uint16_t*>(gathered)[from + j]);
-          break;
-        case CudaElem::kBF16:
-          for (int64_t j = 0; j < n; ++j)
-            dst[j] = BF16ToFloat(static_cast<const uint16_t*>(gathered)[from + j]);
-          break;
-      }
-    }
-  }
 }
 
 }  // namespace llmc

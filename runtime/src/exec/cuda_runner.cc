@@ -200,9 +200,6 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     }
     runner->gather_scratch_.push_back(p);
   }
-  if (runner->widen_ >= 0)
-    runner->gathered_host_.resize(size_t(
-        GatherScratchBytes(runner->collectives_[size_t(runner->widen_)], o.max_logits, ranks)));
   // Sized now, after the buffers and before the weights are uploaded
   // (UploadWeights, below): a fraction of what the buffers and the weights
   // leave free.
@@ -255,14 +252,6 @@ absl::Status CudaRunner::SetUpCollectives() {
   for (size_t i = 0; i < c.steps.size(); ++i) {
     if (c.steps[i].collective.empty()) continue;
     LLMC_ASSIGN_OR_RETURN(CudaCollective col, MakeCudaCollective(m, i, ranks));
-    if (col.widen_on_host) {
-      if (widen_ >= 0 || col.out_row_elems != vocab_)
-        return absl::FailedPreconditionError(absl::StrFormat(
-            "%s: %s gathers the logits in %s, which only a single gather of whole %d-column rows "
-            "may do",
-            artifact_->dir(), col.Describe(), CudaElemName(col.in_elem), vocab_));
-      widen_ = int(collectives_.size());
-    }
     collective_of_step_[i] = int(collectives_.size());
     collectives_.push_back(col);
   }
@@ -508,9 +497,8 @@ absl::Status CudaRunner::RunCollective(size_t step, const llmc_cuda_step_info& i
   } else {
     const cuda::CUdeviceptr gathered = gather_scratch_[i];
     st = nccl_->AllGather(in, gathered, count, c.in_elem, stream, c.Describe());
-    // Each rank's piece becomes its columns of every output row (a widening
-    // gather's rows are laid out on the host instead).
-    if (st.ok() && !c.widen_on_host)
+    // Each rank's piece becomes its columns of every output row.
+    if (st.ok())
       for (const GatherCopy& g : PlanGatherCopies(c, rows, nccl_->size())) {
         cuda::CUDA_MEMCPY2D p{};
         p.srcMemoryType = cuda::kMemoryTypeDevice;
@@ -632,24 +620,14 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
     for (const SelectedLaunch& sel : selected_) LLMC_RETURN_IF_ERROR(Launch(sel, &info));
   }
 
-  const int64_t ranks = nccl_ ? nccl_->size() : 1;
-  if (widen_ >= 0) {
-    // The logits are still the ranks' 16-bit pieces: those come down.
-    const CudaCollective& w = collectives_[size_t(widen_)];
-    LLMC_RETURN_IF_ERROR(device_->CopyToHost(gathered_host_.data(), gather_scratch_[size_t(widen_)],
-                                             size_t(GatherScratchBytes(w, rows, ranks))));
-  } else {
-    LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.data(),
-                                             bindings_.buffers[size_t(m.logits_buffer)],
-                                             size_t(rows * vocab_) * sizeof(float)));
-  }
+  LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.data(),
+                                           bindings_.buffers[size_t(m.logits_buffer)],
+                                           size_t(rows * vocab_) * sizeof(float)));
   // A partitioned step waits with a deadline: a peer that died or hangs
   // would otherwise leave this stream (and Synchronize) waiting forever.
   if (nccl_) LLMC_RETURN_IF_ERROR(WaitForCollectives(graph));
   // Errors of the launches surface here (the driver reports them late).
   LLMC_RETURN_IF_ERROR(device_->Synchronize());
-  if (widen_ >= 0)
-    WidenGathered(collectives_[size_t(widen_)], gathered_host_.data(), rows, ranks, logits_.data());
   if (!event_kernels_.empty()) LLMC_RETURN_IF_ERROR(ReadProfile());
   return logits_.data();
 }

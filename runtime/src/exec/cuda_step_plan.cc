@@ -23,8 +23,11 @@ int64_t CudaActivationBytes(const std::string& dtype) {
 int64_t CudaBufferBytes(const Manifest& m, size_t index, int64_t max_batch_tokens,
                         int64_t max_logits) {
   const ManifestBuffer& b = m.buffers[index];
-  int64_t rows = b.rows == "logits" ? max_logits : max_batch_tokens;
-  int64_t elem = int64_t(index) == m.logits_buffer ? 4 : CudaActivationBytes(m.cuda.activation_dtype);
+  // Logits rows (the logits and a TP rank's slice of them) are f32, as the
+  // generated code writes them.
+  const bool logits = b.rows == "logits";
+  int64_t rows = logits ? max_logits : max_batch_tokens;
+  int64_t elem = logits ? 4 : CudaActivationBytes(m.cuda.activation_dtype);
   return rows * b.row_elems * elem;
 }
 

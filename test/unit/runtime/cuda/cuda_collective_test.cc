@@ -1,8 +1,7 @@
 // The CUDA plan's collectives as pure functions (cuda_collective.h): what a
 // tensor-parallel plan's collective entries move and in which types, the
 // errors naming the step, and the all-gather's layout: the 2D copies per
-// rank and the host's widening of 16-bit logits pieces, against rows built
-// by hand.
+// rank, against rows built by hand.
 #include "llmc/runtime/exec/cuda_collective.h"
 
 #include <cstring>
@@ -10,7 +9,6 @@
 
 #include "core/artifact/artifact_test_util.h"
 #include "gtest/gtest.h"
-#include "llmc/core/format/dequantize.h"
 
 namespace llmc {
 namespace {
@@ -19,7 +17,8 @@ using test::ExpectError;
 
 // The tail of a TP=2 plan of a 301-word vocabulary: a hidden buffer the
 // all-reduce sums in place, the LM head's slice of 151 columns, and the
-// gather into the logits (buffer 2). Activations `act`.
+// gather into the logits (buffer 2). Activations `act`; the slice and the
+// logits, rows "logits", are f32 whatever `act` is.
 Manifest TpManifest(const std::string& act = "bf16") {
   Manifest m;
   m.cuda.activation_dtype = act;
@@ -44,27 +43,27 @@ TEST(CudaCollectiveTest, AllReduceSumsTheActivationsInPlace) {
   EXPECT_EQ(c->in_elem, CudaElem::kBF16);
   EXPECT_EQ(c->out_elem, CudaElem::kBF16);
   EXPECT_FALSE(c->logits_rows);
-  EXPECT_FALSE(c->widen_on_host);
   EXPECT_EQ(CollectiveElements(*c, 5), 5 * 128);
   EXPECT_EQ(c->Describe(), "CUDA step 0 (all_reduce_sum of 128 bf16 per token row)");
 }
 
-TEST(CudaCollectiveTest, A16BitGatherOfTheLogitsIsWidenedOnTheHost) {
-  auto c = MakeCudaCollective(TpManifest("f16"), 2, 2);
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->kind, CudaCollective::Kind::kAllGather);
-  EXPECT_EQ(c->in_elem, CudaElem::kF16);
-  EXPECT_EQ(c->out_elem, CudaElem::kF32);
-  EXPECT_TRUE(c->logits_rows);
-  EXPECT_TRUE(c->widen_on_host);
-  EXPECT_EQ(GatherScratchBytes(*c, 3, 2), 2 * 3 * 151 * 2);
-  EXPECT_EQ(c->Describe(), "CUDA step 2 (all_gather of 151 f16 per logits row)");
+TEST(CudaCollectiveTest, TheLogitsAreGatheredInF32WhateverTheActivations) {
+  for (const char* act : {"bf16", "f16", "f32"}) {
+    auto c = MakeCudaCollective(TpManifest(act), 2, 2);
+    ASSERT_TRUE(c.ok()) << act << ": " << c.status();
+    EXPECT_EQ(c->kind, CudaCollective::Kind::kAllGather);
+    EXPECT_EQ(c->in_elem, CudaElem::kF32) << act;
+    EXPECT_EQ(c->out_elem, CudaElem::kF32) << act;
+    EXPECT_TRUE(c->logits_rows);
+    EXPECT_EQ(CollectiveElements(*c, 3), 3 * 151);
+    EXPECT_EQ(GatherScratchBytes(*c, 3, 2), 2 * 3 * 151 * 4);
+    EXPECT_EQ(c->Describe(), "CUDA step 2 (all_gather of 151 f32 per logits row)");
+  }
 }
 
-TEST(CudaCollectiveTest, AnF32GatherIsLaidOutOnTheDevice) {
-  auto c = MakeCudaCollective(TpManifest("f32"), 2, 2);
+TEST(CudaCollectiveTest, TheGatherIsLaidOutOnTheDevice) {
+  auto c = MakeCudaCollective(TpManifest(), 2, 2);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_FALSE(c->widen_on_host);
   // Rank 0's 151 columns, then rank 1's 150 (its last column is padding).
   std::vector<GatherCopy> copies = PlanGatherCopies(*c, 3, 2);
   ASSERT_EQ(copies.size(), 2u);
@@ -80,9 +79,9 @@ TEST(CudaCollectiveTest, AnF32GatherIsLaidOutOnTheDevice) {
   EXPECT_TRUE(PlanGatherCopies(*c, 0, 2).empty());
 }
 
-TEST(CudaCollectiveTest, TheCopiesAndTheWideningGiveTheSameRows) {
+TEST(CudaCollectiveTest, TheCopiesGiveTheRows) {
   // Four ranks of 3 columns making rows of 10 (two padding columns cut).
-  Manifest m = TpManifest("f32");
+  Manifest m = TpManifest();
   m.mesh.tp = 4;
   m.buffers[1].row_elems = 3;
   m.buffers[2].row_elems = 10;
@@ -103,32 +102,22 @@ TEST(CudaCollectiveTest, TheCopiesAndTheWideningGiveTheSameRows) {
       std::memcpy(reinterpret_cast<char*>(copied.data()) + g.dst_offset + r * g.dst_pitch,
                   reinterpret_cast<const char*>(gathered.data()) + g.src_offset + r * g.src_pitch,
                   size_t(g.width_bytes));
-  std::vector<float> widened(size_t(rows * 10), -1.0f);
-  WidenGathered(*c, gathered.data(), rows, ranks, widened.data());
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t col = 0; col < 10; ++col) {
+    for (int64_t col = 0; col < 10; ++col)
       EXPECT_EQ(copied[size_t(r * 10 + col)], float(100 * r + col)) << r << "," << col;
-      EXPECT_EQ(widened[size_t(r * 10 + col)], float(100 * r + col)) << r << "," << col;
-    }
 }
 
-TEST(CudaCollectiveTest, WideningReadsBf16AndF16Exactly) {
-  for (const char* act : {"bf16", "f16"}) {
-    auto c = MakeCudaCollective(TpManifest(act), 2, 2);
-    ASSERT_TRUE(c.ok()) << c.status();
-    const bool bf16 = std::string(act) == "bf16";
-    std::vector<uint16_t> gathered(2 * 151);
-    for (size_t i = 0; i < gathered.size(); ++i) {
-      float v = 0.37f * float(i) - 40.0f;
-      gathered[i] = bf16 ? FloatToBF16(v) : FloatToHalf(v);
-    }
-    std::vector<float> out(301);
-    WidenGathered(*c, gathered.data(), 1, 2, out.data());
-    for (size_t col = 0; col < 301; ++col) {
-      uint16_t h = gathered[col];  // rank col / 151, its column col % 151: index col
-      EXPECT_EQ(out[col], bf16 ? BF16ToFloat(h) : HalfToFloat(h)) << act << " " << col;
-    }
-  }
+TEST(CudaCollectiveTest, AGatherOfTokenRowsKeepsTheActivationType) {
+  // The rows "tokens" of both buffers: bf16 pieces into bf16 rows.
+  Manifest m = TpManifest();
+  m.buffers[1].rows = "tokens";
+  m.buffers[2].rows = "tokens";
+  auto c = MakeCudaCollective(m, 2, 2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->in_elem, CudaElem::kBF16);
+  EXPECT_EQ(c->out_elem, CudaElem::kBF16);
+  EXPECT_FALSE(c->logits_rows);
+  EXPECT_EQ(PlanGatherCopies(*c, 3, 2)[1].dst_offset, 151 * 2);
 }
 
 TEST(CudaCollectiveTest, PlansTheExecutorCannotRunNameTheStep) {
@@ -150,25 +139,28 @@ TEST(CudaCollectiveTest, PlansTheExecutorCannotRunNameTheStep) {
   ExpectError(
       MakeCudaCollective(edit([](Manifest& m) { m.cuda.steps[0].out_row_elems = 64; }), 0, 2),
       {"an all-reduce keeps the row width"});
-  // Summing into the logits would change the type.
+  // Token rows (bf16) into logits rows (f32): NCCL does not convert.
   ExpectError(MakeCudaCollective(edit([](Manifest& m) {
-                                   m.buffers[0].rows = "logits";
                                    m.cuda.steps[0].buffers = {0, 2};
                                  }),
                                  0, 2),
-              {"an all-reduce keeps the element type, not bf16 -> f32"});
+              {"CUDA step 0 (all_reduce_sum): an all-reduce keeps the element type, not bf16 -> "
+               "f32 (buffer 'hidden' of tokens rows to 'logits' of logits rows"});
   ExpectError(MakeCudaCollective(TpManifest(), 2, 3),
               {"CUDA step 2 (all_gather): 3 ranks of 151 columns do not make rows of 301"});
   ExpectError(MakeCudaCollective(edit([](Manifest& m) { m.buffers[1].rows = "tokens"; }), 2, 2),
-              {"its input and output rows differ in kind"});
-  // A 16-bit gather whose output is not the logits, or the logits read after.
-  ExpectError(MakeCudaCollective(edit([](Manifest& m) { m.logits_buffer = 1; }), 2, 2),
-              {"gathers f32 pieces into bf16 buffer 'logits', which is not the logits"});
+              {"CUDA step 2 (all_gather): an all-gather keeps the element type, not bf16 -> f32 "
+               "(buffer 'slice' of tokens rows to 'logits' of logits rows; on the device logits "
+               "rows are f32, other rows the activation type)"});
+  // With f32 activations the types agree; the kinds of rows still must.
   ExpectError(MakeCudaCollective(edit([](Manifest& m) {
-                                   m.cuda.steps.push_back({1, {2, 0}, {}, {}, "sampler"});
+                                   m.cuda.activation_dtype = "f32";
+                                   m.buffers[1].rows = "tokens";
                                  }),
                                  2, 2),
-              {"CUDA step 3 (sampler) uses the logits after their gather, which the host widens"});
+              {"CUDA step 2 (all_gather): its input and output rows differ in kind"});
+  ExpectError(MakeCudaCollective(edit([](Manifest& m) { m.cuda.activation_dtype = "i8"; }), 0, 2),
+              {"activation type 'i8' is not bf16, f16 or f32"});
 }
 
 }  // namespace

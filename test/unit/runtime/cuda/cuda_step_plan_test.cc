@@ -22,6 +22,10 @@ TEST(CudaStepPlan, BufferBytes) {
   EXPECT_EQ(CudaBufferBytes(m, 0, 512, 4), 512 * 64 * 2);
   // The logits: L rows, always f32.
   EXPECT_EQ(CudaBufferBytes(m, 1, 512, 4), 4 * 64 * 4);
+  // A TP rank's slice of the logits: rows "logits", so f32 like them (the
+  // all-gather into the logits does not convert).
+  m.buffers.push_back({"slice", "logits", 32 * 4, "f32", 32});
+  EXPECT_EQ(CudaBufferBytes(m, m.buffers.size() - 1, 512, 4), 4 * 32 * 4);
   m.cuda.activation_dtype = "f32";
   EXPECT_EQ(CudaBufferBytes(m, 0, 10, 4), 10 * 64 * 4);
 }

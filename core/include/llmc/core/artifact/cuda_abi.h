@@ -15,8 +15,10 @@
 extern "C" {
 #endif
 
-/* Bumped whenever a field below changes; manifests record it. */
-#define LLMC_CUDA_ABI_VERSION 2
+/* Bumped whenever a field below changes, or what a binding holds; manifests
+ * record it. 3: every buffer of logits rows is f32 (the LM head's slices of
+ * a tensor-parallel rank too, not the activation type). */
+#define LLMC_CUDA_ABI_VERSION 3
 
 /* Most bindings of one kind a launch may have. */
 #define LLMC_CUDA_MAX_BUFFERS 12

@@ -200,9 +200,9 @@ struct ManifestCudaModule {
 
 // The CUDA side of an artifact (empty `modules`: compiled for host only).
 // Its step plan binds the same buffers (by index; element type
-// activation_dtype, except the logits buffer, always f32), weights (by
-// index) and caches as the host plan, in the order its kernels read them
-// (the ABI of cuda_abi.h).
+// activation_dtype, except every buffer of rows "logits" -- the logits and a
+// TP rank's slice of them -- always f32), weights (by index) and caches as
+// the host plan, in the order its kernels read them (the ABI of cuda_abi.h).
 struct ManifestCuda {
   std::string activation_dtype;  // bf16 | f16 | f32; the KV cache too
   int64_t cuda_abi_version = 0;

@@ -5,15 +5,13 @@
 // (host_collective.h, manifest_validate.cc), and how an all-gather's
 // rank-major result becomes rows of the output.
 //
-// Element types on the device (CudaBufferBytes): every buffer holds the
-// activation type (bf16, f16 or f32) except the logits buffer, f32. The
-// vocabulary-parallel LM head writes its slice of the logits into an
-// activation buffer, so with 16-bit activations the all-gather of the logits
-// gathers 16-bit pieces into an f32 buffer. Widening needs a kernel, which
-// the runtime does not have (every kernel comes from the artifact), so that
-// gather's pieces go to the host, which widens them as it lays the rows out
-// (WidenGathered). It must then be the logits buffer's last writer and no
-// later step may read it: the device copy of the logits is never written.
+// Element types on the device (CudaBufferBytes): every buffer of logits rows
+// (the logits, and the slice of them a vocabulary-parallel LM head writes on
+// each rank) is f32, every other buffer the activation type (bf16, f16 or
+// f32). So a collective's input and output have one element type: NCCL
+// moves it unconverted, and an all-gather's rows are laid out on the device
+// (PlanGatherCopies). One whose types differ is refused; the runtime has no
+// kernel of its own to convert with (every kernel comes from the artifact).
 #ifndef LLMC_RUNTIME_EXEC_CUDA_COLLECTIVE_H_
 #define LLMC_RUNTIME_EXEC_CUDA_COLLECTIVE_H_
 
@@ -39,10 +37,7 @@ struct CudaCollective {
   size_t in_buffer = 0, out_buffer = 0;  // into buffers
   int64_t in_row_elems = 0, out_row_elems = 0;
   bool logits_rows = false;  // rows are the step's logits rows (L), else its tokens (T)
-  CudaElem in_elem = CudaElem::kF32, out_elem = CudaElem::kF32;
-  // An all-gather whose input and output types differ (16-bit pieces of the
-  // f32 logits): gathered on the device, laid out and widened on the host.
-  bool widen_on_host = false;
+  CudaElem in_elem = CudaElem::kF32, out_elem = CudaElem::kF32;  // equal
 
   // "CUDA step 20 (all_gather of 151 bf16 per logits row)": how errors name it.
   std::string Describe() const;
@@ -51,10 +46,10 @@ struct CudaCollective {
 // The collective of cuda.steps[step] (the CUDA plan of a tensor-parallel
 // artifact of `ranks` ranks). FailedPrecondition naming the step when the
 // plan asks for something this executor cannot run: another collective, a
-// binding other than two buffers, widths that do not fit the buffers, an
-// all-reduce that changes the width or the type, an all-gather that the
-// ranks' pieces do not fill, or a widening gather whose output is not the
-// logits buffer's last use.
+// binding other than two buffers, input and output of different element
+// types or kinds of rows, widths that do not fit the buffers, an all-reduce
+// that changes the width, or an all-gather that the ranks' pieces do not
+// fill.
 absl::StatusOr<CudaCollective> MakeCudaCollective(const Manifest& m, size_t step, int64_t ranks);
 
 // Elements one rank sends: rows x in_row_elems (an all-reduce: also what
@@ -75,12 +70,6 @@ struct GatherCopy {
 std::vector<GatherCopy> PlanGatherCopies(const CudaCollective& c, int64_t rows, int64_t ranks);
 // Bytes of the scratch an all-gather of up to `rows` rows needs.
 int64_t GatherScratchBytes(const CudaCollective& c, int64_t rows, int64_t ranks);
-
-// The host half of a widening gather: `gathered` is the scratch as
-// ncclAllGather left it (ranks x rows x in_row_elems of c.in_elem); writes
-// rows x out_row_elems floats to `out`.
-void WidenGathered(const CudaCollective& c, const void* gathered, int64_t rows, int64_t ranks,
-                   float* out);
 
 }  // namespace llmc
 

@@ -4,8 +4,8 @@
 // memory, and per step one upload of the batch's int32 arrays, the launches
 // whose `when` holds, and one download of the logits rows.
 //
-// Memory: every buffer in cuda.activation_dtype (the logits buffer in f32),
-// rows as on the host (max_batch_tokens or max_logits); per layer K and V,
+// Memory: every buffer in cuda.activation_dtype (those of logits rows in
+// f32: the logits, a TP rank's slice of them), rows as on the host (max_batch_tokens or max_logits); per layer K and V,
 // each [num_blocks, block_size, kv_heads, head_dim] in the activation type,
 // zero-initialised; f32 scratch for split attention's partials (sized at load
 // for a decode step at full context, grown when a larger step needs more).
@@ -175,8 +175,6 @@ class CudaRunner : public StepRunner {
   std::vector<int> collective_of_step_;            // per cuda step: into collectives_, or -1
   std::vector<cuda::CUdeviceptr> gather_scratch_;  // per collective (all-gathers only)
   std::vector<cuda::CUevent> collective_events_;   // per collective: recorded after it
-  int widen_ = -1;                   // into collectives_: the gather whose pieces the host widens
-  std::vector<char> gathered_host_;  // its pieces, downloaded
   double collective_timeout_s_ = 30;
   bool capturing_ = false;  // a graph capture is under way (no events recorded)
 };

@@ -24,8 +24,8 @@ namespace llmc {
 int64_t CudaActivationBytes(const std::string& dtype);
 
 // Device bytes of manifest buffer `index`: its rows (max_batch_tokens or
-// max_logits) x row_elems elements of the activation type, except the logits
-// buffer, always f32.
+// max_logits) x row_elems elements of the activation type, except buffers of
+// logits rows (the logits, a TP rank's slice of them), always f32.
 int64_t CudaBufferBytes(const Manifest& m, size_t index, int64_t max_batch_tokens,
                         int64_t max_logits);
 

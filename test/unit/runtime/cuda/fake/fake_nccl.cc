@@ -27,7 +27,7 @@
 //
 // FAKE_NCCL_LOG=PREFIX: each rank appends to PREFIX.rank<R> a line per
 // collective call ("call all_reduce bf16 1792") and per collective that runs
-// ("run all_gather bf16 151"; a graph's are run at each replay, called
+// ("run all_gather f32 151"; a graph's are run at each replay, called
 // once), and "init 2 0", "destroy", "abort", so tests check what the runner
 // asked for.
 // FAKE_NCCL_FAIL=MODE:RANK:N: on rank RANK, the N-th collective call (from 1)
