@@ -338,6 +338,9 @@ def check_errors(llmc, rt, work):
         ("4 ranks for a PP=2 artifact", mpirun_command(4) + logits_cmd(rt, pp_art, tokens, out),
          mpi_env(), ("does not exist: the artifact is split over 2 rank(s)",
                      "is split over 2 ranks")),
+        ("a bad LLMC_MPI_TIMEOUT", mpirun_command(2) + logits_cmd(rt, pp_art, tokens, out),
+         dict(mpi_env(), LLMC_MPI_TIMEOUT="soon"),
+         "LLMC_MPI_TIMEOUT: 'soon' is not a positive number of seconds"),
     ]
     ok = True
     for what, cmd, env, expect in cases:

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "llmc/core/format/gguf.h"
 #include "llmc/core/status_macros.h"
 #include "llmc/runtime/dist/communicator.h"
@@ -33,6 +34,20 @@ std::vector<int32_t> EndOfGenerationIds(const Tokenizer& tokenizer) {
 
 namespace {
 
+// $LLMC_MPI_TIMEOUT: seconds a collective, send or receive between ranks may
+// take before every rank is ended (30 by default). A CPU rank of a big model
+// may need more for one long prefill step.
+absl::StatusOr<double> CollectiveTimeoutFromEnv() {
+  const char* text = std::getenv("LLMC_MPI_TIMEOUT");
+  if (text == nullptr || *text == '\0') return 30.0;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(seconds > 0))
+    return absl::InvalidArgumentError(
+        absl::StrCat("LLMC_MPI_TIMEOUT: '", text, "' is not a positive number of seconds"));
+  return seconds;
+}
+
 // The artifact, tokenizer and runner of this process (one rank of a
 // partitioned artifact, or the only one).
 absl::StatusOr<LoadedModel> LoadModelOnThisRank(const std::string& dir,
@@ -43,7 +58,8 @@ absl::StatusOr<LoadedModel> LoadModelOnThisRank(const std::string& dir,
   // world's size against the artifact's mesh.
   RunnerOptions runner = options.runner;
   if (runner.communicator == nullptr && LaunchedAsMpiRank()) {
-    LLMC_ASSIGN_OR_RETURN(runner.communicator, MpiWorld());
+    LLMC_ASSIGN_OR_RETURN(double timeout, CollectiveTimeoutFromEnv());
+    LLMC_ASSIGN_OR_RETURN(runner.communicator, MpiWorld(timeout));
   }
   Artifact::OpenOptions open;
   open.verify_checksum = options.verify_checksum;

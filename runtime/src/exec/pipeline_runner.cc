@@ -92,7 +92,10 @@ absl::Status PipelineRunner::Submit(const StepBatch& batch) {
     LLMC_RETURN_IF_ERROR(world_->Send(logits, rows * vocab * int64_t(sizeof(float)), 0,
                                       Communicator::Channel::kActivations));
   }
-  if (world_->rank() == 0) in_flight_.push_back(std::move(parts));
+  if (world_->rank() == 0) {
+    std::vector<std::vector<int64_t>>& rows = in_flight_.emplace_back();
+    for (MicroBatch& part : parts) rows.push_back(std::move(part.logits_index));
+  }
   return absl::OkStatus();
 }
 
@@ -100,22 +103,22 @@ absl::StatusOr<const float*> PipelineRunner::Collect() {
   if (world_->rank() != 0) return nullptr;
   if (in_flight_.empty())
     return absl::FailedPreconditionError("pipeline: Collect without a submitted step");
-  const std::vector<MicroBatch> parts = std::move(in_flight_.front());
+  const std::vector<std::vector<int64_t>> parts = std::move(in_flight_.front());
   in_flight_.pop_front();
   // The logits of each micro-batch, from the last stage, in the batch's order.
   const int64_t vocab = stage_->vocab_size();
   const int last_stage_rank = int((pp_ - 1) * tp_);
   int64_t rows_in_step = 0;
-  for (const MicroBatch& part : parts)
-    for (int64_t at : part.logits_index) rows_in_step += at >= 0;
+  for (const std::vector<int64_t>& index : parts)
+    for (int64_t at : index) rows_in_step += at >= 0;
   logits_.resize(size_t(rows_in_step * vocab));
-  for (const MicroBatch& part : parts) {
-    const int64_t rows = int64_t(part.logits_index.size());
+  for (const std::vector<int64_t>& index : parts) {
+    const int64_t rows = int64_t(index.size());
     part_.resize(size_t(rows * vocab));
     LLMC_RETURN_IF_ERROR(world_->Recv(part_.data(), rows * vocab * int64_t(sizeof(float)),
                                       last_stage_rank, Communicator::Channel::kActivations));
     for (int64_t i = 0; i < rows; ++i)
-      if (const int64_t at = part.logits_index[size_t(i)]; at >= 0)
+      if (const int64_t at = index[size_t(i)]; at >= 0)
         std::memcpy(logits_.data() + at * vocab, part_.data() + i * vocab,
                     size_t(vocab) * sizeof(float));
   }

@@ -81,8 +81,9 @@ class PipelineRunner : public StepRunner {
   std::unique_ptr<StepRunner> stage_;
   Communicator* world_;
   int64_t tp_, pp_, stage_index_;
-  // Rank 0: each submitted step's micro-batches, oldest first, for Collect.
-  std::deque<std::vector<MicroBatch>> in_flight_;
+  // Rank 0: each submitted step's micro-batches' logits_index, oldest
+  // first, for Collect.
+  std::deque<std::vector<std::vector<int64_t>>> in_flight_;
   std::vector<float> logits_;  // rank 0: the collected step's
   std::vector<float> part_;    // rank 0: one micro-batch's, as received
 };
