@@ -39,10 +39,6 @@ class LocalCommunicator : public Communicator {
     return CheckRoot(root, 1);
   }
 
-  absl::Status WaitForBroadcast(void* data, int64_t bytes, int root) override {
-    return Broadcast(data, bytes, root);
-  }
-
   // Messages to oneself queue up until received: what a pipeline's send and
   // recv do when both stages are this rank (tests).
   absl::Status Send(const void* data, int64_t bytes, int peer, Channel channel) override {

@@ -88,10 +88,6 @@ class MpiCommunicator : public Communicator {
     return BroadcastWithin(data, bytes, root, timeout_seconds_.load());
   }
 
-  absl::Status WaitForBroadcast(void* data, int64_t bytes, int root) override {
-    return BroadcastWithin(data, bytes, root, std::numeric_limits<double>::infinity());
-  }
-
   // The world lives until exit; a split group (a stage's TP ranks) is
   // freed with its owner, its last sends delivered first.
   ~MpiCommunicator() override {

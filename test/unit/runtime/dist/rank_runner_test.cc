@@ -23,9 +23,6 @@ class Loopback : public Communicator {
     return absl::UnimplementedError("n/a");
   }
   absl::Status Broadcast(void*, int64_t, int) override { return absl::UnimplementedError("n/a"); }
-  absl::Status WaitForBroadcast(void*, int64_t, int) override {
-    return absl::UnimplementedError("n/a");
-  }
   absl::Status Send(const void* data, int64_t bytes, int peer, Channel channel) override {
     if (rank_ != 0 || peer != 1 || channel != Channel::kSteps)
       return absl::InvalidArgumentError("only the leader sends steps, to rank 1");

@@ -32,10 +32,6 @@ class Communicator {
   virtual absl::Status AllGather(const float* in, float* out, int64_t count) = 0;
   // Rank `root`'s `bytes` bytes at `data` to every rank's `data`.
   virtual absl::Status Broadcast(void* data, int64_t bytes, int root) = 0;
-  // Broadcast without the timeout: how a follower rank waits for the
-  // leader's next step, which may be hours away on an idle server. A leader
-  // that dies still ends the wait: the launcher ends the world.
-  virtual absl::Status WaitForBroadcast(void* data, int64_t bytes, int root) = 0;
 
   // Point to point, on one of two channels: the leader's steps to the
   // other ranks, and activations between pipeline stages. Messages of a
@@ -45,7 +41,9 @@ class Communicator {
   // step while the last stage still runs the previous one); Flush() waits
   // until every send so far has been received. Recv waits, within the
   // timeout, for `peer`'s next message on `channel`, which must be `bytes`
-  // long; WaitForRecv waits without the timeout (a follower between steps).
+  // long. WaitForRecv waits without the timeout: how a follower waits for
+  // the leader's next step, which may be hours away on an idle server (a
+  // leader that dies still ends the wait: the launcher ends the world).
   enum class Channel { kSteps = 1, kActivations = 2 };
   virtual absl::Status Send(const void* data, int64_t bytes, int peer, Channel channel) = 0;
   virtual absl::Status Recv(void* data, int64_t bytes, int peer, Channel channel) = 0;

@@ -2,7 +2,7 @@
 // its stage's runner, the batch cut into micro-batches that flow through
 // the stages one after another, and the logits brought back to rank 0.
 //
-// Every rank gets every step's batch (rank_runner.h's broadcast) and cuts
+// Every rank gets every step's batch (from rank 0: rank_runner.h) and cuts
 // it the same way, so the stages agree on each micro-batch without talking
 // about it. A stage runs micro-batch k + 1 while the next stage runs
 // micro-batch k: its send returns before the bytes arrive. The last stage's

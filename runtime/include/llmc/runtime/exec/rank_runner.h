@@ -1,6 +1,6 @@
 // One scheduler for all the ranks of a partitioned artifact: rank 0 (the
 // leader) owns the engine, the scheduler and any server, and each step it
-// runs it first broadcasts to the other ranks (the followers), which only
+// runs it first sends to the other ranks (the followers), which only
 // execute steps. So every command (run, bench, logits, perplexity, serve)
 // works unchanged under `mpirun`: it runs on rank 0, with a runner whose
 // steps the whole world takes part in.
@@ -17,7 +17,8 @@
 
 namespace llmc {
 
-// Rank 0's runner: broadcasts each (checked) batch, then runs it on `inner`.
+// Rank 0's runner: sends each (checked) batch to the followers, then runs
+// it on `inner`.
 // Destroying it tells the followers to stop.
 class LeaderRunner : public StepRunner {
  public:
@@ -43,7 +44,7 @@ class LeaderRunner : public StepRunner {
  private:
   std::unique_ptr<StepRunner> inner_;
   Communicator* comm_;
-  bool failed_ = false;  // a broadcast failed: the world is gone, send nothing more
+  bool failed_ = false;  // a send failed: the world is gone, send nothing more
 };
 
 // A follower rank's whole life: receive the leader's steps and run them on
