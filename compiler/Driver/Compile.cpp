@@ -313,8 +313,9 @@ absl::StatusOr<CompileResult> compile(const CompileOptions &o) {
   std::vector<mlir::OwningOpRef<mlir::ModuleOp>> stages;
   if (o.pp == 1)
     stages.push_back(std::move(module));
-  for (int64_t stage = 0; stage < o.pp && o.pp > 1; ++stage)
-    stages.emplace_back(module->clone());
+  else
+    for (int64_t stage = 0; stage < o.pp; ++stage)
+      stages.emplace_back(module->clone());
   for (auto [stage, m] : llvm::enumerate(stages))
     if (absl::Status st = runPipeline(context, *m, o, int64_t(stage)); !st.ok())
       return st;

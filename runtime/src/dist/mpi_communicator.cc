@@ -85,7 +85,17 @@ class MpiCommunicator : public Communicator {
   }
 
   absl::Status Broadcast(void* data, int64_t bytes, int root) override {
-    return BroadcastWithin(data, bytes, root, timeout_seconds_.load());
+    if (absl::Status s = CheckBuffer("Broadcast", data, bytes); !s.ok()) return s;
+    if (absl::Status s = CheckRoot(root, size_); !s.ok()) return s;
+    char* base = static_cast<char*>(data);
+    for (int64_t begin = 0; begin < bytes; begin += kMaxChunk) {
+      int n = static_cast<int>(std::min(kMaxChunk, bytes - begin));
+      MPI_Request request;
+      int rc = MPI_Ibcast(base + begin, n, MPI_BYTE, root, comm_, &request);
+      if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Ibcast");
+      if (absl::Status s = Wait(&request, "Broadcast", bytes, "bytes"); !s.ok()) return s;
+    }
+    return absl::OkStatus();
   }
 
   // The world lives until exit; a split group (a stage's TP ranks) is
@@ -205,20 +215,6 @@ class MpiCommunicator : public Communicator {
         Wait(&send.request, "Send", int64_t(send.bytes.size()), "bytes", timeout_seconds_.load());
     sends_.pop_front();
     return s;
-  }
-
-  absl::Status BroadcastWithin(void* data, int64_t bytes, int root, double timeout) {
-    if (absl::Status s = CheckBuffer("Broadcast", data, bytes); !s.ok()) return s;
-    if (absl::Status s = CheckRoot(root, size_); !s.ok()) return s;
-    char* base = static_cast<char*>(data);
-    for (int64_t begin = 0; begin < bytes; begin += kMaxChunk) {
-      int n = static_cast<int>(std::min(kMaxChunk, bytes - begin));
-      MPI_Request request;
-      int rc = MPI_Ibcast(base + begin, n, MPI_BYTE, root, comm_, &request);
-      if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Ibcast");
-      if (absl::Status s = Wait(&request, "Broadcast", bytes, "bytes", timeout); !s.ok()) return s;
-    }
-    return absl::OkStatus();
   }
 
   // Polls `request` until it completes or the timeout passes. The first

@@ -57,9 +57,9 @@ PipelineRunner::PipelineRunner(std::unique_ptr<Communicator> group,
     : group_(std::move(group)),
       stage_(std::move(stage)),
       world_(world),
-      tp_(mesh.tp),
       pp_(mesh.pp),
-      stage_index_(mesh.stage) {}
+      stage_index_(mesh.stage),
+      last_stage_rank_(int((mesh.pp - 1) * mesh.tp)) {}
 
 PipelineRunner::~PipelineRunner() {
   // The last sends must leave before the world does.
@@ -80,8 +80,7 @@ absl::StatusOr<const float*> PipelineRunner::Step(const StepBatch& batch) {
 
 absl::Status PipelineRunner::Submit(const StepBatch& batch) {
   const int64_t vocab = stage_->vocab_size();
-  const int last_stage_rank = int((pp_ - 1) * tp_);  // the last stage's TP rank 0
-  const bool sends_logits = world_->rank() == last_stage_rank;
+  const bool sends_logits = world_->rank() == last_stage_rank_;
   std::vector<MicroBatch> parts = SplitStepBatch(batch, MicroBatchesFor(batch.num_tokens(), pp_));
   for (const MicroBatch& part : parts) {
     LLMC_ASSIGN_OR_RETURN(const float* logits, stage_->Step(part.batch));
@@ -107,7 +106,6 @@ absl::StatusOr<const float*> PipelineRunner::Collect() {
   in_flight_.pop_front();
   // The logits of each micro-batch, from the last stage, in the batch's order.
   const int64_t vocab = stage_->vocab_size();
-  const int last_stage_rank = int((pp_ - 1) * tp_);
   int64_t rows_in_step = 0;
   for (const std::vector<int64_t>& index : parts)
     for (int64_t at : index) rows_in_step += at >= 0;
@@ -116,7 +114,7 @@ absl::StatusOr<const float*> PipelineRunner::Collect() {
     const int64_t rows = int64_t(index.size());
     part_.resize(size_t(rows * vocab));
     LLMC_RETURN_IF_ERROR(world_->Recv(part_.data(), rows * vocab * int64_t(sizeof(float)),
-                                      last_stage_rank, Communicator::Channel::kActivations));
+                                      last_stage_rank_, Communicator::Channel::kActivations));
     for (int64_t i = 0; i < rows; ++i)
       if (const int64_t at = index[size_t(i)]; at >= 0)
         std::memcpy(logits_.data() + at * vocab, part_.data() + i * vocab,

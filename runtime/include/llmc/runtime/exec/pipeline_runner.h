@@ -80,7 +80,8 @@ class PipelineRunner : public StepRunner {
   std::unique_ptr<Communicator> group_;  // destroyed after stage_, which uses it
   std::unique_ptr<StepRunner> stage_;
   Communicator* world_;
-  int64_t tp_, pp_, stage_index_;
+  int64_t pp_, stage_index_;
+  int last_stage_rank_;  // the last stage's TP rank 0: it sends rank 0 the logits
   // Rank 0: each submitted step's micro-batches' logits_index, oldest
   // first, for Collect.
   std::deque<std::vector<std::vector<int64_t>>> in_flight_;
