@@ -1,12 +1,10 @@
 // The fiber scheduler behind cuda_emu.h: runs one launch of an llmc CUDA
 // kernel on the calling CPU thread, block after block; the threads of a block
-// are fibers (ucontext) switched at __syncthreads, warp shuffles and mma.sync,
-// which wait until every live thread of the block (or lane of the warp) has
-// arrived. Linked into the kernels' emulation object; the fake CUDA driver
-// calls llmc_emu_run for cuLaunchKernel.
+// are fibers switched at __syncthreads, warp shuffles and mma.sync, which wait
+// until every live thread of the block (or lane of the warp) has arrived.
+// Linked into the kernels' emulation object; the fake CUDA driver calls
+// llmc_emu_run for cuLaunchKernel.
 #include "cuda_emu.h"
-
-#include <ucontext.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,35 +12,127 @@
 
 #include "cuda_abi.h"
 
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
 namespace llmc_emu {
 namespace {
 
 constexpr size_t kStackBytes = size_t(256) << 10;
+
+// A fiber's saved machine state, and the switch between two of them.
+//
+// On x86-64 the switch is our own: it saves the callee-saved registers and
+// the floating-point control words on the stack it leaves and restores them
+// from the stack it enters, nothing else, as a call would. glibc's
+// swapcontext also saves and restores the signal mask with a system call on
+// every switch, which was 87% of an emulated engine step (perf) and made the
+// engine's full-size invariance workload too slow to run. Elsewhere ucontext.
+#if defined(__x86_64__)
+extern "C" void llmc_emu_switch_stack(void** save_sp, void* to_sp);
+asm(R"(
+  .text
+  .p2align 4
+  .globl llmc_emu_switch_stack
+  .hidden llmc_emu_switch_stack
+  .type llmc_emu_switch_stack, @function
+llmc_emu_switch_stack:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size llmc_emu_switch_stack, .-llmc_emu_switch_stack
+)");
+
+struct Context {
+  void* sp = nullptr;
+};
+
+void switch_context(Context& from, Context& to) { llmc_emu_switch_stack(&from.sp, to.sp); }
+
+// Lays out on `stack` the frame llmc_emu_switch_stack pops: control words,
+// six zeroed registers, then `entry` as the return address, placed so that
+// `entry` starts with the stack alignment of a called function.
+void make_context(Context& c, char* stack, size_t bytes, void (*entry)()) {
+  auto top = (reinterpret_cast<uintptr_t>(stack) + bytes) & ~uintptr_t(15);
+  auto* slot = reinterpret_cast<uint64_t*>(top);
+  *--slot = 0;  // entry's own return address: it never returns
+  *--slot = reinterpret_cast<uint64_t>(entry);
+  for (int r = 0; r < 6; ++r) *--slot = 0;  // rbp, rbx, r12-r15
+  uint32_t mxcsr;
+  uint16_t fpu_cw;
+  asm volatile("stmxcsr %0" : "=m"(mxcsr));
+  asm volatile("fnstcw %0" : "=m"(fpu_cw));
+  *--slot = uint64_t(mxcsr) | uint64_t(fpu_cw) << 32;
+  c.sp = slot;
+}
+#else
+struct Context {
+  ucontext_t uc;
+};
+
+void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+
+void make_context(Context& c, char* stack, size_t bytes, void (*entry)()) {
+  getcontext(&c.uc);
+  c.uc.uc_stack.ss_sp = stack;
+  c.uc.uc_stack.ss_size = bytes;
+  c.uc.uc_link = nullptr;
+  makecontext(&c.uc, entry, 0);
+}
+#endif
 
 struct Barrier {
   int live = 0, arrived = 0;
   unsigned generation = 0;
 };
 
+// What the lanes of a warp hand each other. Two of each, picked by the
+// parity of the warp barrier's generation when a lane arrives: a lane that
+// has read and runs ahead to the next exchange writes the other copy, and
+// cannot reach a third before every lane has arrived at (so read) the second.
+// So one barrier per exchange instead of a second one before overwriting.
 struct Warp {
   Barrier barrier;
-  uint64_t slots[32];
+  uint64_t slots[2][32];
   // mma fragments of the 32 lanes: a[4], b[2], c[4].
-  uint32_t a[32][4], b[32][2];
-  float c[32][4];
+  uint32_t a[2][32][4], b[2][32][2];
+  float c[2][32][4];
 };
 
 struct Fiber {
-  ucontext_t context;
+  Context context;
   ThreadIds ids;
   bool done = false;
+  // The barrier this fiber waits on and its generation then: the scheduler
+  // resumes it only once that generation has passed.
+  const Barrier* waiting = nullptr;
+  unsigned waiting_generation = 0;
 };
 
 struct Block {
   std::vector<Fiber> fibers;
   std::vector<Warp> warps;
   Barrier barrier;
-  ucontext_t scheduler;
+  Context scheduler;
   int current = 0;
   void (*body)(void*) = nullptr;
   void* arg = nullptr;
@@ -54,7 +144,7 @@ std::vector<std::vector<char>> g_stacks;
 Fiber& me() { return g_block->fibers[size_t(g_block->current)]; }
 Warp& my_warp() { return g_block->warps[me().ids.thread.x / 32]; }
 
-void yield() { swapcontext(&me().context, &g_block->scheduler); }
+void yield() { switch_context(me().context, g_block->scheduler); }
 
 void arrive(Barrier& b) {
   unsigned gen = b.generation;
@@ -63,7 +153,11 @@ void arrive(Barrier& b) {
     ++b.generation;
     return;
   }
+  Fiber& f = me();
+  f.waiting = &b;
+  f.waiting_generation = gen;
   while (b.generation == gen) yield();
+  f.waiting = nullptr;
 }
 
 // A fiber that finished no longer counts; a barrier it would have completed
@@ -82,7 +176,8 @@ void fiber_main() {
   f.done = true;
   leave(g_block->barrier);
   leave(my_warp().barrier);
-  swapcontext(&f.context, &g_block->scheduler);
+  switch_context(f.context, g_block->scheduler);
+  __builtin_unreachable();  // a finished fiber is never resumed
 }
 
 float half_lo(uint32_t w, bool bf16) {
@@ -103,47 +198,51 @@ void sync_block() { arrive(g_block->barrier); }
 uint64_t exchange(uint64_t value, int src) {
   Warp& w = my_warp();
   int lane = int(me().ids.thread.x & 31);
-  w.slots[lane] = value;
+  unsigned copy = w.barrier.generation & 1;
+  w.slots[copy][lane] = value;
   arrive(w.barrier);
-  uint64_t got = w.slots[src];
-  arrive(w.barrier);
-  return got;
+  return w.slots[copy][src];
 }
 
 void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16) {
   Warp& w = my_warp();
   int lane = int(me().ids.thread.x & 31);
-  memcpy(w.a[lane], a, sizeof a);
-  memcpy(w.b[lane], b, sizeof b);
-  memcpy(w.c[lane], c, sizeof c);
-  arrive(w.barrier);
-  // PTX's fragments: lane = 4 * group + tig. A (16x16, row): a0 = A[g][2t..],
-  // a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..]; B (16x8, col):
-  // b0 = B[2t..][g], b1 = B[2t+8..][g]; C (16x8): c0,c1 = C[g][2t, 2t+1],
-  // c2,c3 = C[g+8][2t, 2t+1]. Low half = lower index.
-  float A[16][16], B[16][8];
-  for (int l = 0; l < 32; ++l) {
-    int g = l >> 2, t = l & 3;
-    for (int r = 0; r < 4; ++r) {
-      int row = g + (r & 1) * 8, col = 2 * t + (r >> 1) * 8;
-      A[row][col] = half_lo(w.a[l][r], bf16);
-      A[row][col + 1] = half_hi(w.a[l][r], bf16);
+  unsigned copy = w.barrier.generation & 1;
+  memcpy(w.a[copy][lane], a, sizeof a);
+  memcpy(w.b[copy][lane], b, sizeof b);
+  memcpy(w.c[copy][lane], c, sizeof c);
+  // The lane that arrives last multiplies for the whole warp, into the
+  // copy's c, before it opens the barrier; the others read their rows.
+  if (w.barrier.arrived + 1 == w.barrier.live) {
+    // PTX's fragments: lane = 4 * group + tig. A (16x16, row): a0 =
+    // A[g][2t..], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..];
+    // B (16x8, col): b0 = B[2t..][g], b1 = B[2t+8..][g]; C (16x8): c0,c1 =
+    // C[g][2t, 2t+1], c2,c3 = C[g+8][2t, 2t+1]. Low half = lower index.
+    float A[16][16], B[16][8];
+    for (int l = 0; l < 32; ++l) {
+      int g = l >> 2, t = l & 3;
+      for (int r = 0; r < 4; ++r) {
+        int row = g + (r & 1) * 8, col = 2 * t + (r >> 1) * 8;
+        A[row][col] = half_lo(w.a[copy][l][r], bf16);
+        A[row][col + 1] = half_hi(w.a[copy][l][r], bf16);
+      }
+      for (int r = 0; r < 2; ++r) {
+        B[2 * t + 8 * r][g] = half_lo(w.b[copy][l][r], bf16);
+        B[2 * t + 8 * r + 1][g] = half_hi(w.b[copy][l][r], bf16);
+      }
     }
-    for (int r = 0; r < 2; ++r) {
-      B[2 * t + 8 * r][g] = half_lo(w.b[l][r], bf16);
-      B[2 * t + 8 * r + 1][g] = half_hi(w.b[l][r], bf16);
+    for (int l = 0; l < 32; ++l) {
+      int g = l >> 2, t = l & 3;
+      for (int r = 0; r < 4; ++r) {
+        int row = g + (r >> 1) * 8, col = 2 * t + (r & 1);
+        float acc = w.c[copy][l][r];
+        for (int k = 0; k < 16; ++k) acc += A[row][k] * B[k][col];
+        w.c[copy][l][r] = acc;
+      }
     }
   }
-  int g = lane >> 2, t = lane & 3;
-  float out[4];
-  for (int r = 0; r < 4; ++r) {
-    int row = g + (r >> 1) * 8, col = 2 * t + (r & 1);
-    float acc = w.c[lane][r];
-    for (int k = 0; k < 16; ++k) acc += A[row][k] * B[k][col];
-    out[r] = acc;
-  }
   arrive(w.barrier);
-  memcpy(c, out, sizeof out);
+  memcpy(c, w.c[copy][lane], sizeof c);
 }
 
 }  // namespace llmc_emu
@@ -196,20 +295,33 @@ extern "C" __attribute__((visibility("default"))) int llmc_emu_run(void* fn, uns
           f.ids.block = uint3{x, y, z};
           f.ids.block_dim = dim3(bx, by, bz);
           f.ids.grid_dim = dim3(gx, gy, gz);
-          getcontext(&f.context);
-          f.context.uc_stack.ss_sp = g_stacks[t].data();
-          f.context.uc_stack.ss_size = kStackBytes;
-          f.context.uc_link = nullptr;
-          makecontext(&f.context, fiber_main, 0);
+          f.waiting = nullptr;
+          // Stack tops staggered by a few hundred bytes: at one stride of
+          // 256 KiB every fiber's frames would fall into the same cache sets.
+          make_context(f.context, g_stacks[t].data(), kStackBytes - (t % 61) * 256, fiber_main);
         }
-        // Round robin until every fiber has finished.
+        // Round robin until every fiber has finished, resuming only those
+        // not waiting on a barrier that is still closed. A pass that resumes
+        // none is a deadlock: a barrier some live thread never reaches.
         for (unsigned left = threads; left > 0;) {
           left = 0;
+          bool resumed = false;
           for (unsigned t = 0; t < threads; ++t) {
-            if (block.fibers[t].done) continue;
-            block.current = int(t);
-            swapcontext(&block.scheduler, &block.fibers[t].context);
-            left += block.fibers[t].done ? 0 : 1;
+            Fiber& f = block.fibers[t];
+            if (f.done) continue;
+            if (f.waiting == nullptr || f.waiting->generation != f.waiting_generation) {
+              block.current = int(t);
+              switch_context(block.scheduler, f.context);
+              resumed = true;
+            }
+            left += f.done ? 0 : 1;
+          }
+          if (!resumed) {
+            std::fprintf(stderr,
+                         "llmc_emu_run: block (%u,%u,%u) deadlocked: %u threads wait on a "
+                         "barrier that the others never reach\n",
+                         x, y, z, left);
+            std::abort();
           }
         }
       }
