@@ -18,6 +18,9 @@
 //     tokens), prompt tokens computed, preemptions, KV-cache usage (peak and
 //     mean over steps) and waste (slots allocated to live requests holding
 //     no token, over all allocated slots).
+// --save-requests writes each request's arrival and token times, for
+// latencies over a window of the run (bench/chunked_prefill_itl.py: the
+// decoders' inter-token latency while a long prompt is admitted).
 #include "bench_serving.h"
 
 #include <unistd.h>
@@ -123,7 +126,7 @@ absl::StatusOr<std::vector<WorkItem>> ReadWorkload(const std::string& path, int6
 struct ServingFlags {
   int64_t requests = 64, input_len = 128, output_len = 128, shared_prefix = 0, seed = 1;
   double request_rate = 0;
-  std::string workload;
+  std::string workload, save_requests;
   bool json = false, progress = true, serving = true;
 };
 
@@ -203,6 +206,24 @@ absl::Status Drive(Engine& engine, const std::vector<WorkItem>& work, bool progr
   }
   if (progress) std::fprintf(stderr, "\r%*s\r", 72, "");
   totals.seconds = since(Clock::now());
+  return absl::OkStatus();
+}
+
+// One JSON object per request, in arrival order: its lengths, arrival and
+// the time of each of its tokens (seconds after the start), or its error.
+absl::Status SaveRequests(std::ofstream& out, const std::string& path,
+                          const std::vector<Tracked>& tracked) {
+  for (const Tracked& tr : tracked) {
+    nlohmann::ordered_json j;
+    j["prompt_len"] = tr.item->prompt.size();
+    j["output_len"] = tr.item->output_len;
+    j["arrival"] = tr.item->arrival;
+    j["token_times"] = tr.token_times;
+    if (!tr.error.empty()) j["error"] = tr.error;
+    out << j.dump() << "\n";
+  }
+  out.close();
+  if (!out) return absl::DataLossError(absl::StrFormat("writing %s failed", path));
   return absl::OkStatus();
 }
 
@@ -360,6 +381,8 @@ int RunServingBench(int argc, char** argv) {
                   "JSONL requests {\"prompt_len\", \"output_len\", \"arrival\"} instead of the "
                   "synthetic ones");
   flags.AddInt("seed", &f.seed, "seed of the synthetic prompts and arrivals");
+  flags.AddString("save-requests", &f.save_requests,
+                  "write each request's arrival and token times (seconds) to this JSONL file");
   flags.AddBool("progress", &f.progress, "a progress line on stderr while it runs");
   flags.AddBool("json", &f.json, "print the results as JSON");
   runner.Register(flags);
@@ -388,11 +411,25 @@ int RunServingBench(int argc, char** argv) {
   if (!work_or.ok()) return Fail(self, work_or.status(), kExitUsage);
   const std::vector<WorkItem> work = *std::move(work_or);
   if (f.progress && !f.json) std::fprintf(stderr, "%s: %s\n", self, e.KvCacheSummary().c_str());
+  // Opened before the run, so that a path it cannot write fails at once.
+  std::ofstream save;
+  if (!f.save_requests.empty()) {
+    save.open(f.save_requests);
+    if (!save)
+      return Fail(self,
+                  absl::PermissionDeniedError(
+                      absl::StrFormat("cannot write --save-requests %s", f.save_requests)),
+                  kExitUsage);
+  }
   std::vector<Tracked> tracked;
   RunTotals totals;
   if (absl::Status st = Drive(e, work, f.progress && isatty(2), tracked, totals); !st.ok())
     return Fail(self, st, 1);
 
+  if (save.is_open()) {
+    if (absl::Status st = SaveRequests(save, f.save_requests, tracked); !st.ok())
+      return Fail(self, st, 1);
+  }
   const nlohmann::ordered_json j =
       Results(e, options, f, flags.positional()[0], work, tracked, totals);
   const int64_t failed = j["failed"].get<int64_t>();

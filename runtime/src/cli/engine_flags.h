@@ -19,6 +19,7 @@ namespace llmc::cli {
 
 struct EngineFlags {
   int64_t max_seqs = 64;
+  int64_t long_prefill_token_threshold = 0;
   bool prefix_cache = true;
   std::string kv_cache_size;
   int64_t kv_blocks = 0;
@@ -29,6 +30,9 @@ struct EngineFlags {
     flags.AddInt("max-batch-tokens", &runner.batch,
                  "most tokens per step, all requests together (same as --batch)");
     flags.AddInt("max-seqs", &max_seqs, "most requests per step and running at once");
+    flags.AddInt("long-prefill-token-threshold", &long_prefill_token_threshold,
+                 "most prompt tokens of one request per step (0: what the budget leaves); a "
+                 "small one bounds how much a long prompt slows the running decodes");
     flags.AddBool("prefix-cache", &prefix_cache,
                   "reuse the KV cache of equal prompt prefixes (--no-prefix-cache: off)");
     flags.AddString("kv-cache-size", &kv_cache_size,
@@ -47,6 +51,10 @@ struct EngineFlags {
     if (max_seqs < 1)
       return absl::InvalidArgumentError(
           absl::StrFormat("flag --max-seqs must be >= 1, got %d", max_seqs));
+    if (long_prefill_token_threshold < 0 || long_prefill_token_threshold > (1 << 30))
+      return absl::InvalidArgumentError(
+          absl::StrFormat("flag --long-prefill-token-threshold must be in [0, 2^30], got %d",
+                          long_prefill_token_threshold));
     if (kv_blocks < 0)
       return absl::InvalidArgumentError(
           absl::StrFormat("flag --kv-blocks must be >= 0, got %d", kv_blocks));
@@ -70,6 +78,7 @@ struct EngineFlags {
     // Each request of a step may want its logits.
     load.runner.max_logits = std::min<int64_t>(max_seqs, load.runner.max_batch_tokens);
     engine.max_seqs = int32_t(max_seqs);
+    engine.long_prefill_token_threshold = int32_t(long_prefill_token_threshold);
     engine.enable_prefix_caching = prefix_cache;
     return absl::OkStatus();
   }

@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model,
   config.max_batch_tokens = int32_t(runner.max_batch_tokens());
   // Every request in a step may want its logits.
   config.max_seqs = std::min<int32_t>(options.max_seqs, int32_t(runner.max_logits()));
+  config.long_prefill_token_threshold = options.long_prefill_token_threshold;
   config.max_model_len =
       int32_t(std::min<int64_t>(e->model_.max_position, runner.num_blocks() * runner.block_size()));
   e->scheduler_ = std::make_unique<Scheduler>(config, *e->kv_);

@@ -66,13 +66,19 @@ void Scheduler::Preempt(RequestId id, SchedulerOutput& out) {
   ++num_preemptions_;
 }
 
+int32_t Scheduler::ChunkTokens(int32_t uncomputed, int32_t budget) const {
+  const int32_t threshold = config_.long_prefill_token_threshold;
+  if (threshold > 0) uncomputed = std::min(uncomputed, threshold);
+  return std::min(uncomputed, budget);
+}
+
 absl::StatusOr<bool> Scheduler::ScheduleRunning(RequestId id, int32_t& budget,
                                                 SchedulerOutput& out) {
   Request& r = requests_.at(id);
   // A step in flight computes its next tokens (or samples the one it needs).
   if (r.in_flight) return true;
   const int32_t known = int32_t(r.tokens.size());
-  const int32_t n = std::min(known - r.num_computed_tokens, budget);
+  const int32_t n = ChunkTokens(known - r.num_computed_tokens, budget);
   if (n <= 0) return true;
   absl::Span<const int32_t> chunk = absl::MakeConstSpan(r.tokens).subspan(r.num_computed_tokens, n);
   for (;;) {
@@ -106,7 +112,7 @@ absl::StatusOr<bool> Scheduler::TryAdmit(RequestId id, int32_t& budget, Schedule
   // there when this request reads them.
   const ComputedBlocks hit = kv_.GetComputedBlocks(tokens);
   const int32_t known = int32_t(tokens.size());
-  const int32_t n = std::min(known - hit.num_computed_tokens, budget);
+  const int32_t n = ChunkTokens(known - hit.num_computed_tokens, budget);
   absl::Status st = kv_.AllocateSlots(id, n, hit);
   if (st.ok()) st = kv_.AppendTokens(id, tokens.subspan(hit.num_computed_tokens, n));
   if (!st.ok()) {

@@ -156,6 +156,37 @@ TEST_F(SchedulerTest, LongPromptIsChunkedWhileDecodesKeepStepping) {
   EXPECT_EQ(prompt_steps, (3000 + 247) / 248);
 }
 
+TEST_F(SchedulerTest, LongPrefillThresholdCapsEachPromptChunk) {
+  Init(/*num_blocks=*/512, /*block_size=*/16, /*budget=*/256, /*max_seqs=*/16);
+  SchedulerConfig config = sched_->config();
+  config.long_prefill_token_threshold = 24;
+  sched_ = std::make_unique<Scheduler>(config, *kv_);
+  // Eight short prompts are each cut at 24 tokens too, in one step.
+  for (RequestId id = 0; id < 8; ++id) Add(id, Tokens(30, 5000 + 100 * int32_t(id)), 1000);
+  SchedulerOutput first = Step();
+  ASSERT_EQ(first.chunks.size(), 8u);
+  for (const ScheduledChunk& c : first.chunks) EXPECT_EQ(c.num_tokens, 24);
+  while (sched_->num_computed_tokens(7) < 30) Step();
+  Add(100, Tokens(1000), 10);
+  int prompt_steps = 0;
+  while (sched_->num_computed_tokens(100) < 1000) {
+    SchedulerOutput out = Step();
+    ASSERT_FALSE(HasFailure());
+    int decoding = 0;
+    for (const ScheduledChunk& c : out.chunks) {
+      if (c.id < 8) {
+        EXPECT_EQ(c.num_tokens, 1);
+        ++decoding;
+      } else {
+        EXPECT_EQ(c.num_tokens, std::min(24, 1000 - c.first_position));
+        ++prompt_steps;
+      }
+    }
+    EXPECT_EQ(decoding, 8) << "every running decode gets its token every step";
+  }
+  EXPECT_EQ(prompt_steps, (1000 + 23) / 24);
+}
+
 TEST_F(SchedulerTest, PrefixHitSkipsExactlyTheCachedWholeBlocks) {
   Init(/*num_blocks=*/64, /*block_size=*/16, /*budget=*/512, /*max_seqs=*/8);
   std::vector<int32_t> a = Tokens(50);

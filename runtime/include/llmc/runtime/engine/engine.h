@@ -45,6 +45,9 @@ struct EngineOptions {
   // Requests in one step, and running at once (vLLM's --max-num-seqs). The
   // token budget of a step is the runner's max_batch_tokens.
   int32_t max_seqs = 64;
+  // Most tokens of one prompt chunk per step (0: the budget's rest); see
+  // SchedulerConfig.
+  int32_t long_prefill_token_threshold = 0;
   bool enable_prefix_caching = true;
   // Pool invariants checked after every step (tests; O(blocks) a step).
   bool check_invariants = false;

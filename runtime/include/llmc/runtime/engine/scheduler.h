@@ -62,6 +62,11 @@ struct SchedulerConfig {
   int32_t max_batch_tokens = 512;  // tokens per step, all requests together
   int32_t max_seqs = 64;           // requests per step (and running at once)
   int32_t max_model_len = 0;       // most tokens (prompt + output) of one request
+  // Most tokens of one request's prompt chunk per step (0: the budget's
+  // rest), vLLM's long_prefill_token_threshold. A small one bounds what a
+  // long prompt adds to the running decodes' step time without shrinking
+  // the budget that many short prompts or many decodes share.
+  int32_t long_prefill_token_threshold = 0;
 };
 
 // The tokens of one request that a step computes: positions
@@ -156,6 +161,9 @@ class Scheduler {
     bool in_flight = false;
   };
 
+  // How many of a request's `uncomputed` tokens a step takes: the budget
+  // left, and at most long_prefill_token_threshold.
+  int32_t ChunkTokens(int32_t uncomputed, int32_t budget) const;
   // Schedules the rest of running request `id` into `out`; may preempt
   // newer running requests (or `id` itself). Returns false when `id` was
   // preempted.
