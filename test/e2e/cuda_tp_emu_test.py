@@ -29,6 +29,16 @@ prefill kernel) and 4 decode steps (the GEMVs, split attention):
     mpirun, no NCCL library, and a rank whose collective never completes
     (LLMC_NCCL_TIMEOUT=3: the deadline names the step).
 
+Pipeline stages on the CUDA backend: a PP=2 artifact (one layer per stage)
+runs as two ranks, a TP=2 x PP=2 one as four, each stage's ranks with their
+stage's emulated kernels (mpirun's MPMD form: one FAKE_CUDA_KERNELS per
+stage), the hidden state sent between stages through host memory and MPI,
+each stage's all-reduces within its own TP group (the fake NCCL splits the
+world by unique id), the logits coming back to rank 0: they must be the
+bytes TP=1 (TP=2) gives, since the stages run the same kernels on the same
+values, launch by launch and with --cuda-graphs (which a stage's steps do
+not use: they stop for the host transfer).
+
 Skips (exit 77, saying why) without mpirun, the CUDA toolkit's headers
 (the emulation needs cuda_fp16.h) or the fake NCCL (built only where MPI is).
 
@@ -200,13 +210,54 @@ def check_case(args, rt, name, work):
     return ok, arts[2], tp2_env, tokens
 
 
+def check_pipeline(args, rt, name, work):
+    """PP=2 on the CUDA backend gives TP=1's logits to the bit, and TP=2 x
+    PP=2 gives TP=2's (check_case's, in `work`)."""
+    opts, dtype = CASES[name]
+    model = os.path.join(work, name)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    tokens = [int(t) for t in rng.integers(0, VOCAB, PREFILL + DECODE)]
+    env = dict(os.environ, LLMC_CUDA_DRIVER=args.fake_driver, LLMC_NO_EXEC_RT="1",
+               LLMC_NCCL_LIBRARY=args.fake_nccl, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    ok = True
+    for tp in (1, 2):
+        want_out = os.path.join(work, f"{name}-tp{tp}.f32")
+        art = os.path.join(work, f"{name}-tp{tp}-pp2.llmc")
+        run([args.llmc, "compile", model, "--target=host,sm_90", f"--dtype={dtype}", "--pp", "2",
+             "--tp", str(tp), "-o", art])
+        # Each stage's ranks run its own kernels: mpirun's MPMD form.
+        kernels = [build_emulation(art, args.cxx),
+                   build_emulation(os.path.join(art, "stages", "1"), args.cxx)]
+        want = open(want_out, "rb").read()
+        for extra in ([], ["--cuda-graphs"]):
+            out = os.path.join(work, f"{name}-tp{tp}-pp2{''.join(extra)}.f32")
+            cmd = [shutil.which("mpirun"), "--oversubscribe"]
+            for var in ("LLMC_CUDA_DRIVER", "LLMC_NO_EXEC_RT", "LLMC_NCCL_LIBRARY"):
+                cmd += ["-x", var]
+            for stage, so in enumerate(kernels):
+                cmd += (["-np", str(tp), "env", f"FAKE_CUDA_KERNELS={so}"] +
+                        logits_cmd(rt, art, tokens, out, extra) + ([":"] if stage == 0 else []))
+            r = run(cmd, env=env)
+            same = open(out, "rb").read() == want
+            err = row_rel_err(read_logits(out, len(tokens)), read_logits(want_out, len(tokens)))
+            said = "pipeline stage 0 of 2" in r.stderr
+            ok &= same and said
+            print(f"{'PASS' if same and said else 'FAIL'} {name}: TP={tp} x PP=2 on CUDA "
+                  f"(emulated, {' '.join(extra) or 'launch by launch'}) vs TP={tp}: "
+                  f"{'the same bytes' if same else f'DIFFERENT (max rel err {err.max():.2e})'}"
+                  f"{'' if said else '; rank 0 does not say it runs pipeline stage 0 of 2'}",
+                  flush=True)
+    return ok
+
+
 def check_failures(rt, art, env, tokens, work):
     """Each failure ends every rank, quickly, with a message that names it."""
     out = os.path.join(work, "failure.f32")
     env = {k: v for k, v in env.items() if k != "FAKE_NCCL_LOG"}
     cases = [
         ("the TP=2 artifact without mpirun", logits_cmd(rt, art, tokens, out), env,
-         ["is split over 2 tensor-parallel ranks", "mpirun -np 2"]),
+         ["is split over 2 ranks (llmc compile --tp 2 --pp 1)", "mpirun -np 2"]),
         ("no NCCL library", None, dict(env, LLMC_NCCL_LIBRARY="/nonexistent/libnccl.so.2"),
          ["whose collectives on GPUs need NCCL", "libnccl.so.2 not found",
           "/nonexistent/libnccl.so.2", "ending all ranks"]),
@@ -272,6 +323,11 @@ def main():
                 print(f"FAIL {name}: {e}")
                 ok, art = False, None
             results.append(ok)
+            try:
+                results.append(check_pipeline(args, rt, name, work))
+            except Exception as e:
+                print(f"FAIL {name} pipeline: {e}")
+                results.append(False)
             if name == "llama-gqa-bf16" and art:
                 try:
                     results.append(check_failures(rt, art, env, tokens, work))

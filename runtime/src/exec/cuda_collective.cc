@@ -103,6 +103,39 @@ absl::StatusOr<CudaCollective> MakeCudaCollective(const Manifest& m, size_t step
   return c;
 }
 
+std::string CudaTransfer::Describe() const {
+  return absl::StrFormat("CUDA step %d (%s of %d bytes per token row %s rank %d)", step,
+                         send ? "send" : "recv", row_bytes, send ? "to" : "from", peer_rank);
+}
+
+absl::StatusOr<CudaTransfer> MakeCudaTransfer(const Manifest& m, size_t step, int tp_rank) {
+  const ManifestStep& s = m.cuda.steps[step];
+  auto fail = [&](const std::string& why) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("CUDA step %d (%s): %s", step, s.collective, why));
+  };
+  CudaTransfer t;
+  t.step = step;
+  t.send = s.collective == "send";
+  if (!t.send && s.collective != "recv") return fail("not a pipeline transfer");
+  if (m.mesh.pp < 2) return fail("a pipeline transfer in an artifact without stages");
+  if (s.kernel != -1 || !s.weights.empty() || !s.caches.empty() || s.buffers.size() != 1 ||
+      s.buffers[0] < 0 || size_t(s.buffers[0]) >= m.buffers.size())
+    return fail("a transfer launches no kernel and binds one buffer");
+  t.buffer = size_t(s.buffers[0]);
+  const ManifestBuffer& b = m.buffers[t.buffer];
+  CudaElem elem;
+  if (b.rows == "logits" || !DeviceElem(m, t.buffer, &elem))
+    return fail(absl::StrFormat("buffer '%s' is not of token rows in bf16, f16 or f32", b.name));
+  const int64_t row_elems = t.send ? s.in_row_elems : s.out_row_elems;
+  if (row_elems <= 0 || row_elems > b.row_elems)
+    return fail(absl::StrFormat("rows of %d elements do not fit buffer '%s' (%d)", row_elems,
+                                b.name, b.row_elems));
+  t.row_bytes = row_elems * CudaElemBytes(elem);
+  t.peer_rank = int(s.peer * m.mesh.tp + tp_rank);
+  return t;
+}
+
 int64_t CollectiveElements(const CudaCollective& c, int64_t rows) { return rows * c.in_row_elems; }
 
 int64_t GatherScratchBytes(const CudaCollective& c, int64_t rows, int64_t ranks) {

@@ -36,6 +36,22 @@ absl::StatusOr<double> CollectiveTimeout() {
   return s;
 }
 
+// Every rank's KV cache has as many blocks: rank 0's scheduler hands out
+// block ids for all of them. Sized by each GPU's free memory they may
+// differ, so every rank takes the fewest (a collective at load).
+absl::StatusOr<int64_t> FewestBlocksOfWorld(int64_t blocks, Communicator* world) {
+  if (world == nullptr || world->size() <= 1) return blocks;
+  constexpr int64_t kExact = int64_t{1} << 24;  // floats carry the counts
+  if (blocks > kExact)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d KV blocks on one rank: more than the %d a partitioned world agrees on",
+                        blocks, kExact));
+  std::vector<float> all(size_t(world->size()), 0.f);
+  const float mine = float(blocks);
+  LLMC_RETURN_IF_ERROR(world->AllGather(&mine, all.data(), 1));
+  return int64_t(*std::min_element(all.begin(), all.end()));
+}
+
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
@@ -72,10 +88,10 @@ absl::Status CudaRunner::SetGemmPolicy(const GemmPolicy& policy) {
 std::string CudaRunner::ExecutionSummary() const {
   std::string gemms;
   if (cublaslt_)
-    gemms = absl::StrCat(", GEMMs with 16-bit weights by ",
-                         gemm_policy_.mode == GemmPolicy::Mode::kTuned ? "llmc tune's choice"
-                                                                         : "cuBLASLt",
-                         " (cuBLASLt ", cublaslt_->version(), ")");
+    gemms = absl::StrCat(
+        ", GEMMs with 16-bit weights by ",
+        gemm_policy_.mode == GemmPolicy::Mode::kTuned ? "llmc tune's choice" : "cuBLASLt",
+        " (cuBLASLt ", cublaslt_->version(), ")");
   else if (!gemm_note_.empty())
     gemms = ", " + gemm_note_;
   std::string ranks;
@@ -129,20 +145,11 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   const ManifestCuda& c = m.cuda;
   const ModelConfig& config = m.model;
   if (!device) return absl::InvalidArgumentError("CudaRunner: no device");
-  if (m.mesh.pp > 1)
-    return absl::UnimplementedError(absl::StrFormat(
-        "%s has %d pipeline stages, which the CUDA executor does not run (only tensor "
-        "parallelism); run it with --backend=host",
-        artifact.dir(), m.mesh.pp));
-  // A partitioned artifact runs as one rank of a world of tp ranks.
-  const int64_t ranks = m.mesh.tp;
-  const int world = options.communicator ? options.communicator->size() : 1;
-  if (ranks > 1 && world != ranks)
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s is split over %d tensor-parallel ranks (llmc compile --tp %d): start it as "
-        "`mpirun -np %d llmc-rt ...`; this process is one rank of %d",
-        artifact.dir(), ranks, ranks, ranks, world));
-  const int64_t kv_heads = ranks > 1 ? m.mesh.kv_heads : config.num_kv_heads;
+  // A partitioned artifact runs as one rank of a world of tp * pp ranks.
+  LLMC_RETURN_IF_ERROR(CheckRankWorld(artifact, options));
+  const bool partitioned = m.mesh.tp * m.mesh.pp > 1;
+  const int64_t kv_heads = partitioned ? m.mesh.kv_heads : config.num_kv_heads;
+  const CacheLayers layers = CacheLayersOf(m);
   if (c.modules.empty())
     return absl::FailedPreconditionError(
         absl::StrFormat("%s: the artifact has no CUDA kernels (targets: %s)", artifact.dir(),
@@ -153,8 +160,9 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
         artifact.dir(), c.cuda_abi_version, LLMC_CUDA_ABI_VERSION));
   int64_t elem = CudaActivationBytes(c.activation_dtype);
   if (elem == 0)
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s: CUDA activation type '%s' is not bf16, f16 or f32", artifact.dir(), c.activation_dtype));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s: CUDA activation type '%s' is not bf16, f16 or f32", artifact.dir(),
+                        c.activation_dtype));
 
   auto runner = std::unique_ptr<CudaRunner>(new CudaRunner());
   runner->device_ = std::move(device);
@@ -162,7 +170,8 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   runner->target_ = target;
   runner->options_ = options;
   RunnerOptions& o = runner->options_;
-  if (o.max_batch_tokens <= 0) return absl::InvalidArgumentError("max_batch_tokens must be positive");
+  if (o.max_batch_tokens <= 0)
+    return absl::InvalidArgumentError("max_batch_tokens must be positive");
   if (o.max_logits <= 0) o.max_logits = o.max_batch_tokens;
   if (o.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
   runner->vocab_ = config.vocab_size;
@@ -170,17 +179,19 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     return absl::FailedPreconditionError(absl::StrFormat(
         "--cuda-graphs: the CUDA driver %s lacks the graph functions (cuStreamBeginCapture_v2, "
         "cuGraphInstantiateWithFlags, cuGraphLaunch, ...); update the NVIDIA driver or run "
-        "without --cuda-graphs", runner->device_->api().path()));
+        "without --cuda-graphs",
+        runner->device_->api().path()));
   LLMC_RETURN_IF_ERROR(runner->device_->MakeCurrent());
 
   LLMC_ASSIGN_OR_RETURN(runner->parsed_, ParseCudaLaunches(c));
   // Before the module and the buffers: NCCL's own device memory then counts
   // in what the KV cache leaves free.
-  if (ranks > 1) LLMC_RETURN_IF_ERROR(runner->SetUpCollectives());
+  if (partitioned) LLMC_RETURN_IF_ERROR(runner->SetUpCollectives());
   LLMC_RETURN_IF_ERROR(runner->LoadModule());
 
   // Buffers: those the CUDA plan binds, and the logits.
-  std::set<int64_t> used = {m.logits_buffer};
+  std::set<int64_t> used;
+  if (m.logits_buffer >= 0) used.insert(m.logits_buffer);  // a stage before the last has none
   for (const ManifestStep& s : c.steps) used.insert(s.buffers.begin(), s.buffers.end());
   CudaBindings& bind = runner->bindings_;
   bind.buffers.assign(m.buffers.size(), 0);
@@ -196,7 +207,7 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
       int64_t rows = col.logits_rows ? o.max_logits : o.max_batch_tokens;
       std::string what = absl::StrFormat("the gathered rows of %s", col.Describe());
       LLMC_RETURN_IF_ERROR(
-          runner->Allocate(size_t(GatherScratchBytes(col, rows, ranks)), what.c_str(), &p));
+          runner->Allocate(size_t(GatherScratchBytes(col, rows, m.mesh.tp)), what.c_str(), &p));
     }
     runner->gather_scratch_.push_back(p);
   }
@@ -211,25 +222,29 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   free_bytes = free_bytes > weight_bytes ? free_bytes - weight_bytes : 0;
   LLMC_ASSIGN_OR_RETURN(
       o.num_blocks,
-      KvCacheBlocks(
-          o, KvBytesPerBlock(config.num_layers, kv_heads, config.head_dim, o.block_size, elem),
-          config.max_position, int64_t(free_bytes)));
+      KvCacheBlocks(o,
+                    KvBytesPerBlock(layers.sizing, kv_heads, config.head_dim, o.block_size, elem),
+                    config.max_position, int64_t(free_bytes)));
+  if (partitioned) {
+    LLMC_ASSIGN_OR_RETURN(
+        o.num_blocks, FewestBlocksOfWorld(o.num_blocks, o.pipeline ? o.pipeline : o.communicator));
+  }
   // A rank's cache holds only its own KV heads (mesh.kv_heads).
   int64_t cache_bytes = o.num_blocks * o.block_size * kv_heads * config.head_dim * elem;
-  for (int64_t l = 0; l < 2 * config.num_layers; ++l) {
+  for (int64_t l = 0; l < 2 * layers.held; ++l) {
     cuda::CUdeviceptr p = 0;
     auto st = runner->Allocate(size_t(cache_bytes), "the KV cache", &p);
     if (!st.ok())
-      return absl::Status(st.code(), absl::StrFormat("%s (layer %d: %d blocks of %d tokens); lower "
-                                                     "--ctx", st.message(), l / 2, o.num_blocks,
-                                                     o.block_size));
+      return absl::Status(st.code(),
+                          absl::StrFormat("%s (layer %d: %d blocks of %d tokens); lower "
+                                          "--ctx",
+                                          st.message(), l / 2, o.num_blocks, o.block_size));
     bind.caches.push_back(p);
     runner->kv_cache_bytes_ += cache_bytes;
   }
   // Enough for any decode step; a larger step grows it (Step).
   LaunchVars decode{.tokens = 1, .logits = 1, .queries = 1, .seqs = 1};
-  int64_t scratch =
-      AttentionScratchFloats(c, runner->parsed_, decode, o.num_blocks * o.block_size);
+  int64_t scratch = AttentionScratchFloats(c, runner->parsed_, decode, o.num_blocks * o.block_size);
   LLMC_RETURN_IF_ERROR(runner->Grow(size_t(scratch) * sizeof(float), "the split attention scratch",
                                     &bind.scratch, &runner->scratch_bytes_));
   LLMC_RETURN_IF_ERROR(runner->UploadWeights());
@@ -249,12 +264,25 @@ absl::Status CudaRunner::SetUpCollectives() {
   const int64_t ranks = m.mesh.tp;
   LLMC_ASSIGN_OR_RETURN(collective_timeout_s_, CollectiveTimeout());
   collective_of_step_.assign(c.steps.size(), -1);
+  transfer_of_step_.assign(c.steps.size(), -1);
+  const int tp_rank = options_.communicator ? options_.communicator->rank() : 0;
   for (size_t i = 0; i < c.steps.size(); ++i) {
-    if (c.steps[i].collective.empty()) continue;
+    const std::string& kind = c.steps[i].collective;
+    if (kind.empty()) continue;
+    if (kind == "send" || kind == "recv") {
+      LLMC_ASSIGN_OR_RETURN(CudaTransfer t, MakeCudaTransfer(m, i, tp_rank));
+      transfer_of_step_[i] = int(transfers_.size());
+      transfers_.push_back(t);
+      continue;
+    }
     LLMC_ASSIGN_OR_RETURN(CudaCollective col, MakeCudaCollective(m, i, ranks));
     collective_of_step_[i] = int(collectives_.size());
     collectives_.push_back(col);
   }
+  if (!transfers_.empty() && options_.pipeline == nullptr)
+    return absl::InternalError("a pipeline stage's transfers need the world to send in");
+  // A stage without tensor parallelism needs no NCCL.
+  if (collectives_.empty()) return absl::OkStatus();
   const cuda::DriverApi& api = device_->api();
   for (size_t i = 0; i < collectives_.size(); ++i) {
     cuda::CUevent e = nullptr;
@@ -278,8 +306,8 @@ absl::Status CudaRunner::LoadModule() {
   for (const ManifestCudaModule& candidate : m.cuda.modules)
     if (candidate.arch == target_) mod = &candidate;
   if (mod == nullptr)
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s: the artifact has no CUDA module for %s", artifact_->dir(), target_));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s: the artifact has no CUDA module for %s", artifact_->dir(), target_));
   std::string path = artifact_->Path(mod->file);
   LLMC_ASSIGN_OR_RETURN(std::string ptx, ReadWholeFile(path));
   std::string sum = ChecksumHex(reinterpret_cast<const uint8_t*>(ptx.data()), ptx.size());
@@ -307,13 +335,14 @@ absl::Status CudaRunner::SetUpGemms() {
   bool offered = false;
   for (const ManifestCudaKernel& k : c.kernels) offered |= k.gemm.n > 0;
   if (!offered) {
-    gemm_note_ = "the generated GEMMs (no GEMM has 16-bit weights of the activation type, which "
-                 "cuBLASLt would take)";
+    gemm_note_ =
+        "the generated GEMMs (no GEMM has 16-bit weights of the activation type, which "
+        "cuBLASLt would take)";
     return absl::OkStatus();
   }
   if (mode == "auto") {
-    std::string path = options_.tune_file.empty() ? DefaultTuneFile(artifact_->dir())
-                                                  : options_.tune_file;
+    std::string path =
+        options_.tune_file.empty() ? DefaultTuneFile(artifact_->dir()) : options_.tune_file;
     auto text = ReadWholeFile(path);
     if (!text.ok()) {
       gemm_note_ = "the generated GEMMs (no tune file " + path + "; run llmc tune)";
@@ -365,35 +394,41 @@ absl::Status CudaRunner::UploadWeights() {
 
 absl::Status CudaRunner::Launch(const SelectedLaunch& sel, llmc_cuda_step_info* info) {
   const ManifestCuda& c = artifact_->manifest().cuda;
-  if (sel.kind == LaunchKind::kCollective) return RunCollective(sel.step, *info);
+  if (sel.kind == LaunchKind::kCollective) {
+    if (const int t = transfer_of_step_[sel.step]; t >= 0)
+      return RunTransfer(transfers_[size_t(t)], *info);
+    return RunCollective(sel.step, *info);
+  }
   size_t k = size_t(c.steps[sel.step].kernel);
   const llmc_cuda_args& args = args_[sel.step];
   const ManifestCudaGemm& gemm = c.kernels[k].gemm;
   if (sel.kind == LaunchKind::kGemmMatmul) {
     cuda::GemmType type =
         c.activation_dtype == "f16" ? cuda::GemmType::kF16 : cuda::GemmType::kBF16;
-    absl::Status st = cublaslt_->Gemm(
-        device_->stream(), type, sel.rows, gemm.n, gemm.k, uintptr_t(args.gemm_a),
-        uintptr_t(args.weights[gemm.weight]), uintptr_t(args.gemm_d), gemm_workspace_,
-        gemm_workspace_bytes_);
+    absl::Status st =
+        cublaslt_->Gemm(device_->stream(), type, sel.rows, gemm.n, gemm.k, uintptr_t(args.gemm_a),
+                        uintptr_t(args.weights[gemm.weight]), uintptr_t(args.gemm_d),
+                        gemm_workspace_, gemm_workspace_bytes_);
     if (st.ok()) return st;
     return absl::Status(st.code(), absl::StrFormat("%s (CUDA step %d, %s)", st.message(), sel.step,
                                                    c.steps[sel.step].name));
   }
-  cuda::CUfunction fn = sel.kind == LaunchKind::kKernel ? functions_[k][sel.launch]
+  cuda::CUfunction fn = sel.kind == LaunchKind::kKernel    ? functions_[k][sel.launch]
                         : sel.kind == LaunchKind::kGemmPre ? gemm_functions_[k][0]
                                                            : gemm_functions_[k][1];
-  const std::string& symbol = sel.kind == LaunchKind::kKernel ? c.kernels[k].launches[sel.launch].symbol
+  const std::string& symbol = sel.kind == LaunchKind::kKernel
+                                  ? c.kernels[k].launches[sel.launch].symbol
                               : sel.kind == LaunchKind::kGemmPre ? gemm.pre
                                                                  : gemm.epi;
   void* params[] = {info, const_cast<llmc_cuda_args*>(&args)};
   const cuda::DriverApi& api = device_->api();
-  cuda::CUresult r = api.cuLaunchKernel(fn, sel.grid[0], sel.grid[1], sel.grid[2], sel.block, 1,
-                                        1, 0, device_->stream(), params, nullptr);
+  cuda::CUresult r = api.cuLaunchKernel(fn, sel.grid[0], sel.grid[1], sel.grid[2], sel.block, 1, 1,
+                                        0, device_->stream(), params, nullptr);
   if (r == cuda::kCudaSuccess) return absl::OkStatus();
-  return api.Check(r, absl::StrFormat("cuLaunchKernel(%s, grid [%d, %d, %d] x %d) of CUDA step %d (%s)",
-                                      symbol, sel.grid[0], sel.grid[1], sel.grid[2], sel.block,
-                                      sel.step, c.steps[sel.step].name));
+  return api.Check(
+      r, absl::StrFormat("cuLaunchKernel(%s, grid [%d, %d, %d] x %d) of CUDA step %d (%s)", symbol,
+                         sel.grid[0], sel.grid[1], sel.grid[2], sel.block, sel.step,
+                         c.steps[sel.step].name));
 }
 
 absl::Status CudaRunner::LaunchProfiled(llmc_cuda_step_info* info) {
@@ -441,9 +476,9 @@ absl::Status CudaRunner::LaunchGraph(llmc_cuda_step_info* info) {
     if (SameStepInfo(g.info, *info) && SameLaunches(g.launches, selected_)) hit = &g;
   if (hit == nullptr) {
     if (graphs_.size() >= kCudaGraphCacheSize) {
-      auto lru = std::min_element(graphs_.begin(), graphs_.end(), [](const Graph& a, const Graph& b) {
-        return a.last_used < b.last_used;
-      });
+      auto lru = std::min_element(
+          graphs_.begin(), graphs_.end(),
+          [](const Graph& a, const Graph& b) { return a.last_used < b.last_used; });
       (void)api.cuGraphExecDestroy(lru->exec);
       (void)api.cuGraphDestroy(lru->graph);
       graphs_.erase(lru);
@@ -468,7 +503,8 @@ absl::Status CudaRunner::LaunchGraph(llmc_cuda_step_info* info) {
     if (r != cuda::kCudaSuccess) {
       (void)api.cuGraphDestroy(g.graph);
       return api.Check(r, absl::StrFormat("cuGraphInstantiateWithFlags (a decode step's CUDA "
-                                          "graph of %d launches)", selected_.size()));
+                                          "graph of %d launches)",
+                                          selected_.size()));
     }
     g.info = *info;
     g.launches = selected_;
@@ -524,6 +560,31 @@ absl::Status CudaRunner::RunCollective(size_t step, const llmc_cuda_step_info& i
   return absl::OkStatus();
 }
 
+absl::Status CudaRunner::RunTransfer(const CudaTransfer& t, const llmc_cuda_step_info& info) {
+  const size_t bytes = size_t(info.num_tokens * t.row_bytes);
+  if (bytes == 0) return absl::OkStatus();
+  transfer_host_.resize(std::max(transfer_host_.size(), bytes));
+  const cuda::CUdeviceptr rows = bindings_.buffers[t.buffer];
+  auto failed = [&](const absl::Status& st) {
+    return absl::Status(st.code(), absl::StrCat(st.message(), " in ", t.Describe()));
+  };
+  if (t.send) {
+    // The rows must be computed before the host can send them.
+    absl::Status st = device_->CopyToHost(transfer_host_.data(), rows, bytes);
+    if (st.ok()) st = nccl_ ? WaitForCollectives(false) : device_->Synchronize();
+    if (st.ok())
+      st = options_.pipeline->Send(transfer_host_.data(), int64_t(bytes), t.peer_rank,
+                                   Communicator::Channel::kActivations);
+    return st.ok() ? st : failed(st);
+  }
+  absl::Status st = options_.pipeline->Recv(transfer_host_.data(), int64_t(bytes), t.peer_rank,
+                                            Communicator::Channel::kActivations);
+  // Synchronized: the host area is reused by the next transfer.
+  if (st.ok()) st = device_->CopyToDevice(rows, transfer_host_.data(), bytes);
+  if (st.ok()) st = device_->Synchronize();
+  return st.ok() ? st : failed(st);
+}
+
 std::string CudaRunner::PendingCollectives(bool events_recorded) const {
   if (events_recorded) {
     const cuda::DriverApi& api = device_->api();
@@ -574,13 +635,15 @@ absl::Status CudaRunner::WaitForCollectives(bool graph) {
 }
 
 absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
-  LLMC_RETURN_IF_ERROR(ValidateStepBatch(batch, {options_.max_batch_tokens, options_.max_logits,
-                                                 options_.num_blocks, options_.block_size, vocab_}));
+  LLMC_RETURN_IF_ERROR(
+      ValidateStepBatch(batch, {options_.max_batch_tokens, options_.max_logits, options_.num_blocks,
+                                options_.block_size, vocab_}));
   const Manifest& m = artifact_->manifest();
   LLMC_RETURN_IF_ERROR(device_->MakeCurrent());
 
   ++steps_;
-  bool graph = options_.cuda_graphs && IsGraphStep(batch);
+  // A pipeline stage's transfers stop the stream for the host: no graphs.
+  bool graph = options_.cuda_graphs && IsGraphStep(batch) && transfers_.empty();
 
   // One upload of the batch's arrays; the area grows (rarely: S and
   // max_blocks vary). A graph step's block tables are padded to a width
@@ -593,8 +656,8 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
   }
   staging_host_.resize(size_t(layout.total));
   PackStaging(batch, layout, staging_host_.data());
-  LLMC_RETURN_IF_ERROR(
-      device_->CopyToDevice(staging_, staging_host_.data(), staging_host_.size() * sizeof(int32_t)));
+  LLMC_RETURN_IF_ERROR(device_->CopyToDevice(staging_, staging_host_.data(),
+                                             staging_host_.size() * sizeof(int32_t)));
   llmc_cuda_step_info info = MakeStepInfo(batch, layout, staging_, options_.block_size);
 
   int64_t max_context = 0;
@@ -602,12 +665,14 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
   // A prefill over a long context splits too: its partials may outgrow the
   // scratch, which every launch's args then point to anew.
   LaunchVars vars = StepLaunchVars(batch);
-  size_t scratch = size_t(AttentionScratchFloats(m.cuda, parsed_, vars, max_context)) * sizeof(float);
+  size_t scratch =
+      size_t(AttentionScratchFloats(m.cuda, parsed_, vars, max_context)) * sizeof(float);
   if (scratch > scratch_bytes_) {
     DropGraphs();  // their launches' args point to the old scratch
-    LLMC_RETURN_IF_ERROR(Grow(scratch, "the split attention scratch", &bindings_.scratch,
-                              &scratch_bytes_));
-    for (llmc_cuda_args& a : args_) a.scratch = reinterpret_cast<float*>(uintptr_t(bindings_.scratch));
+    LLMC_RETURN_IF_ERROR(
+        Grow(scratch, "the split attention scratch", &bindings_.scratch, &scratch_bytes_));
+    for (llmc_cuda_args& a : args_)
+      a.scratch = reinterpret_cast<float*>(uintptr_t(bindings_.scratch));
   }
   int64_t rows = vars.logits;
   LLMC_RETURN_IF_ERROR(SelectLaunches(m.cuda, parsed_, vars, max_context, &selected_));
@@ -620,15 +685,18 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
     for (const SelectedLaunch& sel : selected_) LLMC_RETURN_IF_ERROR(Launch(sel, &info));
   }
 
-  LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.data(),
-                                           bindings_.buffers[size_t(m.logits_buffer)],
-                                           size_t(rows * vocab_) * sizeof(float)));
+  // A pipeline stage before the last has no logits.
+  if (m.logits_buffer >= 0)
+    LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.data(),
+                                             bindings_.buffers[size_t(m.logits_buffer)],
+                                             size_t(rows * vocab_) * sizeof(float)));
   // A partitioned step waits with a deadline: a peer that died or hangs
   // would otherwise leave this stream (and Synchronize) waiting forever.
   if (nccl_) LLMC_RETURN_IF_ERROR(WaitForCollectives(graph));
   // Errors of the launches surface here (the driver reports them late).
   LLMC_RETURN_IF_ERROR(device_->Synchronize());
   if (!event_kernels_.empty()) LLMC_RETURN_IF_ERROR(ReadProfile());
+  if (m.logits_buffer < 0) return nullptr;
   return logits_.data();
 }
 

@@ -31,24 +31,6 @@ int64_t HostRunner::kv_cache_bytes() const {
   return bytes;
 }
 
-absl::Status HostRunner::CheckWorld(const Artifact& artifact, const RunnerOptions& options) {
-  const ManifestMesh& mesh = artifact.manifest().mesh;
-  const int64_t ranks = mesh.tp * mesh.pp;
-  const Communicator* world = options.pipeline ? options.pipeline : options.communicator;
-  const int size = world ? world->size() : 1;
-  if (ranks > 1 && size != ranks)
-    return absl::FailedPreconditionError(
-        absl::StrFormat("%s is split over %d ranks (llmc compile --tp %d --pp %d): start it as "
-                        "`mpirun -np %d llmc-rt ...`; this process is one rank of %d",
-                        artifact.dir(), ranks, mesh.tp, mesh.pp, ranks, size));
-  if (mesh.pp > 1 && (options.pipeline == nullptr || options.communicator == nullptr ||
-                      options.communicator->size() != mesh.tp))
-    return absl::InternalError(absl::StrFormat(
-        "%s: a pipeline stage needs the world and its %d-rank tensor-parallel group",
-        artifact.dir(), mesh.tp));
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& artifact,
                                                                const RunnerOptions& options) {
   const Manifest& m = artifact.manifest();
@@ -68,18 +50,9 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
 
   // A partitioned artifact runs as one rank of a world of tp * pp ranks.
   const ManifestMesh& mesh = m.mesh;
-  LLMC_RETURN_IF_ERROR(CheckWorld(artifact, options));
+  LLMC_RETURN_IF_ERROR(CheckRankWorld(artifact, options));
   const int64_t kv_heads = mesh.tp * mesh.pp > 1 ? mesh.kv_heads : c.num_kv_heads;
-  // A pipeline stage holds only its own layers' caches; every stage has as
-  // many blocks (one scheduler's block tables index them all), sized for
-  // the stage with the most layers.
-  int64_t layers = c.num_layers, sizing_layers = c.num_layers;
-  if (mesh.pp > 1) {
-    layers = mesh.stages[size_t(mesh.stage)].num_layers;
-    sizing_layers = 0;
-    for (const ManifestStage& st : mesh.stages)
-      sizing_layers = std::max(sizing_layers, st.num_layers);
-  }
+  const CacheLayers layers = CacheLayersOf(m);
 
   auto runner = std::unique_ptr<HostRunner>(new HostRunner());
   runner->artifact_ = &artifact;
@@ -92,7 +65,7 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
   if (o.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
   LLMC_ASSIGN_OR_RETURN(
       o.num_blocks, KvCacheBlocks(o,
-                                  KvBytesPerBlock(sizing_layers, kv_heads, c.head_dim, o.block_size,
+                                  KvBytesPerBlock(layers.sizing, kv_heads, c.head_dim, o.block_size,
                                                   int64_t(sizeof(float))),
                                   c.max_position, /*free_device_bytes=*/-1));
   runner->vocab_ = c.vocab_size;
@@ -119,7 +92,7 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
     runner->buffers_.emplace_back(size_t(rows * b.row_bytes / int64_t(sizeof(float))));
   }
   size_t cache_bytes = size_t(o.num_blocks * o.block_size * kv_heads * c.head_dim) * sizeof(float);
-  for (int64_t l = 0; l < 2 * layers; ++l) {
+  for (int64_t l = 0; l < 2 * layers.held; ++l) {
     void* p =
         mmap(nullptr, cache_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -147,9 +120,9 @@ absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Artifact& a
     for (int64_t b : s.buffers) launch.buffers.push_back(runner->buffers_[size_t(b)].data());
     for (int64_t w : s.weights) launch.weights.push_back(artifact.weight_data(w));
     for (int64_t layer : s.caches) {
-      if (layer < 0 || layer >= layers)
+      if (layer < 0 || layer >= layers.held)
         return absl::FailedPreconditionError(absl::StrFormat(
-            "%s: step binds KV cache %d of %d layers", artifact.dir(), layer, layers));
+            "%s: step binds KV cache %d of %d layers", artifact.dir(), layer, layers.held));
       launch.caches.push_back(runner->caches_[size_t(2 * layer)].data);
       launch.caches.push_back(runner->caches_[size_t(2 * layer + 1)].data);
     }

@@ -1,5 +1,8 @@
 #include "llmc/runtime/exec/step_runner.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
 #include "llmc/core/status_macros.h"
 #include "llmc/runtime/dist/communicator.h"
 #include "llmc/runtime/exec/cuda_runner.h"
@@ -7,6 +10,38 @@
 #include "llmc/runtime/exec/rank_device.h"
 
 namespace llmc {
+
+const Communicator* RankWorld(const RunnerOptions& options) {
+  return options.pipeline ? options.pipeline : options.communicator;
+}
+
+absl::Status CheckRankWorld(const Artifact& artifact, const RunnerOptions& options) {
+  const ManifestMesh& mesh = artifact.manifest().mesh;
+  const int64_t ranks = mesh.tp * mesh.pp;
+  const Communicator* world = RankWorld(options);
+  const int size = world ? world->size() : 1;
+  if (ranks > 1 && size != ranks)
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s is split over %d ranks (llmc compile --tp %d --pp %d): start it as "
+                        "`mpirun -np %d llmc-rt ...`; this process is one rank of %d",
+                        artifact.dir(), ranks, mesh.tp, mesh.pp, ranks, size));
+  if (mesh.pp > 1 && (options.pipeline == nullptr || options.communicator == nullptr ||
+                      options.communicator->size() != mesh.tp))
+    return absl::InternalError(absl::StrFormat(
+        "%s: a pipeline stage needs the world and its %d-rank tensor-parallel group",
+        artifact.dir(), mesh.tp));
+  return absl::OkStatus();
+}
+
+CacheLayers CacheLayersOf(const Manifest& m) {
+  CacheLayers l{m.model.num_layers, m.model.num_layers};
+  if (m.mesh.pp > 1) {
+    l.held = m.mesh.stages[size_t(m.mesh.stage)].num_layers;
+    l.sizing = 0;
+    for (const ManifestStage& st : m.mesh.stages) l.sizing = std::max(l.sizing, st.num_layers);
+  }
+  return l;
+}
 
 absl::StatusOr<std::unique_ptr<StepRunner>> CreateStepRunner(const Artifact& artifact,
                                                              const RunnerOptions& options,
@@ -17,13 +52,14 @@ absl::StatusOr<std::unique_ptr<StepRunner>> CreateStepRunner(const Artifact& art
   }
   cuda::CudaDeviceOptions device_options;
   if (choice.device) device_options.ordinal = choice.device->ordinal;
-  // Each rank of a partitioned artifact on its own GPU of the node.
-  const Communicator* comm = options.communicator;
+  // Each rank of a partitioned artifact (of every stage) on its own GPU of
+  // the node.
+  const Communicator* comm = RankWorld(options);
   if (comm && comm->size() > 1 && choice.device)
     device_options.ordinal = RankDeviceOrdinal(comm->rank(), choice.device->device_count);
   LLMC_ASSIGN_OR_RETURN(auto device, cuda::CudaDevice::Open(device_options));
-  LLMC_ASSIGN_OR_RETURN(auto runner,
-                        CudaRunner::Create(artifact, options, choice.cuda_target, std::move(device)));
+  LLMC_ASSIGN_OR_RETURN(
+      auto runner, CudaRunner::Create(artifact, options, choice.cuda_target, std::move(device)));
   return std::unique_ptr<StepRunner>(std::move(runner));
 }
 

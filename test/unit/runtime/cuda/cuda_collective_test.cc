@@ -163,5 +163,57 @@ TEST(CudaCollectiveTest, PlansTheExecutorCannotRunNameTheStep) {
               {"activation type 'i8' is not bf16, f16 or f32"});
 }
 
+// Stage 1 of a TP=2 x PP=2 plan: the hidden state received from stage 0
+// into buffer 0, in the activation type.
+Manifest StageManifest(const std::string& act = "f16") {
+  Manifest m;
+  m.cuda.activation_dtype = act;
+  m.buffers = {{"hidden", "tokens", 512, "f32", 128}, {"logits", "logits", 1204, "f32", 301}};
+  m.logits_buffer = 1;
+  m.mesh.tp = 2;
+  m.mesh.pp = 2;
+  ManifestStep recv{-1, {0}, {}, {}, "recv", "recv", 0, 128};
+  recv.peer = 0;
+  m.cuda.steps = {recv};
+  return m;
+}
+
+TEST(CudaTransferTest, ReceivesTokenRowsInTheActivationTypeFromItsTpPeer) {
+  auto t = MakeCudaTransfer(StageManifest(), 0, /*tp_rank=*/1);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_FALSE(t->send);
+  EXPECT_EQ(t->buffer, 0u);
+  EXPECT_EQ(t->row_bytes, 128 * 2);
+  EXPECT_EQ(t->peer_rank, 1);  // stage 0's TP rank 1 is world rank 0 * 2 + 1
+  EXPECT_EQ(t->Describe(), "CUDA step 0 (recv of 256 bytes per token row from rank 1)");
+  auto f32 = MakeCudaTransfer(StageManifest("f32"), 0, 0);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  EXPECT_EQ(f32->row_bytes, 128 * 4);
+  EXPECT_EQ(f32->peer_rank, 0);
+}
+
+TEST(CudaTransferTest, RefusesWhatIsNoPipelineTransfer) {
+  auto edit = [](auto change) {
+    Manifest m = StageManifest();
+    change(m);
+    return m;
+  };
+  ExpectError(MakeCudaTransfer(edit([](Manifest& m) { m.mesh.pp = 1; }), 0, 0),
+              {"CUDA step 0 (recv)", "without stages"});
+  ExpectError(MakeCudaTransfer(edit([](Manifest& m) {
+                                 m.cuda.steps[0].buffers = {0, 1};
+                               }),
+                               0, 0),
+              {"binds one buffer"});
+  ExpectError(MakeCudaTransfer(edit([](Manifest& m) { m.cuda.steps[0].buffers = {1}; }), 0, 0),
+              {"buffer 'logits' is not of token rows"});
+  ExpectError(
+      MakeCudaTransfer(edit([](Manifest& m) { m.cuda.steps[0].out_row_elems = 129; }), 0, 0),
+      {"rows of 129 elements do not fit buffer 'hidden' (128)"});
+  ExpectError(
+      MakeCudaTransfer(edit([](Manifest& m) { m.cuda.steps[0].collective = "scatter"; }), 0, 0),
+      {"not a pipeline transfer"});
+}
+
 }  // namespace
 }  // namespace llmc

@@ -52,6 +52,27 @@ struct CudaCollective {
 // fill.
 absl::StatusOr<CudaCollective> MakeCudaCollective(const Manifest& m, size_t step, int64_t ranks);
 
+// A pipeline stage's `send` or `recv` entry (buffers [hidden state], a
+// neighbour stage as `peer`): the step's token rows of the buffer, in its
+// device element type, to or from the same tensor-parallel rank of that
+// stage (world rank peer * tp + this rank's tp rank), staged through host
+// memory and the world communicator.
+struct CudaTransfer {
+  size_t step = 0;  // into cuda.steps
+  bool send = false;
+  size_t buffer = 0;
+  int peer_rank = -1;  // in the world
+  int64_t row_bytes = 0;
+
+  // "CUDA step 0 (recv of 128 f16 per token row from rank 0)".
+  std::string Describe() const;
+};
+
+// The transfer of cuda.steps[step] for tensor-parallel rank `tp_rank`.
+// FailedPrecondition naming the step for a binding other than one buffer of
+// token rows, an artifact without stages, or a row wider than the buffer.
+absl::StatusOr<CudaTransfer> MakeCudaTransfer(const Manifest& m, size_t step, int tp_rank);
+
 // Elements one rank sends: rows x in_row_elems (an all-reduce: also what
 // it receives).
 int64_t CollectiveElements(const CudaCollective& c, int64_t rows);

@@ -5,10 +5,10 @@
 // whose `when` holds, and one download of the logits rows.
 //
 // Memory: every buffer in cuda.activation_dtype (those of logits rows in
-// f32: the logits, a TP rank's slice of them), rows as on the host (max_batch_tokens or max_logits); per layer K and V,
-// each [num_blocks, block_size, kv_heads, head_dim] in the activation type,
-// zero-initialised; f32 scratch for split attention's partials (sized at load
-// for a decode step at full context, grown when a larger step needs more).
+// f32: the logits, a TP rank's slice of them), rows as on the host (max_batch_tokens or
+// max_logits); per layer K and V, each [num_blocks, block_size, kv_heads, head_dim] in the
+// activation type, zero-initialised; f32 scratch for split attention's partials (sized at load for
+// a decode step at full context, grown when a larger step needs more).
 //
 // With RunnerOptions.cuda_graphs, a decode step (IsGraphStep) is captured
 // into a CUDA graph the first time its launches and step info occur, and
@@ -27,8 +27,17 @@
 // $LLMC_NCCL_TIMEOUT seconds (30 by default): a collective that fails or
 // never completes (a peer died or hangs) aborts the communicator and ends
 // every rank (EndWorldOnError) with a message naming the step. CUDA graphs
-// capture the collectives with the launches. Pipeline-parallel artifacts
-// (mesh.pp > 1) are refused.
+// capture the collectives with the launches.
+//
+// A pipeline stage (mesh.pp > 1) runs as one rank of RunnerOptions.pipeline's
+// world (tp * pp ranks), its collectives within RunnerOptions.communicator
+// (the stage's tensor-parallel group), and holds only its own layers' KV
+// cache. Its `recv` and `send` entries move the hidden state's rows through
+// host memory and the world (cuda_collective.h, CudaTransfer): the stream
+// synchronizes before a send, so such steps run launch by launch, never as
+// CUDA graphs. A stage before the last has no logits: Step returns null.
+// Every rank of a partitioned world takes the fewest KV blocks any rank
+// could hold, since rank 0's scheduler hands out block ids for all.
 //
 // With RunnerOptions.gemm "cublaslt" or "auto" (and a tune file measured on
 // this device), the GEMMs the artifact offers to cuBLASLt (16-bit weights in
@@ -60,8 +69,7 @@ class CudaRunner : public StepRunner {
   // `device`, which the runner keeps (and closes last). RunnerOptions.threads
   // is ignored. FailedPrecondition when cuda_graphs is set and the driver
   // lacks the graph functions, when a partitioned artifact's world is not
-  // its mesh, or when NCCL cannot be loaded; Unimplemented for pipeline
-  // stages.
+  // its mesh, or when NCCL cannot be loaded.
   static absl::StatusOr<std::unique_ptr<CudaRunner>> Create(
       const Artifact& artifact, const RunnerOptions& options, const std::string& target,
       std::unique_ptr<cuda::CudaDevice> device);
@@ -116,6 +124,8 @@ class CudaRunner : public StepRunner {
   absl::Status SetUpCollectives();
   // Enqueues the collective of step entry `step` over the step's rows.
   absl::Status RunCollective(size_t step, const llmc_cuda_step_info& info);
+  // A pipeline stage's send or receive of the step's token rows.
+  absl::Status RunTransfer(const CudaTransfer& t, const llmc_cuda_step_info& info);
   // Polls the stream until the step's work is done, NCCL's asynchronous
   // error and the deadline checked between polls.
   absl::Status WaitForCollectives(bool graph);
@@ -145,19 +155,19 @@ class CudaRunner : public StepRunner {
   std::unique_ptr<cuda::Module> module_;
   std::vector<cuda::CUdeviceptr> allocations_;  // freed by the destructor
   CudaBindings bindings_;
-  std::vector<std::vector<ParsedLaunch>> parsed_;      // per cuda kernel, per launch
+  std::vector<std::vector<ParsedLaunch>> parsed_;         // per cuda kernel, per launch
   std::vector<std::vector<cuda::CUfunction>> functions_;  // likewise
-  std::vector<llmc_cuda_args> args_;                   // per cuda step, packed at load
+  std::vector<llmc_cuda_args> args_;                      // per cuda step, packed at load
   // The step's staging: host copy and device area (grown when a batch needs more).
   std::vector<int32_t> staging_host_;
   cuda::CUdeviceptr staging_ = 0;
   size_t staging_bytes_ = 0;
-  size_t scratch_bytes_ = 0;      // of bindings_.scratch
+  size_t scratch_bytes_ = 0;  // of bindings_.scratch
   std::vector<SelectedLaunch> selected_;
   std::vector<SelectedLaunch> selected_scratch_;  // ApplyGemmPolicy's, reused
-  std::vector<Graph> graphs_;     // with options_.cuda_graphs; destroyed before the device
-  uint64_t steps_ = 0;            // Step calls, for the graphs' last use
-  std::vector<float> logits_;     // [max_logits, vocab], what Step returns
+  std::vector<Graph> graphs_;  // with options_.cuda_graphs; destroyed before the device
+  uint64_t steps_ = 0;         // Step calls, for the graphs' last use
+  std::vector<float> logits_;  // [max_logits, vocab], what Step returns
   // cuBLASLt GEMMs.
   std::unique_ptr<cuda::CublasLt> cublaslt_;  // destroyed before the device
   GemmPolicy gemm_policy_;
@@ -176,7 +186,11 @@ class CudaRunner : public StepRunner {
   std::vector<cuda::CUdeviceptr> gather_scratch_;  // per collective (all-gathers only)
   std::vector<cuda::CUevent> collective_events_;   // per collective: recorded after it
   double collective_timeout_s_ = 30;
-  bool capturing_ = false;  // a graph capture is under way (no events recorded)
+  // Pipeline stages (empty otherwise).
+  std::vector<CudaTransfer> transfers_;
+  std::vector<int> transfer_of_step_;  // per cuda step: into transfers_, or -1
+  std::vector<char> transfer_host_;    // the rows on their way through host memory
+  bool capturing_ = false;             // a graph capture is under way (no events recorded)
 };
 
 }  // namespace llmc

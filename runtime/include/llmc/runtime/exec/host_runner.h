@@ -43,9 +43,6 @@ class HostRunner : public StepRunner {
   int64_t kv_cache_bytes() const override;
 
  private:
-  // The world has the artifact's tp * pp ranks, and a pipeline stage its
-  // tensor-parallel group.
-  static absl::Status CheckWorld(const Artifact& artifact, const RunnerOptions& options);
   HostRunner() = default;
   absl::Status Validate(const StepBatch& batch) const;
 

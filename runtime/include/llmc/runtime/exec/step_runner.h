@@ -93,6 +93,24 @@ class StepRunner {
       absl::FailedPreconditionError("Collect: no step was submitted");
 };
 
+// The world this rank's runner belongs to: the pipeline's (all stages) or
+// the tensor-parallel group's; null for a process of its own.
+const Communicator* RankWorld(const RunnerOptions& options);
+
+// A partitioned artifact runs as one rank of a world of tp * pp ranks:
+// FailedPrecondition naming the mpirun command when the world has another
+// size, Internal when a pipeline stage lacks its tensor-parallel group.
+absl::Status CheckRankWorld(const Artifact& artifact, const RunnerOptions& options);
+
+// The layers whose K/V this rank's cache holds (a pipeline stage holds only
+// its own), and the count that sizes the cache: every stage has as many
+// blocks (one scheduler's block tables index them all), so the stage with
+// the most layers sizes it.
+struct CacheLayers {
+  int64_t held = 0, sizing = 0;
+};
+CacheLayers CacheLayersOf(const Manifest& m);
+
 // The runner `choice` names (ChooseBackend's answer; a default BackendChoice
 // is the host). A CUDA runner opens device 0 with the process's driver.
 absl::StatusOr<std::unique_ptr<StepRunner>> CreateStepRunner(const Artifact& artifact,

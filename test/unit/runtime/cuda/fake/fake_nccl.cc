@@ -11,9 +11,12 @@
 //
 // Like the fake driver, it refuses misuse loudly (stderr, and the NCCL error
 // the real library would give, with ncclGetLastError's text):
-//   - ncclCommInitRank outside an MPI world, with a size or rank that is not
-//     the MPI world's, or with a unique id that is not the one every rank got
-//     (rank 0's, broadcast: checked by gathering them);
+//   - ncclCommInitRank outside an MPI world, with a unique id that not
+//     exactly `nranks` ranks of the world got (rank 0's, broadcast: checked
+//     by gathering every world rank's), or a rank that is not its place in
+//     the comm. The ranks with one id form a comm of their own: the whole
+//     world, or a pipeline stage's tensor-parallel group (every world rank
+//     inits at once, as the runtime's do at load);
 //   - a collective on a comm that is not one (or destroyed, or aborted), of a
 //     type other than f16/bf16/f32 (all llmc moves), an op other than sum, a
 //     count of 0, a null pointer, a buffer that does not lie within one fake
@@ -426,7 +429,7 @@ API Result ncclCommInitRank(Comm** out, int nranks, UniqueId id, int rank) {
   int world_size = 0, world_rank = -1;
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  if (nranks != world_size || rank != world_rank)
+  if (nranks < 1 || nranks > world_size || rank < 0 || rank >= nranks)
     return Fail(kInvalidArgument,
                 "ncclCommInitRank(%d ranks, rank %d) in an MPI world of %d ranks where this is "
                 "rank %d",
@@ -443,19 +446,36 @@ API Result ncclCommInitRank(Comm** out, int nranks, UniqueId id, int rank) {
     delete c;
     return Fail(kSystemError, "ncclCommInitRank: MPI_Comm_dup failed");
   }
-  std::vector<UniqueId> ids(static_cast<size_t>(nranks));
+  // Every world rank's id (within the deadline), then the world split by
+  // id: the comm is the ranks that got this one, ordered by their `rank`.
+  std::vector<UniqueId> ids(static_cast<size_t>(world_size));
   if (!Gather(c, &id, ids.data(), sizeof id)) {
+    MPI_Comm_free(&c->mpi);
     delete c;
     return Fail(kRemoteError, "ncclCommInitRank: a peer did not join within %g s", Timeout());
   }
-  for (int r = 0; r < nranks; ++r)
-    if (std::memcmp(&ids[size_t(r)], &id, sizeof id) != 0) {
-      delete c;
-      return Fail(kInvalidUsage,
-                  "ncclCommInitRank: rank %d's unique id differs from rank %d's: the id was not "
-                  "broadcast from one rank",
-                  r, rank);
+  int color = -1, members = 0;
+  for (int r = 0; r < world_size; ++r)
+    if (std::memcmp(&ids[size_t(r)], &id, sizeof id) == 0) {
+      if (color < 0) color = r;
+      ++members;
     }
+  MPI_Comm group = MPI_COMM_NULL;
+  int group_rank = -1;
+  const bool split = MPI_Comm_split(c->mpi, color, rank, &group) == MPI_SUCCESS;
+  if (split) MPI_Comm_rank(group, &group_rank);
+  MPI_Comm_free(&c->mpi);
+  c->mpi = group;
+  if (!split || members != nranks || group_rank != rank) {
+    if (split) MPI_Comm_free(&c->mpi);
+    delete c;
+    if (!split) return Fail(kSystemError, "ncclCommInitRank: MPI_Comm_split failed");
+    return Fail(kInvalidUsage,
+                "ncclCommInitRank(%d ranks, rank %d): %d ranks of the MPI world got its unique id "
+                "and it is rank %d among them: the id was not broadcast from one rank to the "
+                "comm's ranks, or two ranks claim one place",
+                nranks, rank, members, group_rank);
+  }
   if (const char* prefix = std::getenv("FAKE_NCCL_LOG")) {
     std::string path = std::string(prefix) + ".rank" + std::to_string(rank);
     c->log = std::fopen(path.c_str(), "a");
