@@ -20,6 +20,8 @@
 #            (mpirun -np 2, NCCL) against its TP=1 artifact on one, when
 #            nvidia-smi lists 2+ GPUs and mpirun is there (else it says why
 #            it is skipped).
+#   stage 4  pipeline parallelism: the payload's PP=2 artifact as two ranks
+#            (on one GPU when there is one) against its TP=1 artifact
 #
 #   scripts/gpu-check.sh [--no-timing] [--skip-kernels] [--skip-e2e] [--skip-tp]
 #
@@ -142,6 +144,38 @@ if (( ! skip_e2e )); then
   python3 test/gpu/e2e_check.py "$payload" "${timing[@]}" || { s=$?; (( s > status )) && status=$s; }
 fi
 
+# The logits in DIR/NAME.f32 for each NAME (the runs of LABEL, the last
+# with --cuda-graphs) against DIR/tp1.f32 and the float64 reference: bf16
+# tolerance, max |got - tp1| / max |tp1| per row < 2e-2, top-1 >= 0.98.
+compare_to_tp1() {
+  python3 - "$@" <<'PY'
+import sys
+import numpy as np
+d, ref, label, *names = sys.argv[1:]
+r = np.load(ref)
+want, prefill = r["logits"].astype(np.float64), int(r["prefill"])
+rows, vocab = want.shape
+get = lambda n: np.fromfile(f"{d}/{n}.f32", dtype=np.float32).reshape(rows, vocab).astype(np.float64)
+def err(a, b):
+    return np.abs(a - b).max(axis=1) / np.maximum(np.abs(b).max(axis=1), 1e-30)
+tp1, ok = get("tp1"), True
+for name in names:
+    got = get(name)
+    e, e_ref = err(got, tp1), err(got, want)
+    top1 = float((got.argmax(1) == tp1.argmax(1)).mean())
+    good = bool(np.isfinite(got).all()) and e.max() < 2e-2 and top1 >= 0.98 and e_ref.max() < 2e-2
+    ok &= good
+    same = open(f"{d}/{name}.f32", "rb").read() == open(f"{d}/tp1.f32", "rb").read()
+    print(f"{'PASS' if good else 'FAIL'} {label}{' --cuda-graphs' if 'graphs' in name else ''} vs "
+          f"TP=1 (bf16): max rel err {e.max():.2e} (prefill {e[:prefill].max():.2e}, decode "
+          f"{e[prefill:].max():.2e}), top-1 {top1:.3f}{', the same bytes' if same else ''}; vs "
+          f"float64 reference {e_ref.max():.2e} (TP=1: {err(tp1, want).max():.2e})")
+same = open(f"{d}/{names[0]}.f32", "rb").read() == open(f"{d}/{names[-1]}.f32", "rb").read()
+print(f"     {label} with and without CUDA graphs: {'the same bytes' if same else 'different bytes'}")
+sys.exit(0 if ok else 1)
+PY
+}
+
 # Stage 3: a TP=2 artifact on two GPUs, its collectives through NCCL (the
 # CUDA executor dlopens libnccl.so.2), against TP=1 on one GPU: a prefill of
 # 40 tokens and 24 decode steps, launch by launch and with --cuda-graphs.
@@ -187,31 +221,40 @@ import numpy as np; r = np.load('$ref'); print(','.join(map(str, r['tokens'].tol
     -o "$dir/tp2.f32" || return 2
   env "${env[@]}" "${mpi[@]}" "$payload/bin/llmc-rt" logits "$tp2" "${args[@]}" --cuda-graphs \
     -o "$dir/tp2-graphs.f32" || return 2
-  python3 - "$dir" "$ref" <<'PY'
-import sys
-import numpy as np
-d, ref = sys.argv[1:]
-r = np.load(ref)
-want, prefill = r["logits"].astype(np.float64), int(r["prefill"])
-rows, vocab = want.shape
-get = lambda n: np.fromfile(f"{d}/{n}.f32", dtype=np.float32).reshape(rows, vocab).astype(np.float64)
-def err(a, b):
-    return np.abs(a - b).max(axis=1) / np.maximum(np.abs(b).max(axis=1), 1e-30)
-tp1, ok = get("tp1"), True
-for name in ("tp2", "tp2-graphs"):
-    got = get(name)
-    e, e_ref = err(got, tp1), err(got, want)
-    top1 = float((got.argmax(1) == tp1.argmax(1)).mean())
-    good = bool(np.isfinite(got).all()) and e.max() < 2e-2 and top1 >= 0.98 and e_ref.max() < 2e-2
-    ok &= good
-    print(f"{'PASS' if good else 'FAIL'} TP=2{' --cuda-graphs' if 'graphs' in name else ''} vs "
-          f"TP=1 (bf16): max rel err {e.max():.2e} (prefill {e[:prefill].max():.2e}, decode "
-          f"{e[prefill:].max():.2e}), top-1 {top1:.3f}; vs float64 reference {e_ref.max():.2e} "
-          f"(TP=1: {err(tp1, want).max():.2e})")
-same = open(f"{d}/tp2.f32", "rb").read() == open(f"{d}/tp2-graphs.f32", "rb").read()
-print(f"     TP=2 with and without CUDA graphs: {'the same bytes' if same else 'different bytes'}")
-sys.exit(0 if ok else 1)
-PY
+  compare_to_tp1 "$dir" "$ref" TP=2 tp2 tp2-graphs
+  local s=$?
+  rm -rf "$dir"
+  return $s
+}
+# Stage 4: a PP=2 artifact, its two stages as two ranks on the GPUs there
+# are (both on GPU 0 of a one-GPU machine), the hidden state sent between
+# them through host memory and MPI: against TP=1, as stage 3 (on the
+# emulation the bytes are TP=1's).
+pp_check() {
+  local tp1="$payload/synth/qwen2-bias-bf16.llmc" pp2="$payload/tp/qwen2-bias-bf16-pp2.llmc"
+  local ref="$payload/synth/qwen2-bias-bf16.ref.npz"
+  if ! command -v mpirun >/dev/null; then
+    echo "skipped: PP=2 runs its ranks under mpirun, and this machine has none (install openmpi-bin)"
+    return 0
+  fi
+  if [[ ! -d "$pp2" || ! -d "$tp1" || ! -f "$ref" ]]; then
+    echo "skipped: the payload has no PP=2 artifact (rebuild it with scripts/gpu-payload.sh)"
+    return 0
+  fi
+  local env=(LD_LIBRARY_PATH="$payload/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LLMC_NO_EXEC_RT=1)
+  local mpi=(mpirun -np 2 --oversubscribe -x LD_LIBRARY_PATH -x LLMC_NO_EXEC_RT)
+  (( EUID == 0 )) && mpi+=(--allow-run-as-root)
+  local dir tokens prefill
+  dir=$(mktemp -d)
+  read -r tokens prefill < <(python3 -c "
+import numpy as np; r = np.load('$ref'); print(','.join(map(str, r['tokens'].tolist())), int(r['prefill']))")
+  local args=(--tokens "$tokens" --prefill "$prefill" --backend=cuda --no-verify)
+  env "${env[@]}" "$payload/bin/llmc-rt" logits "$tp1" "${args[@]}" -o "$dir/tp1.f32" || return 2
+  env "${env[@]}" "${mpi[@]}" "$payload/bin/llmc-rt" logits "$pp2" "${args[@]}" \
+    -o "$dir/pp2.f32" || return 2
+  env "${env[@]}" "${mpi[@]}" "$payload/bin/llmc-rt" logits "$pp2" "${args[@]}" --cuda-graphs \
+    -o "$dir/pp2-graphs.f32" || return 2
+  compare_to_tp1 "$dir" "$ref" PP=2 pp2 pp2-graphs
   local s=$?
   rm -rf "$dir"
   return $s
@@ -219,5 +262,7 @@ PY
 if (( ! skip_tp )); then
   echo "=== stage 3: tensor parallelism, TP=2 on two GPUs (mpirun, NCCL) ==="
   tp_check || { s=$?; (( s > status )) && status=$s; }
+  echo "=== stage 4: pipeline parallelism, PP=2 (mpirun; stages share a GPU when there is one) ==="
+  pp_check || { s=$?; (( s > status )) && status=$s; }
 fi
 exit $status

@@ -23,6 +23,8 @@
 #     tp/qwen2-bias-bf16-tp2.llmc synth/qwen2-bias-bf16 compiled with --tp 2
 #                                 (gpu-check.sh's TP=2 check: two GPUs, mpirun,
 #                                 NCCL; TP=1 is synth/qwen2-bias-bf16.llmc)
+#     tp/qwen2-bias-bf16-pp2.llmc the same with --pp 2 (gpu-check.sh's PP=2
+#                                 check: two ranks, one GPU is enough)
 #     lib/mpi-fallback/*.so       the Open MPI libraries llmc-rt links, for a
 #                                 GPU machine without Open MPI (gpu-check.sh
 #                                 adds them only when the loader lacks
@@ -133,7 +135,9 @@ $synth --format hf --out "$tmp/w4" --seed 12 --hidden 256 --intermediate 512 --h
 mkdir -p "$out/tp"
 "$llmc" compile "$out/synth/qwen2-bias-bf16.model" --tp 2 --target="host,$archs" \
   --host-activations=f32 -o "$out/tp/qwen2-bias-bf16-tp2.llmc" 2>/dev/null
-echo "gpu-payload: TP=2 artifact ($(du -sk "$out/tp" | cut -f1) KiB)"
+"$llmc" compile "$out/synth/qwen2-bias-bf16.model" --pp 2 --target="host,$archs" \
+  --host-activations=f32 -o "$out/tp/qwen2-bias-bf16-pp2.llmc" 2>/dev/null
+echo "gpu-payload: TP=2 and PP=2 artifacts ($(du -sk "$out/tp" | cut -f1) KiB)"
 
 size=$(du -sm "$out" | cut -f1)
 echo "gpu-payload: $out is ${size} MiB"
