@@ -176,26 +176,51 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# Runs LABEL's artifact (ARTIFACT under `mpirun -np 2`) and the TP=1 one on
+# the payload's reference tokens, launch by launch and with --cuda-graphs,
+# and compares (compare_to_tp1). Says why it skips without mpirun or the
+# artifacts; exit 2 when a run fails.
+ranks_vs_tp1() {
+  local label=$1 art=$2 name=$3
+  local tp1="$payload/synth/qwen2-bias-bf16.llmc" ref="$payload/synth/qwen2-bias-bf16.ref.npz"
+  if ! command -v mpirun >/dev/null; then
+    echo "skipped: $label runs its ranks under mpirun, and this machine has none (install openmpi-bin)"
+    return 0
+  fi
+  if [[ ! -d "$art" || ! -d "$tp1" || ! -f "$ref" ]]; then
+    echo "skipped: the payload has no $label artifact (rebuild it with scripts/gpu-payload.sh)"
+    return 0
+  fi
+  local env=(LD_LIBRARY_PATH="$payload/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LLMC_NO_EXEC_RT=1)
+  local mpi=(mpirun -np 2 --oversubscribe -x LD_LIBRARY_PATH -x LLMC_NO_EXEC_RT)
+  [[ -n "${LLMC_NCCL_LIBRARY:-}" ]] && mpi+=(-x LLMC_NCCL_LIBRARY)
+  (( EUID == 0 )) && mpi+=(--allow-run-as-root)
+  local dir tokens prefill
+  dir=$(mktemp -d)
+  read -r tokens prefill < <(python3 -c "
+import numpy as np; r = np.load('$ref'); print(','.join(map(str, r['tokens'].tolist())), int(r['prefill']))")
+  local args=(--tokens "$tokens" --prefill "$prefill" --backend=cuda --no-verify)
+  env "${env[@]}" "$payload/bin/llmc-rt" logits "$tp1" "${args[@]}" -o "$dir/tp1.f32" || return 2
+  env "${env[@]}" "${mpi[@]}" "$payload/bin/llmc-rt" logits "$art" "${args[@]}" \
+    -o "$dir/$name.f32" || return 2
+  env "${env[@]}" "${mpi[@]}" "$payload/bin/llmc-rt" logits "$art" "${args[@]}" --cuda-graphs \
+    -o "$dir/$name-graphs.f32" || return 2
+  compare_to_tp1 "$dir" "$ref" "$label" "$name" "$name-graphs"
+  local s=$?
+  rm -rf "$dir"
+  return $s
+}
+
 # Stage 3: a TP=2 artifact on two GPUs, its collectives through NCCL (the
 # CUDA executor dlopens libnccl.so.2), against TP=1 on one GPU: a prefill of
 # 40 tokens and 24 decode steps, launch by launch and with --cuda-graphs.
 # Tolerance as for bf16 elsewhere: max |tp2 - tp1| / max |tp1| per row
 # < 2e-2, top-1 >= 0.98; both also against the float64 reference.
 tp_check() {
-  local tp1="$payload/synth/qwen2-bias-bf16.llmc" tp2="$payload/tp/qwen2-bias-bf16-tp2.llmc"
-  local ref="$payload/synth/qwen2-bias-bf16.ref.npz"
   local gpus
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
   if (( gpus < 2 )); then
     echo "skipped: TP=2 needs 2 GPUs, this machine has ${gpus:-0}"
-    return 0
-  fi
-  if ! command -v mpirun >/dev/null; then
-    echo "skipped: TP=2 runs its ranks under mpirun, and this machine has none (install openmpi-bin)"
-    return 0
-  fi
-  if [[ ! -d "$tp2" || ! -d "$tp1" || ! -f "$ref" ]]; then
-    echo "skipped: the payload has no TP=2 artifact (rebuild it with scripts/gpu-payload.sh)"
     return 0
   fi
   if [[ -z "${LLMC_NCCL_LIBRARY:-}" ]]; then
@@ -207,58 +232,15 @@ tp_check() {
     done
   fi
   echo "NCCL: ${LLMC_NCCL_LIBRARY:-none found here, the loader searches (libnccl.so.2)}"
-  local env=(LD_LIBRARY_PATH="$payload/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LLMC_NO_EXEC_RT=1)
-  local mpi=(mpirun -np 2 -x LD_LIBRARY_PATH -x LLMC_NO_EXEC_RT)
-  [[ -n "${LLMC_NCCL_LIBRARY:-}" ]] && mpi+=(-x LLMC_NCCL_LIBRARY)
-  (( EUID == 0 )) && mpi+=(--allow-run-as-root)
-  local dir tokens prefill
-  dir=$(mktemp -d)
-  read -r tokens prefill < <(python3 -c "
-import numpy as np; r = np.load('$ref'); print(','.join(map(str, r['tokens'].tolist())), int(r['prefill']))")
-  local args=(--tokens "$tokens" --prefill "$prefill" --backend=cuda --no-verify)
-  env "${env[@]}" "$payload/bin/llmc-rt" logits "$tp1" "${args[@]}" -o "$dir/tp1.f32" || return 2
-  env "${env[@]}" "${mpi[@]}" "$payload/bin/llmc-rt" logits "$tp2" "${args[@]}" \
-    -o "$dir/tp2.f32" || return 2
-  env "${env[@]}" "${mpi[@]}" "$payload/bin/llmc-rt" logits "$tp2" "${args[@]}" --cuda-graphs \
-    -o "$dir/tp2-graphs.f32" || return 2
-  compare_to_tp1 "$dir" "$ref" TP=2 tp2 tp2-graphs
-  local s=$?
-  rm -rf "$dir"
-  return $s
+  ranks_vs_tp1 TP=2 "$payload/tp/qwen2-bias-bf16-tp2.llmc" tp2
 }
+
 # Stage 4: a PP=2 artifact, its two stages as two ranks on the GPUs there
 # are (both on GPU 0 of a one-GPU machine), the hidden state sent between
 # them through host memory and MPI: against TP=1, as stage 3 (on the
-# emulation the bytes are TP=1's).
-pp_check() {
-  local tp1="$payload/synth/qwen2-bias-bf16.llmc" pp2="$payload/tp/qwen2-bias-bf16-pp2.llmc"
-  local ref="$payload/synth/qwen2-bias-bf16.ref.npz"
-  if ! command -v mpirun >/dev/null; then
-    echo "skipped: PP=2 runs its ranks under mpirun, and this machine has none (install openmpi-bin)"
-    return 0
-  fi
-  if [[ ! -d "$pp2" || ! -d "$tp1" || ! -f "$ref" ]]; then
-    echo "skipped: the payload has no PP=2 artifact (rebuild it with scripts/gpu-payload.sh)"
-    return 0
-  fi
-  local env=(LD_LIBRARY_PATH="$payload/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LLMC_NO_EXEC_RT=1)
-  local mpi=(mpirun -np 2 --oversubscribe -x LD_LIBRARY_PATH -x LLMC_NO_EXEC_RT)
-  (( EUID == 0 )) && mpi+=(--allow-run-as-root)
-  local dir tokens prefill
-  dir=$(mktemp -d)
-  read -r tokens prefill < <(python3 -c "
-import numpy as np; r = np.load('$ref'); print(','.join(map(str, r['tokens'].tolist())), int(r['prefill']))")
-  local args=(--tokens "$tokens" --prefill "$prefill" --backend=cuda --no-verify)
-  env "${env[@]}" "$payload/bin/llmc-rt" logits "$tp1" "${args[@]}" -o "$dir/tp1.f32" || return 2
-  env "${env[@]}" "${mpi[@]}" "$payload/bin/llmc-rt" logits "$pp2" "${args[@]}" \
-    -o "$dir/pp2.f32" || return 2
-  env "${env[@]}" "${mpi[@]}" "$payload/bin/llmc-rt" logits "$pp2" "${args[@]}" --cuda-graphs \
-    -o "$dir/pp2-graphs.f32" || return 2
-  compare_to_tp1 "$dir" "$ref" PP=2 pp2 pp2-graphs
-  local s=$?
-  rm -rf "$dir"
-  return $s
-}
+# emulation the bytes are TP=1's). No NCCL: each stage is one rank.
+pp_check() { ranks_vs_tp1 PP=2 "$payload/tp/qwen2-bias-bf16-pp2.llmc" pp2; }
+
 if (( ! skip_tp )); then
   echo "=== stage 3: tensor parallelism, TP=2 on two GPUs (mpirun, NCCL) ==="
   tp_check || { s=$?; (( s > status )) && status=$s; }
