@@ -313,9 +313,14 @@ def case_overload(exe, art, work):
                              "--api-key", KEY], work, "overload") as srv:
         statuses, retry = [], []
         lock = threading.Lock()
+        # All 20 at once, each long enough (1000 tokens) that the first ones
+        # cannot finish before the burst is in: with 60 tokens a fast run
+        # answered all 20 one after another and refused none.
+        start = threading.Barrier(20)
         def worker():
+            start.wait()
             st, h, _ = H.http(srv.base, "POST", "/v1/completions",
-                              {"prompt": [7] * 50, "max_tokens": 60, "ignore_eos": True}, auth())
+                              {"prompt": [7] * 50, "max_tokens": 1000, "ignore_eos": True}, auth())
             with lock:
                 statuses.append(st)
                 if st == 429:
