@@ -148,8 +148,6 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   // A partitioned artifact runs as one rank of a world of tp * pp ranks.
   LLMC_RETURN_IF_ERROR(CheckRankWorld(artifact, options));
   const bool partitioned = m.mesh.tp * m.mesh.pp > 1;
-  const int64_t kv_heads = partitioned ? m.mesh.kv_heads : config.num_kv_heads;
-  const CacheLayers layers = CacheLayersOf(m);
   if (c.modules.empty())
     return absl::FailedPreconditionError(
         absl::StrFormat("%s: the artifact has no CUDA kernels (targets: %s)", artifact.dir(),
@@ -214,34 +212,7 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   // Sized now, after the buffers and before the weights are uploaded
   // (UploadWeights, below): a fraction of what the buffers and the weights
   // leave free.
-  size_t free_bytes = 0, total_bytes = 0;
-  if (runner->device_->api().cuMemGetInfo(&free_bytes, &total_bytes) != cuda::kCudaSuccess)
-    free_bytes = 0;
-  const auto& weight_file = artifact.weight_file();
-  const size_t weight_bytes = weight_file ? weight_file->size() : 0;
-  free_bytes = free_bytes > weight_bytes ? free_bytes - weight_bytes : 0;
-  LLMC_ASSIGN_OR_RETURN(
-      o.num_blocks,
-      KvCacheBlocks(o,
-                    KvBytesPerBlock(layers.sizing, kv_heads, config.head_dim, o.block_size, elem),
-                    config.max_position, int64_t(free_bytes)));
-  if (partitioned) {
-    LLMC_ASSIGN_OR_RETURN(
-        o.num_blocks, FewestBlocksOfWorld(o.num_blocks, o.pipeline ? o.pipeline : o.communicator));
-  }
-  // A rank's cache holds only its own KV heads (mesh.kv_heads).
-  int64_t cache_bytes = o.num_blocks * o.block_size * kv_heads * config.head_dim * elem;
-  for (int64_t l = 0; l < 2 * layers.held; ++l) {
-    cuda::CUdeviceptr p = 0;
-    auto st = runner->Allocate(size_t(cache_bytes), "the KV cache", &p);
-    if (!st.ok())
-      return absl::Status(st.code(),
-                          absl::StrFormat("%s (layer %d: %d blocks of %d tokens); lower "
-                                          "--ctx",
-                                          st.message(), l / 2, o.num_blocks, o.block_size));
-    bind.caches.push_back(p);
-    runner->kv_cache_bytes_ += cache_bytes;
-  }
+  LLMC_RETURN_IF_ERROR(runner->AllocateKvCache(elem));
   // Enough for any decode step; a larger step grows it (Step).
   LaunchVars decode{.tokens = 1, .logits = 1, .queries = 1, .seqs = 1};
   int64_t scratch = AttentionScratchFloats(c, runner->parsed_, decode, o.num_blocks * o.block_size);
@@ -256,6 +227,44 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   runner->logits_.resize(size_t(o.max_logits * runner->vocab_));
   LLMC_RETURN_IF_ERROR(runner->device_->Synchronize());
   return runner;
+}
+
+absl::Status CudaRunner::AllocateKvCache(int64_t elem) {
+  const Manifest& m = artifact_->manifest();
+  const ModelConfig& config = m.model;
+  RunnerOptions& o = options_;
+  const bool partitioned = m.mesh.tp * m.mesh.pp > 1;
+  // A rank's cache holds only its own KV heads (mesh.kv_heads) of its own
+  // layers (a pipeline stage's).
+  const int64_t kv_heads = partitioned ? m.mesh.kv_heads : config.num_kv_heads;
+  const CacheLayers layers = CacheLayersOf(m);
+  size_t free_bytes = 0, total_bytes = 0;
+  if (device_->api().cuMemGetInfo(&free_bytes, &total_bytes) != cuda::kCudaSuccess) free_bytes = 0;
+  const auto& weight_file = artifact_->weight_file();
+  const size_t weight_bytes = weight_file ? weight_file->size() : 0;
+  free_bytes = free_bytes > weight_bytes ? free_bytes - weight_bytes : 0;
+  LLMC_ASSIGN_OR_RETURN(
+      o.num_blocks,
+      KvCacheBlocks(o,
+                    KvBytesPerBlock(layers.sizing, kv_heads, config.head_dim, o.block_size, elem),
+                    config.max_position, int64_t(free_bytes)));
+  if (partitioned) {
+    LLMC_ASSIGN_OR_RETURN(
+        o.num_blocks, FewestBlocksOfWorld(o.num_blocks, o.pipeline ? o.pipeline : o.communicator));
+  }
+  int64_t cache_bytes = o.num_blocks * o.block_size * kv_heads * config.head_dim * elem;
+  for (int64_t l = 0; l < 2 * layers.held; ++l) {
+    cuda::CUdeviceptr p = 0;
+    auto st = Allocate(size_t(cache_bytes), "the KV cache", &p);
+    if (!st.ok())
+      return absl::Status(st.code(),
+                          absl::StrFormat("%s (layer %d: %d blocks of %d tokens); lower "
+                                          "--ctx",
+                                          st.message(), l / 2, o.num_blocks, o.block_size));
+    bindings_.caches.push_back(p);
+    kv_cache_bytes_ += cache_bytes;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CudaRunner::SetUpCollectives() {

@@ -105,6 +105,10 @@ class CudaRunner : public StepRunner {
   // Grows a device area a step needs (the staging, the scratch) to at least
   // `bytes`; the previous step has synchronized, so the old one is free.
   absl::Status Grow(size_t bytes, const char* what, cuda::CUdeviceptr* area, size_t* capacity);
+  // The KV cache: this rank's layers and KV heads, its blocks sized by
+  // RunnerOptions or the device's free memory (less the weights), the
+  // fewest of any rank in a partitioned world. `elem`: bytes per element.
+  absl::Status AllocateKvCache(int64_t elem);
   absl::Status UploadWeights();
   absl::Status LoadModule();
   absl::Status Launch(const SelectedLaunch& launch, llmc_cuda_step_info* info);
