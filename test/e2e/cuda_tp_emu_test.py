@@ -37,7 +37,10 @@ each stage's all-reduces within its own TP group (the fake NCCL splits the
 world by unique id), the logits coming back to rank 0: they must be the
 bytes TP=1 (TP=2) gives, since the stages run the same kernels on the same
 values, launch by launch and with --cuda-graphs (which a stage's steps do
-not use: they stop for the host transfer).
+not use: they stop for the host transfer). The serving engine over PP=2
+(12 requests, half sampled, prompts chunked) gives TP=1's tokens and
+logprobs to the bit one step at a time, and completes every request with
+two steps in flight.
 
 Skips (exit 77, saying why) without mpirun, the CUDA toolkit's headers
 (the emulation needs cuda_fp16.h) or the fake NCCL (built only where MPI is).
@@ -48,6 +51,7 @@ Skips (exit 77, saying why) without mpirun, the CUDA toolkit's headers
 """
 import argparse
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -248,6 +252,60 @@ def check_pipeline(args, rt, name, work):
                   f"{'the same bytes' if same else f'DIFFERENT (max rel err {err.max():.2e})'}"
                   f"{'' if said else '; rank 0 does not say it runs pipeline stage 0 of 2'}",
                   flush=True)
+        if tp == 1:
+            ok &= check_pipeline_engine(args, rt, name, work, art, kernels, env)
+    return ok
+
+
+def check_pipeline_engine(args, rt, name, work, art, kernels, env):
+    """The serving engine over the PP=2 artifact on CUDA: 12 requests (half
+    sampled) with chunked prompts, one step at a time (--steps-in-flight 1)
+    and a budget under a micro-batch (32 tokens), so each step is the one
+    TP=1 runs: the same tokens and logprobs to the bit. Then two steps in
+    flight (the default): every request completes with its full length."""
+    rng = np.random.default_rng(7)
+    reqs = []
+    for i in range(12):
+        req = {"prompt_token_ids": [int(t) for t in rng.integers(2, VOCAB, int(rng.integers(1, 41)))],
+               "max_tokens": int(rng.integers(1, 13)), "temperature": 0, "ignore_eos": True,
+               "logprobs": 1}
+        if i % 2:
+            req.update(temperature=0.8, seed=100 + i)
+        reqs.append(req)
+    prompts = os.path.join(work, f"{name}-engine.jsonl")
+    with open(prompts, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in reqs)
+    flags = ["--backend=cuda", "--prompts-file", prompts, "--no-verify", "--max-batch-tokens", "32"]
+
+    def results(path):
+        return [(r["token_ids"], [x["logprob"] for x in r["logprobs"]]) for r in
+                (json.loads(line) for line in open(path))]
+    one = os.path.join(work, f"{name}-tp1.llmc")
+    want_out = os.path.join(work, f"{name}-engine-tp1.jsonl")
+    run([rt, "run", one, *flags, "-o", want_out],
+        env=dict(env, FAKE_CUDA_KERNELS=os.path.join(one, "kernels_emu.so")))
+    want = results(want_out)
+    ok = True
+    for depth in ("1", "2"):
+        out = os.path.join(work, f"{name}-engine-pp2-{depth}.jsonl")
+        cmd = [shutil.which("mpirun"), "--oversubscribe", "-x", "LLMC_CUDA_DRIVER", "-x",
+               "LLMC_NO_EXEC_RT"]
+        for stage, so in enumerate(kernels):
+            cmd += (["-np", "1", "env", f"FAKE_CUDA_KERNELS={so}", rt, "run", art, *flags,
+                     "--steps-in-flight", depth, "-o", out] + ([":"] if stage == 0 else []))
+        run(cmd, env=env)
+        got = results(out)
+        if depth == "1":
+            good = got == want
+            what = "the same tokens and logprobs as TP=1" if good else "DIFFERENT from TP=1"
+        else:
+            good = [len(t) for t, _ in got] == [r["max_tokens"] for r in reqs]
+            same = sum(g[0] == w[0] for g, w in zip(got, want))
+            what = (f"every request complete ({same}/12 with TP=1's tokens; other steps, "
+                    f"other kernel paths)" if good else "requests incomplete")
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'} {name}: the engine over PP=2 on CUDA (emulated, "
+              f"--steps-in-flight {depth}): {what}", flush=True)
     return ok
 
 
