@@ -199,7 +199,21 @@ API CUresult cuCtxSynchronize() {
   REFUSE_DURING_CAPTURE();
   return 0;
 }
-API CUresult cuMemGetInfo_v2(size_t* f, size_t* t) { *f = *t = size_t(80) << 30; return 0; }
+// Free memory: 1 GiB of the 80 unless $FAKE_CUDA_FREE_BYTES says otherwise.
+// The fake's device memory is host memory that the runtime zeroes, so a KV
+// cache sized by default (a fraction of what is free) must stay small: at 80
+// GiB free a tiny model's capped cache took 16 GiB and the kernel's OOM
+// killer ended a test running beside others.
+API CUresult cuMemGetInfo_v2(size_t* f, size_t* t) {
+  *t = size_t(80) << 30;
+  *f = size_t(1) << 30;
+  if (const char* text = std::getenv("FAKE_CUDA_FREE_BYTES")) {
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(text, &end, 10);
+    if (end != text && *end == '\0' && v <= *t) *f = size_t(v);
+  }
+  return 0;
+}
 
 // Execution (test/cuda-emu): with FAKE_CUDA_KERNELS naming an artifact's
 // kernels built for the CPU (cuda_emu.h), modules stand for that object and
