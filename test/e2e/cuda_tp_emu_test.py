@@ -214,6 +214,17 @@ def check_case(args, rt, name, work):
     return ok, arts[2], tp2_env, tokens
 
 
+def stage_ranks(kernels, tp, argv):
+    """mpirun's MPMD form: `tp` ranks per pipeline stage, each stage's ranks
+    running `argv` with that stage's emulated kernels (kernels[stage])."""
+    cmd = [shutil.which("mpirun"), "--oversubscribe"]
+    for var in ("LLMC_CUDA_DRIVER", "LLMC_NO_EXEC_RT", "LLMC_NCCL_LIBRARY"):
+        cmd += ["-x", var]
+    for stage, so in enumerate(kernels):
+        cmd += ([":"] if stage else []) + ["-np", str(tp), "env", f"FAKE_CUDA_KERNELS={so}", *argv]
+    return cmd
+
+
 def check_pipeline(args, rt, name, work):
     """PP=2 on the CUDA backend gives TP=1's logits to the bit, and TP=2 x
     PP=2 gives TP=2's (check_case's, in `work`)."""
@@ -236,13 +247,7 @@ def check_pipeline(args, rt, name, work):
         want = open(want_out, "rb").read()
         for extra in ([], ["--cuda-graphs"]):
             out = os.path.join(work, f"{name}-tp{tp}-pp2{''.join(extra)}.f32")
-            cmd = [shutil.which("mpirun"), "--oversubscribe"]
-            for var in ("LLMC_CUDA_DRIVER", "LLMC_NO_EXEC_RT", "LLMC_NCCL_LIBRARY"):
-                cmd += ["-x", var]
-            for stage, so in enumerate(kernels):
-                cmd += (["-np", str(tp), "env", f"FAKE_CUDA_KERNELS={so}"] +
-                        logits_cmd(rt, art, tokens, out, extra) + ([":"] if stage == 0 else []))
-            r = run(cmd, env=env)
+            r = run(stage_ranks(kernels, tp, logits_cmd(rt, art, tokens, out, extra)), env=env)
             same = open(out, "rb").read() == want
             err = row_rel_err(read_logits(out, len(tokens)), read_logits(want_out, len(tokens)))
             said = "pipeline stage 0 of 2" in r.stderr
@@ -288,12 +293,8 @@ def check_pipeline_engine(args, rt, name, work, art, kernels, env):
     ok = True
     for depth in ("1", "2"):
         out = os.path.join(work, f"{name}-engine-pp2-{depth}.jsonl")
-        cmd = [shutil.which("mpirun"), "--oversubscribe", "-x", "LLMC_CUDA_DRIVER", "-x",
-               "LLMC_NO_EXEC_RT"]
-        for stage, so in enumerate(kernels):
-            cmd += (["-np", "1", "env", f"FAKE_CUDA_KERNELS={so}", rt, "run", art, *flags,
-                     "--steps-in-flight", depth, "-o", out] + ([":"] if stage == 0 else []))
-        run(cmd, env=env)
+        run(stage_ranks(kernels, 1, [rt, "run", art, *flags, "--steps-in-flight", depth, "-o",
+                                     out]), env=env)
         got = results(out)
         if depth == "1":
             good = got == want

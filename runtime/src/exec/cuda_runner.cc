@@ -249,8 +249,7 @@ absl::Status CudaRunner::AllocateKvCache(int64_t elem) {
                     KvBytesPerBlock(layers.sizing, kv_heads, config.head_dim, o.block_size, elem),
                     config.max_position, int64_t(free_bytes)));
   if (partitioned) {
-    LLMC_ASSIGN_OR_RETURN(
-        o.num_blocks, FewestBlocksOfWorld(o.num_blocks, o.pipeline ? o.pipeline : o.communicator));
+    LLMC_ASSIGN_OR_RETURN(o.num_blocks, FewestBlocksOfWorld(o.num_blocks, RankWorld(o)));
   }
   int64_t cache_bytes = o.num_blocks * o.block_size * kv_heads * config.head_dim * elem;
   for (int64_t l = 0; l < 2 * layers.held; ++l) {

@@ -11,7 +11,7 @@
 
 namespace llmc {
 
-const Communicator* RankWorld(const RunnerOptions& options) {
+Communicator* RankWorld(const RunnerOptions& options) {
   return options.pipeline ? options.pipeline : options.communicator;
 }
 

@@ -95,7 +95,7 @@ class StepRunner {
 
 // The world this rank's runner belongs to: the pipeline's (all stages) or
 // the tensor-parallel group's; null for a process of its own.
-const Communicator* RankWorld(const RunnerOptions& options);
+Communicator* RankWorld(const RunnerOptions& options);
 
 // A partitioned artifact runs as one rank of a world of tp * pp ranks:
 // FailedPrecondition naming the mpirun command when the world has another
