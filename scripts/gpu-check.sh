@@ -30,8 +30,11 @@
 # (default: build-gpu-check), LLMC_GPU_PAYLOAD (default: build-gpu-payload),
 # LLMC_NCCL_LIBRARY (default: the toolkit's libnccl.so.2, else the
 # nvidia-nccl wheel's, else the loader's search).
-# Exit status: 0 all passed, 1 a check failed, 2 a CUDA or tool error, 3 a
-# harness error; a build error stops the script.
+# It ends with one line per stage: PASSED, FAILED, ERROR, or SKIPPED and
+# why, so that a stage that did not run is never read as one that passed.
+# Exit status: 0 every stage ran and passed, 1 a check failed, 2 a CUDA or
+# tool error, 3 a harness error, 4 nothing failed but a stage was skipped
+# (the summary says which and why); a build error stops the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -94,13 +97,29 @@ NOT checked here:
   - the float64 references were computed with numpy where the payload was
     built; the PyTorch float32 reference (stage 2) is computed here only
     when torch imports, else SKIPPED;
-  - weight formats f32/f16/bf16/q4_0/q5_0/q5_1 and f32 activations (the
-    synthetic shape of the unit tests) are not run; k-quants do not exist;
+  - stage 1 decodes q4_1 and q8_0 only; stage 2's artifacts add q4_0,
+    q4_K, q5_0, f16 and bf16 weights; f32 activations, q5_1, q2_K, q3_K,
+    q5_K, q6_K and i8/i4 run only under the CPU emulation (ctest);
   - no compute-sanitizer pass; only this one GPU architecture.
 TXT
 
 status=0
-if (( ! skip_kernels )); then
+summary=()
+# stage_result NAME RC [WHY]: one line of the final summary; RC 0 passed,
+# 77 skipped (WHY says why), 1 failed, else an error of that status.
+stage_result() {
+  local name=$1 rc=$2 why=${3:-}
+  case $rc in
+    0) summary+=("PASSED   $name${why:+ ($why)}") ;;
+    77) summary+=("SKIPPED  $name: $why") ;;
+    1) summary+=("FAILED   $name"); (( status < 1 )) && status=1 ;;
+    *) summary+=("ERROR    $name (exit $rc)"); (( rc > status )) && status=$rc ;;
+  esac
+  return 0
+}
+if (( skip_kernels )); then
+  stage_result "stage 1, kernel templates" 77 "--skip-kernels"
+else
 echo "--- build ($arch, $nvcc)"
 "$cxx" -std=c++17 -O2 -march=native -fopenmp -Wno-aggressive-loop-optimizations \
   -Icompiler/Target/Kernels/host -Icore/include/llmc/core/artifact -Icore/include/llmc/core/format \
@@ -117,7 +136,9 @@ done
 for pid in "${pids[@]}"; do wait "$pid"; done
 "$nvcc" -arch="$arch" "${objs[@]}" "$out/host_ref.o" -o "$out/kernel_check" -Xcompiler -fopenmp
 echo "--- run"
-"$out/kernel_check" "${timing[@]}" || status=$?
+rc=0
+"$out/kernel_check" "${timing[@]}" || rc=$?
+stage_result "stage 1, kernel templates" "$rc"
 fi
 
 # llmc-rt links Open MPI's libmpi (tensor-parallel ranks); a machine
@@ -126,12 +147,13 @@ if [[ -d "$payload/lib/mpi-fallback" ]] && ! ldconfig -p 2>/dev/null | grep -q '
   export LD_LIBRARY_PATH="$payload/lib/mpi-fallback${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 
-if (( ! skip_e2e )); then
+if (( skip_e2e )); then
+  stage_result "stage 2, artifacts end to end" 77 "--skip-e2e"
+elif [[ ! -x "$payload/bin/llmc-rt" ]]; then
+  echo "gpu-check: no payload at $payload (build it with scripts/gpu-payload.sh where MLIR is)" >&2
+  stage_result "stage 2, artifacts end to end" 3
+else
   echo "=== stage 2: artifacts end to end ($payload) ==="
-  if [[ ! -x "$payload/bin/llmc-rt" ]]; then
-    echo "gpu-check: no payload at $payload (build it with scripts/gpu-payload.sh where MLIR is)" >&2
-    exit 3
-  fi
   # cuBLASLt for --gemm=cublaslt (llmc-rt dlopens it): the toolkit's, else
   # the one PyTorch's wheels bring, unless LLMC_CUBLASLT_LIBRARY names one.
   if [[ -z "${LLMC_CUBLASLT_LIBRARY:-}" ]]; then
@@ -141,7 +163,15 @@ if (( ! skip_e2e )); then
     done
   fi
   echo "cuBLASLt: ${LLMC_CUBLASLT_LIBRARY:-none found, the loader searches}"
-  python3 test/gpu/e2e_check.py "$payload" "${timing[@]}" || { s=$?; (( s > status )) && status=$s; }
+  e2e_log=$(mktemp)
+  set +e
+  python3 test/gpu/e2e_check.py "$payload" "${timing[@]}" 2>&1 | tee "$e2e_log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  # e2e_check.py's last line says whether a torch comparison was skipped.
+  stage_result "stage 2, artifacts end to end" "$rc" \
+    "$(tail -1 "$e2e_log" | grep -o '[0-9]* torch f32 comparison(s) SKIPPED' || true)"
+  rm -f "$e2e_log"
 fi
 
 # The logits in DIR/NAME.f32 for each NAME (the runs of LABEL, the last
@@ -184,12 +214,14 @@ ranks_vs_tp1() {
   local label=$1 art=$2 name=$3
   local tp1="$payload/synth/qwen2-bias-bf16.llmc" ref="$payload/synth/qwen2-bias-bf16.ref.npz"
   if ! command -v mpirun >/dev/null; then
-    echo "skipped: $label runs its ranks under mpirun, and this machine has none (install openmpi-bin)"
-    return 0
+    skip_why="$label runs its ranks under mpirun, and this machine has none (install openmpi-bin)"
+    echo "skipped: $skip_why"
+    return 77
   fi
   if [[ ! -d "$art" || ! -d "$tp1" || ! -f "$ref" ]]; then
-    echo "skipped: the payload has no $label artifact (rebuild it with scripts/gpu-payload.sh)"
-    return 0
+    skip_why="the payload has no $label artifact (rebuild it with scripts/gpu-payload.sh)"
+    echo "skipped: $skip_why"
+    return 77
   fi
   local env=(LD_LIBRARY_PATH="$payload/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LLMC_NO_EXEC_RT=1)
   local mpi=(mpirun -np 2 --oversubscribe -x LD_LIBRARY_PATH -x LLMC_NO_EXEC_RT)
@@ -220,8 +252,9 @@ tp_check() {
   local gpus
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
   if (( gpus < 2 )); then
-    echo "skipped: TP=2 needs 2 GPUs, this machine has ${gpus:-0}"
-    return 0
+    skip_why="TP=2 needs 2 GPUs, this machine has ${gpus:-0}"
+    echo "skipped: $skip_why"
+    return 77
   fi
   if [[ -z "${LLMC_NCCL_LIBRARY:-}" ]]; then
     local wheel lib
@@ -241,10 +274,27 @@ tp_check() {
 # emulation the bytes are TP=1's). No NCCL: each stage is one rank.
 pp_check() { ranks_vs_tp1 PP=2 "$payload/tp/qwen2-bias-bf16-pp2.llmc" pp2; }
 
-if (( ! skip_tp )); then
+if (( skip_tp )); then
+  stage_result "stage 3, TP=2 on two GPUs" 77 "--skip-tp"
+  stage_result "stage 4, PP=2 as two ranks" 77 "--skip-tp"
+else
   echo "=== stage 3: tensor parallelism, TP=2 on two GPUs (mpirun, NCCL) ==="
-  tp_check || { s=$?; (( s > status )) && status=$s; }
+  skip_why="" rc=0
+  tp_check || rc=$?
+  stage_result "stage 3, TP=2 on two GPUs" "$rc" "$skip_why"
   echo "=== stage 4: pipeline parallelism, PP=2 (mpirun; stages share a GPU when there is one) ==="
-  pp_check || { s=$?; (( s > status )) && status=$s; }
+  skip_why="" rc=0
+  pp_check || rc=$?
+  stage_result "stage 4, PP=2 as two ranks" "$rc" "$skip_why"
 fi
+
+echo "=== gpu-check summary ==="
+printf '%s\n' "${summary[@]}"
+skipped=0
+for line in "${summary[@]}"; do [[ $line == SKIPPED* ]] && skipped=1; done
+if (( status == 0 && skipped )); then
+  echo "gpu-check: nothing failed, but not every stage ran (exit 4): a skip is not a pass"
+  exit 4
+fi
+echo "gpu-check: $( (( status == 0 )) && echo 'every stage ran and passed' || echo "exit $status")"
 exit $status

@@ -6,7 +6,12 @@ a GPU machine, over the payload scripts/gpu-payload.sh built without one).
    GEMVs) on --backend=cuda; its logits are compared with the float64
    reference computed where the payload was built (test/reference), with the
    bf16 tolerance of the issue: max relative error per row (max |gpu - ref|
-   / max |ref|) under 2e-2 and top-1 agreement at least 99%. The same rule
+   / max |ref|) under 2e-2 and top-1 agreement at least 99% over the rows
+   that are not near-ties. Each row whose top-1 differs is printed with the
+   reference's top-2 gap as a fraction of the row's logit range and the rank
+   the GPU gives the reference's pick: a gap under 1e-2 of the range with
+   the two swapped is a near-tie (random synthetic models have them, and
+   bf16 rounding moves logits by more); anything else is a fault to find. The same rule
    compares them with a PyTorch float32 reference computed here
    (test/gpu/torch_reference.py, on CUDA when torch sees it) from the model
    files in the payload (synth/<name>.model.gguf or .model/, read with
@@ -49,6 +54,9 @@ import numpy as np
 
 REL_TOL = 2e-2
 TOP1_MIN = 0.99
+# A top-1 miss whose reference top-2 gap is under this fraction of the row's
+# logit range, with the two swapped, is a near-tie (explain_top1).
+NEAR_TIE = 1e-2
 # The torch float32 and the numpy float64 references of one model must agree
 # far better than the GPU does (check_torch_reference.py measures < 1e-6);
 # beyond this the harness, not the GPU, is wrong.
@@ -120,6 +128,49 @@ def compare(got, want):
     err = np.abs(got - want).max(axis=1) / np.maximum(np.abs(want).max(axis=1), 1e-30)
     top1 = float((got.argmax(axis=1) == want.argmax(axis=1)).mean())
     return float(err.max()), top1, bool(np.isfinite(got).all())
+
+
+def top1_misses(got, want):
+    """For each row whose top-1 differs: (row, the reference's top-2 gap as a
+    fraction of the row's logit range, the rank the backend under test gives
+    the reference's pick: 2 when it is its runner-up)."""
+    out = []
+    for r in np.nonzero(got.argmax(axis=1) != want.argmax(axis=1))[0]:
+        w = want[r]
+        top = np.sort(w)[-2:]
+        span = max(float(w.max() - w.min()), 1e-30)
+        rank = 1 + int((got[r] > got[r, int(w.argmax())]).sum())
+        out.append((int(r), float(top[1] - top[0]) / span, rank))
+    return out
+
+
+def is_near_tie(gap, rank):
+    """A miss that says nothing of the kernels: the reference's two best
+    logits within NEAR_TIE of the row's range, and the backend's pick the
+    reference's runner-up (so the pair swapped, nothing else moved)."""
+    return gap < NEAR_TIE and rank == 2
+
+
+def explain_top1(got, want, prefill, what="reference"):
+    """Prints why each top-1 miss happened; returns the number that are not
+    near-ties (each one a decoding or kernel fault to find)."""
+    faults = 0
+    for r, gap, rank in top1_misses(got, want):
+        near = is_near_tie(gap, rank)
+        faults += not near
+        print(f"     row {r} ({'prefill' if r < prefill else 'decode'}): the {what}'s top-2 gap is "
+              f"{gap:.2e} of the row's logit range; the {what}'s pick ranks {rank} here: "
+              f"{'a near-tie' if near else 'NOT a near-tie (a fault to find)'}")
+    return faults
+
+
+def top1_verdict(got, want, floor):
+    """Top-1 agreement over the rows that are not near-ties must reach
+    `floor`: with bf16 activations random synthetic models have rows whose
+    two best logits differ by less than the rounding moves them."""
+    misses = top1_misses(got, want)
+    faults = sum(1 for _, gap, rank in misses if not is_near_tie(gap, rank))
+    return 1.0 - faults / len(got) >= floor
 
 
 def manifest(art):
@@ -207,12 +258,13 @@ def check_synthetic(pl, out, tref):
         host, _ = logits(pl.rt, pl.env, art, tokens, prefill, "host", vocab)
         err, top1, finite = compare(gpu, want)
         herr, htop1, _ = compare(host, want)
-        good = finite and err < REL_TOL and top1 >= TOP1_MIN
+        good = finite and err < REL_TOL and top1_verdict(gpu, want, TOP1_MIN)
         out.ok &= good
         print(f"{'PASS' if good else 'FAIL'} {name}: {pl.backend} max rel err {err:.2e} "
               f"(prefill {compare(gpu[:prefill], want[:prefill])[0]:.2e}, decode "
               f"{compare(gpu[prefill:], want[prefill:])[0]:.2e}), top-1 {top1:.3f}; "
               f"host {herr:.2e} / {htop1:.3f}; {gsecs:.1f} s")
+        explain_top1(gpu, want, prefill)
         check_vs_torch(pl, out, tref, name, tokens, gpu, want, finite)
     print("torch f32 reference: " + ", ".join(f"{n} {k}" for k, n in out.torch_tally.items()
                                               if n or k != "ERROR"))
@@ -238,12 +290,13 @@ def check_vs_torch(pl, out, tref, name, tokens, gpu, want, finite):
         return
     terr, ttop1, _ = compare(gpu, tlog)
     refs_err, _, _ = compare(tlog, want)
-    tgood = finite and terr < REL_TOL and ttop1 >= TOP1_MIN
+    tgood = finite and terr < REL_TOL and top1_verdict(gpu, tlog, TOP1_MIN)
     out.ok &= tgood
     out.torch_tally["passed" if tgood else "FAILED"] += 1
     print(f"{'PASS' if tgood else 'FAIL'} {name} vs torch f32 ({tref.device}): {pl.backend} "
           f"max rel err {terr:.2e}, top-1 {ttop1:.3f}; torch f32 vs float64 {refs_err:.1e}"
           f"; {tsecs:.1f} s")
+    explain_top1(gpu, tlog, len(gpu), "torch reference")
     if refs_err >= REFS_AGREE:
         print(f"ERROR {name}: the torch f32 and float64 references disagree ({refs_err:.1e} "
               f">= {REFS_AGREE:g}): the harness or the payload's model file is wrong")
@@ -263,18 +316,20 @@ def check_cublaslt(pl, out):
         for extra in (["--gemm=cublaslt"], ["--gemm=cublaslt", "--cuda-graphs"]):
             got, _ = logits(pl.rt, pl.env, art, tokens, prefill, "cuda", want.shape[1], extra)
             err, top1, finite = compare(got, want)
-            good = finite and err < REL_TOL and top1 >= TOP1_MIN
+            good = finite and err < REL_TOL and top1_verdict(got, want, TOP1_MIN)
             out.ok &= good
             print(f"{'PASS' if good else 'FAIL'} {name} {' '.join(extra)}: max rel err "
                   f"{err:.2e}, top-1 {top1:.3f}")
+            explain_top1(got, want, prefill)
         r, _ = run([pl.rt, "tune", art, "--rows", "1,16,64", "--no-verify"], pl.env)
         print(r.stdout.rstrip())
         got, _ = logits(pl.rt, pl.env, art, tokens, prefill, "cuda", want.shape[1], ["--gemm=auto"])
         err, top1, finite = compare(got, want)
-        good = finite and err < REL_TOL and top1 >= TOP1_MIN
+        good = finite and err < REL_TOL and top1_verdict(got, want, TOP1_MIN)
         out.ok &= good
         print(f"{'PASS' if good else 'FAIL'} {name} --gemm=auto (tune.json): max rel err "
               f"{err:.2e}, top-1 {top1:.3f}")
+        explain_top1(got, want, prefill)
 
 
 def check_vs_host(pl, out):
@@ -289,11 +344,12 @@ def check_vs_host(pl, out):
         gpu, gsecs = logits(pl.rt, pl.env, art, tokens, 32, pl.backend, vocab)
         host, hsecs = logits(pl.rt, pl.env, art, tokens, 32, "host", vocab)
         err, top1, finite = compare(gpu, host)
-        good = finite and err < REL_TOL * 2.5 and top1 >= 0.9
+        good = finite and err < REL_TOL * 2.5 and top1_verdict(gpu, host, 0.9)
         out.ok &= good
         print(f"{'PASS' if good else 'FAIL'} {name}: {pl.backend} vs host max rel err {err:.2e}, "
-              f"top-1 {top1:.3f} (random weights: near-ties are common; bound 5e-2 / 0.90); "
-              f"gpu {gsecs:.1f} s, host {hsecs:.1f} s")
+              f"top-1 {top1:.3f} (bound 5e-2; top-1 0.90 over the rows that are not "
+              f"near-ties); gpu {gsecs:.1f} s, host {hsecs:.1f} s")
+        explain_top1(gpu, host, 32, "host")
 
 
 def decode_weight_bytes(m):
@@ -360,8 +416,26 @@ def finish(out, tref):
     return status
 
 
+def harness_missing(payload):
+    """The files the checks import that are neither in this checkout nor in
+    the payload: a copy of the payload without them must say so, not raise
+    half-way (as the first H200 run's did without tools/synth-model)."""
+    missing = [p for p in ("test/reference/reference_forward.py", "test/gpu/torch_reference.py")
+               if not os.path.isfile(os.path.join(REPO, p))]
+    if not any(os.path.isfile(p) for p in (
+            os.path.join(REPO, "tools", "synth-model", "synth_model.py"),
+            os.path.join(payload, "py", "synth_model.py"))):
+        missing.append("tools/synth-model/synth_model.py, or the payload's py/synth_model.py "
+                       "(scripts/gpu-payload.sh copies it; rebuild the payload)")
+    return missing
+
+
 def main():
     args = parse_args()
+    missing = harness_missing(os.path.abspath(args.payload))
+    if missing:
+        print(f"ERROR: the check cannot run: {REPO} lacks " + "; ".join(missing))
+        return 2
     pl = Payload(args.payload, args.backend)
     out = Outcome()
     tref = TorchReference(pl.path)

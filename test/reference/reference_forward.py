@@ -699,9 +699,18 @@ def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, di
 
 
 def _synth():
-    if SYNTH_DIR not in sys.path:
+    """tools/synth-model's module (HF folders' safetensors reader, synthetic
+    weights): from the checkout, else from sys.path (a GPU payload carries it
+    in py/), else a ReferenceError that says what is missing."""
+    if os.path.isfile(os.path.join(SYNTH_DIR, "synth_model.py")) and SYNTH_DIR not in sys.path:
         sys.path.insert(0, SYNTH_DIR)
-    import synth_model
+    try:
+        import synth_model
+    except ImportError as e:
+        raise ReferenceError(
+            f"reading HF folders needs tools/synth-model (synth_model.py, synthlib/, "
+            f"kquant.py): not at {SYNTH_DIR} and not importable ({e}); copy it beside "
+            f"test/reference, or use a payload from scripts/gpu-payload.sh (py/)") from e
     return synth_model
 
 
