@@ -40,6 +40,8 @@ import zlib
 
 import numpy as np
 
+from tally import Tally
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
 import reference_forward as rf  # noqa: E402
@@ -241,18 +243,15 @@ def main():
         return 77
     work = args.keep or tempfile.mkdtemp(prefix="llmc-cuda-emu-")
     os.makedirs(work, exist_ok=True)
-    results = []
+    tally = Tally(args.only)
     try:
         for name in CASES:
-            if args.only and args.only not in name:
-                continue
-            results.append(check(args, name, work))
+            if tally.wants(name):
+                tally.attempt(name, lambda: check(args, name, work))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    passed = sum(results)
-    print(f"{passed} passed, {len(results) - passed} failed")
-    return 0 if passed == len(results) else 1
+    return tally.exit_status()
 
 
 if __name__ == "__main__":

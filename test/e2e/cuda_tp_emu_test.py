@@ -24,7 +24,9 @@ prefill kernel) and 4 decode steps (the GEMVs, split attention):
     in order: per step 2 x layers all-reduces of T x hidden elements in the
     activation type, then one all-gather of L x ceil(vocab / 2) f32.
   - With --cuda-graphs the decode steps replay the collectives from graphs
-    (fewer calls than runs) and the logits are the same bytes.
+    and the logits are the same bytes: the NCCL calls are exactly those of
+    the prefill and of the first decode step (captured), none for the
+    steps that replay it (10 calls for 25 collectives run).
   - Failures end every rank with a message: the artifact run without
     mpirun, no NCCL library, and a rank whose collective never completes
     (LLMC_NCCL_TIMEOUT=3: the deadline names the step).
@@ -61,6 +63,8 @@ import time
 import zlib
 
 import numpy as np
+
+from tally import Tally
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
@@ -133,10 +137,23 @@ def expected_runs(dtype):
     return runs
 
 
+def expected_calls(dtype, graphs):
+    """The NCCL calls a rank makes: one per collective run launch by launch;
+    with --cuda-graphs, those of the prefill (not captured) and of the first
+    decode step, whose capture records them, and none for the decode steps
+    that replay its graph (docs/cuda.md: 10 calls for 25 collectives run)."""
+    runs = expected_runs(dtype)
+    if not graphs:
+        return runs
+    per_step = len(runs) // (1 + DECODE)
+    return runs[:2 * per_step]
+
+
 def check_calls(prefix, dtype, graphs):
-    """The fake NCCL's log of each rank: the expected runs, in order; calls
-    equal to the runs launch by launch, fewer when graphs replay them."""
+    """The fake NCCL's log of each rank: the expected runs, in order, and the
+    expected calls (expected_calls), exactly."""
     want = expected_runs(dtype)
+    want_calls = expected_calls(dtype, graphs)
     ok = True
     for rank in (0, 1):
         lines = read_log(prefix, rank)
@@ -145,15 +162,17 @@ def check_calls(prefix, dtype, graphs):
         calls = [(w[1], w[2], int(w[3])) for w in lines if w[0] == "call"]
         reduces = sum(1 for r in runs if r[0] == "all_reduce")
         gathers = sum(1 for r in runs if r[0] == "all_gather")
-        good = init and runs == want and (calls != runs if graphs else calls == runs)
+        good = init and runs == want and calls == want_calls
         ok &= good
         print(f"{'PASS' if good else 'FAIL'}   rank {rank}: {reduces} all-reduces "
               f"({reduces // (1 + DECODE)} per step = 2 x {LAYERS} layers) and {gathers} "
-              f"all-gathers (1 per step) ran, {len(calls)} calls"
-              f"{' (graph replays)' if graphs else ''}; as the plan asks: "
+              f"all-gathers (1 per step) ran, {len(calls)} calls (want {len(want_calls)}"
+              f"{', graph replays' if graphs else ''}); as the plan asks: "
               f"{'yes' if runs == want else 'NO'}", flush=True)
         if runs != want:
             print(f"    got {runs[:8]}...\n    want {want[:8]}...")
+        if calls != want_calls:
+            print(f"    calls {calls[:8]}...\n    want  {want_calls[:8]}...")
     return ok
 
 
@@ -373,33 +392,24 @@ def main():
         rt = args.llmc
     work = args.keep or tempfile.mkdtemp(prefix="llmc-cuda-tp-")
     os.makedirs(work, exist_ok=True)
-    results = []
+    tally = Tally()
     try:
         for name in CASES:
-            try:
-                ok, art, env, tokens = check_case(args, rt, name, work)
-            except Exception as e:  # one case's failure does not hide the others
-                print(f"FAIL {name}: {e}")
-                ok, art = False, None
-            results.append(ok)
-            try:
-                results.append(check_pipeline(args, rt, name, work))
-            except Exception as e:
-                print(f"FAIL {name} pipeline: {e}")
-                results.append(False)
-            if name == "llama-gqa-bf16" and art:
-                try:
-                    results.append(check_failures(rt, art, env, tokens, work))
-                except Exception as e:
-                    print(f"FAIL errors: {e}")
-                    results.append(False)
+            case = {}
+
+            def tp2(name=name, case=case):
+                ok, case["art"], case["env"], case["tokens"] = check_case(args, rt, name, work)
+                return ok
+
+            tally.attempt(name, tp2)
+            tally.attempt(f"{name} pipeline", lambda: check_pipeline(args, rt, name, work))
+            if name == "llama-gqa-bf16" and case.get("art"):
+                tally.attempt("errors", lambda: check_failures(rt, case["art"], case["env"],
+                                                               case["tokens"], work))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    failed = results.count(False)
-    print(f"{len(results) - failed} passed, {failed} failed")
-    return 1 if failed else 0
-
+    return tally.exit_status()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -37,8 +37,10 @@ two ranks an all-reduce adds a + b, which no algorithm can reorder). With
 steps are cut into micro-batches that flow through the stages, and the
 checks still hold as they are.
 
-Exits 0 when every case passes, 77 (skip) only for a case whose inputs are
-missing (said loudly), 1 on any failure.
+Each request must have exactly one result in each run, matched by id: a
+result missing or doubled fails the case. Exits 0 when every case passes,
+77 (skip) when nothing ran because its inputs are missing (said loudly), 1
+on any failure or when -k matches nothing (test/e2e/tally.py).
 
   python3 test/e2e/engine_batch_invariance_test.py --llmc build/bin/llmc \\
       [--fake-driver build/test/unit/libllmc_fake_cuda.so] [-k NAME] [--keep DIR]
@@ -53,6 +55,8 @@ import sys
 import tempfile
 
 import numpy as np
+
+from tally import Tally
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYNTH = os.path.join(ROOT, "tools", "synth-model", "synth_model.py")
@@ -119,15 +123,38 @@ def run_engine(exe, art, reqs, work, tag, extra, env=None):
     return results, r.stderr
 
 
-def compare(name, batched, alone, budget, near_tie_check=None):
-    """True when every request's tokens agree (or, with near_tie_check, differ
-    only after a near-tie it confirms)."""
+def by_request(name, side, results, want_ids):
+    """{id: result} of one run; None (with a FAIL line naming the ids) unless
+    it holds exactly one result for each request submitted."""
+    got, dup = {}, []
+    for r in results:
+        if r.get("id") in got:
+            dup.append(r.get("id"))
+        got[r.get("id")] = r
+    missing = sorted(set(want_ids) - set(got))
+    extra = sorted(set(got) - set(want_ids), key=str)
+    if missing or extra or dup:
+        print(f"FAIL {name}: the {side} run returned {len(results)} results for {len(want_ids)} "
+              f"requests (missing ids {missing[:10]}, unknown {extra[:10]}, twice {dup[:10]})")
+        return None
+    return got
+
+
+def compare(name, ids, batched, alone, budget, near_tie_check=None):
+    """True when each request submitted (ids) has one result on each side and
+    its tokens agree (or, with near_tie_check, differ only after a near-tie
+    it confirms)."""
+    b_by_id = by_request(name, "batched", batched, ids)
+    a_by_id = by_request(name, "alone", alone, ids)
+    if b_by_id is None or a_by_id is None:
+        return False
     ok = True
     same = 0
     preempted = sum(r.get("usage", {}).get("preemptions", 0) for r in batched)
-    for b, a in zip(batched, alone):
+    for rid in ids:
+        b, a = b_by_id[rid], a_by_id[rid]
         if "error" in b or "error" in a:
-            print(f"FAIL {name}: request {b['id']}: {b.get('error') or a.get('error')}")
+            print(f"FAIL {name}: request {rid}: {b.get('error') or a.get('error')}")
             ok = False
             continue
         if b["token_ids"] == a["token_ids"]:
@@ -136,28 +163,28 @@ def compare(name, batched, alone, budget, near_tie_check=None):
             lb = [x["logprob"] for x in b["logprobs"]]
             la = [x["logprob"] for x in a["logprobs"]]
             if near_tie_check is None and lb != la:
-                worst = max(abs(x - y) for x, y in zip(lb, la))
-                print(f"FAIL {name}: request {b['id']}: same tokens, but logprobs differ by up "
-                      f"to {worst:.3g}")
+                worst = max((abs(x - y) for x, y in zip(lb, la)), default=float("inf"))
+                print(f"FAIL {name}: request {rid}: same tokens, but logprobs differ by up "
+                      f"to {worst:.3g} ({len(lb)} vs {len(la)} of them)")
                 ok = False
                 continue
             same += 1
             continue
         j = next((k for k, (x, y) in enumerate(zip(b["token_ids"], a["token_ids"])) if x != y),
                  min(len(b["token_ids"]), len(a["token_ids"])))
-        if near_tie_check is None:
-            print(f"FAIL {name}: request {b['id']} differs at output token {j}: batched "
+        if near_tie_check is None or j >= min(len(b["token_ids"]), len(a["token_ids"])):
+            print(f"FAIL {name}: request {rid} differs at output token {j}: batched "
                   f"{b['token_ids'][j:j + 4]}, alone {a['token_ids'][j:j + 4]}")
             ok = False
             continue
-        tie, why = near_tie_check(b["id"], a["token_ids"][:j])
-        print(f"{'NEAR-TIE' if tie else 'FAIL'} {name}: request {b['id']} differs at output token "
+        tie, why = near_tie_check(rid, a["token_ids"][:j])
+        print(f"{'NEAR-TIE' if tie else 'FAIL'} {name}: request {rid} differs at output token "
               f"{j} (batched {b['token_ids'][j]}, alone {a['token_ids'][j]}): {why}")
         ok = ok and tie
     if preempted == 0:
         print(f"FAIL {name}: the batched run preempted nothing; the cache was meant to force it")
         ok = False
-    print(f"{'PASS' if ok else 'FAIL'} {name}: {same}/{len(batched)} requests token-identical "
+    print(f"{'PASS' if ok else 'FAIL'} {name}: {same}/{len(ids)} requests token-identical "
           f"batched (budget {budget}, {preempted} preemptions) and alone", flush=True)
     return ok
 
@@ -172,7 +199,27 @@ def check_host(exe, name, art, vocab, work, max_prompt=600, n=64):
     alone, _ = run_engine(exe, art, reqs, work, name + "-alone",
                           ["--max-seqs", "1", "--max-batch-tokens", str(max_prompt + 64)])
     mesh = (f" tp={TP}" if TP > 1 else "") + (f" pp={PP}" if PP > 1 else "")
-    return compare(f"{name} [host{mesh}]", batched, alone, 64)
+    return compare(f"{name} [host{mesh}]", [r["id"] for r in reqs], batched, alone, 64)
+
+
+def check_host_model(a, exe, name, opts, vocab, work):
+    """One synthetic model, compiled for the mesh of --tp/--pp."""
+    model = os.path.join(work, name + ".gguf")
+    run([sys.executable, SYNTH, "--format", "gguf", "--out", model, "--seed", "5"] + opts)
+    art = os.path.join(work, name + ".llmc")
+    run([a.llmc, "compile", model, "-o", art] + (["--tp", str(TP)] if TP > 1 else []) +
+        (["--pp", str(PP)] if PP > 1 else []))
+    return check_host(exe, name, art, vocab, work)
+
+
+def check_smollm2(a, exe, work):
+    """SmolLM2-135M Q4_1 when fetched; None (skipped, said so) otherwise."""
+    if not os.path.exists(SMOLLM2):
+        print(f"SKIPPED smollm2: {SMOLLM2} not found (scripts/fetch-model fetches it)")
+        return None
+    art = os.path.join(work, "smollm2.llmc")
+    run([a.llmc, "compile", SMOLLM2, "-o", art])
+    return check_host(exe, "smollm2-135m-q4_1", art, 49152, work)
 
 
 def mt19937_64(seed):
@@ -261,15 +308,19 @@ def check_cuda_emu(args, exe, work):
                                     "--kv-blocks", str(quarter)], env)
     alone, _ = run_engine(exe, art, reqs, work, "emu-alone",
                           cuda + ["--max-seqs", "1", "--max-batch-tokens", "664"], env)
-    ok = compare(f"{name} [cuda, emulated]", batched, alone, 64,
+    ok = compare(f"{name} [cuda, emulated]", [r["id"] for r in reqs], batched, alone, 64,
                  emu_near_tie(exe, art, reqs, work, env))
     # The batched run again with decode-only steps replayed from captured
     # CUDA graphs: the same tokens and logprobs to the bit.
     graphs, _ = run_engine(exe, art, reqs, work, "emu-graphs",
                            cuda + ["--cuda-graphs", "--max-batch-tokens", "64", "--max-seqs", "64",
                                    "--kv-blocks", str(quarter)], env)
-    same = [(g["token_ids"], g["logprobs"]) for g in graphs] == \
-        [(b["token_ids"], b["logprobs"]) for b in batched]
+    ids = [r["id"] for r in reqs]
+    g_by_id = by_request(f"{name} [cuda, emulated] --cuda-graphs", "graphs", graphs, ids)
+    b_by_id = by_request(f"{name} [cuda, emulated]", "batched", batched, ids)
+    same = g_by_id is not None and b_by_id is not None and all(
+        (g_by_id[i]["token_ids"], g_by_id[i]["logprobs"]) ==
+        (b_by_id[i]["token_ids"], b_by_id[i]["logprobs"]) for i in ids)
     print(f"{'PASS' if same else 'FAIL'} {name} [cuda, emulated] --cuda-graphs: engine steps with "
           f"graph replay give {'the same' if same else 'DIFFERENT'} tokens and logprobs", flush=True)
     return ok and same
@@ -305,38 +356,25 @@ def main():
     exe = rt if os.path.exists(rt) else a.llmc
     work = a.keep or tempfile.mkdtemp(prefix="llmc-invariance-")
     os.makedirs(work, exist_ok=True)
-    results = []
+    tally = Tally(a.k)
     try:
         for name, opts in MODELS.items():
-            if (a.k and a.k not in name) or a.only == "cuda":
+            if a.only == "cuda" or not tally.wants(name):
                 continue
-            model = os.path.join(work, name + ".gguf")
-            run([sys.executable, SYNTH, "--format", "gguf", "--out", model, "--seed", "5"] + opts)
-            art = os.path.join(work, name + ".llmc")
-            run([a.llmc, "compile", model, "-o", art] + (["--tp", str(TP)] if TP > 1 else []) +
-                (["--pp", str(PP)] if PP > 1 else []))
             vocab = int(opts[opts.index("--vocab") + 1])
-            results.append(check_host(exe, name, art, vocab, work))
-        if (not a.k or a.k in "smollm2") and a.only != "cuda" and TP * PP == 1:
-            if os.path.exists(SMOLLM2):
-                art = os.path.join(work, "smollm2.llmc")
-                run([a.llmc, "compile", SMOLLM2, "-o", art])
-                results.append(check_host(exe, "smollm2-135m-q4_1", art, 49152, work))
+            tally.attempt(name, lambda: check_host_model(a, exe, name, opts, vocab, work))
+        if a.only != "cuda" and TP * PP == 1 and tally.wants("smollm2"):
+            tally.attempt("smollm2", lambda: check_smollm2(a, exe, work))
+        if a.only != "host" and tally.wants("cuda-emu"):
+            if a.fake_driver:
+                tally.attempt("cuda-emu", lambda: check_cuda_emu(a, exe, work))
             else:
-                print(f"SKIPPED smollm2: {SMOLLM2} not found (scripts/fetch-model fetches it)")
-        if a.only == "host":
-            pass
-        elif a.fake_driver and (not a.k or a.k in "cuda-emu"):
-            results.append(check_cuda_emu(a, exe, work))
-        elif not a.fake_driver:
-            print("SKIPPED cuda-emu: no --fake-driver given")
+                print("SKIPPED cuda-emu: no --fake-driver given")
+                tally.record("cuda-emu", None)
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
-    passed = sum(results)
-    print(f"{passed} passed, {len(results) - passed} failed")
-    return 0 if results and all(results) else 1
-
+    return tally.exit_status()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -29,6 +29,8 @@ import tempfile
 
 import numpy as np
 
+from tally import Tally
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
 sys.path.insert(0, os.path.join(ROOT, "tools", "synth-model"))
@@ -168,23 +170,15 @@ def main():
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="llmc-e2e-quant-")
     os.makedirs(work, exist_ok=True)
-    passed = failed = 0
+    tally = Tally(a.k)
     try:
         for name, case in CASES.items():
-            if a.k and a.k not in name:
-                continue
-            try:
-                ok = check(a.llmc, name, case, work)
-            except Exception as e:  # a crash or a refused model is a failure, with its reason
-                print(f"FAIL {name}: {e}")
-                ok = False
-            passed += ok
-            failed += not ok
+            if tally.wants(name):
+                tally.attempt(name, lambda: check(a.llmc, name, case, work))
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tally.exit_status()
 
 
 if __name__ == "__main__":

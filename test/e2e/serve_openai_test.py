@@ -23,8 +23,8 @@ On a synthetic model (always) and SmolLM2-135M Q4_1 (when its GGUF is in
            are refused, exit 0; with a short --shutdown-timeout the rest end
            with finish_reason "abort" and [DONE], exit 0
 
-Exits 0 when every case passes, 1 on any failure, 77 when the `openai`
-package is missing (said loudly).
+Exits 0 when every case passes, 1 on any failure or when -k matches no
+case, 77 when the `openai` package is missing (said loudly).
 
   python3 test/e2e/serve_openai_test.py --llmc build/bin/llmc [--server-exe BIN] [-k NAME]
       [--keep DIR]
@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_harness as H  # noqa: E402
@@ -52,6 +53,8 @@ except ImportError:
 
 KEY = "test-key-123"
 RESULTS = []
+# What -k selects from (the docstring's list).
+CASES = ("api", "greedy", "errors", "slow", "cancel", "overload", "drain", "smollm2")
 
 
 def check(name, ok, detail=""):
@@ -188,6 +191,25 @@ def expect_error(name, status, _headers, body, want_status, want_text):
     check(f"errors/{name}", ok, f"{status} {msg!r} param={err.get('param')!r}")
 
 
+def oversized_answer(send):
+    """(status, headers, body) of a request whose body is over the limit: the
+    server's answer, or a 413 when it cut the connection while the body was
+    still on its way (a reset or a broken pipe: it answered, then closed
+    without reading the rest). Any other failure (a timeout, a refused
+    connection, a malformed answer) is no answer at all: status None, and the
+    check fails with the error named."""
+    try:
+        return send()
+    except Exception as e:
+        # urllib wraps errors while sending in URLError; those while reading
+        # the answer (http.client.RemoteDisconnected is a reset) come bare.
+        cause = e.reason if isinstance(e, urllib.error.URLError) else e
+        if isinstance(cause, (ConnectionResetError, BrokenPipeError)):
+            return 413, {}, {"error": {"message": f"(the server cut the body off: "
+                                                  f"{type(cause).__name__}) body"}}
+        return None, {}, {"error": {"message": f"no answer: {type(cause).__name__}: {cause}"}}
+
+
 def case_errors(server):
     b = server.base
     post = lambda body, hdrs=None, path="/v1/completions": H.http(
@@ -209,11 +231,7 @@ def case_errors(server):
     expect_error("wrong-method", *H.http(b, "GET", "/v1/completions", None, auth()), 405, "POST")
     expect_error("too-long-prompt", *post({"prompt": [5] * 3000, "max_tokens": 4}), 400, "context length")
     big = b'{"prompt": "' + b"a" * (9 << 20) + b'"}'
-    try:
-        st, _, body = post(big)
-    except Exception as e:  # the server may close before reading it all
-        st, body = 413, {"error": {"message": f"(connection closed early: {e}) body"}}
-    expect_error("oversized-body", st, {}, body, 413, "body")
+    expect_error("oversized-body", *oversized_answer(lambda: post(big)), 413, "body")
     raw = H.raw_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"h" * 20000 +
                          b"\r\n\r\n")
     check("errors/oversized-headers", raw.startswith(b"HTTP/1.1 431"), raw[:60].decode(errors="replace"))
@@ -413,6 +431,9 @@ def main():
     if openai is None:
         print("SKIPPED: the `openai` Python package is missing (scripts/setup installs it)")
         return 77
+    if a.k and not any(a.k in c for c in CASES):
+        print(f"FAIL: -k {a.k!r} matches no case (cases: {', '.join(CASES)})")
+        return 1
     exe = a.server_exe or H.runtime_exe(a.llmc)
     work = a.keep or tempfile.mkdtemp(prefix="llmc-serve-")
     os.makedirs(work, exist_ok=True)

@@ -32,6 +32,11 @@ every rank with a message that says so.
 Needs mpirun (Open MPI); without it the test says SKIPPED and exits 77.
 
   python3 test/e2e/tp_logits_test.py --llmc build/bin/llmc [--keep DIR] [-k NAME]
+
+Exit status (test/e2e/tally.py): 0 all passed, 1 a check failed or -k
+matched nothing, 77 skipped. `--perturb REL` makes every split wrong by
+REL x max|row| in one logit per row: ctest runs it to show that a mismatch
+fails the test (e2e/tp-logits-catches-a-mismatch).
 """
 import argparse
 import json
@@ -47,6 +52,8 @@ import urllib.request
 import zlib
 
 import numpy as np
+
+from tally import Tally
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
@@ -121,7 +128,7 @@ def row_rel_err(got, want):
     return np.abs(got - want).max(axis=1) / np.abs(want).max(axis=1)
 
 
-def check_case(llmc, rt, name, opts, gguf_type, meshes, flags, prompt, work):
+def check_case(llmc, rt, name, opts, gguf_type, meshes, flags, prompt, work, perturb=0.0):
     hf = os.path.join(work, f"{name}-hf")
     run([sys.executable, SYNTH, "--format", "hf", "--out", hf, "--seed", "11"] + opts)
     model = hf
@@ -148,6 +155,8 @@ def check_case(llmc, rt, name, opts, gguf_type, meshes, flags, prompt, work):
         out = os.path.join(work, f"{name}-tp{tp}-pp{pp}.f32")
         run(mpirun_command(tp * pp) + logits_cmd(rt, art, tokens, out, prompt), env=mpi_env())
         got = read_logits(out, len(tokens), vocab)
+        if perturb:  # --perturb: a split that is wrong by this much in one logit of each row
+            got[:, 0] += perturb * np.abs(tp1).max(axis=1)
         err = row_rel_err(got, tp1)
         # q8 activations round the inputs of block GEMMs: no float64 check.
         q8 = gguf_type is not None and "--host-activations=f32" not in flags
@@ -162,7 +171,7 @@ def check_case(llmc, rt, name, opts, gguf_type, meshes, flags, prompt, work):
               f"vs float64 reference {'(q8 activations: not compared)' if q8 else f'{ref_err:.2e}'}; "
               f"top-1 agree "
               f"{float((got.argmax(1) == tp1.argmax(1)).mean()):.3f}")
-    return ok, art1
+    return ok
 
 
 SMOLLM2 = os.path.expanduser("~/.cache/llmc/models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -386,6 +395,9 @@ def main():
     ap.add_argument("--llmc", default=os.path.join(ROOT, "build", "bin", "llmc"))
     ap.add_argument("--keep", help="keep models and artifacts in DIR")
     ap.add_argument("-k", help="only cases whose name contains this")
+    ap.add_argument("--perturb", type=float, default=0.0, metavar="REL",
+                    help="add REL x max|row| to one logit of each split row: a wrong split, "
+                         "which the test must fail (ctest's e2e/tp-logits-catches-a-mismatch)")
     a = ap.parse_args()
     if mpirun_command(2) is None:
         print("SKIPPED: no mpirun (install openmpi-bin; scripts/setup does)")
@@ -395,35 +407,20 @@ def main():
         rt = a.llmc
     work = a.keep or tempfile.mkdtemp(prefix="llmc-tp-")
     os.makedirs(work, exist_ok=True)
-    results = []
-
-    def attempt(name, check):
-        """Runs one check; an exception fails it without hiding the others.
-        None (skipped, said loudly by the check) is not counted."""
-        try:
-            ok = check()
-        except Exception as e:
-            print(f"FAIL {name}: {e}")
-            ok = False
-        if ok is not None:
-            results.append(ok)
-
+    tally = Tally(a.k)
     try:
         for name, (opts, gguf_type, meshes, flags, prompt) in CASES.items():
-            if not a.k or a.k in name:
-                attempt(name, lambda: check_case(a.llmc, rt, name, opts, gguf_type, meshes,
-                                                 flags, prompt, work))
-        if not a.k or a.k in "smollm2":
-            attempt("smollm2", lambda: check_smollm2(a.llmc, rt, work))
-        if not a.k or a.k in "errors":
-            attempt("errors", lambda: check_errors(a.llmc, rt, work))
+            if tally.wants(name):
+                tally.attempt(name, lambda: check_case(a.llmc, rt, name, opts, gguf_type, meshes,
+                                                       flags, prompt, work, a.perturb))
+        if tally.wants("smollm2"):
+            tally.attempt("smollm2", lambda: check_smollm2(a.llmc, rt, work))
+        if tally.wants("errors"):
+            tally.attempt("errors", lambda: check_errors(a.llmc, rt, work))
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
-    failed = results.count(False)
-    print(f"{len(results) - failed} passed, {failed} failed")
-    return 1 if failed else 0
-
+    return tally.exit_status()
 
 if __name__ == "__main__":
     sys.exit(main())

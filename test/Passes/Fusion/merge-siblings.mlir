@@ -7,10 +7,18 @@
 // The merged IR is valid and prints back the same.
 // RUN: llmc-opt %s --llmc-fuse="form-groups=false" | llmc-opt | FileCheck %s
 // With merging off too, the pass changes nothing.
-// RUN: llmc-opt %s --llmc-fuse="merge-siblings=false form-groups=false" | FileCheck %s --check-prefix=OFF
+// RUN: llmc-opt %s --llmc-fuse="merge-siblings=false form-groups=false" | FileCheck %s --check-prefix=OFF --implicit-check-not=concat --implicit-check-not=llm.split
 
-// OFF-NOT: concat
-// OFF-NOT: llm.split
+// Every linear is still there, one per weight, and nothing anywhere is
+// merged or split (the implicit checks cover the whole output).
+// OFF-LABEL: func.func @qkv(
+// OFF-COUNT-3: llm.linear %arg0, %{{[0-9]+}} : tensor<?x64xf32>, !llm.weight<{{(64|32)}}x64, q4_1>
+// OFF-LABEL: func.func @gate_up(
+// OFF-COUNT-2: llm.linear %arg0, %{{[0-9]+}} : tensor<?x64xf32>, !llm.weight<160x64, bf16>
+// OFF-LABEL: func.func @bias(
+// OFF-COUNT-3: llm.linear %arg0, %{{[0-9]+}} bias %{{[0-9]+}}
+// OFF-LABEL: func.func @from_conversions(
+// OFF-COUNT-6: llm.linear %arg0
 
 // Q, K and V of one format: one GEMM over the rows of the three weights, in
 // program order, split back into 64 + 32 + 32 features.

@@ -10,7 +10,7 @@
 // With tensor parallelism on top: the stage's layers split over 2 ranks.
 // RUN: llmc-opt %s --llmc-partition-pp="stages=2 stage=1" --llmc-partition-tp="tp=2" | FileCheck %s --check-prefix=S1TP
 // One stage is no pipeline.
-// RUN: llmc-opt %s --llmc-partition-pp="stages=1" | FileCheck %s --check-prefix=ONE
+// RUN: llmc-opt %s --llmc-partition-pp="stages=1" | FileCheck %s --check-prefix=ONE --implicit-check-not=llm.mesh --implicit-check-not=llm.send --implicit-check-not=llm.recv
 
 // S0: module attributes {llm.mesh = {pp = 2 : i64, stage = 0 : i64}}
 // S0: func.func @step(
@@ -44,8 +44,15 @@
 // S1TP: llm.all_reduce sum
 // S1TP: llm.all_gather
 
-// ONE-NOT: llm.mesh
-// ONE-NOT: llm.send
+// The whole model, unchanged: both caches, both layers, the LM head.
+// ONE: func.func @step(
+// ONE-SAME: {llm.name = "cache0"}
+// ONE-SAME: {llm.name = "cache1"}) -> tensor<?x301xf32> {
+// ONE: llm.embed
+// ONE: llm.weight "model.layers.0.input_layernorm.weight"
+// ONE: llm.weight "model.layers.1.mlp.down_proj.weight"
+// ONE: %[[L:.+]] = llm.lm_head
+// ONE-NEXT: return %[[L]] : tensor<?x301xf32>
 
 func.func @step(%tokens: tensor<?xi32> {llm.name = "tokens"}, %pos: tensor<?xi32> {llm.name = "positions"}, %starts: tensor<?xi32> {llm.name = "query_starts"}, %lens: tensor<?xi32> {llm.name = "context_lens"}, %tables: tensor<?x?xi32> {llm.name = "block_tables"}, %slots: tensor<?xi32> {llm.name = "slot_mapping"}, %rows: tensor<?xi32> {llm.name = "logits_rows"}, %c0: !llm.kv_cache<kv_heads = 2, head_dim = 16, f32> {llm.name = "cache0"}, %c1: !llm.kv_cache<kv_heads = 2, head_dim = 16, f32> {llm.name = "cache1"}) -> tensor<?x301xf32> {
   %emb = llm.weight "model.embed_tokens.weight" : !llm.weight<301x64, f32>

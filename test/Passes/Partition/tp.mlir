@@ -12,7 +12,7 @@
 // RUN: not llmc-opt %s --llmc-partition-tp="tp=2" --llmc-partition-tp="tp=2" 2>&1 | FileCheck %s --check-prefix=TWICE
 // TWICE: error: llmc-partition-tp: the module is already partitioned (llm.mesh has tp = 2 : i64)
 // tp=1 changes nothing.
-// RUN: llmc-opt %s --llmc-partition-tp="tp=1" | FileCheck %s --check-prefix=TP1
+// RUN: llmc-opt %s --llmc-partition-tp="tp=1" | FileCheck %s --check-prefix=TP1 --implicit-check-not=shard --implicit-check-not=llm.all_reduce --implicit-check-not=llm.all_gather --implicit-check-not=llm.mesh
 
 // TP2: module attributes {llm.mesh = {tp = 2 : i64}}
 // TP2: func.func @step(
@@ -70,9 +70,12 @@
 // TP4: llm.lm_head {{.+}} -> tensor<?x76xf32>
 // TP4-NEXT: llm.all_gather %{{.+}} dim = 1 ranks = 4 : tensor<?x76xf32> -> tensor<?x301xf32>
 
-// TP1-NOT: shard
-// TP1-NOT: llm.all_reduce
-// TP1-NOT: llm.mesh
+// Unsplit: every weight whole, all heads, the full vocabulary.
+// TP1: llm.weight "model.layers.0.self_attn.q_proj.weight" : !llm.weight<64x64, f32>
+// TP1: llm.weight "model.layers.0.self_attn.k_proj.weight" : !llm.weight<32x64, f32>
+// TP1: llm.paged_attention {{.+}} heads = 4, kv_heads = 2, head_dim = 16, {{.+}} -> tensor<?x64xf32>
+// TP1: llm.weight "model.layers.0.mlp.down_proj.weight" : !llm.weight<64x128, f32>
+// TP1: llm.lm_head {{.+}} -> tensor<?x301xf32>
 
 
 func.func @step(%tokens: tensor<?xi32> {llm.name = "tokens"}, %pos: tensor<?xi32> {llm.name = "positions"}, %starts: tensor<?xi32> {llm.name = "query_starts"}, %lens: tensor<?xi32> {llm.name = "context_lens"}, %tables: tensor<?x?xi32> {llm.name = "block_tables"}, %slots: tensor<?xi32> {llm.name = "slot_mapping"}, %rows: tensor<?xi32> {llm.name = "logits_rows"}, %c0: !llm.kv_cache<kv_heads = 2, head_dim = 16, f32> {llm.name = "cache0"}, %c1: !llm.kv_cache<kv_heads = 2, head_dim = 16, f32> {llm.name = "cache1"}) -> tensor<?x301xf32> {

@@ -9,7 +9,7 @@
 // RUN: llmc-opt %s --llmc-quantize="mode=w8a16 group=64" 2>/dev/null | FileCheck %s --check-prefix=W8
 // RUN: llmc-opt %s --llmc-quantize="mode=w4a16 group=32" 2>/dev/null | FileCheck %s --check-prefix=G32
 // RUN: llmc-opt %s --llmc-quantize="mode=w4a16 group=128 skip=lm_head,k_proj" 2>/dev/null | FileCheck %s --check-prefix=SKIP
-// RUN: llmc-opt %s --llmc-quantize="mode=none" | FileCheck %s --check-prefix=NONE
+// RUN: llmc-opt %s --llmc-quantize="mode=none" | FileCheck %s --check-prefix=NONE --implicit-check-not=from --implicit-check-not=i4 --implicit-check-not=i8
 
 func.func @step(%tokens: tensor<?xi32>, %rows: tensor<?xi32>, %x48: tensor<?x48xf32>) -> tensor<?x300xf32> {
   %emb = llm.weight "model.embed_tokens.weight" : !llm.weight<300x256, f16>
@@ -65,6 +65,9 @@ func.func @step(%tokens: tensor<?xi32>, %rows: tensor<?xi32>, %x48: tensor<?x48x
 // SKIP: llm.weight "model.layers.0.self_attn.k_proj.weight" : !llm.weight<96x256, f32>
 // SKIP: llm.weight "model.layers.0.mlp.down_proj.weight" from "f16" : !llm.weight<256x96, i4, group = 32>
 
-// NONE-NOT: from
-// NONE-NOT: i4
-// NONE-NOT: i8
+// Every weight in the format it came in.
+// NONE: llm.weight "model.embed_tokens.weight" : !llm.weight<300x256, f16>
+// NONE: llm.weight "model.layers.0.self_attn.q_proj.weight" : !llm.weight<256x256, bf16>
+// NONE: llm.weight "model.layers.0.self_attn.k_proj.weight" : !llm.weight<96x256, f32>
+// NONE: llm.weight "blk.0.attn_v.weight" : !llm.weight<96x256, q4_1>
+// NONE: llm.weight "model.layers.0.mlp.down_proj.weight" : !llm.weight<256x96, f16>
