@@ -85,6 +85,20 @@ CASES = {
         ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
          "--head-dim", "64", "--intermediate", "512", "--layers", "1", "--gguf-type", "q3_k"],
         "gguf", "bf16", 20, 3),
+    # Q4_K_M's two formats (q4_k matrices; llama.cpp keeps some in q6_k),
+    # and q5_k: the k-quants with 6-bit scales and mins in 12 bytes.
+    "llama-q4_k-bf16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "64", "--intermediate", "512", "--layers", "2", "--gguf-type", "q4_k"],
+        "gguf", "bf16", 20, 4),
+    "llama-q6_k-f16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "64", "--intermediate", "512", "--layers", "1", "--gguf-type", "q6_k"],
+        "gguf", "f16", 20, 3),
+    "llama-q5_k-bf16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "64", "--intermediate", "512", "--layers", "1", "--gguf-type", "q5_k"],
+        "gguf", "bf16", 20, 3),
     # A prefill the sliding window cuts inside the flash-attention tiles.
     "mistral-window9-prefill-bf16": (
         ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",

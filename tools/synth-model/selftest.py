@@ -328,12 +328,12 @@ def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -
             # (plus the f16 scale's rounding), relative to the block's range.
             # k-quants: the 256-element super-block's range (their sub-block
             # scales are themselves quantized).
-            blk = 256 if p["type"] in ("q2_k", "q3_k") else 32
+            blk = 256 if p["type"].endswith("_k") else 32
             rows = src.reshape(-1, blk)
             rng = np.abs(rows).max(axis=1, keepdims=True) * (
-                2 if p["type"] in ("q4_1", "q5_1", "q2_k") else 1)
+                2 if p["type"] in ("q4_1", "q5_1", "q2_k", "q4_k", "q5_k") else 1)
             levels = {"q8_0": 127, "q5_0": 16, "q5_1": 31, "q4_0": 8, "q4_1": 15, "q2_k": 3,
-                      "q3_k": 4}[p["type"]]
+                      "q3_k": 4, "q4_k": 15, "q5_k": 31, "q6_k": 32}[p["type"]]
             err = np.abs(a.reshape(rows.shape) - rows) / np.maximum(rng / levels, 1e-30)
             worst = max(worst, float(err.max()))
     check(f"{tag}/gguf-{gguf_type}/tensor-shapes+types", shapes_ok and types_ok)
@@ -569,8 +569,8 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
         check("cli/non-block-rows-fall-back-to-f16", r.returncode == 0
               and "ffn_down.weight stored as f16" in r.stderr, r.stderr[-300:])
         r = subprocess.run(S + ["--format", "gguf", "--out", os.path.join(tmp, "k.gguf"),
-                                "--gguf-type", "q4_k"], capture_output=True, text=True)
-        check("cli/rejects --gguf-type q4_k", r.returncode == 2 and "q4_k" in r.stderr
+                                "--gguf-type", "iq4_nl"], capture_output=True, text=True)
+        check("cli/rejects --gguf-type iq4_nl", r.returncode == 2 and "iq4_nl" in r.stderr
               and not os.path.exists(os.path.join(tmp, "k.gguf")), r.stderr.strip()[-200:])
     for bad, why in ((["--arch", "qwen2", "--no-qkv-bias"], "qkv_bias"),
                      (["--heads", "4", "--kv-heads", "3"], "kv_heads"),

@@ -9,7 +9,8 @@ import numpy as np
 ARCHES = ("llama", "qwen2", "mistral")
 HF_DTYPES = {"f32": ("F32", "float32"), "f16": ("F16", "float16"),
              "bf16": ("BF16", "bfloat16")}
-GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k")
+GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k",
+              "q4_k", "q5_k", "q6_k")
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 BOS_TOKEN = "<|endoftext|>"
 EOS_TOKEN = "<|im_end|>"

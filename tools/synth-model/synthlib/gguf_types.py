@@ -66,7 +66,7 @@ def _encode_gguf_tensor(a: np.ndarray, ttype: str):
     if ttype == "f16":
         return np.ascontiguousarray(a, dtype=np.float16), None
     qt = _gguf_qtype(ttype)
-    if ttype in ("q2_k", "q3_k"):  # gguf-py cannot quantize k-quants: kquant.py
+    if ttype.endswith("_k"):  # gguf-py cannot quantize k-quants: kquant.py
         return getattr(_kquant(), ttype)(np.ascontiguousarray(a, dtype=np.float32)), qt
     try:
         q = g.quants.quantize(np.ascontiguousarray(a, dtype=np.float32), qt)
@@ -105,4 +105,6 @@ def _file_type(gguf_type: str):
             "bf16": g.LlamaFileType.MOSTLY_BF16, "q8_0": g.LlamaFileType.MOSTLY_Q8_0,
             "q4_0": g.LlamaFileType.MOSTLY_Q4_0, "q4_1": g.LlamaFileType.MOSTLY_Q4_1,
             "q5_0": g.LlamaFileType.MOSTLY_Q5_0, "q5_1": g.LlamaFileType.MOSTLY_Q5_1,
-            "q2_k": g.LlamaFileType.MOSTLY_Q2_K, "q3_k": g.LlamaFileType.MOSTLY_Q3_K_M}[gguf_type]
+            "q2_k": g.LlamaFileType.MOSTLY_Q2_K, "q3_k": g.LlamaFileType.MOSTLY_Q3_K_M,
+            "q4_k": g.LlamaFileType.MOSTLY_Q4_K_M, "q5_k": g.LlamaFileType.MOSTLY_Q5_K_M,
+            "q6_k": g.LlamaFileType.MOSTLY_Q6_K}[gguf_type]
