@@ -165,10 +165,23 @@ void GenerateChunk(const Plan& p, const uint16_t* scales, uint64_t seed, uint64_
   // (scale from a table of 256 picked by a random byte of the block itself).
   RandomBytes(state, dst, n * p.block_bytes);
   static constexpr uint16_t kHalfEight = 0x4800;    // 8.0 in f16 (i4's zero point)
+  static constexpr uint16_t kHalfSign = 0x8000;
+  // Formats whose quants sit around a zero point they do not straddle evenly
+  // (q4_0: q - 8 for q in 0..15, mean -1/2) would give every weight of a
+  // matrix the same small bias. Summed over a row it dominates: a Llama-3-8B
+  // shape in q4_0 gave every token the same argmax. Half their blocks, chosen
+  // at random, get a negative scale (llama.cpp's own q4_0/q8_0 blocks have
+  // either sign), so the bias cancels; the centered formats keep theirs.
+  const bool flip_signs = p.layout == Layout::kQ8_0 || p.layout == Layout::kQ4_0 ||
+                          p.layout == Layout::kQ5_0 || p.layout == Layout::kI8 ||
+                          p.layout == Layout::kI4 || p.layout == Layout::kQ6_K;
+  uint64_t signs = 0;
   for (uint64_t b = 0; b < n; ++b) {
     uint8_t* blk = dst + b * p.block_bytes;
     uint8_t pick = blk[p.block_bytes - 1];
+    if (b % 64 == 0) signs = SplitMix(state);
     uint16_t d = scales[pick];
+    if (flip_signs && ((signs >> (b % 64)) & 1)) d ^= kHalfSign;
     switch (p.layout) {
       case Layout::kQ8_0:
       case Layout::kQ4_0:

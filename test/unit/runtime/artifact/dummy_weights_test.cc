@@ -121,7 +121,11 @@ TEST(DummyWeights, MatricesInRangeForEveryFormat) {
     double mean = sum / double(v.size()), rms = std::sqrt(sq / double(v.size()));
     EXPECT_GE(lo, -r.bound);
     EXPECT_LE(hi, r.bound);
-    EXPECT_LT(std::abs(mean), 0.002) << "values should center on 0";
+    // Centered to within a fiftieth of their spread (7 sampling standard
+    // deviations of the mean of 131072 values): q4_0's quants alone average
+    // -d/2, a bias of a tenth of the spread that made an 8B-shape model give
+    // every token the same argmax, until half the blocks took negative scales.
+    EXPECT_LT(std::abs(mean), rms / 50) << "values should center on 0";
     EXPECT_GT(rms, 0.006) << "values should spread (uniform-like)";
     EXPECT_LT(hi - lo, 2.1f * r.bound);
     EXPECT_GT(hi - lo, 0.03f);
