@@ -186,7 +186,10 @@ int RunBenchCommand(int argc, char** argv) {
   const char* self = argv[0];
   if (auto st = flags.Parse(argc, argv); !st.ok()) return Fail(self, st, kExitUsage);
   if (flags.help_requested()) {
+    // One --help for both benchmarks: --serving's flags are a command of
+    // their own, and a user who reads only this page must find them.
     std::fputs(flags.Usage().c_str(), stdout);
+    std::fputs(("\n" + ServingBenchUsage(self)).c_str(), stdout);
     return 0;
   }
   auto bad = [&](std::string msg) { return Fail(self, absl::InvalidArgumentError(msg), kExitUsage); };

@@ -360,11 +360,12 @@ bool WantsServingBench(int argc, char** argv) {
   return false;
 }
 
-int RunServingBench(int argc, char** argv) {
-  ServingFlags f;
-  RunnerFlags runner;
-  EngineFlags eng;
-  FlagSet flags(std::string(argv[0]) +
+namespace {
+
+// The serving benchmark's own flags and the engine's; `runner` registers
+// its flags into the set separately (`llmc bench` has them too).
+FlagSet ServingFlagSet(const char* argv0, ServingFlags& f, EngineFlags& eng, RunnerFlags& runner) {
+  FlagSet flags(std::string(argv0) +
                     " ARTIFACT --serving [--requests 64 --input-len 128 --output-len 128] "
                     "[--request-rate R] [--workload FILE.jsonl] [--json]",
                 "Measure the serving engine under load: throughput, TTFT, inter-token latency, "
@@ -385,8 +386,25 @@ int RunServingBench(int argc, char** argv) {
                   "write each request's arrival and token times (seconds) to this JSONL file");
   flags.AddBool("progress", &f.progress, "a progress line on stderr while it runs");
   flags.AddBool("json", &f.json, "print the results as JSON");
-  runner.Register(flags);
   eng.Register(flags, runner);
+  return flags;
+}
+
+}  // namespace
+
+std::string ServingBenchUsage(const char* argv0) {
+  ServingFlags f;
+  EngineFlags eng;
+  RunnerFlags runner;
+  return ServingFlagSet(argv0, f, eng, runner).Usage();
+}
+
+int RunServingBench(int argc, char** argv) {
+  ServingFlags f;
+  RunnerFlags runner;
+  EngineFlags eng;
+  FlagSet flags = ServingFlagSet(argv[0], f, eng, runner);
+  runner.Register(flags);
   const char* self = argv[0];
   if (auto rc = ParseCommandLine(flags, argc, argv)) return *rc;
   auto bad = [&](std::string m) { return Fail(self, absl::InvalidArgumentError(m), kExitUsage); };
