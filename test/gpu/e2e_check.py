@@ -265,12 +265,12 @@ def check_synthetic(pl, out, tref):
               f"{compare(gpu[prefill:], want[prefill:])[0]:.2e}), top-1 {top1:.3f}; "
               f"host {herr:.2e} / {htop1:.3f}; {gsecs:.1f} s")
         explain_top1(gpu, want, prefill)
-        check_vs_torch(pl, out, tref, name, tokens, gpu, want, finite)
+        check_vs_torch(pl, out, tref, name, tokens, prefill, gpu, want, finite)
     print("torch f32 reference: " + ", ".join(f"{n} {k}" for k, n in out.torch_tally.items()
                                               if n or k != "ERROR"))
 
 
-def check_vs_torch(pl, out, tref, name, tokens, gpu, want, finite):
+def check_vs_torch(pl, out, tref, name, tokens, prefill, gpu, want, finite):
     """One synthetic model's logits `gpu` vs the torch float32 reference, which
     must itself agree with the float64 one (`want`)."""
     why, tsecs = tref.why, 0
@@ -296,7 +296,7 @@ def check_vs_torch(pl, out, tref, name, tokens, gpu, want, finite):
     print(f"{'PASS' if tgood else 'FAIL'} {name} vs torch f32 ({tref.device}): {pl.backend} "
           f"max rel err {terr:.2e}, top-1 {ttop1:.3f}; torch f32 vs float64 {refs_err:.1e}"
           f"; {tsecs:.1f} s")
-    explain_top1(gpu, tlog, len(gpu), "torch reference")
+    explain_top1(gpu, tlog, prefill, "torch reference")
     if refs_err >= REFS_AGREE:
         print(f"ERROR {name}: the torch f32 and float64 references disagree ({refs_err:.1e} "
               f">= {REFS_AGREE:g}): the harness or the payload's model file is wrong")
