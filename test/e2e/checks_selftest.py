@@ -141,7 +141,8 @@ class KFilterTest(unittest.TestCase):
 
 
 def result(rid, tokens, preempted=0):
-    return {"id": rid, "token_ids": tokens, "logprobs": [{"logprob": -0.5 * t} for t in tokens],
+    # As `llmc run --prompts-file` writes them: the request's id as a string.
+    return {"id": str(rid), "token_ids": tokens, "logprobs": [{"logprob": -0.5 * t} for t in tokens],
             "usage": {"preemptions": preempted}}
 
 

@@ -124,15 +124,18 @@ def run_engine(exe, art, reqs, work, tag, extra, env=None):
 
 
 def by_request(name, side, results, want_ids):
-    """{id: result} of one run; None (with a FAIL line naming the ids) unless
-    it holds exactly one result for each request submitted."""
+    """{id: result} of one run, ids as strings (the runner echoes a request's
+    id as a string); None (with a FAIL line naming the ids) unless it holds
+    exactly one result for each request submitted."""
+    want_ids = [str(i) for i in want_ids]
     got, dup = {}, []
     for r in results:
-        if r.get("id") in got:
-            dup.append(r.get("id"))
-        got[r.get("id")] = r
-    missing = sorted(set(want_ids) - set(got))
-    extra = sorted(set(got) - set(want_ids), key=str)
+        rid = str(r.get("id"))
+        if rid in got:
+            dup.append(rid)
+        got[rid] = r
+    missing = sorted(set(want_ids) - set(got), key=lambda i: (len(i), i))
+    extra = sorted(set(got) - set(want_ids), key=lambda i: (len(i), i))
     if missing or extra or dup:
         print(f"FAIL {name}: the {side} run returned {len(results)} results for {len(want_ids)} "
               f"requests (missing ids {missing[:10]}, unknown {extra[:10]}, twice {dup[:10]})")
@@ -151,7 +154,7 @@ def compare(name, ids, batched, alone, budget, near_tie_check=None):
     ok = True
     same = 0
     preempted = sum(r.get("usage", {}).get("preemptions", 0) for r in batched)
-    for rid in ids:
+    for rid in map(str, ids):
         b, a = b_by_id[rid], a_by_id[rid]
         if "error" in b or "error" in a:
             print(f"FAIL {name}: request {rid}: {b.get('error') or a.get('error')}")
@@ -320,7 +323,7 @@ def check_cuda_emu(args, exe, work):
     b_by_id = by_request(f"{name} [cuda, emulated]", "batched", batched, ids)
     same = g_by_id is not None and b_by_id is not None and all(
         (g_by_id[i]["token_ids"], g_by_id[i]["logprobs"]) ==
-        (b_by_id[i]["token_ids"], b_by_id[i]["logprobs"]) for i in ids)
+        (b_by_id[i]["token_ids"], b_by_id[i]["logprobs"]) for i in map(str, ids))
     print(f"{'PASS' if same else 'FAIL'} {name} [cuda, emulated] --cuda-graphs: engine steps with "
           f"graph replay give {'the same' if same else 'DIFFERENT'} tokens and logprobs", flush=True)
     return ok and same
