@@ -133,16 +133,17 @@ std::vector<double> RefInvFreq(int64_t head_dim, double theta, const lh::rope_sc
 }
 
 template <int64_t Heads, int64_t D, lh::rope_style Style>
-void CheckRope(const lh::rope_scaling& sc, bool use_factors, bool in_place, Pool p, uint32_t seed) {
+void CheckRope(const lh::rope_scaling& sc, bool use_factors, bool in_place, Pool p, uint32_t seed,
+               int32_t shift = 0, double theta = 500000.0) {
   std::mt19937 rng(seed);
   constexpr int64_t W = Heads * D, T = 13;
-  const double theta = 500000.0;
   std::vector<float> factors;
   if (use_factors) factors = RandomFloats(D / 2, rng, 1.0f, 8.0f);
   const auto x = RandomFloats(T * W, rng);
   Step s;
   MakeTokens(s, T);
-  const int32_t positions[T] = {0, 1, 2, 7, 100, 1000, 4095, 8191, 8192, 30000, 131071, 200000, 5};
+  int32_t positions[T] = {0, 1, 2, 7, 100, 1000, 4095, 8191, 8192, 30000, 131071, 200000, 5};
+  for (int32_t& pos : positions) pos += shift;
   s.positions.assign(positions, positions + T);
   std::vector<float> out = in_place ? x : std::vector<float>(T * W, kNaN);
   lh::rope<Heads, D, Style>(s.Get(p), in_place ? out.data() : x.data(), out.data(), theta, sc,
@@ -202,6 +203,20 @@ TEST(HostRopeTest, MatchesFormulas) {
           CheckRope<2, 20, lh::rope_style::half>(*sc, factors, in_place, p, seed++);
           CheckRope<2, 20, lh::rope_style::interleaved>(*sc, factors, in_place, p, seed++);
         }
+      }
+}
+
+// rope keeps the cos/sin rows of the last positions and configuration on the
+// calling thread: a call whose positions or theta differ from the previous
+// call's, with everything else equal, must not reuse them.
+TEST(HostRopeTest, CachedRowsFollowPositionsAndTheta) {
+  const lh::rope_scaling none{};
+  uint32_t seed = 1900;
+  for (Pool p : kAllPools)
+    for (double theta : {10000.0, 10000.0, 500000.0})
+      for (int32_t shift : {3, 1, 0, 0, 3}) {
+        CheckRope<3, 64, lh::rope_style::half>(none, false, false, p, seed++, shift, theta);
+        CheckRope<2, 20, lh::rope_style::interleaved>(none, false, true, p, seed++, shift, theta);
       }
 }
 

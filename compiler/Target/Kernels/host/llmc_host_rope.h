@@ -109,6 +109,56 @@ LLMC_HOST_INLINE void rope_heads(const float* xi, float* o, int64_t heads, const
   }
 }
 
+// The cos/sin rows ([T][2][HeadDim]: cos row then sin row) of the step's
+// positions for one RoPE configuration, kept on the calling thread and
+// reused while the positions and the configuration stay the same: the query
+// and key RoPEs of an attention kernel, and those of every layer of a step,
+// then compute each position's cos/sin once instead of once per call (the
+// same values: one rope_cos_sin per position either way). The key holds the
+// frequency factors' values, not their address, so it never outlives them.
+template <int64_t HeadDim, rope_style Style>
+inline const float* rope_cos_sin_rows(const llmc_host_step_info* step, double theta,
+                                      const rope_scaling& sc, const float* freq_factors) {
+  constexpr int64_t P = HeadDim / 2;
+  thread_local struct cache {
+    bool valid = false, has_factors = false;
+    double theta = 0;
+    rope_scaling sc;
+    float factors[P] = {};
+    std::vector<int32_t> positions;
+    std::vector<float> cs;
+  } c;
+  const int64_t T = step->num_tokens;
+  const int32_t* positions = step->positions;
+  const size_t n = static_cast<size_t>(T);
+  const bool hit =
+      c.valid && c.theta == theta && c.sc.kind == sc.kind && c.sc.factor == sc.factor &&
+      c.sc.low_freq_factor == sc.low_freq_factor && c.sc.high_freq_factor == sc.high_freq_factor &&
+      c.sc.original_max_position == sc.original_max_position &&
+      c.has_factors == (freq_factors != nullptr) &&
+      (freq_factors == nullptr || std::memcmp(c.factors, freq_factors, sizeof c.factors) == 0) &&
+      c.positions.size() == n &&
+      std::memcmp(c.positions.data(), positions, n * sizeof(int32_t)) == 0;
+  if (hit) return c.cs.data();
+  c.valid = false;
+  double inv[P];
+  rope_inv_freq(P, HeadDim, theta, sc, freq_factors, inv);
+  c.cs.resize(n * 2 * HeadDim);
+  float* table = c.cs.data();
+  for_tokens(step, 64 * HeadDim, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      rope_cos_sin<HeadDim, Style>(static_cast<double>(positions[t]), inv, table + t * 2 * HeadDim,
+                                   table + t * 2 * HeadDim + HeadDim);
+  });
+  c.theta = theta;
+  c.sc = sc;
+  c.has_factors = freq_factors != nullptr;
+  if (freq_factors != nullptr) std::memcpy(c.factors, freq_factors, sizeof c.factors);
+  c.positions.assign(positions, positions + n);
+  c.valid = true;
+  return table;
+}
+
 }  // namespace detail
 
 template <int64_t Heads, int64_t HeadDim, rope_style Style, class Act = float>
@@ -116,17 +166,14 @@ void rope(const llmc_host_step_info* step, const Act* x, Act* out, double theta,
           const rope_scaling& scaling = {}, const float* freq_factors = nullptr) {
   LLMC_HOST_CHECK_ACT(Act);
   static_assert(HeadDim % 2 == 0, "RoPE needs an even head_dim");
-  constexpr int64_t P = HeadDim / 2, W = Heads * HeadDim;
+  constexpr int64_t W = Heads * HeadDim;
   const int64_t T = step->num_tokens;
   if (T <= 0) return;
-  double inv[P];
-  detail::rope_inv_freq(P, HeadDim, theta, scaling, freq_factors, inv);
-  const int32_t* positions = step->positions;
+  const float* cs = detail::rope_cos_sin_rows<HeadDim, Style>(step, theta, scaling, freq_factors);
   auto body = [&](int64_t t0, int64_t t1) {
-    alignas(32) float c[HeadDim], s[HeadDim];
     for (int64_t t = t0; t < t1; ++t) {
-      detail::rope_cos_sin<HeadDim, Style>(static_cast<double>(positions[t]), inv, c, s);
-      detail::rope_heads<HeadDim, Style>(x + t * W, out + t * W, Heads, c, s);
+      const float* c = cs + t * 2 * HeadDim;
+      detail::rope_heads<HeadDim, Style>(x + t * W, out + t * W, Heads, c, c + HeadDim);
     }
   };
   parallel_for(step, T, std::max<int64_t>(4, detail::token_grain(W)), body);
