@@ -51,6 +51,15 @@ EMU = os.path.join(ROOT, "test", "cuda-emu")
 TOLERANCE = {"bf16": 2e-2, "f16": 1e-2, "f32": 1e-4}
 TOP1 = {"bf16": 0.98, "f16": 0.98, "f32": 1.0}
 
+
+def kquant_case(gguf_type, dtype, layers=1, decode=3):
+    """A Llama whose every matrix is in 256-element k-quant blocks."""
+    return (["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4",
+             "--kv-heads", "2", "--head-dim", "64", "--intermediate", "512", "--layers",
+             str(layers), "--gguf-type", gguf_type],
+            "gguf", dtype, 20, decode)
+
+
 # name -> (synth options, model kind, --dtype, prefill tokens, decode tokens)
 CASES = {
     "llama-gqa-hd64-q8_0-bf16": (
@@ -77,28 +86,13 @@ CASES = {
          "--intermediate", "256", "--layers", "2", "--dtype", "bf16"],
         "hf", "bf16", 20, 4),
     # The smallest k-quants (every matrix in 256-element blocks).
-    "llama-q2_k-f16": (
-        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
-         "--head-dim", "64", "--intermediate", "512", "--layers", "1", "--gguf-type", "q2_k"],
-        "gguf", "f16", 20, 3),
-    "llama-q3_k-bf16": (
-        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
-         "--head-dim", "64", "--intermediate", "512", "--layers", "1", "--gguf-type", "q3_k"],
-        "gguf", "bf16", 20, 3),
+    "llama-q2_k-f16": kquant_case("q2_k", "f16"),
+    "llama-q3_k-bf16": kquant_case("q3_k", "bf16"),
     # Q4_K_M's two formats (q4_k matrices; llama.cpp keeps some in q6_k),
     # and q5_k: the k-quants with 6-bit scales and mins in 12 bytes.
-    "llama-q4_k-bf16": (
-        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
-         "--head-dim", "64", "--intermediate", "512", "--layers", "2", "--gguf-type", "q4_k"],
-        "gguf", "bf16", 20, 4),
-    "llama-q6_k-f16": (
-        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
-         "--head-dim", "64", "--intermediate", "512", "--layers", "1", "--gguf-type", "q6_k"],
-        "gguf", "f16", 20, 3),
-    "llama-q5_k-bf16": (
-        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
-         "--head-dim", "64", "--intermediate", "512", "--layers", "1", "--gguf-type", "q5_k"],
-        "gguf", "bf16", 20, 3),
+    "llama-q4_k-bf16": kquant_case("q4_k", "bf16", layers=2, decode=4),
+    "llama-q6_k-f16": kquant_case("q6_k", "f16"),
+    "llama-q5_k-bf16": kquant_case("q5_k", "bf16"),
     # A prefill the sliding window cuts inside the flash-attention tiles.
     "mistral-window9-prefill-bf16": (
         ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",

@@ -35,21 +35,34 @@ def _signed_subblocks(sb, half, scale_div, scale_lo, scale_hi):
             q[s] = np.clip(np.round(sb[s] / step), -half, half - 1)
     return d, sc, q
 
+
+def _min_subblocks(sb, nq, scale_max):
+    """Q2_K/Q4_K/Q5_K: sub-blocks (rows of sb) of x = d*sc*q - dm*m, with
+    unsigned integer scales sc and mins m in [0, scale_max] times one f16 d
+    and dm each, and quants q in [0, nq]. -> (d, dm, sc, m, q)."""
+    n = sb.shape[0]
+    lo = np.minimum(sb.min(1), 0)
+    scale = (sb.max(1) - lo) / nq
+    mn = -lo
+    d = float(f16(scale.max() / scale_max))
+    dm = float(f16(mn.max() / scale_max))
+    sc = (np.clip(np.round(scale / d), 0, scale_max).astype(np.int32)
+          if d > 0 else np.zeros(n, np.int32))
+    m = (np.clip(np.round(mn / dm), 0, scale_max).astype(np.int32)
+         if dm > 0 else np.zeros(n, np.int32))
+    q = np.zeros(sb.shape, np.int32)
+    for s in range(n):
+        step = d * sc[s]
+        if step > 0:
+            q[s] = np.clip(np.round((sb[s] + dm * m[s]) / step), 0, nq)
+    return d, dm, sc, m, q
+
+
 def q2_k(x):  # x: [..., 256*n] float32 -> uint8 [..., 84*n]
     rows = x.reshape(-1, 256).astype(np.float32)
     out = np.zeros((rows.shape[0], 84), np.uint8)
     for r, b in enumerate(rows):
-        sb = b.reshape(16, 16)
-        lo = np.minimum(sb.min(1), 0); hi = sb.max(1)
-        scale = (hi - lo) / 3; mn = -lo
-        d = float(f16(scale.max() / 15)); dm = float(f16(mn.max() / 15))
-        sc = np.clip(np.round(scale / d), 0, 15).astype(np.int32) if d > 0 else np.zeros(16, np.int32)
-        m = np.clip(np.round(mn / dm), 0, 15).astype(np.int32) if dm > 0 else np.zeros(16, np.int32)
-        q = np.zeros((16, 16), np.int32)
-        for s in range(16):
-            step = d * sc[s]
-            if step > 0:
-                q[s] = np.clip(np.round((sb[s] + dm * m[s]) / step), 0, 3)
+        d, dm, sc, m, q = _min_subblocks(b.reshape(16, 16), 3, 15)
         out[r, :16] = (sc | (m << 4)).astype(np.uint8)
         qs = np.zeros(64, np.int32)
         for e in range(256):
@@ -92,19 +105,7 @@ def _q4_5_k(x, bits):
     rows = x.reshape(-1, 256).astype(np.float32)
     out = np.zeros((rows.shape[0], size), np.uint8)
     for r, b in enumerate(rows):
-        sb = b.reshape(8, 32)
-        lo = np.minimum(sb.min(1), 0)
-        scale = (sb.max(1) - lo) / nq
-        mn = -lo
-        d = float(f16(scale.max() / 63))
-        dm = float(f16(mn.max() / 63))
-        sc = np.clip(np.round(scale / d), 0, 63).astype(np.int32) if d > 0 else np.zeros(8, np.int32)
-        m = np.clip(np.round(mn / dm), 0, 63).astype(np.int32) if dm > 0 else np.zeros(8, np.int32)
-        q = np.zeros((8, 32), np.int32)
-        for s in range(8):
-            step = d * sc[s]
-            if step > 0:
-                q[s] = np.clip(np.round((sb[s] + dm * m[s]) / step), 0, nq)
+        d, dm, sc, m, q = _min_subblocks(b.reshape(8, 32), nq, 63)
         scb = np.zeros(12, np.int32)
         for j in range(4):  # the inverse of ggml's get_scale_min_k4
             scb[j] = (sc[j] & 63) | ((sc[j + 4] >> 4) << 6)
