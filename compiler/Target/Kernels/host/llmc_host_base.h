@@ -33,10 +33,17 @@
 #define LLMC_HOST_INLINE inline __attribute__((always_inline))
 #define LLMC_HOST_LAMBDA_INLINE __attribute__((always_inline))
 #define LLMC_HOST_UNROLL _Pragma("GCC unroll 16")
+// For the functions that keep per-thread state in a static: hidden, so that
+// every artifact's library has its own. A static of a default-visibility
+// inline function is one STB_GNU_UNIQUE object for the whole process, shared
+// by every artifact loaded (RTLD_LOCAL or not), whatever its layout in the
+// llmc version that built each one.
+#define LLMC_HOST_OWN_STATE __attribute__((visibility("hidden")))
 #else
 #define LLMC_HOST_INLINE inline
 #define LLMC_HOST_LAMBDA_INLINE
 #define LLMC_HOST_UNROLL
+#define LLMC_HOST_OWN_STATE
 #endif
 
 namespace llmc {

@@ -49,7 +49,7 @@ inline void map_elems(const llmc_host_step_info* step, int64_t total, const VecO
 // Per-thread scratch that grows and is kept between calls; `Tag` keeps the
 // prologue's rows apart from the GEMM tiles and the RoPE tables.
 template <class Tag>
-inline float* scratch(size_t floats) {
+LLMC_HOST_OWN_STATE inline float* scratch(size_t floats) {
   thread_local struct buffer {
     float* p = nullptr;
     size_t n = 0;

@@ -116,8 +116,9 @@ LLMC_HOST_INLINE void rope_heads(const float* xi, float* o, int64_t heads, const
 // then compute each position's cos/sin once instead of once per call (the
 // same values: one rope_cos_sin per position either way). The key holds the
 // frequency factors' values, not their address, so it never outlives them.
+// The rows stay valid until the thread's next call with another key.
 template <int64_t HeadDim, rope_style Style>
-inline const float* rope_cos_sin_rows(const llmc_host_step_info* step, double theta,
+LLMC_HOST_OWN_STATE inline const float* rope_cos_sin_rows(const llmc_host_step_info* step, double theta,
                                       const rope_scaling& sc, const float* freq_factors) {
   constexpr int64_t P = HeadDim / 2;
   thread_local struct cache {
