@@ -33,8 +33,9 @@
 # It ends with one line per stage: PASSED, FAILED, ERROR, or SKIPPED and
 # why, so that a stage that did not run is never read as one that passed.
 # Exit status: 0 every stage ran and passed, 1 a check failed, 2 a CUDA or
-# tool error, 3 a harness error, 4 nothing failed but a stage was skipped
-# (the summary says which and why); a build error stops the script.
+# tool error, 3 a harness error, 4 nothing failed but a stage, or some
+# checks of one, were skipped (the summary says which and why); a build
+# error stops the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -291,9 +292,10 @@ fi
 echo "=== gpu-check summary ==="
 printf '%s\n' "${summary[@]}"
 skipped=0
-for line in "${summary[@]}"; do [[ $line == SKIPPED* ]] && skipped=1; done
+# A stage skipped, or one that passed with some of its checks skipped.
+for line in "${summary[@]}"; do [[ $line == *SKIPPED* ]] && skipped=1; done
 if (( status == 0 && skipped )); then
-  echo "gpu-check: nothing failed, but not every stage ran (exit 4): a skip is not a pass"
+  echo "gpu-check: nothing failed, but not every check ran (exit 4): a skip is not a pass"
   exit 4
 fi
 echo "gpu-check: $( (( status == 0 )) && echo 'every stage ran and passed' || echo "exit $status")"

@@ -249,28 +249,47 @@ class LitPositiveTest(unittest.TestCase):
 
 
 class Top1ExplanationTest(unittest.TestCase):
+    """e2e_check's near-ties: a swap within 4 standard deviations of the
+    row's error is one, a swap the error cannot explain is a fault."""
+
+    def rows(self):
+        rng = np.random.default_rng(7)
+        want = rng.normal(size=(3, 64))
+        got = want + rng.normal(scale=0.01, size=want.shape)
+        want[:, 5] = 10.0
+        want[0, 6], want[1, 6] = 9.99, 5.0
+        got[0, 5], got[0, 6] = 9.98, 10.0   # a near-tie swapped by 0.03 of error
+        got[1, 5], got[1, 6] = 4.0, 6.0     # a gap of 5 swapped: a fault
+        got[2, 5] = 10.0
+        return got, want
+
     def test_near_tie_and_fault(self):
-        want = np.array([[0.0, 10.0, 9.99, -10.0],     # gap 0.01 of range 20: 5e-4
-                         [0.0, 10.0, 5.0, -10.0],      # gap 5 of 20: not a tie
-                         [1.0, 2.0, 3.0, 4.0]])
-        got = np.array([[0.0, 9.98, 10.0, -10.0],      # swapped: near-tie, rank 2
-                        [0.0, 4.0, 6.0, -10.0],        # swapped a real gap: fault
-                        [1.0, 2.0, 3.0, 4.0]])
+        got, want = self.rows()
         misses = e2e_check.top1_misses(got, want)
-        self.assertEqual([m[0] for m in misses], [0, 1])
-        self.assertTrue(e2e_check.is_near_tie(misses[0][1], misses[0][2]))
-        self.assertFalse(e2e_check.is_near_tie(misses[1][1], misses[1][2]))
+        self.assertEqual([m["row"] for m in misses], [0, 1])
+        self.assertEqual([m["rank"] for m in misses], [2, 2])
+        self.assertTrue(e2e_check.is_near_tie(misses[0]))
+        self.assertFalse(e2e_check.is_near_tie(misses[1]))
+        self.assertGreater(misses[1]["sigmas"], 100)
         self.assertEqual(quiet(e2e_check.explain_top1, got, want, 1), 1)
         # One fault in three rows fails a 0.99 floor; a near-tie alone does not.
         self.assertFalse(e2e_check.top1_verdict(got, want, 0.99))
         self.assertTrue(e2e_check.top1_verdict(got[[0, 2]], want[[0, 2]], 0.99))
+        self.assertFalse(e2e_check.top1_verdict(got[:0], want[:0], 0.99))
 
-    def test_a_tie_the_gpu_put_third_is_a_fault(self):
-        want = np.array([[10.0, 9.999, 0.0, -10.0]])
-        got = np.array([[9.0, 9.5, 9.8, -10.0]])   # the reference's pick ranks 3
-        (_, gap, rank), = e2e_check.top1_misses(got, want)
-        self.assertEqual(rank, 3)
-        self.assertFalse(e2e_check.is_near_tie(gap, rank))
+    def test_a_pick_the_reference_puts_far_below_is_a_fault(self):
+        want = np.array([[10.0, 9.999, 0.0, -10.0, 1.0, 2.0]])
+        got = np.array([[9.0, 9.5, 9.8, -10.0, 1.0, 2.0]])  # picks what the reference puts at 0
+        (m,) = e2e_check.top1_misses(got, want)
+        self.assertEqual(m["rank"], 3)
+        self.assertFalse(e2e_check.is_near_tie(m))
+
+    def test_an_exact_tie_is_a_near_tie(self):
+        want = np.array([[10.0, 10.0, 0.0, -10.0]])  # argmax: the first of the two
+        got = np.array([[10.0, 10.0 + 1e-6, 0.0, -10.0]])
+        (m,) = e2e_check.top1_misses(got, want)
+        self.assertEqual(m["sigmas"], 0.0)
+        self.assertTrue(e2e_check.is_near_tie(m))
 
 
 class PayloadLibsTest(unittest.TestCase):
