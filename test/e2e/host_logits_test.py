@@ -22,7 +22,7 @@ Prints one line per case and ends with "N passed, M failed, S skipped"; exits
 1 on any failure or when -k matches nothing (test/e2e/tally.py).
 `--perturb REL` adds REL x max|row| to one logit of each fused row, a wrong
 kernel that the old bounds (1e-4, 1e-5) let through: ctest runs it with 5e-6
-to show that both checks fail on it (e2e/host-logits-catches-1e-6).
+to show that both checks fail on it (e2e/host-logits-catches-5e-6).
 
   python3 test/e2e/host_logits_test.py --llmc build/bin/llmc [--keep DIR] [-k NAME]
 """
