@@ -66,8 +66,11 @@ inline constexpr int kAttnTile = 32;  // keys per online-softmax update
 // key, that run in parallel (flash-decoding) and merge in order. The cut
 // depends only on the token's own context, never on what else is in the
 // step, so a request gets the same numbers batched as alone (the serving
-// engine's batch invariance). A multiple of kAttnTile.
-inline constexpr int64_t kAttnSplitKeys = 256;
+// engine's batch invariance). A multiple of kAttnTile. 128 rather than 256:
+// a decode token at 513-640 keys then has 5 ranges per kv head, which two
+// threads share evenly, where 256 left 3 uneven ones (256, 256, 1-128) and
+// SmolLM2's decode at depth 512 4% slower (bench/decode_builds.py).
+inline constexpr int64_t kAttnSplitKeys = 128;
 struct attn_units_tag {};
 
 // The cache positions token t attends to: [*start, *end] of sequence *seq.
