@@ -98,6 +98,8 @@ def main() -> int:
                     help="wait before each run until this fraction of the CPU is idle (0: never)")
     ap.add_argument("--json", help="also write every sample here")
     a = ap.parse_args()
+    if a.rounds < 1 or a.reps < 1 or a.n < 1:
+        ap.error("--rounds, --reps and --n must be at least 1")
     engines = [parse_engine(e) for e in a.engines]
     names = [e[0] for e in engines]
     if len(set(names)) != len(names):

@@ -232,6 +232,13 @@ def case_errors(server):
     expect_error("too-long-prompt", *post({"prompt": [5] * 3000, "max_tokens": 4}), 400, "context length")
     big = b'{"prompt": "' + b"a" * (9 << 20) + b'"}'
     expect_error("oversized-body", *oversized_answer(lambda: post(big)), 413, "body")
+    # The same limit seen from the headers alone: the answer must be a 413
+    # read back, before any of the body is sent (a crash is no answer).
+    raw = H.raw_exchange(server.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                         % len(big))
+    check("errors/oversized-body-declared", raw.startswith(b"HTTP/1.1 413") and b"body" in raw,
+          raw[:80].decode(errors="replace"))
     raw = H.raw_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"h" * 20000 +
                          b"\r\n\r\n")
     check("errors/oversized-headers", raw.startswith(b"HTTP/1.1 431"), raw[:60].decode(errors="replace"))
