@@ -97,20 +97,9 @@ struct rope_table {
   void build(const llmc_host_step_info* step, int slot, double theta, const rope_scaling& sc,
              const float* freq_factors) {
     (void)slot;
-    constexpr int64_t P = HeadDim / 2;
-    const int64_t T = step->num_tokens;
-    double inv[P];
-    detail::rope_inv_freq(P, HeadDim, theta, sc, freq_factors, inv);
-    storage.resize(static_cast<size_t>(std::max<int64_t>(T, 1)) * 2 * HeadDim);
+    storage.resize(static_cast<size_t>(std::max<int64_t>(step->num_tokens, 1)) * 2 * HeadDim);
     cs = storage.data();
-    const int32_t* positions = step->positions;
-    float* table = cs;
-    detail::for_tokens(step, 64 * HeadDim, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t)
-        detail::rope_cos_sin<HeadDim, Style>(static_cast<double>(positions[t]), inv,
-                                             table + t * 2 * HeadDim,
-                                             table + t * 2 * HeadDim + HeadDim);
-    });
+    detail::rope_fill_rows<HeadDim, Style>(step, theta, sc, freq_factors, cs);
   }
 
   // Rotates, in place, the heads in columns [j0, j1) (multiples of HeadDim)

@@ -109,6 +109,22 @@ LLMC_HOST_INLINE void rope_heads(const float* xi, float* o, int64_t heads, const
   }
 }
 
+// Writes the cos/sin rows ([T][2][HeadDim]: cos row then sin row) of the
+// step's positions into `table`.
+template <int64_t HeadDim, rope_style Style>
+inline void rope_fill_rows(const llmc_host_step_info* step, double theta, const rope_scaling& sc,
+                           const float* freq_factors, float* table) {
+  constexpr int64_t P = HeadDim / 2;
+  double inv[P];
+  rope_inv_freq(P, HeadDim, theta, sc, freq_factors, inv);
+  const int32_t* positions = step->positions;
+  for_tokens(step, 64 * HeadDim, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      rope_cos_sin<HeadDim, Style>(static_cast<double>(positions[t]), inv, table + t * 2 * HeadDim,
+                                   table + t * 2 * HeadDim + HeadDim);
+  });
+}
+
 // The cos/sin rows ([T][2][HeadDim]: cos row then sin row) of the step's
 // positions for one RoPE configuration, kept on the calling thread and
 // reused while the positions and the configuration stay the same: the query
@@ -118,8 +134,9 @@ LLMC_HOST_INLINE void rope_heads(const float* xi, float* o, int64_t heads, const
 // frequency factors' values, not their address, so it never outlives them.
 // The rows stay valid until the thread's next call with another key.
 template <int64_t HeadDim, rope_style Style>
-LLMC_HOST_OWN_STATE inline const float* rope_cos_sin_rows(const llmc_host_step_info* step, double theta,
-                                      const rope_scaling& sc, const float* freq_factors) {
+LLMC_HOST_OWN_STATE inline const float* rope_cos_sin_rows(const llmc_host_step_info* step,
+                                                          double theta, const rope_scaling& sc,
+                                                          const float* freq_factors) {
   constexpr int64_t P = HeadDim / 2;
   thread_local struct cache {
     bool valid = false, has_factors = false;
@@ -142,15 +159,9 @@ LLMC_HOST_OWN_STATE inline const float* rope_cos_sin_rows(const llmc_host_step_i
       std::memcmp(c.positions.data(), positions, n * sizeof(int32_t)) == 0;
   if (hit) return c.cs.data();
   c.valid = false;
-  double inv[P];
-  rope_inv_freq(P, HeadDim, theta, sc, freq_factors, inv);
   c.cs.resize(n * 2 * HeadDim);
   float* table = c.cs.data();
-  for_tokens(step, 64 * HeadDim, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t)
-      rope_cos_sin<HeadDim, Style>(static_cast<double>(positions[t]), inv, table + t * 2 * HeadDim,
-                                   table + t * 2 * HeadDim + HeadDim);
-  });
+  rope_fill_rows<HeadDim, Style>(step, theta, sc, freq_factors, table);
   c.theta = theta;
   c.sc = sc;
   c.has_factors = freq_factors != nullptr;
