@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -167,6 +168,54 @@ class Reader {
 #define LLMC_READ(reader, obj, prefix, key, out) \
   if (auto st = (reader).Read((obj), (prefix), (key), (out)); !st.ok()) return st
 
+// A cost form {"c": .., "T": .., "S": .., "K": .., "L": .., "P": ..}: absent
+// members are 0; any other member is an error (a typo would read as 0).
+absl::Status ReadCostForm(const Reader& r, const json& j, const std::string& f,
+                          ManifestCostForm* out) {
+  if (!j.is_object()) return r.Error(f, "must be an object, got " + DescribeJson(j));
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    double* slot = key == "c"   ? &out->c
+                   : key == "T" ? &out->t
+                   : key == "S" ? &out->s
+                   : key == "K" ? &out->k
+                   : key == "L" ? &out->l
+                   : key == "P" ? &out->p
+                                : nullptr;
+    if (!slot) return r.Error(Field(f, key), "is not a cost variable (c, T, S, K, L or P)");
+    if (!it.value().is_number() || !std::isfinite(it.value().get<double>()) ||
+        it.value().get<double>() < 0)
+      return r.Error(Field(f, key), "must be a finite number >= 0, got " + DescribeJson(it.value()));
+    *slot = it.value().get<double>();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadCost(const Reader& r, const json& j, const std::string& f, ManifestCudaCost* out) {
+  if (!j.is_object()) return r.Error(f, "must be an object, got " + DescribeJson(j));
+  struct {
+    const char* key;
+    ManifestCostForm* form;
+  } forms[] = {{"bytes", &out->bytes},
+               {"flops", &out->flops},
+               {"tensor_flops", &out->tensor_flops},
+               {"trips", &out->trips}};
+  for (auto& [key, form] : forms)
+    if (j.contains(key))
+      if (absl::Status st = ReadCostForm(r, j[key], Field(f, key), form); !st.ok()) return st;
+  if (j.contains("tokens_per_pass")) LLMC_READ(r, j, f, "tokens_per_pass", &out->tokens_per_pass);
+  if (j.contains("passes_of")) {
+    std::string of;
+    LLMC_READ(r, j, f, "passes_of", &of);
+    if (of != "T" && of != "L") return r.Error(Field(f, "passes_of"), "must be T or L, got " + of);
+    out->passes_of_logits = of == "L";
+  }
+  if (out->tokens_per_pass < 0) return r.Error(Field(f, "tokens_per_pass"), "must be >= 0");
+  if (out->trips.p != 0 && out->tokens_per_pass == 0)
+    return r.Error(Field(f, "trips.P"), "needs tokens_per_pass");
+  return absl::OkStatus();
+}
+
 absl::Status ParseStep(const Reader& r, const json& s, const std::string& f, ManifestStep* out) {
   if (s.is_object() && s.contains("name")) LLMC_READ(r, s, f, "name", &out->name);
   LLMC_READ(r, s, f, "kernel", &out->kernel);
@@ -245,6 +294,12 @@ absl::Status ParseCuda(const Reader& r, const json& c, ManifestCuda* out) {
                              LLMC_READ(r, l, lf, "grid", &launch->grid);
                              LLMC_READ(r, l, lf, "block", &launch->block);
                              if (l.contains("impl")) LLMC_READ(r, l, lf, "impl", &launch->impl);
+                             if (l.contains("variant"))
+                               LLMC_READ(r, l, lf, "variant", &launch->variant);
+                             if (l.contains("cost")) {
+                               absl::Status cs = ReadCost(r, l["cost"], lf + ".cost", &launch->cost);
+                               if (!cs.ok()) return cs;
+                             }
                              return absl::OkStatus();
                            });
                        if (!launches.ok()) return launches;
@@ -376,6 +431,25 @@ absl::StatusOr<Manifest> ParseManifest(const json& j, const std::string& path) {
 
 namespace {
 
+ojson CostFormToJson(const ManifestCostForm& f) {
+  ojson j = ojson::object();
+  for (auto [key, v] : {std::pair<const char*, double>{"c", f.c}, {"T", f.t}, {"S", f.s},
+                        {"K", f.k}, {"L", f.l}, {"P", f.p}})
+    if (v != 0) j[key] = v;
+  return j;
+}
+
+ojson CostToJson(const ManifestCudaCost& c) {
+  ojson j = ojson::object();
+  if (!c.bytes.empty()) j["bytes"] = CostFormToJson(c.bytes);
+  if (!c.flops.empty()) j["flops"] = CostFormToJson(c.flops);
+  if (!c.tensor_flops.empty()) j["tensor_flops"] = CostFormToJson(c.tensor_flops);
+  if (!c.trips.empty()) j["trips"] = CostFormToJson(c.trips);
+  if (c.tokens_per_pass != 0) j["tokens_per_pass"] = c.tokens_per_pass;
+  if (c.passes_of_logits) j["passes_of"] = "L";
+  return j;
+}
+
 ojson CudaToJson(const ManifestCuda& c, ojson steps) {
   ojson modules = ojson::array();
   for (const ManifestCudaModule& mod : c.modules) {
@@ -398,6 +472,8 @@ ojson CudaToJson(const ManifestCuda& c, ojson steps) {
     for (const ManifestCudaLaunch& l : k.launches) {
       ojson launch = {{"symbol", l.symbol}, {"when", l.when}, {"grid", l.grid}, {"block", l.block}};
       if (!l.impl.empty()) launch["impl"] = l.impl;
+      if (!l.variant.empty()) launch["variant"] = l.variant;
+      if (!l.cost.empty()) launch["cost"] = CostToJson(l.cost);
       launches.push_back(std::move(launch));
     }
     ojson kernel = {{"name", k.name},

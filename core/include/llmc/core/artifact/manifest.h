@@ -147,6 +147,34 @@ struct ManifestMesh {
 //   when:  "" (always), or "<var><op><int>" with var T (tokens), L (logits
 //          rows) or splits, op <= > (e.g. "T<=8", "splits>1")
 //   grid:  three expressions: an integer, T, L, splits, or cdiv(T|L,<int>)
+// An affine function of a step's shape, for the performance model:
+//   c + T*tokens + S*seqs + K*keys + L*logits_rows + P*passes
+// keys: the keys attended, summed over the step's sequences (their context
+// lengths); passes: cdiv(T, tokens_per_pass) of the launch's cost.
+struct ManifestCostForm {
+  double c = 0, t = 0, s = 0, k = 0, l = 0, p = 0;
+  bool empty() const { return c == 0 && t == 0 && s == 0 && k == 0 && l == 0 && p == 0; }
+};
+
+// What one launch moves and computes (written by the emitter, which knows
+// the kernel's loops; read by `llmc inspect --kernels` and gpu-check's
+// model, never by the executor). Absent from the file when empty.
+//   bytes:        DRAM bytes read and written (each weight byte once)
+//   flops:        2 per multiply-add on the CUDA cores
+//   tensor_flops: 2 per multiply-add on the tensor cores
+//   trips:        iterations of the kernel's hot loop (its innermost loop
+//                 with the most instructions in the SASS) summed over the
+//                 launch's warps; the model multiplies them by that loop's
+//                 instruction count
+struct ManifestCudaCost {
+  ManifestCostForm bytes, flops, tensor_flops, trips;
+  int64_t tokens_per_pass = 0;  // 0: no pass term
+  bool passes_of_logits = false;  // passes count L's rows, not T's (an LM head)
+  bool empty() const {
+    return bytes.empty() && flops.empty() && tensor_flops.empty() && trips.empty();
+  }
+};
+
 struct ManifestCudaLaunch {
   std::string symbol;  // __global__ entry of every PTX module
   std::string when;
@@ -155,6 +183,10 @@ struct ManifestCudaLaunch {
   // "" always; "llmc": the kernel's own GEMM, which a cuBLASLt GEMM
   // (ManifestCudaGemm) may replace.
   std::string impl;
+  // The variant of the kernel's template this launch runs, as chosen by a
+  // pass (e.g. "gemv=dp4a rows_per_warp=1"); "" for a kernel with one.
+  std::string variant;
+  ManifestCudaCost cost;
 };
 
 // A GEMM that cuBLASLt may run instead of the kernel's own launches with
