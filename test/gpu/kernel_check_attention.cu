@@ -10,10 +10,11 @@
 //===----------------------------------------------------------------------===//
 // Kernels: the wrappers the emitter would write (as in cuda_kernels_test.cpp).
 //===----------------------------------------------------------------------===//
-template <class A, int SplitKeys>
+template <class A, int SplitKeys, int MaxSplits>
 __global__ void LB attn_decode(lc::step_info s, const A* q, const A* kc, const A* vc, A* o, float* po,
                                float* pml, float scale, int window) {
-  lc::paged_attention_decode<NH, KV, HD, A, SplitKeys, 4>(s, q, kc, vc, o, po, pml, scale, window);
+  lc::paged_attention_decode<NH, KV, HD, A, SplitKeys, 4, MaxSplits>(s, q, kc, vc, o, po, pml, scale,
+                                                                     window);
 }
 template <class A> __global__ void LB attn_reduce(int splits, const float* po, const float* pml, A* o) {
   lc::paged_attention_reduce<NH, HD, A>(splits, po, pml, o);
@@ -127,7 +128,9 @@ static int f64_attention(const HostStep& hs, int heads, int kv_heads, int hd, co
   return max_keys;
 }
 
-template <class A, int SplitKeys>
+// MaxSplits > 0: the emitter's capped splits (grid min(splits, MaxSplits),
+// a token's share of the keys widening past the cap).
+template <class A, int SplitKeys, int MaxSplits = 0>
 static void check_attention(const std::vector<int>& ctx, const std::vector<int>& qlen, int window,
                             std::mt19937& rng) {
   using tr = act_traits<A>;
@@ -150,7 +153,7 @@ static void check_attention(const std::vector<int>& ctx, const std::vector<int>&
                        window);
   std::vector<double> f64;
   const int max_keys = f64_attention(hs, NH, KV, HD, qf, kcf, vcf, scale, window, f64);
-  const int splits = (max_keys + SplitKeys - 1) / SplitKeys;
+  const int splits = std::min((max_keys + SplitKeys - 1) / SplitKeys, MaxSplits > 0 ? MaxSplits : 1 << 30);
   DBuf<A> dq(qa.size()), dkc(kca.size()), dvc(vca.size()), dout(static_cast<size_t>(T) * Q);
   dq.up(qa);
   dkc.up(kca);
@@ -158,7 +161,7 @@ static void check_attention(const std::vector<int>& ctx, const std::vector<int>&
   CK(cudaMemset(dout.p, 0xff, dout.n * sizeof(A)));
   DBuf<float> po(static_cast<size_t>(T) * NH * splits * HD), pml(static_cast<size_t>(T) * NH * splits * 2);
   DevStep ds(hs);
-  attn_decode<A, SplitKeys><<<dim3(splits, KV, T), 128>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, po.p, pml.p, scale,
+  attn_decode<A, SplitKeys, MaxSplits><<<dim3(splits, KV, T), 128>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, po.p, pml.p, scale,
                                                            window);
   LAUNCHED();
   if (splits > 1) {
@@ -168,6 +171,7 @@ static void check_attention(const std::vector<int>& ctx, const std::vector<int>&
   std::string shape = "ctx{";
   for (int s = 0; s < S; ++s) shape += std::to_string(ctx[s]) + (s + 1 < S ? "," : "}");
   shape += " T=" + std::to_string(T) + " SK=" + std::to_string(SplitKeys) + " splits=" + std::to_string(splits);
+  if (MaxSplits > 0) shape += " max=" + std::to_string(MaxSplits);
   if (window > 0) shape += " win=" + std::to_string(window);
   report(splits > 1 ? "paged_attention_decode+reduce" : "paged_attention_decode (1 split)", shape, tr::name,
          to_float(dout.down()), host, &f64, tr::tol, Q);
@@ -227,6 +231,11 @@ template <class A> void decode_attention_checks(std::mt19937& rng) {
   check_attention<A, 128>({1, 17, 300, 2048}, {1, 1, 1, 1}, 100, rng);
   check_attention<A, 256>({1, 17, 200}, {1, 1, 1}, 0, rng);  // one split: direct output
   check_attention<A, 256>({300, 33}, {13, 33}, 0, rng);      // prefill chunks through the decode kernel
+  // The emitter's split choice: 64 keys per split up to 32 splits, wider past.
+  check_attention<A, 64, 32>({1, 5, 64, 65, 300, 2048}, {1, 1, 1, 1, 1, 1}, 0, rng);
+  check_attention<A, 64, 32>({1, 17, 3000, 4100}, {1, 1, 1, 1}, 0, rng);
+  check_attention<A, 64, 32>({1, 17, 300, 4100}, {1, 1, 1, 1}, 1000, rng);
+  check_attention<A, 64, 8>({40, 3000}, {9, 16}, 0, rng);
 }
 template void decode_attention_checks<__half>(std::mt19937&);
 template void decode_attention_checks<__nv_bfloat16>(std::mt19937&);

@@ -102,11 +102,13 @@ absl::Status Bad(absl::string_view text, absl::string_view expected) {
 int64_t GridExpr::Evaluate(const LaunchVars& v) const {
   if (var == LaunchVar::kConst) return value;
   int64_t x = Value(var, v);
+  if (cap > 0) return x < cap ? x : cap;
   return value <= 1 ? x : (x + value - 1) / value;
 }
 
 std::string GridExpr::ToString() const {
   if (var == LaunchVar::kConst) return absl::StrCat(value);
+  if (cap > 0) return absl::StrCat("min(", VarName(var), ",", cap, ")");
   if (value <= 1) return VarName(var);
   return absl::StrCat("cdiv(", VarName(var), ",", value, ")");
 }
@@ -129,7 +131,8 @@ std::string WhenExpr::ToString() const {
 
 absl::StatusOr<GridExpr> ParseGridExpr(absl::string_view text) {
   constexpr absl::string_view kExpected =
-      "a grid expression (a positive integer, T, L, Q, S, splits, or cdiv(T|L|Q|S,<positive integer>))";
+      "a grid expression (a positive integer, T, L, Q, S, splits, cdiv(T|L|Q|S,<positive integer>) "
+      "or min(T|L|Q|S|splits,<positive integer>))";
   Cursor c(text);
   GridExpr e;
   if (c.Int(&e.value)) {
@@ -142,6 +145,14 @@ absl::StatusOr<GridExpr> ParseGridExpr(absl::string_view text) {
         !c.Int(&e.value) || !c.Eat(")") || !c.Done())
       return Bad(text, kExpected);
     if (e.value == 0) return absl::InvalidArgumentError(absl::StrCat("'", text, "' divides by 0"));
+    return e;
+  }
+  if (c.Eat("min")) {
+    if (!c.Eat("(") || !c.Var(&e.var) || !c.Eat(",") || !c.Int(&e.cap) || !c.Eat(")") ||
+        !c.Done())
+      return Bad(text, kExpected);
+    if (e.cap == 0) return absl::InvalidArgumentError(absl::StrCat("'", text, "' caps at 0"));
+    e.value = 1;
     return e;
   }
   if (!c.Var(&e.var) || !c.Done()) return Bad(text, kExpected);

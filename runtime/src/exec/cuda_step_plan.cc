@@ -179,10 +179,13 @@ int64_t AttentionScratchFloats(const ManifestCuda& c,
     vars.splits = AttentionSplits(max_context, kernel.split_keys);
     if (vars.splits <= 1) continue;
     for (const ParsedLaunch& p : parsed[k]) {
-      bool over_splits = false;
-      for (const GridExpr& g : p.grid) over_splits |= g.var == LaunchVar::kSplits;
-      if (over_splits && p.when.Holds(vars))
-        floats = std::max(floats, step.tokens * kernel.heads * vars.splits * (kernel.head_dim + 2));
+      // The grid's split dimension (splits, or min(splits,cap) for a kernel
+      // whose splits grow their share of the keys) is the partials' stride.
+      int64_t grid_splits = 0;
+      for (const GridExpr& g : p.grid)
+        if (g.var == LaunchVar::kSplits) grid_splits = std::max(grid_splits, g.Evaluate(vars));
+      if (grid_splits > 1 && p.when.Holds(vars))
+        floats = std::max(floats, step.tokens * kernel.heads * grid_splits * (kernel.head_dim + 2));
     }
   }
   return kScratchHeaderFloats + floats;

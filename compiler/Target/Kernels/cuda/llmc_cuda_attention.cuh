@@ -21,13 +21,32 @@ namespace cuda {
 // kv_cache_write run first).
 //
 // paged_attention_decode: grid (splits, KvHeads, T), blockDim 32 * Warps.
-// Block (split, g, t) covers keys [first + split * SplitKeys, ...+SplitKeys)
-// for the Heads / KvHeads query heads sharing kv head g (each K/V row read
-// once), in chunks of 32 keys per warp: lane = key for the scores, lane =
-// HeadDim / 32 dims for the V accumulation; online softmax in base 2.
-// With gridDim.x == 1 it writes `out` directly; otherwise it writes partial
-// states (unnormalized o [T, Heads, splits, HeadDim], (m, l) [T, Heads,
-// splits, 2]) that paged_attention_reduce merges.
+// The len = last - first + 1 keys of token t are cut into n splits of `keys`
+// keys each (the last one shorter), from len alone, so that a token's
+// result never depends on the rest of the batch:
+//   MaxSplits == 0: keys = SplitKeys, n = cdiv(len, SplitKeys);
+//   MaxSplits > 0:  n = min(cdiv(len, SplitKeys), MaxSplits),
+//                   keys = cdiv(len, n) (n splits exactly, as SplitKeys >=
+//                   MaxSplits): short contexts get one block per 64 keys
+//                   (SplitKeys 64), long ones MaxSplits blocks whose share
+//                   grows with the context, so the partials stay few.
+// The grid needs gridDim.x >= n for every token (the runtime's
+// cdiv(longest context, SplitKeys), capped at MaxSplits); blocks past a
+// token's n write empty partials (m = -1e30, l = 0, o = 0), which the
+// reduction merges as exact zeros.
+// Block (split, g, t) covers keys [first + split * keys, ... + keys) for the
+// G = Heads / KvHeads query heads sharing kv head g (each K/V row read once),
+// in rounds of 32 keys per warp dealt out 8 at a time (lanes 8j .. 8j + 7 of
+// warp w: keys round + (j * Warps + w) * 8 + 0..7, so that even 8 keys spread
+// over all warps). Scores: lane = key (its whole K row, Q from shared
+// memory, no shuffles); online softmax in base 2 (m per warp, l per lane),
+// the probabilities through shared memory; P V: LPK lanes (HeadDim / 8
+// rounded up to a power of two) share a key, 8 dims each, so each 16-byte
+// load of V serves KPP = 32 / LPK keys, all of a round's V loads issued at
+// once. The warps merge in shared memory. With gridDim.x == 1 the block
+// writes `out` directly;
+// otherwise partial states (unnormalized o [T, Heads, splits, HeadDim],
+// (m, l) [T, Heads, splits, 2]) that paged_attention_reduce merges.
 //===----------------------------------------------------------------------===//
 __device__ __forceinline__ int seq_of_token(const step_info& s, int t) {
   int lo = 0, hi = s.num_seqs - 1; // largest seq with query_starts[seq] <= t
@@ -38,7 +57,86 @@ __device__ __forceinline__ int seq_of_token(const step_info& s, int t) {
   return lo;
 }
 
-template <int Heads, int KvHeads, int HeadDim, class Act, int SplitKeys, int Warps>
+// Where token t's keys lie and how they split (see above).
+struct decode_split {
+  int seq, first, last; // keys first .. last (none when last < first)
+  int n, keys;          // n splits of `keys` keys
+};
+template <int SplitKeys, int MaxSplits>
+__device__ __forceinline__ decode_split decode_split_of(const step_info& s, int t, int window) {
+  static_assert(SplitKeys > 0 && MaxSplits >= 0, "paged_attention: SplitKeys > 0, MaxSplits >= 0");
+  static_assert(MaxSplits <= SplitKeys, "paged_attention: MaxSplits <= SplitKeys (n splits exactly)");
+  decode_split d;
+  d.seq = seq_of_token(s, t);
+  d.last = min(s.positions[t], s.context_lens[d.seq] - 1);
+  d.first = window > 0 ? max(0, d.last - window + 1) : 0;
+  const int len = max(0, d.last - d.first + 1);
+  if (MaxSplits == 0) {
+    d.keys = SplitKeys;
+    d.n = (len + SplitKeys - 1) / SplitKeys;
+  } else {
+    d.n = min((len + SplitKeys - 1) / SplitKeys, MaxSplits);
+    d.keys = d.n > 0 ? (len + d.n - 1) / d.n : SplitKeys;
+  }
+  return d;
+}
+
+namespace detail {
+// 8 activations as loaded (16 bytes of half/bf16, 32 of float), converted
+// to floats where they are used.
+template <class Act> struct raw8 {
+  static constexpr int W = static_cast<int>(sizeof(Act)) / 2; // uint4 words
+  uint4 w[W];
+  __device__ __forceinline__ void load(const Act* p) {
+#pragma unroll
+    for (int i = 0; i < W; ++i) w[i] = reinterpret_cast<const uint4*>(p)[i];
+  }
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int i = 0; i < W; ++i) w[i] = make_uint4(0, 0, 0, 0);
+  }
+};
+__device__ __forceinline__ void cvt8(const raw8<float>& r, float v[8]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    v[4 * i] = __uint_as_float(r.w[i].x);
+    v[4 * i + 1] = __uint_as_float(r.w[i].y);
+    v[4 * i + 2] = __uint_as_float(r.w[i].z);
+    v[4 * i + 3] = __uint_as_float(r.w[i].w);
+  }
+}
+__device__ __forceinline__ void cvt8(const raw8<__half>& r, float v[8]) {
+  const u32 w[4] = {r.w[0].x, r.w[0].y, r.w[0].z, r.w[0].w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) { v[2 * i] = lo_f16(w[i]); v[2 * i + 1] = hi_f16(w[i]); }
+}
+__device__ __forceinline__ void cvt8(const raw8<__nv_bfloat16>& r, float v[8]) {
+  const u32 w[4] = {r.w[0].x, r.w[0].y, r.w[0].z, r.w[0].w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) { v[2 * i] = lo_bf16(w[i]); v[2 * i + 1] = hi_bf16(w[i]); }
+}
+// 2^x for the softmax: ex2.approx.ftz (relative error 2^-22, 0 for -inf),
+// one instruction instead of exp2f's range checks around it.
+__device__ __forceinline__ float fast_exp2(float x) {
+#ifdef LLMC_CUDA_EMULATE
+  return exp2f(x);
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
+// __syncwarp for shared memory passed between a warp's lanes (the CPU
+// emulation runs a warp's lanes up to its next shuffle, which orders them).
+__device__ __forceinline__ void syncwarp() {
+#ifndef LLMC_CUDA_EMULATE
+  __syncwarp();
+#endif
+}
+__host__ __device__ constexpr int pow2_at_least(int n) { return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2); }
+} // namespace detail
+
+template <int Heads, int KvHeads, int HeadDim, class Act, int SplitKeys, int Warps, int MaxSplits = 0>
 __device__ void paged_attention_decode(const step_info& s, const Act* __restrict__ q,
                                        const Act* __restrict__ kcache, const Act* __restrict__ vcache,
                                        Act* __restrict__ out, float* __restrict__ part_o,
@@ -46,87 +144,116 @@ __device__ void paged_attention_decode(const step_info& s, const Act* __restrict
   static_assert(Heads % KvHeads == 0, "paged_attention: Heads must be a multiple of KvHeads");
   static_assert((HeadDim % 32 == 0 || (HeadDim < 32 && HeadDim % 8 == 0)) && HeadDim <= 256,
                 "paged_attention: HeadDim 8, 16, 24 or a multiple of 32 up to 256");
-  static_assert(SplitKeys % (32 * Warps) == 0, "paged_attention: SplitKeys must fill the warps");
-  // R dims of V per lane; below 32 dims, lanes >= HeadDim hold no V dims.
-  constexpr int G = Heads / KvHeads, R = HeadDim >= 32 ? HeadDim / 32 : 1, KW = KvHeads * HeadDim;
+  // Scores: lane = key. P V: LPK lanes per key, 8 dims each, KPP keys per pass.
+  constexpr int G = Heads / KvHeads, KW = KvHeads * HeadDim;
+  constexpr int LPK = detail::pow2_at_least((HeadDim + 7) / 8), KPP = 32 / LPK, NP = 32 / KPP;
+  static_assert(LPK <= 32, "paged_attention: lane layout");
   __shared__ float qs[G][HeadDim];
+  __shared__ float sp[Warps][32][G]; // a round's probabilities, [key lane][head]
   __shared__ float sm[Warps][G], sl[Warps][G];
   __shared__ float so[Warps][G][HeadDim];
   const int split = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int seq = seq_of_token(s, t);
-  const int last = min(s.positions[t], s.context_lens[seq] - 1);
-  const int first = window > 0 ? max(0, last - window + 1) : 0;
-  const int k0 = first + split * SplitKeys;
-  const int k1 = min(last + 1, k0 + SplitKeys);
+  const int sub = lane / LPK, d0 = (lane % LPK) * 8;
+  const bool dims = d0 < HeadDim; // lanes past HeadDim (HeadDim 24, 96, ...) hold no dims
+  const decode_split ds = decode_split_of<SplitKeys, MaxSplits>(s, t, window);
+  const int k0 = ds.first + split * ds.keys;
+  const int k1 = split < ds.n ? min(ds.last + 1, k0 + ds.keys) : k0;
   const float qscale = scale * 1.4426950408889634f; // softmax in base 2
   for (int i = threadIdx.x; i < G * HeadDim; i += blockDim.x)
     qs[i / HeadDim][i % HeadDim] =
         to_float(q[static_cast<i64>(t) * Heads * HeadDim + (kvh * G) * HeadDim + i]) * qscale;
   __syncthreads();
-  const int* btab = s.block_tables + static_cast<i64>(seq) * s.max_blocks;
+  const int* btab = s.block_tables + static_cast<i64>(ds.seq) * s.max_blocks;
 
-  float m[G], l[G], o[G][R];
+  float m[G], l[G], o[G][8]; // m: the warp's; l: this lane's keys; o: this lane group's keys
 #pragma unroll
   for (int h = 0; h < G; ++h) {
     m[h] = -1e30f;
     l[h] = 0.0f;
 #pragma unroll
-    for (int r = 0; r < R; ++r) o[h][r] = 0.0f;
+    for (int i = 0; i < 8; ++i) o[h][i] = 0.0f;
   }
-  for (int c0 = k0 + warp * 32; c0 < k1; c0 += 32 * Warps) {
-    const int key = c0 + lane;
+  // Rounds of 32 keys per warp, dealt out 8 at a time: lanes 8j .. 8j + 7 of
+  // warp w take keys round + (j * Warps + w) * 8 + 0..7, so that a short
+  // range spreads over the warps; a warp's keys rise with its lanes.
+  for (int r0 = k0; r0 < k1; r0 += Warps * 32) {
+    if (r0 + warp * 8 >= k1) break; // warp-uniform: no key of this warp left
+    const int key = r0 + ((lane >> 3) * Warps + warp) * 8 + (lane & 7);
     const bool valid = key < k1;
-    i64 rowoff = 0;
+    const int slot = valid ? btab[key / s.block_size] * s.block_size + key % s.block_size : -1;
     float sc[G];
 #pragma unroll
-    for (int h = 0; h < G; ++h) sc[h] = -__int_as_float(0x7f800000); // -inf
+    for (int h = 0; h < G; ++h) sc[h] = 0.0f;
     if (valid) {
-      const int blk = btab[key / s.block_size];
-      rowoff = (static_cast<i64>(blk) * s.block_size + key % s.block_size) * KW + kvh * HeadDim;
-#pragma unroll
-      for (int h = 0; h < G; ++h) sc[h] = 0.0f;
+      const Act* kr = kcache + static_cast<i64>(slot) * KW + kvh * HeadDim;
+#pragma unroll 4
       for (int d = 0; d < HeadDim; d += 8) {
         float kv[8];
-        load8(kcache + rowoff + d, kv);
+        load8(kr + d, kv);
 #pragma unroll
         for (int h = 0; h < G; ++h)
 #pragma unroll
           for (int i = 0; i < 8; ++i) sc[h] = fmaf(qs[h][d + i], kv[i], sc[h]);
       }
+    } else {
+#pragma unroll
+      for (int h = 0; h < G; ++h) sc[h] = -__int_as_float(0x7f800000); // -inf
     }
-    float p[G];
+    // Online softmax (m shared by the warp, l per lane).
 #pragma unroll
     for (int h = 0; h < G; ++h) {
       const float mn = fmaxf(m[h], warp_max(sc[h]));
-      const float corr = exp2f(m[h] - mn);
-      p[h] = exp2f(sc[h] - mn);
-      l[h] = l[h] * corr + warp_sum(p[h]);
+      const float corr = detail::fast_exp2(m[h] - mn);
+      const float p = detail::fast_exp2(sc[h] - mn); // 0 for masked keys
       m[h] = mn;
+      l[h] = l[h] * corr + p;
+      sp[warp][lane][h] = p;
 #pragma unroll
-      for (int r = 0; r < R; ++r) o[h][r] *= corr;
+      for (int i = 0; i < 8; ++i) o[h][i] *= corr;
     }
-    const int nk = min(32, k1 - c0);
-    for (int j = 0; j < nk; ++j) {
-      const i64 off = __shfl_sync(0xffffffffu, rowoff, j);
-      float vv[R];
+    detail::syncwarp();
+    // P V: pass j holds lanes j * KPP + sub's keys; the nv valid lanes are a
+    // prefix (8 per lane octet, warp-uniform count).
+    int nv = 0;
 #pragma unroll
-      for (int r = 0; r < R; ++r) vv[r] = lane * R < HeadDim ? to_float(vcache[off + lane * R + r]) : 0.0f;
+    for (int j = 0; j < 4; ++j) nv += max(0, min(8, k1 - (r0 + (j * Warps + warp) * 8)));
+    detail::raw8<Act> vr[NP];
 #pragma unroll
-      for (int h = 0; h < G; ++h) {
-        const float pj = __shfl_sync(0xffffffffu, p[h], j);
+    for (int j = 0; j < NP; ++j) {
+      const int vs = __shfl_sync(0xffffffffu, slot, j * KPP + sub);
+      if (j * KPP < nv && vs >= 0 && dims)
+        vr[j].load(vcache + static_cast<i64>(vs) * KW + kvh * HeadDim + d0);
+      else
+        vr[j].zero();
+    }
 #pragma unroll
-        for (int r = 0; r < R; ++r) o[h][r] = fmaf(pj, vv[r], o[h][r]);
+    for (int j = 0; j < NP; ++j) {
+      if (j * KPP < nv) {
+        float vf[8];
+        detail::cvt8(vr[j], vf);
+#pragma unroll
+        for (int h = 0; h < G; ++h) {
+          const float p = sp[warp][j * KPP + sub][h];
+#pragma unroll
+          for (int i = 0; i < 8; ++i) o[h][i] = fmaf(p, vf[i], o[h][i]);
+        }
       }
     }
+    detail::syncwarp(); // sp is rewritten next round
   }
-  // Merge the warps.
+  // Sum l over the warp and o over the lane groups, then merge the warps.
 #pragma unroll
   for (int h = 0; h < G; ++h) {
-    if (lane == 0) { sm[warp][h] = m[h]; sl[warp][h] = l[h]; }
-    if (lane * R < HeadDim)
+    l[h] = warp_sum(l[h]);
 #pragma unroll
-      for (int r = 0; r < R; ++r) so[warp][h][lane * R + r] = o[h][r];
+    for (int x = LPK; x < 32; x <<= 1)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) o[h][i] += __shfl_xor_sync(0xffffffffu, o[h][i], x);
+    if (lane == 0) { sm[warp][h] = m[h]; sl[warp][h] = l[h]; }
+    if (sub == 0 && dims)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) so[warp][h][d0 + i] = o[h][i];
   }
   __syncthreads();
   const int splits = gridDim.x;

@@ -122,7 +122,16 @@ struct rope_freqs {
   }
 };
 
-// x, out: [T, Heads * HeadDim]; out == x allowed. One block per token.
+// The launches below: grid (T, Y), any Y >= 1 and any multiple of 32 threads.
+// The rotation pairs of token t (head-major) are dealt out over the Y blocks
+// of its row, one per thread where Y * blockDim covers them (the emitter's
+// choice: a token's RoPE then takes one inverse frequency, one sincos and
+// one load per thread, all in parallel); with Y = 1 a block loops over them.
+// LLMC_ROPE_FOR_PAIRS(i, n): this thread's indices i < n of token blockIdx.x.
+#define LLMC_ROPE_FOR_PAIRS(i, count)                                                     \
+  for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < (count); i += gridDim.y * blockDim.x)
+
+// x, out: [T, Heads * HeadDim]; out == x allowed. Grid (T, Y).
 // Freq: `const double*` (a table) or rope_freqs.
 template <int Heads, int HeadDim, rope_style Style, class Act, class Freq>
 __device__ void rope(const step_info& s, const Act* x, Act* out, const Freq inv_freq) {
@@ -130,7 +139,7 @@ __device__ void rope(const step_info& s, const Act* x, Act* out, const Freq inv_
   if (t >= s.num_tokens) return;
   const int pos = s.positions[t];
   constexpr int Half = HeadDim / 2;
-  for (int i = threadIdx.x; i < Heads * Half; i += blockDim.x) {
+  LLMC_ROPE_FOR_PAIRS(i, Heads * Half) {
     const int h = i / Half, j = i % Half;
     float c, sn;
     rope_cs(pos, inv_freq[j], c, sn);
@@ -145,7 +154,7 @@ __device__ void rope(const step_info& s, const Act* x, Act* out, const Freq inv_
 // The fused QKV tail: qkv [T, (Heads + 2 KvHeads) * HeadDim] (Q, K, V of the
 // merged projection); rotates Q into q_out [T, Heads * HeadDim], rotates K and
 // writes it and V to the cache slot slot_mapping[t] (negative: skipped).
-// Cache: [num_blocks, block_size, KvHeads, HeadDim]. One block per token.
+// Cache: [num_blocks, block_size, KvHeads, HeadDim]. Grid (T, Y).
 template <int Heads, int KvHeads, int HeadDim, rope_style Style, class Act, class Freq>
 __device__ void rope_qkv_cache_write(const step_info& s, const Act* __restrict__ qkv,
                                      Act* __restrict__ q_out, Act* __restrict__ kcache,
@@ -156,8 +165,9 @@ __device__ void rope_qkv_cache_write(const step_info& s, const Act* __restrict__
   const int slot = s.slot_mapping[t];
   constexpr int Half = HeadDim / 2, W = (Heads + 2 * KvHeads) * HeadDim;
   const Act* row = qkv + static_cast<i64>(t) * W;
-  for (int i = threadIdx.x; i < (Heads + KvHeads) * Half; i += blockDim.x) {
+  LLMC_ROPE_FOR_PAIRS(i, (Heads + KvHeads) * Half) {
     const int h = i / Half, j = i % Half;
+    if (h >= Heads && slot < 0) break; // K pairs come last
     float c, sn;
     rope_cs(pos, inv_freq[j], c, sn);
     const int ia = h * HeadDim + rope_pair<HeadDim, Style>::a(j);
@@ -167,14 +177,14 @@ __device__ void rope_qkv_cache_write(const step_info& s, const Act* __restrict__
     if (h < Heads) {
       q_out[static_cast<i64>(t) * Heads * HeadDim + ia] = ra;
       q_out[static_cast<i64>(t) * Heads * HeadDim + ib] = rb;
-    } else if (slot >= 0) {
+    } else {
       const i64 base = static_cast<i64>(slot) * KvHeads * HeadDim - Heads * HeadDim;
       kcache[base + ia] = ra;
       kcache[base + ib] = rb;
     }
   }
   if (slot >= 0)
-    for (int i = threadIdx.x; i < KvHeads * HeadDim; i += blockDim.x)
+    LLMC_ROPE_FOR_PAIRS(i, KvHeads * HeadDim)
       vcache[static_cast<i64>(slot) * KvHeads * HeadDim + i] = row[(Heads + KvHeads) * HeadDim + i];
 }
 
@@ -182,7 +192,8 @@ __device__ void rope_qkv_cache_write(const step_info& s, const Act* __restrict__
 // HeadDim] rotated in place, K [T, KvHeads * HeadDim] rotated into the cache
 // slot slot_mapping[t], V copied there (negative slots: skipped). The values
 // are those of rope() then kv_cache_write(), in one launch instead of three.
-// One block per token.
+// Grid (T, Y): the emitter takes Y = cdiv((Heads + KvHeads) * HeadDim / 2,
+// blockDim), one pair (and at most one V element) per thread.
 template <int Heads, int KvHeads, int HeadDim, rope_style Style, class Act, class FreqQ,
           class FreqK>
 __device__ void rope_kv_cache_write(const step_info& s, Act* q, const Act* __restrict__ k,
@@ -194,32 +205,31 @@ __device__ void rope_kv_cache_write(const step_info& s, Act* q, const Act* __res
   const int pos = s.positions[t];
   const int slot = s.slot_mapping[t];
   constexpr int Half = HeadDim / 2, KW = KvHeads * HeadDim;
-  for (int i = threadIdx.x; i < (Heads + KvHeads) * Half; i += blockDim.x) {
+  LLMC_ROPE_FOR_PAIRS(i, (Heads + KvHeads) * Half) {
     const int h = i / Half, j = i % Half;
     const int ia = rope_pair<HeadDim, Style>::a(j), ib = rope_pair<HeadDim, Style>::b(j);
     float c, sn;
     if (h < Heads) {
-      rope_cs(pos, freq_q[j], c, sn);
       Act* row = q + static_cast<i64>(t) * Heads * HeadDim + h * HeadDim;
       const float a = to_float(row[ia]), b = to_float(row[ib]);
+      rope_cs(pos, freq_q[j], c, sn);
       row[ia] = from_float<Act>(a * c - b * sn);
       row[ib] = from_float<Act>(b * c + a * sn);
     } else if (slot >= 0) {
-      rope_cs(pos, freq_k[j], c, sn);
       const int kh = h - Heads;
       const Act* src = k + static_cast<i64>(t) * KW + kh * HeadDim;
       Act* dst = kcache + static_cast<i64>(slot) * KW + kh * HeadDim;
       const float a = to_float(src[ia]), b = to_float(src[ib]);
+      rope_cs(pos, freq_k[j], c, sn);
       dst[ia] = from_float<Act>(a * c - b * sn);
       dst[ib] = from_float<Act>(b * c + a * sn);
     }
   }
   if (slot >= 0)
-    for (int i = threadIdx.x; i < KW; i += blockDim.x)
-      vcache[static_cast<i64>(slot) * KW + i] = v[static_cast<i64>(t) * KW + i];
+    LLMC_ROPE_FOR_PAIRS(i, KW) vcache[static_cast<i64>(slot) * KW + i] = v[static_cast<i64>(t) * KW + i];
 }
 
-// K and V rows [T, KvHeads * HeadDim] into the cache (no RoPE).
+// K and V rows [T, KvHeads * HeadDim] into the cache (no RoPE). Grid (T, Y).
 template <int KvHeads, int HeadDim, class Act>
 __device__ void kv_cache_write(const step_info& s, const Act* __restrict__ k, const Act* __restrict__ v,
                                Act* __restrict__ kcache, Act* __restrict__ vcache) {
@@ -228,7 +238,7 @@ __device__ void kv_cache_write(const step_info& s, const Act* __restrict__ k, co
   const int slot = s.slot_mapping[t];
   if (slot < 0) return;
   constexpr int W = KvHeads * HeadDim;
-  for (int i = threadIdx.x; i < W; i += blockDim.x) {
+  LLMC_ROPE_FOR_PAIRS(i, W) {
     kcache[static_cast<i64>(slot) * W + i] = k[static_cast<i64>(t) * W + i];
     vcache[static_cast<i64>(slot) * W + i] = v[static_cast<i64>(t) * W + i];
   }

@@ -53,6 +53,12 @@ TEST(CudaLaunchExpr, GridEvaluates) {
   EXPECT_EQ(Grid("S", prefill), 3);
   EXPECT_EQ(Grid("cdiv(Q,64)", prefill), 3);
   EXPECT_EQ(Grid("cdiv(S,2)", prefill), 2);
+  // min: the split attention's cap (v has 9 splits).
+  EXPECT_EQ(Grid("min(splits,32)", v), 9);
+  EXPECT_EQ(Grid("min(splits,4)", v), 4);
+  EXPECT_EQ(Grid("min(splits,9)", v), 9);
+  EXPECT_EQ(Grid(" min ( T , 16 ) ", v), 16);
+  EXPECT_EQ(Grid("min(splits,32)", {.splits = 1}), 1);
 }
 
 TEST(CudaLaunchExpr, GridToStringIsCanonical) {
@@ -60,16 +66,20 @@ TEST(CudaLaunchExpr, GridToStringIsCanonical) {
   EXPECT_EQ(ParseGridExpr("cdiv(L,1)")->ToString(), "L");
   EXPECT_EQ(ParseGridExpr(" splits ")->ToString(), "splits");
   EXPECT_EQ(ParseGridExpr("007")->ToString(), "7");
+  EXPECT_EQ(ParseGridExpr(" min( splits ,032)")->ToString(), "min(splits,32)");
 }
 
 TEST(CudaLaunchExpr, GridErrors) {
   EXPECT_EQ(GridError(""), "'' is not a grid expression (a positive integer, T, L, Q, S, splits, "
-                           "or cdiv(T|L|Q|S,<positive integer>))");
+                           "cdiv(T|L|Q|S,<positive integer>) or min(T|L|Q|S|splits,<positive "
+                           "integer>))");
+  EXPECT_EQ(GridError("min(splits,0)"), "'min(splits,0)' caps at 0");
   EXPECT_EQ(GridError("0"), "'0' is 0");
   EXPECT_EQ(GridError("cdiv(T,0)"), "'cdiv(T,0)' divides by 0");
   for (const char* bad : {"s", "t", "T+1", "-1", "2147483648", "cdiv(splits,2)", "cdiv(T)",
                           "cdiv(T,)", "cdiv(T,2", "cdiv(T,2))", "cdiv(4,T)", "T T", "Tokens",
-                          "splits2", "1.5", "cdiv(T,-2)"})
+                          "splits2", "1.5", "cdiv(T,-2)", "min(splits)", "min(splits,)",
+                          "min(4,splits)", "min(splits,2", "min(splits,-1)", "min(T,2))"})
     EXPECT_NE(GridError(bad).find("is not a grid expression"), std::string::npos) << bad;
 }
 

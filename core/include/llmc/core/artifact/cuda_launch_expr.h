@@ -6,7 +6,10 @@
 // the CUDA runner both parse; the runner keeps the result) and evaluated per
 // step, so a step never looks at text.
 //
-//   grid:  <int> | <var> | cdiv(<var>,<int>)      (cdiv: not of splits)
+//   grid:  <int> | <var> | cdiv(<var>,<int>) | min(<var>,<int>)
+//          (cdiv: not of splits; min: the variable capped, e.g. the split
+//          attention's min(splits,32) for a kernel whose splits grow their
+//          share of the keys past 32 splits)
 //   when:  "" (always) | <cond> [&& <cond> ...],  cond: <var> <= <int> | <var> > <int>
 //   var:   T | L | Q | S | splits
 // Spaces around the tokens are allowed; integers are decimal, grid constants
@@ -37,13 +40,15 @@ struct LaunchVars {
 
 enum class LaunchVar { kConst, kTokens, kLogits, kSplits, kQueries, kSeqs };
 
-// One grid dimension: a constant, a variable, or cdiv(variable, divisor).
+// One grid dimension: a constant, a variable, cdiv(variable, divisor) or
+// min(variable, cap).
 struct GridExpr {
   LaunchVar var = LaunchVar::kConst;
   int64_t value = 1;  // kConst: the constant; else the divisor (1: the variable itself)
+  int64_t cap = 0;    // min(var, cap) when positive (then value is 1)
 
   int64_t Evaluate(const LaunchVars& v) const;
-  std::string ToString() const;  // canonical spelling: "7", "T", "cdiv(L,4)"
+  std::string ToString() const;  // canonical spelling: "7", "T", "cdiv(L,4)", "min(splits,32)"
 };
 
 // One comparison `var <= bound` or `var > bound`.

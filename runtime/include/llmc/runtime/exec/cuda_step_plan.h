@@ -29,12 +29,13 @@ int64_t CudaActivationBytes(const std::string& dtype);
 int64_t CudaBufferBytes(const Manifest& m, size_t index, int64_t max_batch_tokens,
                         int64_t max_logits);
 
-// Flash-decoding: the `splits` of an attention kernel. Each block of the
-// generated attention (paged_attention_decode) covers split_keys keys and no
-// more, so a step needs cdiv(longest context, split_keys) splits whatever its
-// token count: fewer would leave keys unread. (A cap, e.g. at 64 splits or
-// for large steps, needs a kernel whose splits loop over their share of the
-// keys.) 1 for kernels that do not split (split_keys 0).
+// Flash-decoding: the `splits` of an attention kernel. A token of the
+// generated attention (paged_attention_decode) needs at most
+// cdiv(its context, split_keys) splits, so a step has cdiv(longest context,
+// split_keys) whatever its token count: fewer could leave keys unread. A
+// kernel whose splits grow their share of the keys past a cap launches
+// min(splits,cap) blocks (its grid says so). 1 for kernels that do not split
+// (split_keys 0).
 int64_t AttentionSplits(int64_t max_context, int64_t split_keys);
 
 // Where each of the batch's int32 arrays lies in the step's one upload, in
@@ -74,8 +75,9 @@ LaunchVars StepLaunchVars(const StepBatch& batch);
 // (the split pass writes the split count there for the reduction; the
 // partials start 16-byte aligned after it), then, for the attention kernel
 // needing most, tokens x heads x splits x (head_dim + 2) (the partial
-// outputs, and their max and sum). Only split launches (a grid over
-// `splits`) that run in this step with more than one split need partials:
+// outputs, and their max and sum; splits as the launch's grid has it, e.g.
+// min(splits,32)). Only split launches (a grid over `splits`) that run in
+// this step with more than one split need partials:
 // with one split the kernel writes its output directly, and a prefill step
 // that takes the flash-attention kernel (when Q > ...) needs none.
 inline constexpr int64_t kScratchHeaderFloats = 4;
