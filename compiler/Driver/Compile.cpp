@@ -109,6 +109,8 @@ CompilePipelineOptions pipelineOptionsOf(const CompileOptions &o) {
   p.fusePrologueElementwise =
       llvm::all_of(o.targets, [](const std::string &t) { return t == "host"; });
   p.ppLayers = o.ppLayers;
+  p.cudaActivations = o.dtype.value_or("bf16");
+  p.gemv = o.gemv;
   return p;
 }
 

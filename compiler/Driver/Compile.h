@@ -56,6 +56,8 @@ struct CompileOptions {
   std::string hostActivations = "q8";
   // The pass pipeline.
   bool fuse = true;
+  // The CUDA decode GEMV: "auto" (llmc-select-gemv picks) or "fp".
+  std::string gemv = "auto";
   std::string quantize = "none";
   std::optional<int64_t> quantizeGroup;            // 128 when unset
   std::optional<std::vector<std::string>> quantizeSkip;

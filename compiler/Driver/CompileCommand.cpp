@@ -77,6 +77,11 @@ int parseFlags(int argc, char **argv, CompileOptions &options) {
   static cl::list<std::string> printAfter(
       "print-ir-after", cl::desc("print the IR after the named passes (to stderr), e.g. llmc-fuse"),
       cl::value_desc("pass,..."), cl::CommaSeparated, cl::cat(category));
+  static cl::opt<std::string> gemv(
+      "gemv",
+      cl::desc("CUDA decode GEMV: auto (int8 dot products for GGUF blocks where they apply) or fp "
+               "(weights decoded to float); shown by --emit=kernels as llmc.gemv"),
+      cl::init("auto"), cl::cat(category));
   static cl::opt<bool> noFuse("no-fuse",
                               cl::desc("skip the fuse pass: one kernel per op (the baseline)"),
                               cl::cat(category));
@@ -130,6 +135,11 @@ int parseFlags(int argc, char **argv, CompileOptions &options) {
   options.useCache = !noCache;
   options.hostActivations = hostActivations;
   options.fuse = !noFuse;
+  if (gemv != "auto" && gemv != "fp") {
+    llvm::errs() << "llmc compile: --gemv must be auto or fp, not '" << gemv << "'\n";
+    return 2;
+  }
+  options.gemv = gemv;
   options.quantize = quantize;
   if (quantizeGroup.getNumOccurrences())
     options.quantizeGroup = quantizeGroup;

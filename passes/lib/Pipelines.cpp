@@ -45,6 +45,10 @@ void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &opt
   }
   pm.addPass(createOutlineKernels());
   pm.addPass(createPlaceRope());
+  SelectGemvOptions g;
+  g.kind = options.gemv;
+  g.activationType = options.cudaActivations;
+  pm.addPass(createSelectGemv(g));
   pm.addPass(createPlanMemory());
 }
 

@@ -382,6 +382,48 @@ def PlaceRope : Pass<"llmc-place-rope", "::mlir::ModuleOp"> {
   let dependentDialects = ["::llmc::llm::LLMDialect"];
 }
 
+def SelectGemv : Pass<"llmc-select-gemv", "::mlir::ModuleOp"> {
+  let summary = "choose the CUDA decode GEMV variant of every GEMM group";
+  let description = [{
+    A group anchored on `llm.linear` or `llm.lm_head` runs, for small token
+    counts on the CUDA target, one of two GEMV kernels:
+
+    - `dp4a`: int8 dot products of the GGUF blocks (q4_0, q4_1, q5_0, q5_1,
+      q8_0, q4_k, q5_k, q6_k) with activations the kernel quantizes per 32
+      elements; for 16-bit activations and K a multiple of the format's
+      chunk (128 elements; q4_1 64, q5_1 32);
+    - `fp`: weights decoded to float, f32 FMAs (every other format, f32
+      activations, or `kind=fp`).
+
+    The choice and its shape are an attribute of the group, `llmc.gemv`,
+    which `--emit=kernels` and `--print-ir-after=llmc-select-gemv` show and
+    the CUDA emitter follows (without it: `fp`):
+
+    ```mlir
+    %r = llm.fusion "layers.0.mlp.gate_up" (%h) {llmc.gemv = {kind = "dp4a",
+        rows_per_warp = 4 : i64, warps = 8 : i64, max_tokens = 4 : i64,
+        max_tokens_gemv = 8 : i64}} : ...
+    ```
+
+    rows_per_warp: weight rows one warp reduces at a time (a gate/up pair
+    counts two); warps: per block; max_tokens: tokens per pass over the
+    weights of the several-token entry (a single token has its own entry);
+    max_tokens_gemv: the token count up to which the GEMV runs instead of
+    the tensor-core GEMM.
+  }];
+  let options = [
+    Option<"kind", "kind", "std::string", /*default=*/"\"auto\"",
+           "auto (dp4a where it applies) or fp (always the float GEMV)">,
+    Option<"activationType", "activation-type", "std::string", /*default=*/"\"bf16\"",
+           "the CUDA activations: bf16, f16 or f32 (f32: always fp)">,
+  ];
+  let statistics = [
+    Statistic<"numDp4a", "num-dp4a", "GEMM groups given the dp4a GEMV">,
+    Statistic<"numFp", "num-fp", "GEMM groups given the float GEMV">
+  ];
+  let dependentDialects = ["::llmc::llm::LLMDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//

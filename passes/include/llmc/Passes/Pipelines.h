@@ -38,6 +38,10 @@ struct CompilePipelineOptions {
   int64_t pp = 1;
   int64_t ppStage = 0;
   std::vector<std::string> ppLayers;
+  // llmc-select-gemv: the CUDA activation type and the GEMV kind ("auto" or
+  // "fp").
+  std::string cudaActivations = "bf16";
+  std::string gemv = "auto";
 };
 
 // Stage 1: clean up the imported IR and check the runtime's calling
