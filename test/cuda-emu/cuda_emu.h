@@ -95,6 +95,11 @@ inline float __int_as_float(int i) {
   memcpy(&f, &i, 4);
   return f;
 }
+inline int __float_as_int(float f) {
+  int i;
+  memcpy(&i, &f, 4);
+  return i;
+}
 inline float __uint_as_float(unsigned u) {
   float f;
   memcpy(&f, &u, 4);

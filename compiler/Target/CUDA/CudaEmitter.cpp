@@ -1,6 +1,8 @@
 //===- CudaEmitter.cpp - CUDA C++ for the kernels of a model --------------===//
 #include "CudaEmitter.h"
 #include "CudaGroup.h"
+
+#include "llmc/core/weight_format.h"
 #include "Target/Common/AttentionGroup.h"
 #include "Target/Common/PlannedStep.h"
 
@@ -11,6 +13,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -116,8 +120,31 @@ using namespace cudagen;
 
 // Index of the first KV cache among @step's arguments (docs/architecture.md).
 constexpr unsigned kFirstCacheArgument = 7;
-// Flash-decoding: keys per split, warps per block.
-constexpr int kSplitKeys = 256, kAttnWarps = 4;
+// Flash-decoding (paged_attention_decode): a token's keys split in blocks of
+// kSplitKeys up to kAttnBlocks / kv_heads splits (then the splits' share
+// grows), warps per block.
+constexpr int kSplitKeys = 64, kAttnBlocks = 256, kAttnWarps = 4;
+// Threads of the RoPE and cache-write launches; their grids are (T, enough
+// blocks for one rotation pair per thread).
+constexpr int kRopeThreads = 128;
+
+// The performance model's cost forms (ManifestCudaCost) of a launch: bytes
+// and flops per token (T), per key attended (K); hot-loop trips summed over
+// the launch's warps. Their derivations are beside each use.
+struct CostTerms {
+  double bytesT = 0, bytesK = 0, bytesC = 0, flopsK = 0, tensorK = 0, tripsT = 0, tripsK = 0;
+};
+void setCost(ManifestCudaLaunch &l, const CostTerms &c) {
+  l.cost.bytes.t = c.bytesT;
+  l.cost.bytes.k = c.bytesK;
+  l.cost.bytes.c = c.bytesC;
+  l.cost.flops.k = c.flopsK;
+  l.cost.tensor_flops.k = c.tensorK;
+  l.cost.trips.t = c.tripsT;
+  l.cost.trips.k = c.tripsK;
+}
+// Bytes of one activation element.
+double actBytes(const CudaEmitOptions &o) { return o.activationType == "f32" ? 4.0 : 2.0; }
 
 // The text of one kernel: its definitions (with kSym for the symbol prefix)
 // and its launches.
@@ -221,6 +248,13 @@ LogicalResult GroupEmitter::emitElementwise(ArrayRef<Operation *> ops, KernelTex
   os << "  }\n";
   text.defs = entry("ew", 256, 2, body);
   text.launches.push_back(launch("ew", "", {"T", "1", "1"}, 256));
+  // Each of the group's inputs and results once per token; the loop over
+  // the row's elements runs cdiv(w, 256) trips in each of 8 warps.
+  CostTerms c;
+  c.bytesT = double(w) * actBytes(*io.options) *
+             double(io.group.getInputs().size() + io.group.getNumResults());
+  c.tripsT = 8.0 * double((w + 255) / 256);
+  setCost(text.launches.back(), c);
   return success();
 }
 
@@ -235,6 +269,15 @@ LogicalResult GroupEmitter::emitEmbed(EmbedOp e, KernelText &text) {
                                              t.getShape()[0], t.getShape()[1], w)
                                    .str());
   text.launches.push_back(launch("embed", "", {"T", "1", "1"}, 128));
+  // A table row in, a hidden row out per token; 4 warps loop over groups
+  // of 8 elements, 128 groups a trip.
+  CostTerms c;
+  const int64_t hidden = t.getShape()[1];
+  c.bytesT = double(WeightByteSize(stringifyWeightFormat(t.getFormat()).str(), hidden,
+                                   t.getGroup())) +
+             double(hidden) * actBytes(*io.options);
+  c.tripsT = 4.0 * double((hidden / 8 + 127) / 128);
+  setCost(text.launches.back(), c);
   return success();
 }
 
@@ -250,18 +293,31 @@ LogicalResult GroupEmitter::emitRMSNorm(RMSNormOp n, KernelText &text) {
                                              number(n.getEpsilon().convertToDouble()))
                                    .str());
   text.launches.push_back(launch("rms_norm", "", {"T", "1", "1"}, 128));
+  // A row in and out per token, the weight once; no loop (unrolled).
+  CostTerms c;
+  const int64_t hidden = widthOf(n.getInput());
+  c.bytesT = 2.0 * double(hidden) * actBytes(*io.options);
+  c.bytesC = double(hidden) * 4.0;
+  setCost(text.launches.back(), c);
   return success();
 }
 
 LogicalResult GroupEmitter::emitRope(RopeOp r, KernelText &text) {
-  text.defs = entry("rope", 128, 4,
+  const int64_t pairs = r.getHeadsAttr().getInt() * (r.getHeadDimAttr().getInt() / 2);
+  text.defs = entry("rope", kRopeThreads, 4,
                     io.decls + llvm::formatv("  rope<{0}, {1}, rope_style::{2}, act>(s, {3}, out0, "
                                              "{4});\n",
                                              r.getHeadsAttr().getInt(), r.getHeadDimAttr().getInt(),
                                              stringifyRopeStyle(r.getStyle()), io.in(r.getInput()),
                                              ropeFreqs(io, r))
                                    .str());
-  text.launches.push_back(launch("rope", "", {"T", "1", "1"}, 128));
+  text.launches.push_back(launch(
+      "rope", "", {"T", std::to_string(std::max<int64_t>(1, (pairs + kRopeThreads - 1) / kRopeThreads)), "1"},
+      kRopeThreads));
+  // Each pair read and written in place; one pair per thread, no loop.
+  CostTerms c;
+  c.bytesT = 4.0 * double(pairs) * actBytes(*io.options);
+  setCost(text.launches.back(), c);
   return success();
 }
 
@@ -308,18 +364,23 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
                               kc, vc, ropeFreqs(io, qRope), ropeFreqs(io, kRope))
                     .str();
   }
+  // Splits: kSplitKeys keys each up to maxSplits, which the grid caps (the
+  // runtime's `splits` is cdiv(longest context, kSplitKeys)); past it the
+  // kernel widens its splits instead. maxSplits <= kSplitKeys keeps a token's
+  // split count exact (docs/cuda.md).
+  const int64_t maxSplits = std::clamp<int64_t>(kAttnBlocks / KvH, 4, kSplitKeys);
   text.defs =
-      entry(write, 128, 4, io.decls + writeBody) +
-      entry("attn", 32 * kAttnWarps, 4,
+      entry(write, kRopeThreads, 4, io.decls + writeBody) +
+      entry("attn", 32 * kAttnWarps, D > 128 ? 2 : 3,
             io.decls +
                 "  const int splits = gridDim.x;\n"
                 "  if (splits > 1 && blockIdx.x + blockIdx.y + blockIdx.z == 0 && threadIdx.x == 0)\n"
                 "    *reinterpret_cast<int *>(a.scratch) = splits;\n" +
                 partials +
-                llvm::formatv("  paged_attention_decode<{0}, {1}, {2}, act, {3}, {4}>(s, {5}, {6}, "
-                              "{7}, out0, part_o, part_ml, {8}f, {9});\n",
+                llvm::formatv("  paged_attention_decode<{0}, {1}, {2}, act, {3}, {4}, {10}>(s, {5}, "
+                              "{6}, {7}, out0, part_o, part_ml, {8}f, {9});\n",
                               H, KvH, D, kSplitKeys, kAttnWarps, query, kc, vc,
-                              number(p.getScale().convertToDouble()), window)
+                              number(p.getScale().convertToDouble()), window, maxSplits)
                     .str()) +
       entry("attn_reduce", 128, 4,
             io.decls + "  const int splits = *reinterpret_cast<const int *>(a.scratch);\n" +
@@ -328,7 +389,14 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
                               "out0);\n",
                               H, D)
                     .str());
-  text.launches.push_back(launch(write, "", {"T", "1", "1"}, 128));
+  // One rotation pair (Q and K heads) per thread; a plain cache write one
+  // element of K and V.
+  const int64_t writeItems = qRope && kRope ? (H + KvH) * (D / 2) : KvH * D;
+  text.launches.push_back(launch(
+      write, "",
+      {"T", std::to_string(std::max<int64_t>(1, (writeItems + kRopeThreads - 1) / kRopeThreads)),
+       "1"},
+      kRopeThreads));
   // Long queries (prefill) take the flash-attention kernel when it applies:
   // tensor cores need half/bf16, its fragments head_dim % 16 == 0, its
   // registers head_dim <= 128.
@@ -345,12 +413,44 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
                                       .str());
   }
   text.launches.push_back(
-      launch("attn", shortQ, {"splits", std::to_string(KvH), "T"}, 32 * kAttnWarps));
+      launch("attn", shortQ, {"min(splits," + std::to_string(maxSplits) + ")", std::to_string(KvH), "T"},
+             32 * kAttnWarps));
   text.launches.push_back(launch("attn_reduce", reduceWhen, {std::to_string(H), "T", "1"}, 128));
   if (prefill)
     text.launches.push_back(launch("attn_prefill",
                                    "Q>" + std::to_string(io.options->attnPrefillMinQuery),
                                    {"cdiv(Q,64)", std::to_string(H), "S"}, 128));
+  const double e = actBytes(*io.options);
+  for (ManifestCudaLaunch &l : text.launches) {
+    CostTerms c;
+    StringRef sym = l.symbol;
+    if (sym.ends_with("_" + write)) {
+      // Q (and K) read and written, K and V into the cache; no loop.
+      c.bytesT = 2.0 * double(H + 2 * KvH) * double(D) * e;
+    } else if (sym.ends_with("_attn")) {
+      // Every key's K and V row per KV head; QK and PV: 4 * D flops per key
+      // and query head. A warp's trip takes 32 keys of one KV head; each of
+      // the 4 warps of a token's first split runs at least one.
+      c.bytesT = 2.0 * double(H) * double(D) * e;
+      c.bytesK = 2.0 * double(KvH) * double(D) * e;
+      c.flopsK = 4.0 * double(H) * double(D);
+      c.tripsK = double(KvH) / 32.0;
+      c.tripsT = 4.0 * double(KvH);
+    } else if (sym.ends_with("_attn_reduce")) {
+      // The partials of every split (f32 o and m/l) in, a row out: counted
+      // at 2 splits (the model has no split count).
+      c.bytesT = double(H) * double(D) * (e + 2.0 * 4.0) + 2.0 * 2.0 * 4.0 * double(H);
+    } else if (sym.ends_with("_attn_prefill")) {
+      // Tensor-core QK and PV per key and query head; each 64-row query
+      // tile of a head reads the K/V of the keys it attends; a warp's trip
+      // is one 64-key tile for its 16 rows.
+      c.bytesT = 2.0 * double(H) * double(D) * e;
+      c.bytesK = 2.0 * double(H) * double(D) * e / 64.0;
+      c.tensorK = 4.0 * double(H) * double(D);
+      c.tripsK = 4.0 * double(H) / (64.0 * 64.0);
+    }
+    setCost(l, c);
+  }
   text.splitKeys = kSplitKeys;
   text.heads = H;
   text.headDim = D;

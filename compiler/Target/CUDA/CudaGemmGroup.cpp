@@ -24,8 +24,12 @@
 //===----------------------------------------------------------------------===//
 #include "CudaGroup.h"
 
+#include <algorithm>
+
 #include "Target/Common/EpilogueRegions.h"
 #include "Target/Common/ExprEmitter.h"
+
+#include "llmc/core/weight_format.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -42,6 +46,83 @@ constexpr int kGemvWarps = 4, kGemvMaxT = 4;
 bool isKQuant(WeightFormat f) {
   return f == WeightFormat::q2_k || f == WeightFormat::q3_k || f == WeightFormat::q4_k ||
          f == WeightFormat::q5_k || f == WeightFormat::q6_k;
+}
+
+// The GEMV a group runs at decode, as llmc-select-gemv wrote it in the
+// group's `llmc.gemv` attribute (absent: the float GEMV, 4 warps).
+struct GemvVariant {
+  std::string kind = "fp"; // "dp4a" | "fp"
+  std::string dot;         // dp4a: q8::<chunk type> (llmc_cuda_dot_q8.cuh)
+  int64_t chunkElems = 0;  // dp4a: weight elements per chunk
+  int rows = 1;            // dp4a: weight rows per warp for single-row columns
+  int warps = kGemvWarps;
+  int maxTokens = kGemvMaxT;
+};
+
+// The dp4a chunk type of a format and its elements, or none.
+std::pair<const char *, int64_t> dp4aChunk(WeightFormat f) {
+  switch (f) {
+  case WeightFormat::q4_0: return {"q8::q4_0", 128};
+  case WeightFormat::q4_1: return {"q8::q4_1", 64};
+  case WeightFormat::q5_0: return {"q8::q5_0", 128};
+  case WeightFormat::q5_1: return {"q8::q5_1", 32};
+  case WeightFormat::q8_0: return {"q8::q8_0", 128};
+  case WeightFormat::q4_k: return {"q8::q4_K", 128};
+  case WeightFormat::q5_k: return {"q8::q5_K", 128};
+  case WeightFormat::q6_k: return {"q8::q6_K", 128};
+  default: return {nullptr, 0};
+  }
+}
+
+FailureOr<GemvVariant> gemvVariantOf(Operation *group, WeightFormat f, int64_t K) {
+  GemvVariant v;
+  auto dict = group->getAttrOfType<DictionaryAttr>("llmc.gemv");
+  if (!dict)
+    return v;
+  auto str = [&](StringRef key) {
+    auto a = dict.getAs<StringAttr>(key);
+    return a ? a.getValue() : StringRef();
+  };
+  auto num = [&](StringRef key, int64_t fallback) {
+    auto a = dict.getAs<IntegerAttr>(key);
+    return a ? a.getInt() : fallback;
+  };
+  v.kind = str("kind").str();
+  v.warps = static_cast<int>(num("warps", kGemvWarps));
+  v.maxTokens = static_cast<int>(num("max_tokens", kGemvMaxT));
+  if (v.kind == "fp")
+    return v;
+  auto [dot, elems] = dp4aChunk(f);
+  if (v.kind != "dp4a" || !dot || K % elems != 0 || v.warps < 1 || v.warps > 32 ||
+      v.maxTokens < 1)
+    return group->emitError() << "CUDA codegen: llmc.gemv " << dict
+                              << " does not apply to this group's weight (" << stringifyWeightFormat(f)
+                              << ", K = " << K << ")";
+  v.dot = dot;
+  v.chunkElems = elems;
+  v.rows = static_cast<int>(num("rows_per_warp", 1));
+  return v;
+}
+
+// The performance model's view of a GEMV launch over `columns` output
+// columns of `paired` weight rows each: the weights are read once per pass
+// of maxT tokens (rows var: T, or L for an LM head), the activation rows and
+// the outputs once; `warpTrips` is the hot loop's trips over all warps in
+// one pass.
+void gemvCost(ManifestCudaLaunch &l, WeightType wt, int64_t columns, int64_t K, int paired,
+              StringRef var, int maxT, double warpTrips) {
+  const double weightBytes =
+      double(columns) * paired *
+      double(WeightByteSize(stringifyWeightFormat(wt.getFormat()).str(), K, wt.getGroup()));
+  ManifestCudaCost &c = l.cost;
+  c.tokens_per_pass = maxT;
+  c.passes_of_logits = var == "L";
+  c.bytes.p = weightBytes;
+  // Activations in (counted at 2 bytes) and one output per column (at 4).
+  const double rowBytes = 2.0 * double(K) + 4.0 * double(columns);
+  (var == "L" ? c.bytes.l : c.bytes.t) = rowBytes;
+  (var == "L" ? c.flops.l : c.flops.t) = 2.0 * double(K) * double(columns) * paired;
+  c.trips.p = warpTrips;
 }
 
 class GemmGroupEmitter {
@@ -65,7 +146,8 @@ private:
   std::string members() const;
   std::string init(StringRef bias) const;
   // The GEMV and GEMM entries over `columns` output columns and their launches.
-  void entries(StringRef fmt, int64_t columns, int64_t K, int rows, StringRef tokens,
+  LogicalResult entries(StringRef fmt, WeightType wt, int64_t columns, int64_t K, int rows,
+               StringRef tokens,
                StringRef xRows, StringRef x, StringRef w, StringRef proInit, StringRef epiInit);
   // The cuBLASLt halves (see the file comment) for a weight of `n` rows.
   void cublasLtEntries(int64_t n, int64_t columns, int64_t K, StringRef tokens, StringRef xRows,
@@ -231,33 +313,104 @@ LogicalResult GemmGroupEmitter::linearEpilogue(LinearOp l, ArrayRef<Operation *>
   return success();
 }
 
-void GemmGroupEmitter::entries(StringRef fmt, int64_t columns, int64_t K, int rows,
-                               StringRef tokens, StringRef xRows, StringRef x, StringRef w,
+LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t columns, int64_t K,
+                               int rows, StringRef tokens, StringRef xRows, StringRef x, StringRef w,
                                StringRef proInit, StringRef epiInit) {
-  const int gemvMax = io.options->gemvMaxTokens;
+  int gemvMax = io.options->gemvMaxTokens;
   bool mma = io.options->activationType != "f32";
   std::string var = tokens == "s.num_logits" ? "L" : "T";
   std::string common = io.decls + llvm::formatv("  const auto pro = {0};\n  const {1}_epi epi{2};\n",
                                                 proInit, kSym, epiInit)
                                       .str();
-  defs += entry("gemv", 32 * kGemvWarps, 4,
-                common + llvm::formatv("  gemv<{0}, {1}, {2}, {3}, {4}, act>({5}, {6}, {7}, {8}, "
-                                       "pro, epi);\n",
-                                       fmt, columns, K, kGemvMaxT, kGemvWarps, tokens, xRows, x, w)
-                             .str());
-  launches.insert(launches.begin(),
-                  launch("gemv", mma ? var + "<=" + std::to_string(gemvMax) : "",
-                         {cdiv(columns, kGemvWarps), "1", "1"}, 32 * kGemvWarps));
+  FailureOr<GemvVariant> variant = gemvVariantOf(io.group, wt.getFormat(), K);
+  if (failed(variant))
+    return failure();
+  const GemvVariant &v = *variant;
+  if (auto dict = io.group->getAttrOfType<DictionaryAttr>("llmc.gemv"))
+    if (auto g = dict.getAs<IntegerAttr>("max_tokens_gemv"))
+      gemvMax = static_cast<int>(g.getInt());
+  size_t numGemv = 1; // GEMV launches, ahead of the GEMM's
+  if (v.kind == "dp4a") {
+    // One entry for a single token (batch-1 decode: no per-token branches in
+    // its loop) and one for 2..gemvMax tokens, MaxT per pass.
+    const int warps = v.warps;
+    // A gate/up pair holds both rows of its columns.
+    const int pairRows = v.rows * rows;
+    SmallVector<ManifestCudaLaunch, 2> gemvs;
+    // maxT tokens per pass over `wrows` weight rows per warp (the several-
+    // token entry holds half the rows: its accumulators need the registers).
+    auto q8Entry = [&](StringRef suffix, StringRef when, int maxT, int wrows) {
+      defs += entry(suffix, 32 * warps, 512 / (32 * warps), // at most 128 registers
+                    common + llvm::formatv("  gemv_q8<{0}, {1}, {2}, {3}, {4}, {5}, act>({6}, {7}, "
+                                           "{8}, {9}, pro, epi);\n",
+                                           v.dot, columns, K, maxT, warps, wrows, tokens,
+                                           xRows, x, w)
+                                 .str());
+      const int perBlock = warps * wrows / rows;
+      gemvs.push_back(launch(suffix, when, {cdiv(columns, perBlock), "1", "1"}, 32 * warps));
+      gemvs.back().variant = llvm::formatv("gemv=dp4a rows_per_warp={0} warps={1} max_tokens={2}",
+                                           wrows, warps, maxT)
+                                 .str();
+      const int64_t trips = (K / v.chunkElems + 31) / 32; // per warp and pass
+      gemvCost(gemvs.back(), wt, columns, K, rows, var, maxT,
+               double((columns + perBlock - 1) / perBlock) * warps * double(trips));
+    };
+    q8Entry("gemv1", var + "<=1", 1, pairRows);
+    if (!mma || gemvMax > 1) {
+      std::string when = var + ">1";
+      if (mma)
+        when += "&&" + var + "<=" + std::to_string(gemvMax);
+      q8Entry("gemv", when, v.maxTokens, std::max(rows, pairRows / 2));
+    }
+    launches.insert(launches.begin(), gemvs.begin(), gemvs.end());
+    numGemv = gemvs.size();
+  } else {
+    // As dp4a: a single-token entry (one token slot in its loop, which a
+    // batch-1 decode runs) and one for 2..gemvMax tokens.
+    SmallVector<ManifestCudaLaunch, 2> gemvs;
+    auto fpEntry = [&](StringRef suffix, StringRef when, int maxT) {
+      defs += entry(suffix, 32 * v.warps, 4,
+                    common + llvm::formatv("  gemv<{0}, {1}, {2}, {3}, {4}, act>({5}, {6}, {7}, "
+                                           "{8}, pro, epi);\n",
+                                           fmt, columns, K, maxT, v.warps, tokens, xRows, x, w)
+                                 .str());
+      gemvs.push_back(launch(suffix, when, {cdiv(columns, v.warps), "1", "1"}, 32 * v.warps));
+      gemvs.back().variant =
+          llvm::formatv("gemv=fp warps={0} max_tokens={1}", v.warps, maxT).str();
+      // The loop over groups of 8 elements is unrolled by 4: one SASS trip
+      // per 4 of a lane's groups.
+      const int64_t trips = std::max<int64_t>(1, (K / 8 + 127) / 128);
+      gemvCost(gemvs.back(), wt, columns, K, rows, var, maxT,
+               double((columns + v.warps - 1) / v.warps) * v.warps * double(trips));
+    };
+    fpEntry("gemv1", var + "<=1", 1);
+    std::string when = var + ">1";
+    if (mma)
+      when += "&&" + var + "<=" + std::to_string(gemvMax);
+    if (!mma || gemvMax > 1)
+      fpEntry("gemv", when, v.maxTokens);
+    launches.insert(launches.begin(), gemvs.begin(), gemvs.end());
+    numGemv = gemvs.size();
+  }
   if (!mma)
-    return;
+    return success();
   defs += entry("gemm", 128, 4,
                 common + llvm::formatv("  gemm_mma<{0}, {1}, {2}, act>({3}, {4}, {5}, {6}, pro, "
                                        "epi);\n",
                                        fmt, columns, K, tokens, xRows, x, w)
                              .str());
-  launches.insert(launches.begin() + 1,
+  launches.insert(launches.begin() + numGemv,
                   launch("gemm", var + ">" + std::to_string(gemvMax),
                          {cdiv(columns, 64 / rows), "cdiv(" + var + ",64)", "1"}, 128));
+  // Each 64-row tile of tokens reads the weights again (from L2 or DRAM:
+  // the model counts DRAM, so this is an upper bound on bytes); the hot loop
+  // is the K loop, 32 elements a trip, in each of a block's 4 warps.
+  ManifestCudaLaunch &g = launches[numGemv];
+  gemvCost(g, wt, columns, K, rows, var, 64,
+           double((columns + 64 / rows - 1) / (64 / rows)) * 4 * double(K / 32));
+  std::swap(var == "L" ? g.cost.flops.l : g.cost.flops.t,
+            var == "L" ? g.cost.tensor_flops.l : g.cost.tensor_flops.t);
+  return success();
 }
 
 void GemmGroupEmitter::cublasLtEntries(int64_t n, int64_t columns, int64_t K, StringRef tokens,
@@ -285,7 +438,8 @@ void GemmGroupEmitter::cublasLtEntries(int64_t n, int64_t columns, int64_t K, St
   gemm.pre = (kSym + "_lt_pre").str();
   gemm.epi = (kSym + "_lt_epi").str();
   for (ManifestCudaLaunch &l : launches)
-    if (StringRef(l.symbol).ends_with("_gemv") || StringRef(l.symbol).ends_with("_gemm"))
+    if (StringRef(l.symbol).ends_with("_gemv") || StringRef(l.symbol).ends_with("_gemv1") ||
+        StringRef(l.symbol).ends_with("_gemm"))
       l.impl = "llmc"; // not the RoPE launches after them
 }
 
@@ -327,7 +481,8 @@ LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pr
                           "{{\n    out{2}[static_cast<i64>(t) * {3} + n] = acc[0];\n  }\n};\n",
                           kSym, members(), outs.front(), N)
                 .str();
-    entries(*fmt, N, K, 1, "s.num_logits", "s.logits_rows", x, w, proInit, init("nullptr"));
+    if (failed(entries(*fmt, wt, N, K, 1, "s.num_logits", "s.logits_rows", x, w, proInit, init("nullptr"))))
+      return failure();
     if (lt)
       cublasLtEntries(N, N, K, "s.num_logits", "s.logits_rows", x, w, proInit, init("nullptr"));
     return success();
@@ -338,7 +493,8 @@ LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pr
   std::string bias = l.getBias() ? io.weight(l.getBias()) : "nullptr";
   if (failed(linearEpilogue(l, epi, rows, columns)))
     return failure();
-  entries(*fmt, columns, K, rows, "s.num_tokens", "nullptr", x, w, proInit, init(bias));
+  if (failed(entries(*fmt, wt, columns, K, rows, "s.num_tokens", "nullptr", x, w, proInit, init(bias))))
+    return failure();
   if (lt)
     cublasLtEntries(wt.getShape()[0], columns, K, "s.num_tokens", "nullptr", x, w, proInit,
                     init(bias));

@@ -9,6 +9,7 @@
 #define LLMC_CUDA_GEMV_CUH_
 
 #include "llmc_cuda_common.cuh"
+#include "llmc_cuda_dot_q8.cuh"
 
 namespace llmc {
 namespace cuda {
@@ -23,6 +24,7 @@ struct no_prologue {
   static constexpr bool kRowScale = false, kColScale = false;
   __device__ void col8(int, float*) const {}
   template <class Act> __device__ float row_scale(const Act*) const { return 1.0f; }
+  __device__ float scale_of_sumsq(float) const { return 1.0f; }
 };
 
 // RMS norm of the K-wide row folded into the GEMM: x * w / rms(x).
@@ -40,8 +42,10 @@ template <int K, class WFmt = fmt::f32> struct rms_norm_prologue {
 #pragma unroll
       for (int i = 0; i < 8; ++i) ss = fmaf(v[i], v[i], ss);
     }
-    return rsqrtf(warp_sum(ss) / static_cast<float>(K) + eps);
+    return scale_of_sumsq(warp_sum(ss));
   }
+  // The row factor from the row's sum of squares (gemv_q8 sums over a block).
+  __device__ float scale_of_sumsq(float ss) const { return rsqrtf(ss / static_cast<float>(K) + eps); }
 };
 
 //===----------------------------------------------------------------------===//
@@ -140,6 +144,138 @@ __device__ void gemv(int T, const int* x_rows, const Act* __restrict__ x, const 
       for (int p = 0; p < P; ++p) v[p] = warp_sum(acc[p][tt]) * rsc[tt];
       if (lane == (tt & 31) && t0 + tt < T) epi(t0 + tt, n, v);
     }
+  }
+}
+
+
+//===----------------------------------------------------------------------===//
+// GEMV on int8 dot products for the GGUF block formats (decode; the
+// variant "dp4a" of the IR's kernel attribute). A block of Warps warps:
+//  1. stages the activation rows of up to MaxT tokens in shared memory,
+//     the prologue applied (RMS norm: one block-wide sum of squares per
+//     token) and quantized per 32 elements to int8 (x ~ dx * xq, s = dx *
+//     sum xq), once for all the block's columns;
+//  2. each warp then computes Rows weight rows (Rows / Epi::kRows output
+//     columns): lane l takes chunks l, l + 32, ... of every row (Dot::load:
+//     8- or 16-byte loads, all rows' loads of a trip in flight together)
+//     and reduces them against the staged activations (Dot::dot: dp4a).
+// Tokens beyond MaxT run in further passes over the weights (T <= the
+// GEMV threshold; MaxT is chosen so the staging fits in shared memory).
+// Launch: blockDim = 32 * Warps, gridDim.x = cdiv(NOut, Warps * Rows / kRows).
+//===----------------------------------------------------------------------===//
+template <class Dot, int NOut, int K, int MaxT, int Warps, int Rows, class Act, class Pro, class Epi>
+__device__ void gemv_q8(int T, const int* x_rows, const Act* __restrict__ x, const void* __restrict__ w,
+                        const Pro& pro, const Epi& epi) {
+  using Fmt = typename Dot::Fmt;
+  constexpr int P = Epi::kRows, Cols = Rows / P, NB = K / 32, G = K / 8, CPR = K / Dot::kElems;
+  constexpr int NT = 32 * Warps;
+  static_assert(Rows % P == 0, "gemv_q8: Rows must hold whole output columns");
+  static_assert(K % Dot::kElems == 0, "gemv_q8: K must be a multiple of the chunk");
+  __shared__ __align__(16) int sxq[MaxT][K / 4];
+  __shared__ float2 sxs[MaxT][NB];
+  __shared__ float red[32];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int n0 = (blockIdx.x * Warps + warp) * Cols;
+  const u8* rows[Rows];
+#pragma unroll
+  for (int j = 0; j < Cols; ++j)
+#pragma unroll
+    for (int p = 0; p < P; ++p)  // past the last column: a valid row, result dropped
+      rows[j * P + p] = weight_row<Fmt>(w, Epi::row(n0 + j < NOut ? n0 + j : NOut - 1, p), K);
+  for (int t0 = 0; t0 < T; t0 += MaxT) {
+    const int nt = T - t0 < MaxT ? T - t0 : MaxT;
+    // 1. Staging. Every loop below has the same trip count in all threads
+    // (shuffles and barriers inside).
+    for (int tt = 0; tt < nt; ++tt) {
+      const Act* xr = x + static_cast<i64>(x_rows ? x_rows[t0 + tt] : t0 + tt) * K;
+      float rsc = 1.0f;
+      if constexpr (Pro::kRowScale) {
+        float ss = 0.0f;
+#pragma unroll
+        for (int i = 0; i < (G + NT - 1) / NT; ++i) {
+          const int g = i * NT + tid;
+          if (g < G) {
+            float v[8];
+            load8(xr + 8 * g, v);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) ss = fmaf(v[e], v[e], ss);
+          }
+        }
+        rsc = pro.scale_of_sumsq(block_sum(ss, red));
+      }
+      // Four consecutive threads quantize one 32-element block. Unrolled
+      // (a compile-time trip count): the kernel's only loop in the SASS is
+      // then its weight loop, which the performance model counts.
+#pragma unroll
+      for (int g0 = 0; g0 < G; g0 += NT) {
+        const int g = g0 + tid;
+        float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if (g < G) {
+          load8(xr + 8 * g, v);
+          float c[8];
+          if constexpr (Pro::kColScale) pro.col8(g, c);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) v[i] *= Pro::kColScale ? c[i] * rsc : rsc;
+        }
+        float amax = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+        const float dx = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        // Round to nearest even by adding 1.5 * 2^23 (|v * inv| <= 127): the
+        // integer lands in the low mantissa bits, one FFMA instead of a
+        // quarter-rate float-to-int conversion.
+        int q[8], sum = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          q[i] = __float_as_int(fmaf(v[i], inv, 12582912.0f)) - 0x4B400000;
+          sum += q[i];
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        if (g < G) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            sxq[tt][2 * g + h] = static_cast<int>((static_cast<u32>(q[4 * h]) & 0xffu) |
+                                                  ((static_cast<u32>(q[4 * h + 1]) & 0xffu) << 8) |
+                                                  ((static_cast<u32>(q[4 * h + 2]) & 0xffu) << 16) |
+                                                  (static_cast<u32>(q[4 * h + 3]) << 24));
+          if ((tid & 3) == 0) sxs[tt][g >> 2] = make_float2(dx, dx * static_cast<float>(sum));
+        }
+      }
+    }
+    __syncthreads();
+    // 2. The dot products.
+    float acc[Rows][MaxT];
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+#pragma unroll
+      for (int tt = 0; tt < MaxT; ++tt) acc[r][tt] = 0.0f;
+    for (int c = lane; c < CPR; c += 32) {
+      u32 wv[Rows][Dot::kWords];
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) Dot::load(rows[r], c, wv[r]);
+#pragma unroll
+      for (int tt = 0; tt < MaxT; ++tt) {
+        if (tt < nt) {
+          const int* xq = &sxq[tt][c * (Dot::kElems / 4)];
+          const float2* xs = &sxs[tt][c * (Dot::kElems / 32)];
+#pragma unroll
+          for (int r = 0; r < Rows; ++r) acc[r][tt] += Dot::dot(wv[r], c, xq, xs);
+        }
+      }
+    }
+#pragma unroll
+    for (int tt = 0; tt < MaxT; ++tt)
+#pragma unroll
+      for (int j = 0; j < Cols; ++j) {
+        float v[P];
+#pragma unroll
+        for (int p = 0; p < P; ++p) v[p] = warp_sum(acc[j * P + p][tt]);
+        if (lane == ((j * MaxT + tt) & 31) && tt < nt && n0 + j < NOut) epi(t0 + tt, n0 + j, v);
+      }
+    __syncthreads();  // the next pass restages
   }
 }
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "llmc_cuda_formats.cuh"
+#include "llmc_cuda_dot_q8.cuh"
 
 #include "llmc/core/format/dequantize.h"
 #include "llmc/core/format/quantize.h"
@@ -155,6 +156,74 @@ TEST(CudaFormatsOnHost, HalfConversions) {
     EXPECT_EQ(f16_bits(h), HalfToFloat(h)) << h;
   for (uint16_t b : {0x0000, 0x3f80, 0xbf80, 0x7f7f, 0x0001})
     EXPECT_EQ(bf16_to_float(b), BF16ToFloat(b)) << b;
+}
+
+
+// The int8-dot chunks of gemv_q8 (llmc_cuda_dot_q8.cuh): for random rows and
+// random activations quantized as the GEMV stages them (per 32 elements, dx
+// = amax / 127, xq = rint(x / dx), s = dx * sum xq), the chunk dots summed
+// over a row must equal sum_i w_i * dx * xq_i with w from core's
+// dequantizer, computed in double: the int8 activations are the only
+// approximation of the kernel, and this reference makes the same one, so
+// any layout or offset error shows far above the float-rounding bound.
+template <class Dot> void checkDot(int k) {
+  using Fmt = typename Dot::Fmt;
+  std::mt19937 rng(99 + k);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<u8> bytes = randomRow<Fmt>(k, rng);
+    // Two rows back to back, the second checked, so that a row that does
+    // not start 16-byte aligned (q6_K's 2-byte-aligned blocks) is covered.
+    std::vector<u8> two(bytes.size() * 2 + 16);
+    u8 *row = two.data() + bytes.size();
+    std::memcpy(row, bytes.data(), bytes.size());
+    std::vector<float> w(k);
+    ASSERT_TRUE(Dequantize(Fmt::name, bytes.data(), bytes.size(), k, w.data()).ok());
+    std::vector<float> x(k);
+    for (float &v : x) v = normal(rng);
+    std::vector<int> xq(k / 4);
+    std::vector<float2> xs(k / 32);
+    double want = 0, scale = 0;
+    for (int b = 0; b < k / 32; ++b) {
+      float amax = 0;
+      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
+      const float dx = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+      int sum = 0;
+      for (int i = 0; i < 32; ++i) {
+        const int q = static_cast<int>(std::rint(x[32 * b + i] * inv));
+        sum += q;
+        reinterpret_cast<signed char *>(xq.data())[32 * b + i] = static_cast<signed char>(q);
+        want += double(w[32 * b + i]) * double(dx) * q;
+        scale += std::fabs(double(w[32 * b + i]) * double(dx) * q);
+      }
+      xs[b] = make_float2(dx, dx * static_cast<float>(sum));
+    }
+    double got = 0;
+    for (int c = 0; c < k / Dot::kElems; ++c) {
+      u32 words[Dot::kWords];
+      Dot::load(row, c, words);
+      got += Dot::dot(words, c, xq.data() + c * Dot::kElems / 4, xs.data() + c * Dot::kElems / 32);
+    }
+    ASSERT_NEAR(got, want, 2e-6 * scale + 1e-9) << Fmt::name << " trial " << trial;
+  }
+}
+
+TEST(CudaDotQ8OnHost, EveryChunkFormat) {
+  checkDot<q8::q4_0>(512);
+  checkDot<q8::q4_1>(512);
+  checkDot<q8::q5_0>(512);
+  checkDot<q8::q5_1>(512);
+  checkDot<q8::q8_0>(512);
+  checkDot<q8::q4_K>(512);
+  checkDot<q8::q5_K>(512);
+  checkDot<q8::q6_K>(512);
+  checkDot<q8::q6_K>(768);  // an odd number of blocks: rows 2-byte aligned
+}
+
+TEST(CudaDotQ8OnHost, Dp4aIsSigned) {
+  EXPECT_EQ(q8::dp4a(0x0102ff80, 0x7f01ff02, 10), 10 + 1 * 127 + 2 * 1 + (-1) * (-1) + (-128) * 2);
+  EXPECT_EQ(q8::spread4(0xfu), 0x10101010u);
+  EXPECT_EQ(q8::spread4(0x5u), 0x00100010u);
 }
 
 } // namespace
