@@ -59,5 +59,32 @@ else:
     else:
         lit_config.warning("no CUDA toolkit (NVRTC + ptxas): CUDA code generation tests are "
                            "skipped")
+    # `llmc inspect --kernels` reads SASS with cuobjdump (or nvdisasm): on PATH, in
+    # the toolkit's bin/, or from pip's nvidia-cuda-cuobjdump (scripts/setup
+    # installs it) under site-packages/nvidia/*/bin. Found here, it is handed to
+    # llmc as LLMC_CUOBJDUMP (lit does not pass the environment on); tests
+    # that read SASS say `REQUIRES: cuobjdump` and are unsupported without it.
+    import shutil
+    import site
+    import sysconfig
+    disassembler = os.environ.get("LLMC_CUOBJDUMP")
+    if not disassembler:
+        bins = [os.path.join(r, "bin") for r in cuda_roots]
+        sites = site.getsitepackages() + [site.getusersitepackages(),
+                                          sysconfig.get_paths()["purelib"]]
+        for d in sites:
+            bins += sorted(glob.glob(os.path.join(d, "nvidia", "*", "bin")))
+        for name in ("cuobjdump", "nvdisasm"):
+            disassembler = shutil.which(name) or next(
+                (os.path.join(b, name) for b in bins
+                 if os.access(os.path.join(b, name), os.X_OK)), None)
+            if disassembler:
+                break
+    if disassembler and os.access(disassembler, os.X_OK):
+        config.available_features.add("cuobjdump")
+        config.environment["LLMC_CUOBJDUMP"] = disassembler
+    else:
+        lit_config.warning("cuobjdump not found: tests of inspect --kernels' SASS are skipped "
+                           "(pip install nvidia-cuda-cuobjdump, or run scripts/setup)")
     # FileCheck variables do not leak between CHECK-LABEL blocks.
     config.substitutions.append(("FileCheck", "FileCheck --enable-var-scope"))

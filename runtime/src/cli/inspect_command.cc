@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "inspect_cuda.h"
+#include "inspect_kernels.h"
 #include "inspect_mesh.h"
 #include "llmc/runtime/artifact/artifact.h"
 #include "llmc/runtime/cli/commands.h"
@@ -66,10 +67,25 @@ void AppendLayerKernels(const Manifest& m, std::string* out) {
 }  // namespace
 
 int RunInspectCommand(int argc, char** argv) {
-  bool json = false, steps = false;
-  int64_t stage = 0;
-  FlagSet flags(std::string(argv[0]) + " ARTIFACT [--json] [--steps] [--stage N]", kInspectSummary);
-  flags.AddBool("json", &json, "print the manifest as JSON");
+  bool json = false, steps = false, kernels = false;
+  int64_t stage = 0, prefill = 0;
+  std::string decode = "1,512", device;
+  FlagSet flags(std::string(argv[0]) +
+                    " ARTIFACT [--json] [--steps] [--stage N] [--kernels [--decode=B,C] "
+                    "[--prefill=T] [--device=D]]",
+                kInspectSummary);
+  flags.AddBool("json", &json, "print the manifest (with --kernels: the kernel report) as JSON");
+  flags.AddBool("kernels", &kernels,
+                "report each CUDA kernel launch instead: ptxas resources, occupancy, its SASS "
+                "(access widths, hot loop; needs ptxas and cuobjdump: pip install "
+                "nvidia-cuda-cuobjdump) and the performance model's time per launch and step");
+  flags.AddString("decode", &decode,
+                  "with --kernels: evaluate a decode step of B sequences at context C");
+  flags.AddInt("prefill", &prefill,
+               "with --kernels: also evaluate a prefill of T tokens of one sequence (0: none)");
+  flags.AddString("device", &device,
+                  "with --kernels: the device the model predicts for (sm_90, h200, sm_80, a100; "
+                  "default: the artifact's first CUDA arch)");
   flags.AddBool("steps", &steps, "list every kernel launch of the step plan");
   flags.AddInt("stage", &stage,
                "the pipeline stage to describe, of an artifact compiled with --pp (its kernels, "
@@ -97,6 +113,28 @@ int RunInspectCommand(int argc, char** argv) {
     return 1;
   }
   const Manifest& m = (*artifact)->manifest();
+  if (kernels) {
+    KernelReportOptions options;
+    options.json = json;
+    options.device = device;
+    auto shape = ParseDecodeFlag(decode);
+    if (shape.ok()) {
+      options.shapes.push_back(*shape);
+      if (prefill != 0) shape = ParsePrefillFlag(prefill);
+      if (shape.ok() && prefill != 0) options.shapes.push_back(*shape);
+    }
+    if (!shape.ok()) {
+      std::fprintf(stderr, "%s: %s\n", argv[0], std::string(shape.status().message()).c_str());
+      return kExitUsage;
+    }
+    auto report = KernelReport(**artifact, options);
+    if (!report.ok()) {
+      std::fprintf(stderr, "%s: %s\n", argv[0], std::string(report.status().message()).c_str());
+      return 1;
+    }
+    std::fputs(report->c_str(), stdout);
+    return 0;
+  }
   if (json) {
     std::printf("%s\n", ManifestToJson(m).c_str());
     return 0;

@@ -1,0 +1,571 @@
+#include "inspect_kernels.h"
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cuda_tools.h"
+#include "kernel_model.h"
+#include "llmc/runtime/exec/cuda_step_plan.h"
+#include "sass_analysis.h"
+
+namespace llmc::cli {
+namespace {
+
+using nlohmann::ordered_json;
+
+// One arch module's SASS: its functions, or why there are none.
+struct ModuleSass {
+  std::vector<SassFunction> functions;
+  std::string note;  // "" when read
+};
+
+// What one arch module says about one launch's entry function.
+struct ModuleView {
+  const ManifestCudaModule* module = nullptr;
+  const ManifestPtxasEntry* ptxas = nullptr;  // nullptr: not in the manifest
+  const SassFunction* sass = nullptr;         // nullptr: `sass_note` says why
+  std::string sass_note;
+  const perf::DeviceSpec* device = nullptr;   // whose occupancy: the module's arch, else --device
+  perf::Occupancy occupancy;
+};
+
+// One launch at one shape.
+struct ShapeResult {
+  bool runs = false;
+  std::array<unsigned, 3> grid{};
+  int64_t blocks = 0;
+  bool has_cost = false;           // the manifest has its cost forms
+  bool instructions_known = false; // the SASS was read: warp_instructions counts
+  double bytes = 0, flops = 0, tensor_flops = 0, trips = 0, warp_instructions = 0;
+  perf::Prediction prediction;
+};
+
+struct LaunchView {
+  size_t kernel = 0, launch = 0;
+  const ManifestCudaLaunch* l = nullptr;
+  std::vector<ModuleView> modules;
+  size_t model = 0;  // into modules: the one the prediction takes resources and SASS from
+  std::vector<ShapeResult> shapes;
+};
+
+// One step of the plan at one shape.
+struct StepTotal {
+  std::string error;  // the plan cannot run at this shape (a grid out of range)
+  int64_t launches = 0, collectives = 0, without_cost = 0;
+  double seconds = 0, bytes = 0;
+  std::map<std::string, double> by_bound;  // seconds per bound
+};
+
+// 3 significant digits and an SI prefix: "1.23 MB", "456 kFLOP".
+std::string Si(double v, const char* unit) {
+  if (!std::isfinite(v)) return absl::StrCat("inf ", unit);
+  static const char* kPrefix[] = {"", "k", "M", "G", "T", "P"};
+  int i = 0;
+  while (std::fabs(v) >= 999.5 && i < 5) v /= 1000, ++i;
+  int decimals = std::fabs(v) < 9.995 ? 2 : std::fabs(v) < 99.95 ? 1 : 0;
+  if (v == std::floor(v) && i == 0) decimals = 0;
+  return absl::StrFormat("%.*f %s%s", decimals, v, kPrefix[i], unit);
+}
+
+std::string Seconds(double s) {
+  if (!std::isfinite(s)) return "inf";
+  if (s < 1e-3) return absl::StrFormat("%.2f us", s * 1e6);
+  if (s < 1) return absl::StrFormat("%.3f ms", s * 1e3);
+  return absl::StrFormat("%.3f s", s);
+}
+
+// "[T, 2, splits] x 128", as inspect's cuda section spells a launch.
+std::string LaunchShape(const ManifestCudaLaunch& l) {
+  return absl::StrFormat("[%s] x %d", absl::StrJoin(l.grid, ", "), l.block);
+}
+
+ordered_json WidthsJson(const std::map<int, int64_t>& widths) {
+  ordered_json j = ordered_json::object();
+  for (auto it = widths.rbegin(); it != widths.rend(); ++it) j[std::to_string(it->first)] = it->second;
+  return j;
+}
+
+ordered_json MixJson(const InstructionMix& mix) {
+  ordered_json classes = ordered_json::object();
+  for (const auto& [cls, n] : mix.by_class) classes[cls] = n;
+  return {{"instructions", mix.instructions},
+          {"classes", std::move(classes)},
+          {"global_loads", WidthsJson(mix.global_loads)},
+          {"global_stores", WidthsJson(mix.global_stores)},
+          {"shared_loads", WidthsJson(mix.shared_loads)},
+          {"shared_stores", WidthsJson(mix.shared_stores)},
+          {"global_load_bytes", mix.global_load_bytes}};
+}
+
+ordered_json OccupancyJson(const perf::Occupancy& o) {
+  return {{"blocks_per_sm", o.blocks_per_sm}, {"limiter", o.limiter}, {"fraction", o.fraction}};
+}
+
+// A double for JSON: null when not finite (an unlaunchable kernel's time).
+ordered_json Num(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(); }
+
+// The shape's launch of one kernel launch: its work from the cost forms and
+// the SASS, and the model's time. `grid` is the runner's (SelectLaunches).
+ShapeResult Evaluate(const perf::DeviceSpec& device, const LaunchView& v,
+                     const std::array<unsigned, 3>& grid, const ReportShape& shape) {
+  ShapeResult r;
+  r.runs = true;
+  r.grid = grid;
+  r.blocks = int64_t(grid[0]) * grid[1] * grid[2];
+  const ManifestCudaCost& cost = v.l->cost;
+  if (cost.empty()) return r;  // no cost model: no numbers
+  r.has_cost = true;
+  r.bytes = EvaluateCost(cost.bytes, shape.cost, cost);
+  r.flops = EvaluateCost(cost.flops, shape.cost, cost);
+  r.tensor_flops = EvaluateCost(cost.tensor_flops, shape.cost, cost);
+  r.trips = EvaluateCost(cost.trips, shape.cost, cost);
+  const ModuleView& m = v.modules[v.model];
+  perf::KernelResources res;
+  res.regs = m.ptxas ? int(m.ptxas->registers) : 0;
+  res.threads_per_block = int(v.l->block);
+  res.static_smem = m.ptxas ? m.ptxas->shared_bytes : 0;
+  perf::LaunchWork work;
+  work.blocks = r.blocks;
+  work.bytes = r.bytes;
+  work.flops = r.flops;
+  work.tensor_flops = r.tensor_flops;
+  if (m.sass) {
+    // Instructions the hot loop runs (its trips, summed over the warps,
+    // are the emitter's) plus every other instruction once per warp: code
+    // around the hot loop (a GEMV's staging, an outer pass loop that runs
+    // once at decode) runs once; other loops are counted once too, which
+    // undercounts kernels with two long loops (docs/cuda.md).
+    const double warps = double(r.blocks) * double((v.l->block + 31) / 32);
+    const SassLoop* hot = m.sass->hot();
+    const double hot_body = hot ? double(hot->mix.instructions) : 0.0;
+    r.warp_instructions = r.trips * hot_body +
+                          warps * (double(m.sass->mix.instructions) - hot_body);
+    r.instructions_known = true;
+    if (hot) work.load_bytes_per_warp_trip = 32.0 * double(hot->mix.global_load_bytes);
+  }
+  work.warp_instructions = r.warp_instructions;
+  r.prediction = perf::Predict(device, res, work);
+  return r;
+}
+
+// The report's data, rendered twice (text, JSON) so that the two agree.
+struct Report {
+  const Manifest* m = nullptr;
+  const perf::DeviceSpec* device = nullptr;
+  CudaTools tools;
+  std::string tools_note;  // a missing tool, once for all modules
+  std::vector<ModuleSass> sass;
+  size_t model_module = 0;
+  std::vector<ReportShape> shapes;
+  std::vector<int64_t> uses;  // steps per kernel
+  std::vector<LaunchView> launches;
+  std::vector<StepTotal> steps;  // per shape
+  double weight_bytes = 0;
+};
+
+std::string RenderText(const Report& r) {
+  const ManifestCuda& c = r.m->cuda;
+  const perf::DeviceSpec& d = *r.device;
+  std::string out;
+  std::vector<std::string> shape_names;
+  for (const ReportShape& s : r.shapes) shape_names.push_back(s.name);
+  absl::StrAppendFormat(&out, "kernels on %s (%s: %d SMs, %s copy, %.2f GHz); shapes %s\n", d.name,
+                        d.arch, d.sms, Si(d.dram_bytes_per_s, "B/s"), d.clock_hz / 1e9,
+                        absl::StrJoin(shape_names, ", "));
+  absl::StrAppendFormat(&out, "  the model takes resources and SASS from %s%s\n",
+                        c.modules[r.model_module].arch,
+                        perf::FindDevice(c.modules[r.model_module].arch) == r.device
+                            ? ""
+                            : " (the artifact has no module for this device)");
+  if (!r.tools_note.empty())
+    absl::StrAppendFormat(&out, "  SASS not read: %s\n", r.tools_note);
+  else
+    absl::StrAppendFormat(&out, "  SASS of ptxas -O3 by %s\n", r.tools.nvdisasm ? "nvdisasm" : "cuobjdump");
+
+  size_t last_kernel = SIZE_MAX;
+  for (const LaunchView& v : r.launches) {
+    const ManifestCudaKernel& k = c.kernels[v.kernel];
+    if (v.kernel != last_kernel) {
+      last_kernel = v.kernel;
+      absl::StrAppendFormat(&out, "c%-3d x%-3d %s%s\n", v.kernel, r.uses[v.kernel], k.ops,
+                            k.split_keys > 0 ? absl::StrFormat(" (%d keys per split)", k.split_keys)
+                                             : "");
+    }
+    const ManifestCudaLaunch& l = *v.l;
+    absl::StrAppendFormat(&out, "  %s %s%s%s\n", l.symbol, LaunchShape(l),
+                          l.when.empty() ? "" : " if " + l.when,
+                          l.variant.empty() ? "" : "  variant " + l.variant);
+    for (const ModuleView& mv : v.modules) {
+      std::string res = mv.ptxas ? absl::StrFormat("regs %3d spill %d/%d smem %d stack %d",
+                                                   mv.ptxas->registers, mv.ptxas->spill_stores,
+                                                   mv.ptxas->spill_loads, mv.ptxas->shared_bytes,
+                                                   mv.ptxas->stack_bytes)
+                                 : std::string("no ptxas report");
+      absl::StrAppendFormat(&out, "    %-6s %s  occupancy %d blocks/SM (%s, %.0f%% of %s)\n",
+                            mv.module->arch, res, mv.occupancy.blocks_per_sm, mv.occupancy.limiter,
+                            mv.occupancy.fraction * 100, mv.device->name);
+      if (!mv.sass) {
+        absl::StrAppendFormat(&out, "           SASS: %s\n", mv.sass_note);
+        continue;
+      }
+      const SassFunction& f = *mv.sass;
+      absl::StrAppendFormat(&out, "           %d instr, %d %s, %d outside: ld %s  st %s  lds %s  sts %s\n",
+                            f.mix.instructions, f.loops.size(), f.loops.size() == 1 ? "loop" : "loops",
+                            f.outside_loops,
+                            FormatWidths(f.mix.global_loads), FormatWidths(f.mix.global_stores),
+                            FormatWidths(f.mix.shared_loads), FormatWidths(f.mix.shared_stores));
+      if (const SassLoop* hot = f.hot())
+        absl::StrAppendFormat(&out, "           hot loop %d instr, %d B ld/trip: %s\n",
+                              hot->mix.instructions, hot->mix.global_load_bytes,
+                              FormatMix(hot->mix, 5));
+      else
+        absl::StrAppendFormat(&out, "           no loop\n");
+    }
+    for (size_t s = 0; s < r.shapes.size(); ++s) {
+      const ShapeResult& x = v.shapes[s];
+      std::string line = absl::StrFormat("    %-14s", r.shapes[s].name);
+      if (!r.steps[s].error.empty())
+        line += " the plan cannot run at this shape (see per step)";
+      else if (!x.runs)
+        line += l.when.empty() ? " not in the step plan" : " not run (" + l.when + ")";
+      else if (!x.has_cost)
+        absl::StrAppendFormat(&line, " %8d blocks  no cost model", x.blocks);
+      else {
+        const perf::Prediction& p = x.prediction;
+        absl::StrAppendFormat(&line, " %8d blocks %9s %11s %10s -> %9s %s, %.2f waves", x.blocks,
+                              Si(x.bytes, "B"), Si(x.flops, "FLOP"),
+                              x.instructions_known ? Si(x.warp_instructions, "winst")
+                                                   : std::string("? winst"),
+                              Seconds(p.seconds), p.bound, p.waves);
+        if (x.tensor_flops > 0) line += ", tensor " + Si(x.tensor_flops, "FLOP");
+        if (!x.instructions_known) line += " (no SASS)";
+      }
+      out += line + "\n";
+    }
+  }
+
+  absl::StrAppendFormat(&out, "per step on %s (the launches of cuda.steps whose `when` holds)\n", d.name);
+  for (size_t s = 0; s < r.shapes.size(); ++s) {
+    const StepTotal& t = r.steps[s];
+    if (!t.error.empty()) {
+      absl::StrAppendFormat(&out, "  %-14s cannot run: %s\n", r.shapes[s].name, t.error);
+      continue;
+    }
+    if (t.launches == t.without_cost) {
+      absl::StrAppendFormat(&out, "  %-14s %d launches, none with a cost model: no prediction\n",
+                            r.shapes[s].name, t.launches);
+      continue;
+    }
+    std::vector<std::string> bounds;
+    for (const auto& [bound, sec] : t.by_bound)
+      bounds.push_back(absl::StrFormat("%s %.0f%%", bound, 100 * sec / t.seconds));
+    absl::StrAppendFormat(&out, "  %-14s %d launches %s, %s moved: %s\n", r.shapes[s].name,
+                          t.launches, Seconds(t.seconds), Si(t.bytes, "B"),
+                          absl::StrJoin(bounds, ", "));
+    double rate = r.weight_bytes / t.seconds;
+    absl::StrAppendFormat(&out, "  %-14s weights %s per step: %s, %.1f%% of copy bandwidth\n", "",
+                          Si(r.weight_bytes, "B"), Si(rate, "B/s"),
+                          100 * rate / d.dram_bytes_per_s);
+    if (t.without_cost > 0)
+      absl::StrAppendFormat(&out, "  %-14s not counted: %d launches without a cost model\n", "",
+                            t.without_cost);
+    if (t.collectives > 0)
+      absl::StrAppendFormat(&out, "  %-14s not counted: %d collectives (no model)\n", "",
+                            t.collectives);
+  }
+  return out;
+}
+
+std::string RenderJson(const Report& r) {
+  const ManifestCuda& c = r.m->cuda;
+  const perf::DeviceSpec& d = *r.device;
+  ordered_json j;
+  j["device"] = {{"name", d.name}, {"arch", d.arch}, {"sms", d.sms},
+                 {"dram_bytes_per_s", d.dram_bytes_per_s}, {"clock_hz", d.clock_hz}};
+  j["model_module"] = c.modules[r.model_module].arch;
+  ordered_json tools = {{"ptxas", r.tools.ptxas.empty() ? ordered_json() : ordered_json(r.tools.ptxas)},
+                        {"disassembler", r.tools.disassembler.empty()
+                                             ? ordered_json()
+                                             : ordered_json(r.tools.disassembler)}};
+  if (!r.tools_note.empty()) tools["missing"] = r.tools_note;
+  j["tools"] = std::move(tools);
+  ordered_json shapes = ordered_json::array();
+  for (const ReportShape& s : r.shapes)
+    shapes.push_back({{"name", s.name},
+                      {"tokens", s.cost.tokens},
+                      {"seqs", s.cost.seqs},
+                      {"keys", s.cost.keys},
+                      {"logits", s.cost.logits},
+                      {"max_context", s.max_context}});
+  j["shapes"] = std::move(shapes);
+
+  ordered_json kernels = ordered_json::array();
+  for (const LaunchView& v : r.launches) {
+    const ManifestCudaKernel& k = c.kernels[v.kernel];
+    if (kernels.empty() || kernels.back()["index"] != v.kernel)
+      kernels.push_back({{"index", v.kernel},
+                         {"name", k.name},
+                         {"ops", k.ops},
+                         {"uses", r.uses[v.kernel]},
+                         {"launches", ordered_json::array()}});
+    const ManifestCudaLaunch& l = *v.l;
+    ordered_json launch = {{"symbol", l.symbol}, {"grid", l.grid}, {"block", l.block},
+                           {"when", l.when},     {"variant", l.variant}, {"has_cost", !l.cost.empty()}};
+    ordered_json modules = ordered_json::array();
+    for (const ModuleView& mv : v.modules) {
+      ordered_json m = {{"arch", mv.module->arch}};
+      if (mv.ptxas)
+        m["ptxas"] = {{"registers", mv.ptxas->registers},
+                      {"spill_stores", mv.ptxas->spill_stores},
+                      {"spill_loads", mv.ptxas->spill_loads},
+                      {"shared_bytes", mv.ptxas->shared_bytes},
+                      {"stack_bytes", mv.ptxas->stack_bytes}};
+      else
+        m["ptxas"] = nullptr;
+      m["occupancy"] = OccupancyJson(mv.occupancy);
+      m["occupancy"]["device"] = mv.device->name;
+      if (mv.sass) {
+        const SassFunction& f = *mv.sass;
+        ordered_json sass = {{"instructions", f.mix.instructions},
+                             {"outside_loops", f.outside_loops},
+                             {"loops", f.loops.size()},
+                             {"mix", MixJson(f.mix)}};
+        if (const SassLoop* hot = f.hot())
+          sass["hot_loop"] = {{"start", hot->start}, {"end", hot->end}, {"depth", hot->depth},
+                              {"mix", MixJson(hot->mix)}};
+        else
+          sass["hot_loop"] = nullptr;
+        m["sass"] = std::move(sass);
+      } else {
+        m["sass"] = nullptr;
+        m["sass_note"] = mv.sass_note;
+      }
+      modules.push_back(std::move(m));
+    }
+    launch["modules"] = std::move(modules);
+    ordered_json at = ordered_json::array();
+    for (size_t s = 0; s < r.shapes.size(); ++s) {
+      const ShapeResult& x = v.shapes[s];
+      ordered_json e = {{"shape", r.shapes[s].name}, {"runs", x.runs}};
+      if (x.runs) {
+        e["grid"] = x.grid;
+        e["blocks"] = x.blocks;
+        if (!x.has_cost) {
+          e["note"] = "no cost model";
+        } else {
+          const perf::Prediction& p = x.prediction;
+          e["bytes"] = x.bytes;
+          e["flops"] = x.flops;
+          e["tensor_flops"] = x.tensor_flops;
+          e["trips"] = x.trips;
+          e["warp_instructions"] = x.instructions_known ? ordered_json(x.warp_instructions)
+                                                        : ordered_json();
+          e["prediction"] = {{"seconds", Num(p.seconds)}, {"bound", p.bound},
+                             {"mem_s", Num(p.mem_s)},     {"issue_s", Num(p.issue_s)},
+                             {"fp32_s", Num(p.fp32_s)},   {"tensor_s", Num(p.tensor_s)},
+                             {"fixed_s", Num(p.fixed_s)}, {"waves", Num(p.waves)},
+                             {"occupancy", OccupancyJson(p.occupancy)}};
+        }
+      }
+      at.push_back(std::move(e));
+    }
+    launch["shapes"] = std::move(at);
+    kernels.back()["launches"].push_back(std::move(launch));
+  }
+  j["kernels"] = std::move(kernels);
+
+  ordered_json steps = ordered_json::array();
+  for (size_t s = 0; s < r.shapes.size(); ++s) {
+    const StepTotal& t = r.steps[s];
+    ordered_json e = {{"shape", r.shapes[s].name}};
+    if (!t.error.empty()) {
+      e["error"] = t.error;
+    } else {
+      bool predicted = t.launches > t.without_cost;
+      ordered_json bounds = ordered_json::object();
+      for (const auto& [bound, sec] : t.by_bound) bounds[bound] = Num(sec);
+      e["launches"] = t.launches;
+      e["collectives"] = t.collectives;
+      e["without_cost"] = t.without_cost;
+      e["seconds"] = predicted ? Num(t.seconds) : ordered_json();
+      e["bytes"] = t.bytes;
+      e["seconds_by_bound"] = std::move(bounds);
+      e["weight_bytes"] = r.weight_bytes;
+      e["copy_bandwidth_fraction"] =
+          predicted ? Num(r.weight_bytes / t.seconds / d.dram_bytes_per_s) : ordered_json();
+    }
+    steps.push_back(std::move(e));
+  }
+  j["steps"] = std::move(steps);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+ReportShape DecodeShape(int64_t batch, int64_t context) {
+  ReportShape s;
+  s.name = absl::StrFormat("decode %dx%d", batch, context);
+  s.cost = CostShape::Decode(batch, context);
+  s.vars.tokens = batch;
+  s.vars.logits = batch;
+  s.vars.seqs = batch;
+  s.vars.queries = 1;
+  s.max_context = context;
+  return s;
+}
+
+ReportShape PrefillShape(int64_t tokens) {
+  ReportShape s;
+  s.name = absl::StrFormat("prefill %d", tokens);
+  s.cost = CostShape::Prefill(tokens);
+  s.vars.tokens = tokens;
+  s.vars.logits = 1;
+  s.vars.seqs = 1;
+  s.vars.queries = tokens;
+  s.max_context = tokens;
+  return s;
+}
+
+absl::StatusOr<ReportShape> ParseDecodeFlag(absl::string_view text) {
+  std::vector<absl::string_view> parts = absl::StrSplit(text, ',');
+  int64_t b = 0, ctx = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &b) || !absl::SimpleAtoi(parts[1], &ctx) ||
+      b < 1 || ctx < 1)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--decode=%s: expected B,C (B sequences at context C, both positive), e.g. 8,2048", text));
+  return DecodeShape(b, ctx);
+}
+
+absl::StatusOr<ReportShape> ParsePrefillFlag(int64_t tokens) {
+  if (tokens < 1)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--prefill=%d: expected a positive token count", tokens));
+  return PrefillShape(tokens);
+}
+
+absl::StatusOr<std::string> KernelReport(const Artifact& artifact,
+                                         const KernelReportOptions& options) {
+  const Manifest& m = artifact.manifest();
+  const ManifestCuda& c = m.cuda;
+  if (c.modules.empty())
+    return absl::InvalidArgumentError(
+        "--kernels: the artifact has no CUDA kernels (compile it with --target=sm_XX)");
+  Report r;
+  r.m = &m;
+  r.shapes = options.shapes;
+  const std::string device = options.device.empty() ? c.modules[0].arch : options.device;
+  r.device = perf::FindDevice(device);
+  if (!r.device)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--device=%s: not in the performance model's table (known: %s, or their sm_XX)", device,
+        absl::StrJoin(perf::KnownDevices(), ", ")));
+  for (size_t i = 0; i < c.modules.size(); ++i)
+    if (perf::FindDevice(c.modules[i].arch) == r.device) {
+      r.model_module = i;
+      break;
+    }
+  for (const ManifestTensor& t : m.weights.tensors) r.weight_bytes += double(t.bytes);
+
+  // The SASS of every module (ptxas and a disassembler run once per module).
+  r.tools = FindCudaTools();
+  r.tools_note = !r.tools.ptxas_missing.empty() ? r.tools.ptxas_missing : r.tools.disassembler_missing;
+  for (const ManifestCudaModule& mod : c.modules) {
+    ModuleSass& ms = r.sass.emplace_back();
+    if (!r.tools_note.empty()) {
+      ms.note = "not read (a tool is missing, see above)";
+      continue;
+    }
+    auto text = DisassemblePtx(r.tools, artifact.Path(mod.file), mod.arch);
+    if (!text.ok()) {
+      std::string why(text.status().message());
+      ms.note = why.substr(0, why.find('\n'));
+      continue;
+    }
+    auto functions = ParseSass(*text);
+    if (!functions.ok())
+      ms.note = std::string(functions.status().message());
+    else
+      ms.functions = std::move(*functions);
+  }
+
+  r.uses.assign(c.kernels.size(), 0);
+  for (const ManifestStep& s : c.steps)
+    if (s.kernel >= 0) ++r.uses[size_t(s.kernel)];
+  for (size_t k = 0; k < c.kernels.size(); ++k)
+    for (size_t i = 0; i < c.kernels[k].launches.size(); ++i) {
+      LaunchView v;
+      v.kernel = k;
+      v.launch = i;
+      v.l = &c.kernels[k].launches[i];
+      v.model = r.model_module;
+      for (size_t mi = 0; mi < c.modules.size(); ++mi) {
+        const ManifestCudaModule& mod = c.modules[mi];
+        ModuleView mv;
+        mv.module = &mod;
+        for (const ManifestPtxasEntry& e : mod.ptxas)
+          if (e.symbol == v.l->symbol) mv.ptxas = &e;
+        mv.sass = FindSassFunction(r.sass[mi].functions, v.l->symbol);
+        mv.sass_note = !r.sass[mi].note.empty() ? r.sass[mi].note
+                                                : "no function " + v.l->symbol + " in the SASS";
+        mv.device = perf::FindDevice(mod.arch);
+        if (!mv.device) mv.device = r.device;
+        perf::KernelResources res;
+        res.regs = mv.ptxas ? int(mv.ptxas->registers) : 0;
+        res.threads_per_block = int(v.l->block);
+        res.static_smem = mv.ptxas ? mv.ptxas->shared_bytes : 0;
+        mv.occupancy = perf::TheoreticalOccupancy(*mv.device, res);
+        v.modules.push_back(std::move(mv));
+      }
+      v.shapes.resize(r.shapes.size());
+      r.launches.push_back(std::move(v));
+    }
+  auto view = [&](size_t k, size_t i) -> LaunchView* {
+    for (LaunchView& v : r.launches)
+      if (v.kernel == k && v.launch == i) return &v;
+    return nullptr;
+  };
+
+  // Which launches run at each shape, with what grids: the runner's own
+  // selection (its `when`s and attention splits).
+  auto parsed = ParseCudaLaunches(c);
+  if (!parsed.ok()) return parsed.status();
+  std::vector<SelectedLaunch> selected;
+  for (size_t s = 0; s < r.shapes.size(); ++s) {
+    StepTotal& t = r.steps.emplace_back();
+    absl::Status st = SelectLaunches(c, *parsed, r.shapes[s].vars, r.shapes[s].max_context, &selected);
+    if (!st.ok()) {
+      t.error = std::string(st.message());
+      continue;
+    }
+    for (const SelectedLaunch& sel : selected) {
+      if (sel.kind == LaunchKind::kCollective) {
+        ++t.collectives;
+        continue;
+      }
+      LaunchView* v = view(size_t(c.steps[sel.step].kernel), sel.launch);
+      if (!v) continue;
+      ShapeResult& x = v->shapes[s];
+      if (!x.runs) x = Evaluate(*r.device, *v, sel.grid, r.shapes[s]);
+      ++t.launches;
+      if (!x.has_cost) {
+        ++t.without_cost;
+        continue;
+      }
+      t.seconds += x.prediction.seconds;
+      t.bytes += x.bytes;
+      t.by_bound[x.prediction.bound] += x.prediction.seconds;
+    }
+  }
+  return options.json ? RenderJson(r) : RenderText(r);
+}
+
+}  // namespace llmc::cli
