@@ -22,12 +22,19 @@
 #            it is skipped).
 #   stage 4  pipeline parallelism: the payload's PP=2 artifact as two ranks
 #            (on one GPU when there is one) against its TP=1 artifact
+#   stage 5  kernel times vs the performance model: ncu times each kernel of
+#            a few decode steps of the payload's Llama-3-8B-shape artifact,
+#            and scripts/kernel-model-check.py sets them beside what
+#            `llmc-rt inspect --kernels --json` predicts per launch (printed,
+#            not asserted; SKIPPED without ncu)
 #
 #   scripts/gpu-check.sh [--no-timing] [--skip-kernels] [--skip-e2e] [--skip-tp]
+#                        [--skip-model]
 #
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
 # CUDA_ARCH (default: the GPU's, from nvidia-smi), LLMC_GPU_CHECK_BUILD
 # (default: build-gpu-check), LLMC_GPU_PAYLOAD (default: build-gpu-payload),
+# NCU (stage 5; default: ncu on PATH, else the toolkit's or Nsight Compute's),
 # LLMC_NCCL_LIBRARY (default: the toolkit's libnccl.so.2, else the
 # nvidia-nccl wheel's, else the loader's search).
 # It ends with one line per stage: PASSED, FAILED, ERROR, or SKIPPED and
@@ -39,12 +46,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-skip_kernels=0 skip_e2e=0 skip_tp=0 timing=()
+skip_kernels=0 skip_e2e=0 skip_tp=0 skip_model=0 timing=()
 for a in "$@"; do
   case $a in
     --skip-kernels) skip_kernels=1 ;;
     --skip-e2e) skip_e2e=1 ;;
     --skip-tp) skip_tp=1 ;;
+    --skip-model) skip_model=1 ;;
     --no-timing) timing=(--no-timing) ;;
     *) echo "gpu-check: unknown flag $a" >&2; exit 3 ;;
   esac
@@ -55,7 +63,7 @@ cxx=${CXX:-g++}
 out=${LLMC_GPU_CHECK_BUILD:-build-gpu-check}
 arch=${CUDA_ARCH:-}
 if [[ -z "$arch" ]]; then
-  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .' || true)
   [[ -n "$cap" ]] || { echo "gpu-check: no GPU found by nvidia-smi (set CUDA_ARCH to only build)" >&2; exit 2; }
   arch=sm_$cap
 fi
@@ -287,6 +295,83 @@ else
   skip_why="" rc=0
   pp_check || rc=$?
   stage_result "stage 4, PP=2 as two ranks" "$rc" "$skip_why"
+fi
+
+# Stage 5: each kernel's time against the performance model. ncu times
+# every launch of a short decode run of the payload's Llama-3-8B-shape
+# artifact (batch 1, a one-token prompt and $model_tg steps; ncu replays
+# each kernel, so few; --clock-control none: the clocks of a real run, which
+# the model assumes); the predictions are `inspect --kernels --json` of the
+# same artifact at that batch and context; scripts/kernel-model-check.py
+# prints both per kernel, flagging ratios outside 30% (printed, not
+# asserted). The runtime times kernels with events only inside `llmc tune`
+# (per step entry, not per launch), so without ncu the stage is skipped.
+model_tg=4
+model_check() {
+  local art="$payload/llama3-8b-shape.llmc" rt="$payload/bin/llmc-rt" ncu=${NCU:-} inspect
+  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    skip_why="no GPU (nvidia-smi lists none)"
+    echo "skipped: $skip_why"
+    return 77
+  fi
+  if [[ ! -x "$rt" || ! -d "$art" ]]; then
+    skip_why="no payload llmc-rt and llama3-8b-shape.llmc at $payload (scripts/gpu-payload.sh)"
+    echo "skipped: $skip_why"
+    return 77
+  fi
+  if [[ -z "$ncu" ]]; then
+    ncu=$(command -v ncu || true)
+    # The last one there wins: the toolkit's, else the newest Nsight Compute.
+    if [[ -z "$ncu" ]]; then
+      for c in /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/nsight-compute*/ncu /usr/local/cuda/bin/ncu; do
+        if [[ -x "$c" ]]; then ncu=$c; fi
+      done
+    fi
+  fi
+  if [[ -z "$ncu" || ! -x "$ncu" ]]; then
+    skip_why="ncu not found (PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-compute; or set NCU)"
+    echo "skipped: $skip_why"
+    return 77
+  fi
+  # The payload carries llmc-rt, whose inspect is llmc's; an llmc there wins.
+  inspect=$rt
+  [[ -x "$payload/bin/llmc" ]] && inspect=$payload/bin/llmc
+  local env=(LD_LIBRARY_PATH="$payload/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LLMC_NO_EXEC_RT=1)
+  local csv="$out/kernel-times.csv" pred="$out/kernel-predictions.json" log="$out/kernel-times.log"
+  echo "--- predictions: $inspect inspect $art --kernels --json --decode=1,$model_tg"
+  env "${env[@]}" "$inspect" inspect "$art" --kernels --json --decode=1,$model_tg >"$pred" || return 2
+  echo "--- $ncu over llmc-rt bench (tg$model_tg at batch 1, one run, no warmup)"
+  rm -f "$csv"
+  local rc=0
+  env "${env[@]}" timeout 600 "$ncu" --csv --print-units base --metrics gpu__time_duration.sum \
+    --clock-control none --target-processes all --log-file "$csv" \
+    "$rt" bench "$art" --backend=cuda -p 0 -n $model_tg -B 1 -r 1 --no-warmup --no-verify \
+    >"$log" 2>&1 || rc=$?
+  tail -20 "$log"
+  if grep -qs 'ERR_NVGPUCTRPERM' "$log" "$csv"; then
+    skip_why="ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM: run as root or allow profiling)"
+    echo "skipped: $skip_why"
+    return 77
+  fi
+  if (( rc != 0 )); then
+    echo "gpu-check: ncu over llmc-rt bench failed (exit $rc; $log, $csv)" >&2
+    return 2
+  fi
+  echo "--- measured ($csv) vs predicted ($pred)"
+  rc=0
+  python3 scripts/kernel-model-check.py --measured "$csv" --predicted "$pred" | tee "$out/kernel-model-check.txt" || rc=$?
+  (( rc == 0 )) || return 3  # kernel-model-check.py: 2 is bad input, the harness's
+  # The summary line says how many were within 30% ("N kernel(s) with ...").
+  skip_why=$(grep -o '^[0-9]* kernel(s) with a prediction, [0-9]* outside 30%' "$out/kernel-model-check.txt" || true)
+  return 0
+}
+if (( skip_model )); then
+  stage_result "stage 5, kernel times vs the model" 77 "--skip-model"
+else
+  echo "=== stage 5: kernel times (ncu) vs the performance model ==="
+  skip_why="" rc=0
+  model_check || rc=$?
+  stage_result "stage 5, kernel times vs the model" "$rc" "$skip_why"
 fi
 
 echo "=== gpu-check summary ==="
