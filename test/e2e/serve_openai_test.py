@@ -356,10 +356,10 @@ def case_overload(exe, art, work):
         for t in threads:
             t.join(120)
         n429, n200 = statuses.count(429), statuses.count(200)
-        # At least the queue (3) and one running request are answered; whether
-        # the engine has taken the second into its step before the burst fills
-        # the queue depends on timing (a loaded CI machine: not yet).
-        check("overload/429", n429 > 0 and n200 >= 4 and n429 + n200 == 20 and all(r == "1" for r in retry),
+        # At least the queue (3) is answered; whether the engine has taken any
+        # request into its step before the burst fills the queue depends on
+        # timing (on a loaded CI machine, 2026-12-04: none yet, 3 answered).
+        check("overload/429", n429 > 0 and n200 >= 3 and n429 + n200 == 20 and all(r == "1" for r in retry),
               f"{n200} answered, {n429} refused with 429 + Retry-After, none lost")
 
 
