@@ -89,6 +89,16 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int mask) {
   return llmc_emu::shfl(v, int(threadIdx.x & 31) ^ mask);
 }
 
+// Blocks run one after another on one CPU thread: a ticket is a plain add,
+// a fence has nothing to order, and an L2 load is a load.
+inline int atomicAdd(int* p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
+}
+inline void __threadfence() {}
+template <class T> T __ldcg(const T* p) { return *p; }
+
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline float __int_as_float(int i) {
   float f;

@@ -11,7 +11,7 @@ cuLaunchKernel of `llmc-rt logits --backend=cuda` through it. The logits of a
 prefill (the tensor-core GEMM path: T > 8) and of decode steps (the GEMV
 path) are compared with the float64 reference (test/reference) on the same
 weights. One case runs past 256 tokens of context, so attention splits and
-its reduction kernel run too; prefills past 16 tokens take the
+their merge in the last block of each head run too; prefills past 16 tokens take the
 flash-attention kernel, one of them with a sliding window inside its tiles.
 One case runs again with --cuda-graphs: decode steps captured and replayed
 as graphs must give the same logits to the bit. One (bf16 weights) runs

@@ -1,7 +1,7 @@
 //===- kernel_check_attention.cu - paged attention checks -----------------===//
 //
-// Paged attention in test/gpu/kernel_check: the decode kernel (+ split
-// reduction) and the flash-attention prefill kernel against the host kernel
+// Paged attention in test/gpu/kernel_check: the decode kernel (its splits
+// merged by their last block) and the flash-attention prefill kernel against the host kernel
 // and a double-precision softmax, then the prefill kernel's timing.
 //
 //===----------------------------------------------------------------------===//
@@ -11,13 +11,10 @@
 // Kernels: the wrappers the emitter would write (as in cuda_kernels_test.cpp).
 //===----------------------------------------------------------------------===//
 template <class A, int SplitKeys, int MaxSplits>
-__global__ void LB attn_decode(lc::step_info s, const A* q, const A* kc, const A* vc, A* o, float* po,
-                               float* pml, float scale, int window) {
-  lc::paged_attention_decode<NH, KV, HD, A, SplitKeys, 4, MaxSplits>(s, q, kc, vc, o, po, pml, scale,
-                                                                     window);
-}
-template <class A> __global__ void LB attn_reduce(int splits, const float* po, const float* pml, A* o) {
-  lc::paged_attention_reduce<NH, HD, A>(splits, po, pml, o);
+__global__ void LB attn_decode(lc::step_info s, const A* q, const A* kc, const A* vc, A* o, float* scratch,
+                               float scale, int window) {
+  lc::paged_attention_decode<NH, KV, HD, A, SplitKeys, 4, MaxSplits>(
+      s, q, kc, vc, o, lc::attn_scratch_of<NH, HD>(scratch, s.num_tokens, gridDim.x), scale, window);
 }
 // Flash-attention prefill: __launch_bounds__(128, 2) as the emitter's
 // attn_prefill entry (head_dim 128 needs more than 128 registers).
@@ -28,7 +25,7 @@ __global__ void __launch_bounds__(128, 2) attn_prefill(lc::step_info s, const A*
 }
 
 //===----------------------------------------------------------------------===//
-// Paged attention, block_size 16: the decode kernel (+ split reduction) for
+// Paged attention, block_size 16: the decode kernel (splits merged in it) for
 // GQA 9/3 and the flash-attention prefill kernel for 9/3 x 64 and 32/8 x 128.
 // Sequence s has context ctx[s] and its last qlen[s] positions as queries.
 //===----------------------------------------------------------------------===//
@@ -129,7 +126,9 @@ static int f64_attention(const HostStep& hs, int heads, int kv_heads, int hd, co
 }
 
 // MaxSplits > 0: the emitter's capped splits (grid min(splits, MaxSplits),
-// a token's share of the keys widening past the cap).
+// a token's share of the keys widening past the cap). The splits merge in the last block of each (heads, token): the ticket counters
+// start at zero, as the cache write leaves them, and the partials start as
+// NaN garbage, which a merge reading a partial nobody wrote would show.
 template <class A, int SplitKeys, int MaxSplits = 0>
 static void check_attention(const std::vector<int>& ctx, const std::vector<int>& qlen, int window,
                             std::mt19937& rng) {
@@ -159,21 +158,20 @@ static void check_attention(const std::vector<int>& ctx, const std::vector<int>&
   dkc.up(kca);
   dvc.up(vca);
   CK(cudaMemset(dout.p, 0xff, dout.n * sizeof(A)));
-  DBuf<float> po(static_cast<size_t>(T) * NH * splits * HD), pml(static_cast<size_t>(T) * NH * splits * 2);
+  const size_t counters = (static_cast<size_t>(T) * NH + 3) / 4 * 4;
+  DBuf<float> scratch(4 + counters + static_cast<size_t>(T) * NH * splits * (HD + 2));
+  CK(cudaMemset(scratch.p, 0xff, scratch.n * sizeof(float)));
+  CK(cudaMemset(scratch.p + 4, 0, counters * sizeof(float)));
   DevStep ds(hs);
-  attn_decode<A, SplitKeys, MaxSplits><<<dim3(splits, KV, T), 128>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, po.p, pml.p, scale,
-                                                           window);
+  attn_decode<A, SplitKeys, MaxSplits><<<dim3(splits, KV, T), 128>>>(
+      ds.s, dq.p, dkc.p, dvc.p, dout.p, scratch.p, scale, window);
   LAUNCHED();
-  if (splits > 1) {
-    attn_reduce<A><<<dim3(NH, T), HD>>>(splits, po.p, pml.p, dout.p);
-    LAUNCHED();
-  }
   std::string shape = "ctx{";
   for (int s = 0; s < S; ++s) shape += std::to_string(ctx[s]) + (s + 1 < S ? "," : "}");
   shape += " T=" + std::to_string(T) + " SK=" + std::to_string(SplitKeys) + " splits=" + std::to_string(splits);
   if (MaxSplits > 0) shape += " max=" + std::to_string(MaxSplits);
   if (window > 0) shape += " win=" + std::to_string(window);
-  report(splits > 1 ? "paged_attention_decode+reduce" : "paged_attention_decode (1 split)", shape, tr::name,
+  report(splits > 1 ? "paged_attention_decode (merged splits)" : "paged_attention_decode (1 split)", shape, tr::name,
          to_float(dout.down()), host, &f64, tr::tol, Q);
 }
 
@@ -236,6 +234,7 @@ template <class A> void decode_attention_checks(std::mt19937& rng) {
   check_attention<A, 64, 32>({1, 17, 3000, 4100}, {1, 1, 1, 1}, 0, rng);
   check_attention<A, 64, 32>({1, 17, 300, 4100}, {1, 1, 1, 1}, 1000, rng);
   check_attention<A, 64, 8>({40, 3000}, {9, 16}, 0, rng);
+
 }
 template void decode_attention_checks<__half>(std::mt19937&);
 template void decode_attention_checks<__nv_bfloat16>(std::mt19937&);

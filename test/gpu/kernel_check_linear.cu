@@ -275,7 +275,9 @@ template <class F, class A> static void check_embed(const ModelWeights& W, std::
   DBuf<A> dy(host.size());
   CK(cudaMemset(dy.p, 0xff, dy.n * sizeof(A)));
   DevStep ds(hs);
-  embed_k<F, A><<<T, 128>>>(ds.s, W.lm.d, dy.p);
+  // Two blocks of one warp per token: the 72 groups of a row dealt over the
+  // blocks and, past 64, a second trip.
+  embed_k<F, A><<<dim3(T, 2), 32>>>(ds.s, W.lm.d, dy.p);
   LAUNCHED();
   report("embed", "T=37 ids incl. -1, 49152 [49152,576]", std::string(tr::name) + "/" + W.name,
          to_float(dy.down()), host, &f64, tr::tol, H);

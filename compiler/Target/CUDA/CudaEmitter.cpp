@@ -268,15 +268,18 @@ LogicalResult GroupEmitter::emitEmbed(EmbedOp e, KernelText &text) {
                     io.decls + llvm::formatv("  embed<{0}, {1}, {2}, act>(s, {3}, out0);\n", *f,
                                              t.getShape()[0], t.getShape()[1], w)
                                    .str());
-  text.launches.push_back(launch("embed", "", {"T", "1", "1"}, 128));
-  // A table row in, a hidden row out per token; 4 warps loop over groups
-  // of 8 elements, 128 groups a trip.
-  CostTerms c;
+  // A token's groups of 8 elements over enough blocks of 128 threads for
+  // one group each, up to 8 blocks.
   const int64_t hidden = t.getShape()[1];
+  const int64_t blocks = std::clamp<int64_t>((hidden / 8 + 127) / 128, 1, 8);
+  text.launches.push_back(launch("embed", "", {"T", std::to_string(blocks), "1"}, 128));
+  // A table row in, a hidden row out per token; the 4 warps of each block
+  // loop over groups of 8 elements, 128 * blocks groups a trip.
+  CostTerms c;
   c.bytesT = double(WeightByteSize(stringifyWeightFormat(t.getFormat()).str(), hidden,
                                    t.getGroup())) +
              double(hidden) * actBytes(*io.options);
-  c.tripsT = 4.0 * double((hidden / 8 + 127) / 128);
+  c.tripsT = 4.0 * double(blocks) * double((hidden / 8 + 128 * blocks - 1) / (128 * blocks));
   setCost(text.launches.back(), c);
   return success();
 }
@@ -335,14 +338,6 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
                             "up to 256, and heads a multiple of kv_heads";
   int64_t window = p.getWindowAttr() ? p.getWindowAttr().getInt() : 0;
   std::string kc = "static_cast<act *>(a.caches[0])", vc = "static_cast<act *>(a.caches[1])";
-  // Scratch: the split count (written by the split pass for the reduction,
-  // which runs after it on the stream), then the partials, 16-byte aligned.
-  std::string partials =
-      llvm::formatv("  float *part_o = a.scratch + 4;\n"
-                    "  float *part_ml = part_o + static_cast<i64>(s.num_tokens) * {0} * splits * "
-                    "{1};\n",
-                    H, D)
-          .str();
   // With the RoPEs of the query and key in this group (llmc-place-rope put
   // them here), the cache write rotates both on the way: Q in place, K as it
   // goes into the cache.
@@ -352,13 +347,16 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
   std::string key = io.in(kRope ? kRope.getInput() : p.getKey());
   std::string value = io.in(p.getValue());
   std::string write = "kv_write";
+  // The write zeroes the attention's ticket counters for the launch after it
+  // (attn_scratch in llmc_cuda_attention.cuh).
+  const std::string clear = llvm::formatv("  attn_counters_clear<{0}>(a.scratch);\n", H).str();
   std::string writeBody =
-      llvm::formatv("  kv_cache_write<{0}, {1}, act>(s, {2}, {3}, {4}, {5});\n", KvH, D, key,
+      clear + llvm::formatv("  kv_cache_write<{0}, {1}, act>(s, {2}, {3}, {4}, {5});\n", KvH, D, key,
                     value, kc, vc)
           .str();
   if (qRope && kRope) {
     write = "rope_kv_write";
-    writeBody = llvm::formatv("  rope_kv_cache_write<{0}, {1}, {2}, rope_style::{3}, act>(s, "
+    writeBody = clear + llvm::formatv("  rope_kv_cache_write<{0}, {1}, {2}, rope_style::{3}, act>(s, "
                               "const_cast<act *>({4}), {5}, {6}, {7}, {8}, {9}, {10});\n",
                               H, KvH, D, stringifyRopeStyle(qRope.getStyle()), query, key, value,
                               kc, vc, ropeFreqs(io, qRope), ropeFreqs(io, kRope))
@@ -367,28 +365,18 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
   // Splits: kSplitKeys keys each up to maxSplits, which the grid caps (the
   // runtime's `splits` is cdiv(longest context, kSplitKeys)); past it the
   // kernel widens its splits instead. maxSplits <= kSplitKeys keeps a token's
-  // split count exact (docs/cuda.md).
+  // split count exact (docs/cuda.md). The last block of each kv head and
+  // token merges the splits (no reduction launch).
   const int64_t maxSplits = std::clamp<int64_t>(kAttnBlocks / KvH, 4, kSplitKeys);
   text.defs =
       entry(write, kRopeThreads, 4, io.decls + writeBody) +
       entry("attn", 32 * kAttnWarps, D > 128 ? 2 : 3,
-            io.decls +
-                "  const int splits = gridDim.x;\n"
-                "  if (splits > 1 && blockIdx.x + blockIdx.y + blockIdx.z == 0 && threadIdx.x == 0)\n"
-                "    *reinterpret_cast<int *>(a.scratch) = splits;\n" +
-                partials +
-                llvm::formatv("  paged_attention_decode<{0}, {1}, {2}, act, {3}, {4}, {10}>(s, {5}, "
-                              "{6}, {7}, out0, part_o, part_ml, {8}f, {9});\n",
-                              H, KvH, D, kSplitKeys, kAttnWarps, query, kc, vc,
-                              number(p.getScale().convertToDouble()), window, maxSplits)
-                    .str()) +
-      entry("attn_reduce", 128, 4,
-            io.decls + "  const int splits = *reinterpret_cast<const int *>(a.scratch);\n" +
-                partials +
-                llvm::formatv("  paged_attention_reduce<{0}, {1}, act>(splits, part_o, part_ml, "
-                              "out0);\n",
-                              H, D)
-                    .str());
+            io.decls + llvm::formatv("  paged_attention_decode<{0}, {1}, {2}, act, {3}, {4}, {5}>(s, "
+                                     "{6}, {7}, {8}, out0, attn_scratch_of<{0}, {2}>(a.scratch, "
+                                     "s.num_tokens, gridDim.x), {9}f, {10});\n",
+                                     H, KvH, D, kSplitKeys, kAttnWarps, maxSplits, query, kc, vc,
+                                     number(p.getScale().convertToDouble()), window)
+                           .str());
   // One rotation pair (Q and K heads) per thread; a plain cache write one
   // element of K and V.
   const int64_t writeItems = qRope && kRope ? (H + KvH) * (D / 2) : KvH * D;
@@ -401,10 +389,9 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
   // tensor cores need half/bf16, its fragments head_dim % 16 == 0, its
   // registers head_dim <= 128.
   bool prefill = io.options->activationType != "f32" && D % 16 == 0 && D <= 128;
-  std::string shortQ, reduceWhen = "splits>1";
+  std::string shortQ;
   if (prefill) {
     shortQ = "Q<=" + std::to_string(io.options->attnPrefillMinQuery);
-    reduceWhen = shortQ + "&&splits>1";
     text.defs += entry("attn_prefill", 128, 2,
                        io.decls + llvm::formatv("  paged_attention_prefill<{0}, {1}, {2}, act>(s, "
                                                 "{3}, {4}, {5}, out0, {6}f, {7});\n",
@@ -412,10 +399,10 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
                                                 number(p.getScale().convertToDouble()), window)
                                       .str());
   }
-  text.launches.push_back(
-      launch("attn", shortQ, {"min(splits," + std::to_string(maxSplits) + ")", std::to_string(KvH), "T"},
-             32 * kAttnWarps));
-  text.launches.push_back(launch("attn_reduce", reduceWhen, {std::to_string(H), "T", "1"}, 128));
+  text.launches.push_back(launch("attn", shortQ,
+                                 {"min(splits," + std::to_string(maxSplits) + ")",
+                                  std::to_string(KvH), "T"},
+                                 32 * kAttnWarps));
   if (prefill)
     text.launches.push_back(launch("attn_prefill",
                                    "Q>" + std::to_string(io.options->attnPrefillMinQuery),
@@ -430,16 +417,13 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
     } else if (sym.ends_with("_attn")) {
       // Every key's K and V row per KV head; QK and PV: 4 * D flops per key
       // and query head. A warp's trip takes 32 keys of one KV head; each of
-      // the 4 warps of a token's first split runs at least one.
-      c.bytesT = 2.0 * double(H) * double(D) * e;
+      // the 4 warps of a token's first split runs at least one. The merge of
+      // the splits (counted at 2) writes and reads f32 partials of o, m, l.
+      c.bytesT = 2.0 * double(H) * double(D) * e + 2.0 * 2.0 * double(H) * (double(D) + 2.0) * 4.0;
       c.bytesK = 2.0 * double(KvH) * double(D) * e;
       c.flopsK = 4.0 * double(H) * double(D);
       c.tripsK = double(KvH) / 32.0;
       c.tripsT = 4.0 * double(KvH);
-    } else if (sym.ends_with("_attn_reduce")) {
-      // The partials of every split (f32 o and m/l) in, a row out: counted
-      // at 2 splits (the model has no split count).
-      c.bytesT = double(H) * double(D) * (e + 2.0 * 4.0) + 2.0 * 2.0 * 4.0 * double(H);
     } else if (sym.ends_with("_attn_prefill")) {
       // Tensor-core QK and PV per key and query head; each 64-row query
       // tile of a head reads the K/V of the keys it attends; a warp's trip

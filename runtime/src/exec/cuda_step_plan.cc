@@ -175,6 +175,11 @@ int64_t AttentionScratchFloats(const ManifestCuda& c,
   int64_t floats = 0;
   for (size_t k = 0; k < c.kernels.size() && k < parsed.size(); ++k) {
     const ManifestCudaKernel& kernel = c.kernels[k];
+    if (kernel.heads <= 0) continue;  // no attention in this kernel
+    // A ticket counter per token and head, whatever the splits: the cache
+    // write zeroes them on every step.
+    const int64_t counters = (step.tokens * kernel.heads + 3) / 4 * 4;
+    floats = std::max(floats, counters);
     LaunchVars vars = step;
     vars.splits = AttentionSplits(max_context, kernel.split_keys);
     if (vars.splits <= 1) continue;
@@ -185,7 +190,8 @@ int64_t AttentionScratchFloats(const ManifestCuda& c,
       for (const GridExpr& g : p.grid)
         if (g.var == LaunchVar::kSplits) grid_splits = std::max(grid_splits, g.Evaluate(vars));
       if (grid_splits > 1 && p.when.Holds(vars))
-        floats = std::max(floats, step.tokens * kernel.heads * grid_splits * (kernel.head_dim + 2));
+        floats = std::max(floats, counters + step.tokens * kernel.heads * grid_splits *
+                                                 (kernel.head_dim + 2));
     }
   }
   return kScratchHeaderFloats + floats;

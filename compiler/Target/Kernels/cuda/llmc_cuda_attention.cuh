@@ -33,7 +33,7 @@ namespace cuda {
 // The grid needs gridDim.x >= n for every token (the runtime's
 // cdiv(longest context, SplitKeys), capped at MaxSplits); blocks past a
 // token's n write empty partials (m = -1e30, l = 0, o = 0), which the
-// reduction merges as exact zeros.
+// merge takes as exact zeros.
 // Block (split, g, t) covers keys [first + split * keys, ... + keys) for the
 // G = Heads / KvHeads query heads sharing kv head g (each K/V row read once),
 // in rounds of 32 keys per warp dealt out 8 at a time (lanes 8j .. 8j + 7 of
@@ -44,10 +44,42 @@ namespace cuda {
 // rounded up to a power of two) share a key, 8 dims each, so each 16-byte
 // load of V serves KPP = 32 / LPK keys, all of a round's V loads issued at
 // once. The warps merge in shared memory. With gridDim.x == 1 the block
-// writes `out` directly;
-// otherwise partial states (unnormalized o [T, Heads, splits, HeadDim],
-// (m, l) [T, Heads, splits, 2]) that paged_attention_reduce merges.
+// writes `out` directly. Otherwise each block writes its partial state
+// (unnormalized o and (m, l), attn_scratch below) and takes a ticket; the
+// last block of (g, t) to finish merges all splits in split order (the
+// order flash-decoding's separate reduction used, so the result is the same
+// whoever finishes last) and writes `out`: no second launch.
 //===----------------------------------------------------------------------===//
+
+// The split attention's part of the runtime's f32 scratch (a.scratch, sized
+// by the runtime's AttentionScratchFloats): a 4-float header, one ticket
+// counter per (token, head) rounded up to 4, then the partials
+// o [T, Heads, splits, HeadDim] and (m, l) [T, Heads, splits, 2]. The cache
+// write that runs before each attention launch zeroes the counters
+// (attn_counters_clear), so they never carry over from another step, layer
+// or scratch layout.
+struct attn_scratch {
+  int* counters;
+  float* part_o;
+  float* part_ml;
+};
+template <int Heads, int HeadDim>
+__device__ __forceinline__ attn_scratch attn_scratch_of(float* scratch, int tokens, int splits) {
+  attn_scratch a;
+  a.counters = reinterpret_cast<int*>(scratch + 4);
+  a.part_o = scratch + 4 + ((static_cast<i64>(tokens) * Heads + 3) & ~static_cast<i64>(3));
+  a.part_ml = a.part_o + static_cast<i64>(tokens) * Heads * splits * HeadDim;
+  return a;
+}
+// Zeroes token blockIdx.x's Heads ticket counters; one block per token (any
+// blockIdx.y) does it.
+template <int Heads>
+__device__ __forceinline__ void attn_counters_clear(float* scratch) {
+  if (blockIdx.y != 0) return;
+  int* c = reinterpret_cast<int*>(scratch + 4) + static_cast<i64>(blockIdx.x) * Heads;
+  for (int i = threadIdx.x; i < Heads; i += blockDim.x) c[i] = 0;
+}
+
 __device__ __forceinline__ int seq_of_token(const step_info& s, int t) {
   int lo = 0, hi = s.num_seqs - 1; // largest seq with query_starts[seq] <= t
   while (lo < hi) {
@@ -139,8 +171,8 @@ __host__ __device__ constexpr int pow2_at_least(int n) { return n <= 1 ? 1 : 2 *
 template <int Heads, int KvHeads, int HeadDim, class Act, int SplitKeys, int Warps, int MaxSplits = 0>
 __device__ void paged_attention_decode(const step_info& s, const Act* __restrict__ q,
                                        const Act* __restrict__ kcache, const Act* __restrict__ vcache,
-                                       Act* __restrict__ out, float* __restrict__ part_o,
-                                       float* __restrict__ part_ml, float scale, int window) {
+                                       Act* __restrict__ out, attn_scratch scratch, float scale,
+                                       int window) {
   static_assert(Heads % KvHeads == 0, "paged_attention: Heads must be a multiple of KvHeads");
   static_assert((HeadDim % 32 == 0 || (HeadDim < 32 && HeadDim % 8 == 0)) && HeadDim <= 256,
                 "paged_attention: HeadDim 8, 16, 24 or a multiple of 32 up to 256");
@@ -153,6 +185,7 @@ __device__ void paged_attention_decode(const step_info& s, const Act* __restrict
   __shared__ float sm[Warps][G], sl[Warps][G];
   __shared__ float so[Warps][G][HeadDim];
   const int split = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z;
+  const int head0 = kvh * G; // the block's first query head
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int sub = lane / LPK, d0 = (lane % LPK) * 8;
   const bool dims = d0 < HeadDim; // lanes past HeadDim (HeadDim 24, 96, ...) hold no dims
@@ -162,7 +195,7 @@ __device__ void paged_attention_decode(const step_info& s, const Act* __restrict
   const float qscale = scale * 1.4426950408889634f; // softmax in base 2
   for (int i = threadIdx.x; i < G * HeadDim; i += blockDim.x)
     qs[i / HeadDim][i % HeadDim] =
-        to_float(q[static_cast<i64>(t) * Heads * HeadDim + (kvh * G) * HeadDim + i]) * qscale;
+        to_float(q[static_cast<i64>(t) * Heads * HeadDim + head0 * HeadDim + i]) * qscale;
   __syncthreads();
   const int* btab = s.block_tables + static_cast<i64>(ds.seq) * s.max_blocks;
 
@@ -269,36 +302,41 @@ __device__ void paged_attention_decode(const step_info& s, const Act* __restrict
       L = fmaf(sl[w][h], f, L);
       O = fmaf(so[w][h][d], f, O);
     }
-    const int head = kvh * G + h;
+    const int head = head0 + h;
     if (splits == 1) {
       out[(static_cast<i64>(t) * Heads + head) * HeadDim + d] = from_float<Act>(L > 0.0f ? O / L : 0.0f);
     } else {
       const i64 ps = (static_cast<i64>(t) * Heads + head) * splits + split;
-      part_o[ps * HeadDim + d] = O;
-      if (d == 0) { part_ml[2 * ps] = M; part_ml[2 * ps + 1] = L; }
+      scratch.part_o[ps * HeadDim + d] = O;
+      if (d == 0) { scratch.part_ml[2 * ps] = M; scratch.part_ml[2 * ps + 1] = L; }
     }
   }
-}
-
-// Merges the splits: grid (Heads, T), blockDim HeadDim (or any, looping).
-template <int Heads, int HeadDim, class Act>
-__device__ void paged_attention_reduce(int splits, const float* __restrict__ part_o,
-                                       const float* __restrict__ part_ml, Act* __restrict__ out) {
-  const int head = blockIdx.x, t = blockIdx.y;
-  const i64 base = (static_cast<i64>(t) * Heads + head) * splits;
-  float M = -1e30f;
-  for (int sp = 0; sp < splits; ++sp) M = fmaxf(M, part_ml[2 * (base + sp)]);
-  for (int d = threadIdx.x; d < HeadDim; d += blockDim.x) {
+  if (splits == 1) return;
+  // The last block of (y, t) merges the splits: each thread makes its
+  // partials visible device-wide before thread 0 takes the ticket, and the
+  // last block reads them from L2 (__ldcg), never from a stale L1 line.
+  __shared__ int last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    last = atomicAdd(scratch.counters + static_cast<i64>(t) * gridDim.y + blockIdx.y, 1) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int i = threadIdx.x; i < G * HeadDim; i += blockDim.x) {
+    const int head = head0 + i / HeadDim, d = i % HeadDim;
+    const i64 base = (static_cast<i64>(t) * Heads + head) * splits;
+    float M = -1e30f;
+    for (int sp = 0; sp < splits; ++sp) M = fmaxf(M, __ldcg(scratch.part_ml + 2 * (base + sp)));
     float L = 0.0f, O = 0.0f;
     for (int sp = 0; sp < splits; ++sp) {
-      const float f = exp2f(part_ml[2 * (base + sp)] - M);
-      L = fmaf(part_ml[2 * (base + sp) + 1], f, L);
-      O = fmaf(part_o[(base + sp) * HeadDim + d], f, O);
+      const float f = exp2f(__ldcg(scratch.part_ml + 2 * (base + sp)) - M);
+      L = fmaf(__ldcg(scratch.part_ml + 2 * (base + sp) + 1), f, L);
+      O = fmaf(__ldcg(scratch.part_o + (base + sp) * HeadDim + d), f, O);
     }
     out[(static_cast<i64>(t) * Heads + head) * HeadDim + d] = from_float<Act>(L > 0.0f ? O / L : 0.0f);
   }
 }
-
 
 //===----------------------------------------------------------------------===//
 // Paged attention for prefill, flash-attention style (FlashAttention-2's

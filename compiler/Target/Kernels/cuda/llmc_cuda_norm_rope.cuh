@@ -15,7 +15,9 @@ namespace cuda {
 
 //===----------------------------------------------------------------------===//
 // Embedding: out[t] = table[tokens[t]] (ids outside [0, Vocab) give zeros).
-// Launch: one block per token, any multiple of 32 threads.
+// Launch: grid (T, Y), any multiple of 32 threads. The row's groups of 8
+// elements are dealt over the Y blocks of a token (a decode step's one token
+// would otherwise be one block's chain of loads), each stored in 16 bytes.
 //===----------------------------------------------------------------------===//
 template <class Fmt, int Vocab, int Hidden, class Act>
 __device__ void embed(const step_info& s, const void* __restrict__ table, Act* __restrict__ out) {
@@ -25,11 +27,16 @@ __device__ void embed(const step_info& s, const void* __restrict__ table, Act* _
   const int id = s.tokens[t];
   const bool ok = id >= 0 && id < Vocab;
   const u8* row = weight_row<Fmt>(table, ok ? id : 0, Hidden);
-  for (int g = threadIdx.x; g < Hidden / 8; g += blockDim.x) {
+  constexpr int W = static_cast<int>(sizeof(Act)) / 2; // 16-byte words per 8 elements
+  for (int g = blockIdx.y * blockDim.x + threadIdx.x; g < Hidden / 8; g += blockDim.x * gridDim.y) {
     float v[8];
     Fmt::decode8(row, g, v);
+    __align__(16) Act o[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) out[static_cast<i64>(t) * Hidden + 8 * g + i] = from_float<Act>(ok ? v[i] : 0.0f);
+    for (int i = 0; i < 8; ++i) o[i] = from_float<Act>(ok ? v[i] : 0.0f);
+    uint4* dst = reinterpret_cast<uint4*>(out + static_cast<i64>(t) * Hidden + 8 * g);
+#pragma unroll
+    for (int i = 0; i < W; ++i) dst[i] = reinterpret_cast<const uint4*>(o)[i];
   }
 }
 

@@ -111,16 +111,16 @@ extern "C" __global__ void LB cache_write(step_info s, const A* k, const A* v, A
   kv_cache_write<$KV, $HD, A>(s, k, v, kc, vc);
 }
 extern "C" __global__ void LB attn_decode(step_info s, const A* q, const A* kc, const A* vc, A* o,
-                                          float* po, float* pml, float scale) {
-  paged_attention_decode<$NH, $KV, $HD, A, 256, 4>(s, q, kc, vc, o, po, pml, scale, 0);
+                                          float* scratch, float scale) {
+  paged_attention_decode<$NH, $KV, $HD, A, 256, 4>(
+      s, q, kc, vc, o, attn_scratch_of<$NH, $HD>(scratch, s.num_tokens, gridDim.x), scale, 0);
 }
 extern "C" __global__ void LB attn_decode_window(step_info s, const A* q, const A* kc, const A* vc,
-                                                 A* o, float* po, float* pml, float scale) {
-  paged_attention_decode<$NH, $KV, $HD, A, 128, 4>(s, q, kc, vc, o, po, pml, scale, 4096);
+                                                 A* o, float* scratch, float scale) {
+  paged_attention_decode<$NH, $KV, $HD, A, 128, 4>(
+      s, q, kc, vc, o, attn_scratch_of<$NH, $HD>(scratch, s.num_tokens, gridDim.x), scale, 4096);
 }
-extern "C" __global__ void LB attn_reduce(int splits, const float* po, const float* pml, A* o) {
-  paged_attention_reduce<$NH, $HD, A>(splits, po, pml, o);
-}
+extern "C" __global__ void LB attn_clear(float* scratch) { attn_counters_clear<$NH>(scratch); }
 )",
                       v);
   for (const std::string &f : m.formats) {

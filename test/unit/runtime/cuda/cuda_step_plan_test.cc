@@ -53,14 +53,20 @@ int64_t Scratch(const Manifest& m, const LaunchVars& step, int64_t max_context) 
 
 TEST(CudaStepPlan, ScratchOfAStep) {
   Manifest m = TinyCudaManifest();
-  // The split count's 4-float header, then T x heads x splits x (head_dim + 2).
-  EXPECT_EQ(Scratch(m, Decode(1), 1000), 4 + 1 * 4 * 4 * (16 + 2));
-  EXPECT_EQ(Scratch(m, Decode(512), 1024), 4 + 512 * 4 * 4 * (16 + 2));
-  EXPECT_EQ(Scratch(m, Decode(512), 256), 4);  // one split: no partials
+  // A 4-float header, a ticket counter per token and head (rounded up to 4),
+  // then T x heads x splits x (head_dim + 2).
+  EXPECT_EQ(Scratch(m, Decode(1), 1000), 4 + 4 + 1 * 4 * 4 * (16 + 2));
+  EXPECT_EQ(Scratch(m, Decode(3), 1000), 4 + 12 + 3 * 4 * 4 * (16 + 2));
+  EXPECT_EQ(Scratch(m, Decode(512), 1024), 4 + 2048 + 512 * 4 * 4 * (16 + 2));
+  // One split: no partials, but the counters, which the cache write zeroes
+  // whatever the split count.
+  EXPECT_EQ(Scratch(m, Decode(512), 256), 4 + 2048);
   m.cuda.kernels.push_back({"wide", "attention", {{"w", "", {"splits", "1", "T"}, 32}}, 128, 8, 64});
-  EXPECT_EQ(Scratch(m, Decode(2), 1000), 4 + 2 * 8 * 8 * (64 + 2));
+  EXPECT_EQ(Scratch(m, Decode(2), 1000), 4 + 16 + 2 * 8 * 8 * (64 + 2));
   m.cuda.kernels[1].split_keys = 0;
   m.cuda.kernels.pop_back();
+  EXPECT_EQ(Scratch(m, Decode(64), 1 << 20), 4 + 64 * 4);
+  m.cuda.kernels[1].heads = 0;  // no attention at all: the header only
   EXPECT_EQ(Scratch(m, Decode(64), 1 << 20), 4);
 }
 
@@ -72,9 +78,9 @@ TEST(CudaStepPlan, PrefillKernelNeedsNoPartials) {
   m.cuda.kernels[1].launches = {{"llmc_cuda_attn", "Q<=16", {"splits", "2", "T"}, 128},
                                 {"llmc_cuda_attn_reduce", "Q<=16&&splits>1", {"T", "4", "1"}, 64},
                                 {"llmc_cuda_attn_prefill", "Q>16", {"cdiv(Q,64)", "4", "S"}, 128}};
-  EXPECT_EQ(Scratch(m, Decode(3), 1000), 4 + 3 * 4 * 4 * (16 + 2));
+  EXPECT_EQ(Scratch(m, Decode(3), 1000), 4 + 12 + 3 * 4 * 4 * (16 + 2));
   LaunchVars prefill{.tokens = 2048, .logits = 1, .queries = 2048, .seqs = 1};
-  EXPECT_EQ(Scratch(m, prefill, 4096), 4);
+  EXPECT_EQ(Scratch(m, prefill, 4096), 4 + 2048 * 4);  // the counters only
   auto parsed = ParseCudaLaunches(m.cuda);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   std::vector<SelectedLaunch> got;

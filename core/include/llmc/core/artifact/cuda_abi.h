@@ -17,8 +17,10 @@ extern "C" {
 
 /* Bumped whenever a field below changes, or what a binding holds; manifests
  * record it. 3: every buffer of logits rows is f32 (the LM head's slices of
- * a tensor-parallel rank too, not the activation type). */
-#define LLMC_CUDA_ABI_VERSION 3
+ * a tensor-parallel rank too, not the activation type). 4: `scratch` holds
+ * the split attention's ticket counters before its partials (a runtime that
+ * sizes scratch for partials only would be overrun). */
+#define LLMC_CUDA_ABI_VERSION 4
 
 /* Most bindings of one kind a launch may have. */
 #define LLMC_CUDA_MAX_BUFFERS 12
@@ -44,7 +46,8 @@ typedef struct llmc_cuda_step_info {
 
 /* What one launch binds. A KV cache is K then V, each [num_blocks,
  * block_size, kv_heads, head_dim] in the activation type. `scratch` is the
- * runtime's f32 scratch for split attention partials. */
+ * runtime's f32 scratch for split attention (ticket counters, then
+ * partials). */
 typedef struct llmc_cuda_args {
   void* buffers[LLMC_CUDA_MAX_BUFFERS];
   const void* weights[LLMC_CUDA_MAX_WEIGHTS];

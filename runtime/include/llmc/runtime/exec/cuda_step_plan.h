@@ -71,15 +71,17 @@ absl::StatusOr<std::vector<std::vector<ParsedLaunch>>> ParseCudaLaunches(const M
 // T, L, Q (its longest query) and S.
 LaunchVars StepLaunchVars(const StepBatch& batch);
 
-// f32 elements of scratch one step needs: a header of kScratchHeaderFloats
-// (the split pass writes the split count there for the reduction; the
-// partials start 16-byte aligned after it), then, for the attention kernel
-// needing most, tokens x heads x splits x (head_dim + 2) (the partial
-// outputs, and their max and sum; splits as the launch's grid has it, e.g.
-// min(splits,32)). Only split launches (a grid over `splits`) that run in
-// this step with more than one split need partials:
-// with one split the kernel writes its output directly, and a prefill step
-// that takes the flash-attention kernel (when Q > ...) needs none.
+// f32 elements of scratch one step needs (the layout is the kernels' own,
+// attn_scratch in llmc_cuda_attention.cuh): a header of kScratchHeaderFloats,
+// then, for the attention kernel needing most, a ticket counter per token
+// and head (tokens x heads rounded up to 4, so that the partials start
+// 16-byte aligned; the cache write zeroes them every step) and
+// tokens x heads x splits x (head_dim + 2) (the partial outputs, and their
+// max and sum; splits as the launch's grid has it, e.g. min(splits,32)).
+// Only split launches (a grid over `splits`) that run in this step with more
+// than one split need partials: with one split the kernel writes its output
+// directly, and a prefill step that takes the flash-attention kernel (when
+// Q > ...) needs none.
 inline constexpr int64_t kScratchHeaderFloats = 4;
 int64_t AttentionScratchFloats(const ManifestCuda& cuda,
                                const std::vector<std::vector<ParsedLaunch>>& parsed,
