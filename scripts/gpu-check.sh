@@ -25,8 +25,9 @@
 #   stage 5  kernel times vs the performance model: ncu times each kernel of
 #            a few decode steps of the payload's Llama-3-8B-shape artifact,
 #            and scripts/kernel-model-check.py sets them beside what
-#            `llmc-rt inspect --kernels --json` predicts per launch (printed,
-#            not asserted; SKIPPED without ncu)
+#            `llmc-rt inspect --kernels --json` predicts per launch, then the
+#            time between kernels from a graph-replayed bench's step time
+#            (printed, not asserted; SKIPPED without ncu)
 #
 #   scripts/gpu-check.sh [--no-timing] [--skip-kernels] [--skip-e2e] [--skip-tp]
 #                        [--skip-model]
@@ -357,9 +358,22 @@ model_check() {
     echo "gpu-check: ncu over llmc-rt bench failed (exit $rc; $log, $csv)" >&2
     return 2
   fi
+  # The same decode steps without the profiler, replayed from CUDA graphs:
+  # their wall time less the kernels' is the time between kernels, which the
+  # model's per-launch fixed_s leaves out (64 steps: contexts up to 64 keys,
+  # one attention split, the kernels ncu timed).
+  local bench_json="$out/step-time.json" step_us=""
+  echo "--- $rt bench --cuda-graphs (tg64 at batch 1, no profiler): the step's wall time"
+  if env "${env[@]}" timeout 300 "$rt" bench "$art" --backend=cuda -p 0 -n 64 -B 1 -r 3 --no-verify \
+      --cuda-graphs --json >"$bench_json" 2>>"$log"; then
+    step_us=$(python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["tests"][0]; print(1e6 / t["avg_ts"])' \
+      "$bench_json" || true)
+  fi
+  [[ -n "$step_us" ]] || echo "gpu-check: no step time from $bench_json (see $log); no gap between kernels"
   echo "--- measured ($csv) vs predicted ($pred)"
   rc=0
-  python3 scripts/kernel-model-check.py --measured "$csv" --predicted "$pred" | tee "$out/kernel-model-check.txt" || rc=$?
+  python3 scripts/kernel-model-check.py --measured "$csv" --predicted "$pred" ${step_us:+--step-us "$step_us"} \
+    | tee "$out/kernel-model-check.txt" || rc=$?
   (( rc == 0 )) || return 3  # kernel-model-check.py: 2 is bad input, the harness's
   # The summary line says how many were within 30% ("N kernel(s) with ...").
   skip_why=$(grep -o '^[0-9]* kernel(s) with a prediction, [0-9]* outside 30%' "$out/kernel-model-check.txt" || true)

@@ -175,6 +175,15 @@ def main():
         expect_row("ncu CSV", rows, "k6_gemv", 2, "70.00", "50.00", "0.71", "")
         expect_row("ncu CSV", rows, "k2_attn", 1, "4.00", "-", "-", "no prediction: no cost model")
 
+        # --step-us: 6 launches, 174 us measured; the report's step has 5
+        # launches, so 145 us of kernels per step; (200 - 145) / 5 = 11.
+        r = run(tmp, "--measured", ncsv, "--predicted", pred, "--step-us", "200")
+        check("--step-us: exit 0", r.returncode == 0, r.stderr)
+        check("--step-us: the gap per launch", "145.0 us of kernels per step" in r.stdout and
+              "11.00 us per launch" in r.stdout, r.stdout[-400:])
+        r = run(tmp, "--measured", ncsv, "--predicted", pred, "--step-us", "-1")
+        check("--step-us -1: exit 2", r.returncode == 2 and "positive" in r.stderr, r.stderr)
+
         # plain CSV.
         r = run(tmp, "--measured", plain, "--predicted", pred, "--markdown", "--fail-outside")
         check("plain CSV --fail-outside: exit 1", r.returncode == 1, r.stderr)

@@ -13,6 +13,7 @@ with "not measured".
   scripts/kernel-model-check.py --measured FILE
       (--predicted REPORT.json | --artifact DIR [--llmc PATH] [--decode B,C] [--prefill T])
       [--section decode|prefill|TEXT] [--shape NAME] [--markdown] [--fail-outside]
+      [--step-us US]
 
 --measured is one of (the format is recognised by its content):
   ncu text   the table of bench/data/*/ncu-per-kernel.txt: sections headed
@@ -31,6 +32,15 @@ The predictions are those of the shape that --section names (the first
 itself (LLMC: --llmc, default build/bin/llmc; llmc-rt has the same inspect),
 with --prefill=T for a prefill section (T from the ncu text section header
 `prefill of T tokens` when not given).
+
+--step-us US is the wall time of one step of that shape measured without
+the profiler (e.g. `llmc-rt bench --cuda-graphs`, 1e6 / tok/s at batch 1).
+The script then prints the time between kernels: (US - the measured kernels'
+time per step) / the step's launches, where the kernels' time per step is
+their measured total scaled to the report's launches per step (ncu may have
+timed a few steps, or a prefill token besides). That gap is what a step
+costs beyond the kernels' own durations, which the model's per-launch
+`fixed_s` does not include.
 
 Exit status: 0 the table was printed; 1 some ratio is outside 30% and
 --fail-outside was given; 2 bad input (a message names the file and line),
@@ -200,6 +210,7 @@ class Predicted:
         self.device = device
         self.by_symbol = {}  # symbol -> dict(status, seconds, bound)
         self.note = ""       # why instruction counts may be missing
+        self.step_launches = 0  # launches of one step at `shape` (report "steps")
 
 
 def run_inspect(args, prefill_tokens):
@@ -241,6 +252,9 @@ def read_predicted(name, text, kind, shape_name):
         if step.get("shape") == shape and step.get("error"):
             raise BadInput(f"{name}: shape {shape!r}: {step['error']}")
     p = Predicted(shape, (report.get("device") or {}).get("name", "?"))
+    for step in report.get("steps", []):
+        if step.get("shape") == shape and isinstance(step.get("launches"), int):
+            p.step_launches = step["launches"]
     tools = report.get("tools") or {}
     missing = [t for t in ("ptxas", "disassembler") if t in tools and not tools[t]]
     if missing:
@@ -337,6 +351,21 @@ def render(rows, measured, predicted, source, markdown):
     return "\n".join(out), outside, len(joined)
 
 
+def launch_gap(measured, predicted, step_us):
+    """The line on the time between kernels (--step-us)."""
+    launches = sum(n for n, _ in measured.kernels.values())
+    total_us = sum(t for _, t in measured.kernels.values())
+    per_step = predicted.step_launches
+    if not per_step or not launches:
+        raise BadInput(f"--step-us needs the report's launches per step at {predicted.shape!r} "
+                       "and measured launches")
+    kernels_us = total_us * per_step / launches
+    gap = (step_us - kernels_us) / per_step
+    return (f"between kernels: a step of {step_us:.1f} us (--step-us) against {kernels_us:.1f} us of "
+            f"kernels per step ({total_us:.1f} us over {launches} measured launches, scaled to the "
+            f"step's {per_step}): {gap:.2f} us per launch")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -357,6 +386,8 @@ def main(argv=None):
     ap.add_argument("--shape", default="", help="the predicted shape by name, e.g. 'decode 1x4'")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
     ap.add_argument("--fail-outside", action="store_true", help="exit 1 when a ratio is outside 30%%")
+    ap.add_argument("--step-us", type=float, default=0.0,
+                    help="a step's measured wall time (us): print the time between kernels")
     args = ap.parse_args(argv)
     kind = args.section.lower().split()[0] if args.section.strip() else "decode"
     try:
@@ -376,6 +407,10 @@ def main(argv=None):
         predicted = read_predicted(name, text, kind, args.shape)
         rows = join(measured, predicted)
         table, outside, joined = render(rows, measured, predicted, (args.measured, name), args.markdown)
+        if args.step_us < 0:
+            raise BadInput(f"--step-us {args.step_us}: a step takes a positive time")
+        if args.step_us > 0:
+            table += "\n" + launch_gap(measured, predicted, args.step_us)
     except BadInput as e:
         print(f"kernel-model-check: {e}", file=sys.stderr)
         return 2
