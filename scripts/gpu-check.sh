@@ -358,18 +358,29 @@ model_check() {
     echo "gpu-check: ncu over llmc-rt bench failed (exit $rc; $log, $csv)" >&2
     return 2
   fi
-  # The same decode steps without the profiler, replayed from CUDA graphs:
-  # their wall time less the kernels' is the time between kernels, which the
-  # model's per-launch fixed_s leaves out (64 steps: contexts up to 64 keys,
-  # one attention split, the kernels ncu timed).
-  local bench_json="$out/step-time.json" step_us=""
-  echo "--- $rt bench --cuda-graphs (tg64 at batch 1, no profiler): the step's wall time"
-  if env "${env[@]}" timeout 300 "$rt" bench "$art" --backend=cuda -p 0 -n 64 -B 1 -r 3 --no-verify \
-      --cuda-graphs --json >"$bench_json" 2>>"$log"; then
-    step_us=$(python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["tests"][0]; print(1e6 / t["avg_ts"])' \
-      "$bench_json" || true)
-  fi
-  [[ -n "$step_us" ]] || echo "gpu-check: no step time from $bench_json (see $log); no gap between kernels"
+  # The same decode steps without the profiler, replayed from CUDA graphs,
+  # then also with programmatic dependent launch: their wall time less the
+  # kernels' is the time between kernels, which the model's per-launch
+  # fixed_s leaves out (64 steps: contexts up to 64 keys, one attention
+  # split, the kernels ncu timed).
+  local step_us="" mode
+  for mode in "" --pdl; do
+    local bench_json="$out/step-time${mode}.json" us=""
+    echo "--- $rt bench --cuda-graphs $mode (tg64 at batch 1, no profiler): the step's wall time"
+    if env "${env[@]}" timeout 300 "$rt" bench "$art" --backend=cuda -p 0 -n 64 -B 1 -r 3 --no-verify \
+        --cuda-graphs $mode --json >"$bench_json" 2>>"$log"; then
+      us=$(python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["tests"][0]; print(1e6 / t["avg_ts"])' \
+        "$bench_json" || true)
+    fi
+    if [[ -z "$us" ]]; then
+      echo "gpu-check: no step time from $bench_json (see $log)"
+    elif [[ -z "$mode" ]]; then
+      step_us=$us
+    else
+      echo "step with --pdl: $us us (without: ${step_us:-?} us)"
+      echo "--pdl $us ${step_us:-?}" >"$out/step-time-pdl.txt"
+    fi
+  done
   echo "--- measured ($csv) vs predicted ($pred)"
   rc=0
   python3 scripts/kernel-model-check.py --measured "$csv" --predicted "$pred" ${step_us:+--step-us "$step_us"} \

@@ -14,7 +14,9 @@ weights. One case runs past 256 tokens of context, so attention splits and
 their merge in the last block of each head run too; prefills past 16 tokens take the
 flash-attention kernel, one of them with a sliding window inside its tiles.
 One case runs again with --cuda-graphs: decode steps captured and replayed
-as graphs must give the same logits to the bit. One (bf16 weights) runs
+as graphs must give the same logits to the bit; and again with --pdl
+(programmatic dependent launch through the fake's cuLaunchKernelEx), the
+same. One (bf16 weights) runs
 again with --gemm=cublaslt on the fake cuBLASLt, which multiplies on the CPU:
 the generated halves around the library call (gemm_operand, gemm_epilogue)
 against the reference; then `llmc tune` writes tune.json and --gemm=auto
@@ -167,16 +169,24 @@ def check(args, name, work):
         print(r.stderr[-2000:])
     if name in GRAPH_CASES:
         # The decode steps again, captured once per shape and replayed as
-        # CUDA graphs (the fake replays the captured launches): the same
+        # CUDA graphs (the fake replays the captured launches), then every
+        # step launched with programmatic dependent launch (--pdl: the
+        # kernels' griddepcontrol prologue, cuLaunchKernelEx): the same
         # logits to the bit.
-        graphs = out + ".graphs"
-        run([rt if os.path.exists(rt) else args.llmc, "logits", art, "--backend=cuda",
-             "--cuda-graphs", "--tokens", ",".join(map(str, tokens)), "--prefill", str(prefill),
-             "-o", graphs], env=env)
-        same = open(graphs, "rb").read() == open(out, "rb").read()
-        print(f"{'PASS' if same else 'FAIL'} {name} --cuda-graphs: decode steps replayed from "
-              f"graphs give {'the same' if same else 'DIFFERENT'} logits", flush=True)
-        ok = ok and same
+        for flag, what in (("--cuda-graphs", "decode steps replayed from graphs"),
+                           ("--pdl", "programmatic dependent launches")):
+            again = out + flag
+            r = run([rt if os.path.exists(rt) else args.llmc, "logits", art, "--backend=cuda", flag,
+                     "--tokens", ",".join(map(str, tokens)), "--prefill", str(prefill), "-o", again],
+                    env=env)
+            same = open(again, "rb").read() == open(out, "rb").read()
+            used = flag != "--pdl" or "programmatic dependent launch" in r.stderr
+            print(f"{'PASS' if same and used else 'FAIL'} {name} {flag}: {what} give "
+                  f"{'the same' if same else 'DIFFERENT'} logits"
+                  f"{'' if used else '; the runner did NOT say it used them: ' + r.stderr[-300:]}",
+                  flush=True)
+            same = same and used
+            ok = ok and same
     if name in CUBLASLT_CASES:
         for extra in ([], ["--cuda-graphs"]):
             lt_out = out + ".cublaslt"

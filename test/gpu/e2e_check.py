@@ -23,6 +23,9 @@ a GPU machine, over the payload scripts/gpu-payload.sh built without one).
    second opinion. The other artifacts (SmolLM2's
    and Llama-3-8B's shapes with dummy weights in q4_1, q4_0 and q4_k, and a
    w4a16 model) compare the GPU with the host backend.
+   Each synthetic model runs again with --pdl (programmatic dependent
+   launch), launch by launch and as CUDA graphs: the same logits to the bit
+   as plain launches, or a race is reported (SKIPPED below sm_90).
    Models with bf16 weights run again with their GEMMs on cuBLASLt
    (--gemm=cublaslt, launch by launch and as CUDA graphs), then `llmc tune`
    times both and --gemm=auto follows its tune.json; all against the
@@ -323,6 +326,37 @@ def check_vs_torch(pl, out, tref, name, tokens, prefill, gpu, want, finite):
         out.tool_error = True
 
 
+def check_pdl(pl, out):
+    """Each synthetic model with programmatic dependent launch, launch by launch
+    and as CUDA graphs: the kernels are deterministic, so the logits must equal
+    the plain launches' to the bit; a difference is a race (a kernel touching
+    its predecessor's data before griddepcontrol.wait). SKIPPED below sm_90."""
+    print("--- correctness: programmatic dependent launch (--pdl), bitwise against plain launches")
+    for name, art, ref_path in pl.synth_refs():
+        ref = np.load(ref_path)
+        tokens, prefill, vocab = ref["tokens"].tolist(), int(ref["prefill"]), ref["logits"].shape[1]
+        plain, _ = logits(pl.rt, pl.env, art, tokens, prefill, "cuda", vocab)
+        for extra in (["--pdl"], ["--pdl", "--cuda-graphs"]):
+            path = os.path.join(art, f"..{os.path.basename(art)}.pdl.f32")
+            r = subprocess.run([pl.rt, "logits", art, "--tokens", ",".join(map(str, tokens)),
+                                "--prefill", str(prefill), "--backend", "cuda", "--no-verify",
+                                "-o", path] + extra, capture_output=True, text=True, env=pl.env)
+            if r.returncode != 0 and "needs sm_90" in r.stderr:
+                print(f"SKIPPED {name} {' '.join(extra)}: {r.stderr.strip()[-200:]}")
+                return
+            if r.returncode != 0:
+                print(f"FAILED ({r.returncode}): {' '.join(r.args)}\n{r.stderr[-2000:]}")
+                out.tool_error = True
+                return
+            got = np.fromfile(path, dtype=np.float32).reshape(len(tokens), vocab).astype(np.float64)
+            os.remove(path)
+            same = bool(np.array_equal(got, plain))
+            out.ok &= same
+            diff = "" if same else f" (max |diff| {np.abs(got - plain).max():.3e})"
+            print(f"{'PASS' if same else 'FAIL'} {name} {' '.join(extra)}: "
+                  f"{'the same logits' if same else 'DIFFERENT logits'}{diff}")
+
+
 def check_cublaslt(pl, out):
     """The synthetic models with bf16 weights (those with GEMM kernels) with
     --gemm=cublaslt, then llmc tune and --gemm=auto, vs the float64 reference."""
@@ -462,6 +496,7 @@ def main():
 
     check_synthetic(pl, out, tref)
     if pl.backend == "cuda":
+        check_pdl(pl, out)
         check_cublaslt(pl, out)
     check_vs_host(pl, out)
     if not args.no_timing:

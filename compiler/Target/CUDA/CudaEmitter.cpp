@@ -71,6 +71,7 @@ FailureOr<std::string> formatTag(Operation *user, WeightType w) {
 std::string entry(StringRef suffix, int threads, int minBlocks, StringRef body) {
   return llvm::formatv("extern \"C\" __global__ void __launch_bounds__({0}, {1})\n"
                        "{2}_{3}(const llmc_cuda_step_info si, const llmc_cuda_args a) {{\n"
+                       "  grid_dependency_begin();\n"
                        "  const step_info &s = *reinterpret_cast<const step_info *>(&si);\n"
                        "{4}}\n",
                        threads, minBlocks, kSym, suffix, body)

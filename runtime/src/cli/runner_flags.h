@@ -20,6 +20,7 @@ struct RunnerFlags {
   int64_t ctx = 0;
   bool no_verify = false;
   bool cuda_graphs = false;
+  bool pdl = false;
   std::string backend = "auto";
   std::string gemm = "llmc";
   std::string tune_file;
@@ -35,6 +36,9 @@ struct RunnerFlags {
     flags.AddBool("no-verify", &no_verify, "skip the weight checksum at load");
     flags.AddBool("cuda-graphs", &cuda_graphs,
                   "CUDA: replay decode steps from captured CUDA graphs (the host ignores it)");
+    flags.AddBool("pdl", &pdl,
+                  "CUDA, sm_90+: programmatic dependent launch, each kernel placed while the one "
+                  "before it drains (the host ignores it)");
     flags.AddString("gemm", &gemm,
                     "CUDA: llmc|cublaslt|auto: who runs GEMMs with 16-bit weights (auto: as "
                     "`llmc tune` measured on this GPU, from --tune-file)");
@@ -73,6 +77,7 @@ struct RunnerFlags {
     o.runner.block_size = block_size;
     o.runner.max_batch_tokens = batch;
     o.runner.cuda_graphs = cuda_graphs;
+    o.runner.pdl = pdl;
     o.runner.gemm = gemm;
     o.runner.tune_file = tune_file;
     if (ctx > 0) o.runner.num_blocks = (ctx + block_size - 1) / block_size;

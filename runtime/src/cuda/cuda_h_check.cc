@@ -65,6 +65,24 @@ LLMC_SAME_OFFSET(dstPitch);
 LLMC_SAME_OFFSET(WidthInBytes);
 LLMC_SAME_OFFSET(Height);
 #undef LLMC_SAME_OFFSET
+// cuLaunchKernelEx's structs, field by field, and the attribute's id.
+static_assert(sizeof(::CUlaunchAttribute) == sizeof(c::CUlaunchAttribute));
+static_assert(sizeof(::CUlaunchAttributeID) == sizeof(int));
+static_assert(offsetof(::CUlaunchAttribute, value) == offsetof(c::CUlaunchAttribute, value));
+static_assert(offsetof(::CUlaunchAttribute, value.programmaticStreamSerializationAllowed) ==
+              offsetof(c::CUlaunchAttribute, value.programmaticStreamSerializationAllowed));
+static_assert(::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ==
+              c::kLaunchAttributeProgrammaticStreamSerialization);
+static_assert(sizeof(::CUlaunchConfig) == sizeof(c::CUlaunchConfig));
+#define LLMC_SAME_OFFSET(f) \
+  static_assert(offsetof(::CUlaunchConfig, f) == offsetof(c::CUlaunchConfig, f), #f)
+LLMC_SAME_OFFSET(gridDimX);
+LLMC_SAME_OFFSET(blockDimX);
+LLMC_SAME_OFFSET(sharedMemBytes);
+LLMC_SAME_OFFSET(hStream);
+LLMC_SAME_OFFSET(attrs);
+LLMC_SAME_OFFSET(numAttrs);
+#undef LLMC_SAME_OFFSET
 static_assert(sizeof(::CUjit_option) == sizeof(c::CUjit_option));
 static_assert(sizeof(::CUdevice_attribute) == sizeof(c::CUdevice_attribute));
 static_assert(sizeof(::CUstreamCaptureMode) == sizeof(c::CUstreamCaptureMode));

@@ -98,8 +98,9 @@ std::string CudaRunner::ExecutionSummary() const {
   if (nccl_)
     ranks = absl::StrFormat(", rank %d of %d, collectives by NCCL %s", nccl_->rank(), nccl_->size(),
                             nccl_->api().VersionString());
-  return absl::StrFormat("CUDA %s on %s%s%s%s", target_, device_->info().Summary(), ranks,
-                         options_.cuda_graphs ? ", decode steps as CUDA graphs" : "", gemms);
+  return absl::StrFormat("CUDA %s on %s%s%s%s%s", target_, device_->info().Summary(), ranks,
+                         options_.cuda_graphs ? ", decode steps as CUDA graphs" : "",
+                         options_.pdl ? ", programmatic dependent launch" : "", gemms);
 }
 
 void CudaRunner::DropGraphs() {
@@ -173,6 +174,16 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   if (o.max_logits <= 0) o.max_logits = o.max_batch_tokens;
   if (o.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
   runner->vocab_ = config.vocab_size;
+  if (o.pdl && !runner->device_->api().cuLaunchKernelEx)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "--pdl: the CUDA driver %s lacks cuLaunchKernelEx (programmatic dependent launch); "
+        "update the NVIDIA driver or run without --pdl",
+        runner->device_->api().path()));
+  if (o.pdl && runner->device_->info().sm_major < 9)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "--pdl: programmatic dependent launch needs sm_90 or newer; %s is sm_%d%d",
+        runner->device_->info().name, runner->device_->info().sm_major,
+        runner->device_->info().sm_minor));
   if (o.cuda_graphs && !runner->device_->api().has_graphs())
     return absl::FailedPreconditionError(absl::StrFormat(
         "--cuda-graphs: the CUDA driver %s lacks the graph functions (cuStreamBeginCapture_v2, "
@@ -430,8 +441,24 @@ absl::Status CudaRunner::Launch(const SelectedLaunch& sel, llmc_cuda_step_info* 
                                                                  : gemm.epi;
   void* params[] = {info, const_cast<llmc_cuda_args*>(&args)};
   const cuda::DriverApi& api = device_->api();
-  cuda::CUresult r = api.cuLaunchKernel(fn, sel.grid[0], sel.grid[1], sel.grid[2], sel.block, 1, 1,
-                                        0, device_->stream(), params, nullptr);
+  cuda::CUresult r;
+  if (options_.pdl) {
+    // Every generated entry begins with griddepcontrol.wait, so it may be
+    // placed before the kernel ahead of it has finished (cuda_runner.h).
+    cuda::CUlaunchAttribute attr{};
+    attr.id = cuda::kLaunchAttributeProgrammaticStreamSerialization;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    cuda::CUlaunchConfig config{};
+    config.gridDimX = sel.grid[0], config.gridDimY = sel.grid[1], config.gridDimZ = sel.grid[2];
+    config.blockDimX = unsigned(sel.block), config.blockDimY = 1, config.blockDimZ = 1;
+    config.hStream = device_->stream();
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    r = api.cuLaunchKernelEx(&config, fn, params, nullptr);
+  } else {
+    r = api.cuLaunchKernel(fn, sel.grid[0], sel.grid[1], sel.grid[2], sel.block, 1, 1, 0,
+                           device_->stream(), params, nullptr);
+  }
   if (r == cuda::kCudaSuccess) return absl::OkStatus();
   return api.Check(
       r, absl::StrFormat("cuLaunchKernel(%s, grid [%d, %d, %d] x %d) of CUDA step %d (%s)", symbol,

@@ -89,6 +89,21 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return warp_sum(v);
 }
 
+// Programmatic dependent launch (sm_90+). Every generated entry calls
+// grid_dependency_begin() first: it lets the next kernel on the stream be
+// placed now (its blocks then wait in their own begin), and waits until the
+// kernel before this one has finished and its memory is visible, before any
+// load of what that kernel wrote or any store over what it reads. Launched
+// without the PDL attribute (the runtime's default) both are no-ops: the
+// stream already serializes. Weights, which no kernel writes, could be
+// prefetched before the wait; nothing does that yet.
+__device__ __forceinline__ void grid_dependency_begin() {
+#if !defined(LLMC_CUDA_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 } // namespace cuda
 } // namespace llmc
 

@@ -57,7 +57,7 @@ class CudaRunnerTest : public ::testing::Test {
   // (replacing one opened before).
   absl::Status Open(const std::function<void(Manifest&)>& edit = nullptr,
                     const std::string& target = "sm_90", bool cuda_graphs = false,
-                    const std::string& gemm = "llmc") {
+                    const std::string& gemm = "llmc", bool pdl = false) {
     runner_.reset();
     artifact_.reset();
     std::filesystem::remove_all(dir_);
@@ -77,6 +77,7 @@ class CudaRunnerTest : public ::testing::Test {
     o.num_blocks = 64;
     o.cuda_graphs = cuda_graphs;
     o.gemm = gemm;
+    o.pdl = pdl;
     auto runner = CudaRunner::Create(*artifact_, o, target, *std::move(device));
     if (!runner.ok()) return runner.status();
     runner_ = *std::move(runner);
@@ -568,6 +569,56 @@ TEST_F(CudaRunnerTest, ALaunchFailingDuringCaptureEndsIt) {
   control_("launch_result", 0);
   EXPECT_EQ(StepLaunches(Decode({5})).size(), 4u);
   EXPECT_EQ(Replays(), (std::vector<int>{2}));
+}
+
+TEST_F(CudaRunnerTest, PdlLaunchesEveryKernelWithProgrammaticSerialization) {
+  // Without --pdl: cuLaunchKernel, nothing programmatic.
+  ASSERT_TRUE(Open().ok());
+  ASSERT_TRUE(runner_->Step(Sequence(999, 1)).ok());
+  std::vector<FakeCudaLaunch> plain = Launches();
+  ASSERT_FALSE(plain.empty());
+  for (const FakeCudaLaunch& l : plain) EXPECT_EQ(l.programmatic, 0) << l.symbol;
+  EXPECT_EQ(runner_->ExecutionSummary().find("programmatic"), std::string::npos);
+  const std::vector<std::string> plain_text = Canonical(plain);  // while its memory lives
+  // With it: every kernel through cuLaunchKernelEx with the attribute, and
+  // the same launches otherwise (grids, blocks, bindings, step info).
+  control_("reset", 0);
+  ASSERT_TRUE(Open(nullptr, "sm_90", false, "llmc", /*pdl=*/true).ok());
+  ASSERT_TRUE(runner_->Step(Sequence(999, 1)).ok());
+  std::vector<FakeCudaLaunch> pdl = Launches();
+  ASSERT_EQ(pdl.size(), plain.size());
+  for (const FakeCudaLaunch& l : pdl) EXPECT_EQ(l.programmatic, 1) << l.symbol;
+  EXPECT_EQ(Canonical(pdl), plain_text);
+  EXPECT_NE(runner_->ExecutionSummary().find("programmatic dependent launch"), std::string::npos);
+  // Graph captures take the same launches.
+  control_("reset", 0);
+  ASSERT_TRUE(Open(nullptr, "sm_90", /*cuda_graphs=*/true, "llmc", /*pdl=*/true).ok());
+  ASSERT_TRUE(runner_->Step(Sequence(999, 1)).ok());
+  for (const FakeCudaLaunch& l : Launches()) EXPECT_EQ(l.programmatic, 1) << l.symbol;
+}
+
+TEST_F(CudaRunnerTest, PdlNeedsSm90AndTheDriversLaunchKernelEx) {
+  control_("sm_major", 8);
+  auto st = Open(nullptr, "sm_90", false, "llmc", /*pdl=*/true);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("--pdl: programmatic dependent launch needs sm_90 or newer"),
+            std::string::npos)
+      << st;
+  EXPECT_NE(st.message().find("is sm_80"), std::string::npos) << st;
+  control_("sm_major", 9);
+
+  auto api = cuda::DriverApi::Load(LLMC_FAKE_CUDA_DRIVER_NO_GRAPHS);
+  ASSERT_TRUE(api.ok()) << api.status();
+  ASSERT_TRUE(test::WriteTinyArtifact(dir_, nullptr, test::TinyCudaManifest()).ok());
+  auto artifact = Artifact::Open(dir_);
+  ASSERT_TRUE(artifact.ok());
+  RunnerOptions o;
+  o.pdl = true;
+  auto device = cuda::CudaDevice::Open({}, api->get());
+  ASSERT_TRUE(device.ok());
+  auto runner = CudaRunner::Create(**artifact, o, "sm_90", *std::move(device));
+  ExpectError(runner, {"--pdl: the CUDA driver", "lacks cuLaunchKernelEx", "run without --pdl"});
+  EXPECT_EQ(runner.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(CudaRunnerTest, GraphsNeedTheDriversGraphFunctions) {

@@ -59,6 +59,9 @@ namespace llmc::cuda {
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, \
      void**, void**),                                                                            \
     "cuLaunchKernel", nullptr, true)                                                             \
+  /* Programmatic dependent launch (--pdl, sm_90): optional. */                                 \
+  X(cuLaunchKernelEx, CUresult, (const CUlaunchConfig*, CUfunction, void**, void**),             \
+    "cuLaunchKernelEx", nullptr, false)                                                          \
   X(cuMemAlloc, CUresult, (CUdeviceptr*, size_t), "cuMemAlloc_v2", nullptr, true)                \
   X(cuMemFree, CUresult, (CUdeviceptr), "cuMemFree_v2", nullptr, true)                           \
   X(cuMemcpyHtoD, CUresult, (CUdeviceptr, const void*, size_t), "cuMemcpyHtoD_v2", nullptr, true) \

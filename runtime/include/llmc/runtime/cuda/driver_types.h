@@ -55,6 +55,28 @@ struct CUDA_MEMCPY2D {
   size_t Height;
 };
 
+// cuLaunchKernelEx's configuration (CUlaunchConfig, CUlaunchAttribute: an
+// id, padding to 8 bytes, then a 64-byte union of values). The runtime sets
+// one attribute: programmatic stream serialization (--pdl).
+struct CUlaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+  } value;
+};
+struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute* attrs;
+  unsigned numAttrs;
+};
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+inline constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;
+
 // CUresult values the runtime tells apart.
 inline constexpr CUresult kCudaSuccess = 0;                  // CUDA_SUCCESS
 inline constexpr CUresult kCudaErrorInvalidValue = 1;        // CUDA_ERROR_INVALID_VALUE

@@ -31,6 +31,13 @@ struct RunnerOptions {
   int64_t kv_cache_bytes = 0;
   double kv_memory_fraction = 0;
   bool cuda_graphs = false;  // CUDA: replay decode steps from captured graphs (host: ignored)
+  // CUDA, sm_90 and newer: launch the generated kernels with programmatic
+  // stream serialization (programmatic dependent launch), so that a kernel's
+  // blocks are placed and wait (griddepcontrol.wait, the first thing every
+  // generated entry does) while the kernel before it drains; its launch
+  // latency and ramp overlap the previous tail. Off by default until a GPU
+  // run measures it (scripts/gpu-check.sh stage 5). Host: ignored.
+  bool pdl = false;
   // CUDA: who runs the GEMMs with 16-bit weights: "llmc" (the generated
   // kernels), "cublaslt" (cuBLASLt, loaded with dlopen, wherever the artifact
   // offers it), "auto" (per kernel and row count as `llmc tune` measured on

@@ -6,7 +6,8 @@
 //
 // Built three times: as is, with FAKE_CUDA_OLD (no cuMemAlloc_v2, as a driver
 // too old to use), and with FAKE_CUDA_NO_GRAPHS (no cuGraph* nor stream
-// capture: a usable driver without the optional graph functions).
+// capture nor cuLaunchKernelEx: a usable driver without the optional
+// functions).
 //
 // Functions are named handles (one per name cuModuleGetFunction is asked
 // for), and every cuLaunchKernel is recorded with its grid, block and the
@@ -32,6 +33,8 @@
 
 #include <dlfcn.h>
 
+#include "llmc/runtime/cuda/driver_types.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +55,7 @@ struct State {
   int streams = 0;
   int modules = 0;
   int launch_result = 0;          // what cuLaunchKernel returns
+  int sm_major = 9;               // the device's compute capability, major (minor 0)
   std::vector<FakeCudaLaunch> launches;
   int memsets = 0;
   int capturing = 0;               // the graph being captured; 0: none
@@ -88,6 +92,7 @@ API void fake_cuda_control(const char* key, long value) {
   else if (k == "device_count") g.device_count = int(value);
   else if (k == "alloc_limit") g.alloc_limit = int(value);
   else if (k == "launch_result") g.launch_result = int(value);
+  else if (k == "sm_major") g.sm_major = int(value);
   else if (k == "stream_stuck")
     g.stream_stuck = int(value);
 }
@@ -182,7 +187,7 @@ API CUresult cuDeviceGetName(char* name, int len, int) {
 }
 API CUresult cuDeviceGetAttribute(int* v, int attr, int) {
   switch (attr) {
-    case 75: *v = 9; return 0;     // compute capability 9.0
+    case 75: *v = g.sm_major; return 0;  // compute capability (9.0 unless "sm_major")
     case 76: *v = 0; return 0;
     case 16: *v = 132; return 0;   // SMs
     case 38: *v = 50 << 20; return 0;
@@ -293,11 +298,12 @@ API CUresult cuModuleGetFunction(void** f, void*, const char* name) {
   return 0;
 }
 API CUresult cuFuncSetAttribute(void*, int, int) { return 0; }
-API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                            unsigned by, unsigned bz, unsigned shared, void*, void** params,
-                            void**) {
+namespace {
+CUresult Launch(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                unsigned bz, unsigned shared, void** params, int programmatic) {
   if (g.launch_result != 0) return g.launch_result;
   FakeCudaLaunch l{};
+  l.programmatic = programmatic;
   std::strncpy(l.symbol, static_cast<const std::string*>(f)->c_str(), sizeof l.symbol - 1);
   l.grid[0] = gx, l.grid[1] = gy, l.grid[2] = gz;
   l.block[0] = bx, l.block[1] = by, l.block[2] = bz;
@@ -313,6 +319,29 @@ API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsi
   if (g.stream_stuck) return 0;  // queued behind work that never ends
   return RunEmulated(l.symbol, gx, gy, gz, bx, by, bz, params);
 }
+}  // namespace
+API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned shared, void*, void** params,
+                            void**) {
+  return Launch(f, gx, gy, gz, bx, by, bz, shared, params, 0);
+}
+#ifndef FAKE_CUDA_NO_GRAPHS
+// The emulation runs grids one after another, so programmatic stream
+// serialization changes nothing but the record. Attributes other than it
+// (id 6) are refused, as an unknown launch attribute would be.
+API CUresult cuLaunchKernelEx(const llmc::cuda::CUlaunchConfig* c, void* f, void** params,
+                              void** extra) {
+  if (c == nullptr || (c->numAttrs > 0 && c->attrs == nullptr)) return 1;
+  int programmatic = 0;
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    if (c->attrs[i].id != llmc::cuda::kLaunchAttributeProgrammaticStreamSerialization) return 1;
+    programmatic = c->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+  }
+  (void)extra;
+  return Launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                c->sharedMemBytes, params, programmatic);
+}
+#endif
 #ifndef FAKE_CUDA_OLD
 API CUresult cuMemAlloc_v2(unsigned long long* p, size_t bytes) {
   REFUSE_DURING_CAPTURE();

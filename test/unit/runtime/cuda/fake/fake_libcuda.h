@@ -20,6 +20,7 @@ struct FakeCudaLaunch {
   llmc_cuda_args args;       // *kernelParams[1]
   int graph;                 // 0: launched; n > 0: captured into graph n (the n-th capture)
   int host_work;             // n > 0: not a kernel but captured host work n (fake_cuda_enqueue_host)
+  int programmatic;          // by cuLaunchKernelEx with programmatic stream serialization
 };
 
 // Host work that another fake library (the fake cuBLASLt) puts on the
