@@ -144,7 +144,27 @@ class CudaRunnerTest : public ::testing::Test {
     return b;
   }
 
+  // A runner of the tiny artifact on the fake driver built without the
+  // optional functions (graphs, cuLaunchKernelEx), with options `o`.
+  absl::StatusOr<std::unique_ptr<CudaRunner>> OnBareDriver(const RunnerOptions& o) {
+    if (!bare_api_) {
+      auto api = cuda::DriverApi::Load(LLMC_FAKE_CUDA_DRIVER_NO_GRAPHS);
+      if (!api.ok()) return api.status();
+      bare_api_ = *std::move(api);
+    }
+    if (auto st = test::WriteTinyArtifact(dir_, nullptr, test::TinyCudaManifest()); !st.ok())
+      return st;
+    auto artifact = Artifact::Open(dir_);
+    if (!artifact.ok()) return artifact.status();
+    bare_artifact_ = *std::move(artifact);
+    auto device = cuda::CudaDevice::Open({}, bare_api_.get());
+    if (!device.ok()) return device.status();
+    return CudaRunner::Create(*bare_artifact_, o, "sm_90", *std::move(device));
+  }
+
   std::unique_ptr<cuda::DriverApi> api_;  // outlives the runner's device
+  std::unique_ptr<cuda::DriverApi> bare_api_;  // OnBareDriver's
+  std::unique_ptr<Artifact> bare_artifact_;
   void* handle_ = nullptr;
   void (*control_)(const char*, long) = nullptr;
   decltype(&fake_cuda_launch_count) count_ = nullptr;
@@ -606,42 +626,25 @@ TEST_F(CudaRunnerTest, PdlNeedsSm90AndTheDriversLaunchKernelEx) {
       << st;
   EXPECT_NE(st.message().find("is sm_80"), std::string::npos) << st;
   control_("sm_major", 9);
-
-  auto api = cuda::DriverApi::Load(LLMC_FAKE_CUDA_DRIVER_NO_GRAPHS);
-  ASSERT_TRUE(api.ok()) << api.status();
-  ASSERT_TRUE(test::WriteTinyArtifact(dir_, nullptr, test::TinyCudaManifest()).ok());
-  auto artifact = Artifact::Open(dir_);
-  ASSERT_TRUE(artifact.ok());
   RunnerOptions o;
   o.pdl = true;
-  auto device = cuda::CudaDevice::Open({}, api->get());
-  ASSERT_TRUE(device.ok());
-  auto runner = CudaRunner::Create(**artifact, o, "sm_90", *std::move(device));
+  auto runner = OnBareDriver(o);
   ExpectError(runner, {"--pdl: the CUDA driver", "lacks cuLaunchKernelEx", "run without --pdl"});
   EXPECT_EQ(runner.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(CudaRunnerTest, GraphsNeedTheDriversGraphFunctions) {
-  auto api = cuda::DriverApi::Load(LLMC_FAKE_CUDA_DRIVER_NO_GRAPHS);
-  ASSERT_TRUE(api.ok()) << api.status();
-  ASSERT_TRUE(test::WriteTinyArtifact(dir_, nullptr, test::TinyCudaManifest()).ok());
-  auto artifact = Artifact::Open(dir_);
-  ASSERT_TRUE(artifact.ok());
   RunnerOptions o;
   o.cuda_graphs = true;
   {
-    auto device = cuda::CudaDevice::Open({}, api->get());
-    ASSERT_TRUE(device.ok());
-    auto runner = CudaRunner::Create(**artifact, o, "sm_90", *std::move(device));
+    auto runner = OnBareDriver(o);
     ExpectError(runner, {"--cuda-graphs: the CUDA driver", "lacks the graph functions",
                          "run without --cuda-graphs"});
     EXPECT_EQ(runner.status().code(), absl::StatusCode::kFailedPrecondition);
   }
   // Without the flag the same driver runs the artifact.
   o.cuda_graphs = false;
-  auto device = cuda::CudaDevice::Open({}, api->get());
-  ASSERT_TRUE(device.ok());
-  auto runner = CudaRunner::Create(**artifact, o, "sm_90", *std::move(device));
+  auto runner = OnBareDriver(o);
   ASSERT_TRUE(runner.ok()) << runner.status();
   EXPECT_TRUE((*runner)->Step(Sequence(0, 1)).ok());
 }
