@@ -312,14 +312,15 @@ __device__ void paged_attention_decode(const step_info& s, const Act* __restrict
     }
   }
   if (splits == 1) return;
-  // The last block of (y, t) merges the splits: each thread makes its
-  // partials visible device-wide before thread 0 takes the ticket, and the
-  // last block reads them from L2 (__ldcg), never from a stale L1 line.
+  // The last block of (g, t) merges the splits: each thread makes its
+  // partials visible device-wide before thread 0 takes the ticket (the
+  // counter of token t's head head0), and the last block reads them from L2
+  // (__ldcg), never from a stale L1 line.
   __shared__ int last;
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0)
-    last = atomicAdd(scratch.counters + static_cast<i64>(t) * gridDim.y + blockIdx.y, 1) == splits - 1;
+    last = atomicAdd(scratch.counters + static_cast<i64>(t) * Heads + head0, 1) == splits - 1;
   __syncthreads();
   if (!last) return;
   __threadfence();
