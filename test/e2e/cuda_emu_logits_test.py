@@ -109,7 +109,9 @@ GRAPH_CASES = {"llama-gqa-hd64-q8_0-bf16"}
 # multiplies on the CPU in f32): the generated pre/epi launches around it
 # must give the reference's logits within the same tolerance, prefill and
 # decode, launch by launch and as CUDA graphs.
-CUBLASLT_CASES = {"llama-bf16-weights"}
+# With 16-bit activations every GEMM has a cuBLASLt alternative; quantized
+# weights are dequantized into its B operand first (lt_deq).
+CUBLASLT_CASES = {"llama-bf16-weights", "llama-q4_k-bf16"}
 
 
 def run(cmd, env=None):

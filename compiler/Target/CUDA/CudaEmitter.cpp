@@ -593,6 +593,8 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
       if (k.gemm.n > 0) {
         k.gemm.pre.replace(0, kSym.size(), prefix);
         k.gemm.epi.replace(0, kSym.size(), prefix);
+        if (!k.gemm.deq.empty())
+          k.gemm.deq.replace(0, kSym.size(), prefix);
       }
       std::string defs = text.defs;
       for (size_t pos = defs.find(kSym); pos != std::string::npos; pos = defs.find(kSym, pos))

@@ -12,10 +12,13 @@
 //   - two entries, a GEMV for decode and a tensor-core GEMM for prefill
 //     (f32 activations: the GEMV only), chosen at run time by the token
 //     count;
-//   - with bf16/f16 weights in the activation type, the two halves of a
-//     cuBLASLt GEMM the runtime may run instead (gemm_operand: the prologue
-//     into the A operand; gemm_epilogue: the epilogue functor over its f32
-//     result), the launches it would replace marked impl "llmc";
+//   - with 16-bit activations, the two halves of a cuBLASLt GEMM the
+//     runtime may run instead (gemm_operand: the prologue into the A
+//     operand; gemm_epilogue: the epilogue functor over its f32 result),
+//     the launches it would replace marked impl "llmc"; for weights not in
+//     the activation type (quantized), a third entry that dequantizes the
+//     weight into cuBLASLt's B operand (dequantize_weight), whose cost the
+//     runtime pays at every such GEMM;
 //   - for each RoPE on a region, an in-place rotation of its output after
 //     the GEMM (the epilogue stores the region unrotated there). The RoPEs
 //     of an attention's query and key are not here: llmc-place-rope moved
@@ -151,7 +154,8 @@ private:
                StringRef xRows, StringRef x, StringRef w, StringRef proInit, StringRef epiInit);
   // The cuBLASLt halves (see the file comment) for a weight of `n` rows.
   void cublasLtEntries(int64_t n, int64_t columns, int64_t K, StringRef tokens, StringRef xRows,
-                       StringRef x, StringRef w, StringRef proInit, StringRef epiInit);
+                       StringRef x, StringRef w, StringRef proInit, StringRef epiInit,
+                       StringRef deqFmt);
 
   const GroupIO &io;
   std::string &defs;
@@ -415,7 +419,7 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
 
 void GemmGroupEmitter::cublasLtEntries(int64_t n, int64_t columns, int64_t K, StringRef tokens,
                                        StringRef xRows, StringRef x, StringRef w,
-                                       StringRef proInit, StringRef epiInit) {
+                                       StringRef proInit, StringRef epiInit, StringRef deqFmt) {
   // The weight's binding slot, from its `a.weights[i]` expression.
   StringRef slot = StringRef(w).drop_front(StringRef("a.weights[").size()).drop_back();
   if (slot.getAsInteger(10, gemm.weight))
@@ -437,6 +441,16 @@ void GemmGroupEmitter::cublasLtEntries(int64_t n, int64_t columns, int64_t K, St
   gemm.rows = var;
   gemm.pre = (kSym + "_lt_pre").str();
   gemm.epi = (kSym + "_lt_epi").str();
+  if (!deqFmt.empty()) {
+    // cuBLASLt multiplies 16-bit operands: the weight, decoded as the GEMV
+    // and GEMM decode it, goes to B [n, K] first.
+    defs += entry("lt_deq", 256, 4,
+                  io.decls + llvm::formatv("  dequantize_weight<{0}, {1}, {2}, act>({3}, "
+                                           "static_cast<act *>(a.gemm_b));\n",
+                                           deqFmt, n, K, w)
+                                 .str());
+    gemm.deq = (kSym + "_lt_deq").str();
+  }
   for (ManifestCudaLaunch &l : launches)
     if (StringRef(l.symbol).ends_with("_gemv") || StringRef(l.symbol).ends_with("_gemv1") ||
         StringRef(l.symbol).ends_with("_gemm"))
@@ -463,10 +477,13 @@ LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pr
   if (failed(prologue(anchor, pro, x, proInit)))
     return failure();
   std::string w = io.weight(weightValue);
-  // cuBLASLt multiplies 16-bit weights of the activations' type.
+  // cuBLASLt multiplies 16-bit operands of the activations' type: weights
+  // in another format are dequantized for it (deqFmt).
   StringRef act = io.options->activationType;
-  bool lt = (wt.getFormat() == WeightFormat::bf16 && act == "bf16") ||
-            (wt.getFormat() == WeightFormat::f16 && act == "f16");
+  bool lt = act == "bf16" || act == "f16";
+  bool same = (wt.getFormat() == WeightFormat::bf16 && act == "bf16") ||
+              (wt.getFormat() == WeightFormat::f16 && act == "f16");
+  std::string deqFmt = same ? "" : *fmt;
 
   if (auto h = dyn_cast<LMHeadOp>(anchor)) {
     if (!epi.empty())
@@ -484,7 +501,8 @@ LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pr
     if (failed(entries(*fmt, wt, N, K, 1, "s.num_logits", "s.logits_rows", x, w, proInit, init("nullptr"))))
       return failure();
     if (lt)
-      cublasLtEntries(N, N, K, "s.num_logits", "s.logits_rows", x, w, proInit, init("nullptr"));
+      cublasLtEntries(N, N, K, "s.num_logits", "s.logits_rows", x, w, proInit, init("nullptr"),
+                      deqFmt);
     return success();
   }
   auto l = cast<LinearOp>(anchor);
@@ -497,7 +515,7 @@ LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pr
     return failure();
   if (lt)
     cublasLtEntries(wt.getShape()[0], columns, K, "s.num_tokens", "nullptr", x, w, proInit,
-                    init(bias));
+                    init(bias), deqFmt);
   return success();
 }
 

@@ -317,6 +317,7 @@ absl::Status ParseCuda(const Reader& r, const json& c, ManifestCuda* out) {
                          LLMC_READ(r, g, gf, "rows", &gemm->rows);
                          LLMC_READ(r, g, gf, "pre", &gemm->pre);
                          LLMC_READ(r, g, gf, "epi", &gemm->epi);
+                         if (g.contains("deq")) LLMC_READ(r, g, gf, "deq", &gemm->deq);
                        }
                        return absl::OkStatus();
                      });
@@ -487,6 +488,7 @@ ojson CudaToJson(const ManifestCuda& c, ojson steps) {
           {"n", k.gemm.n},           {"k", k.gemm.k},       {"columns", k.gemm.columns},
           {"weight", k.gemm.weight}, {"rows", k.gemm.rows}, {"pre", k.gemm.pre},
           {"epi", k.gemm.epi}};
+    if (!k.gemm.deq.empty()) kernel["gemm"]["deq"] = k.gemm.deq;
     kernels.push_back(std::move(kernel));
   }
   ojson j = ojson::object();

@@ -589,6 +589,8 @@ class Validator {
     for (auto [key, v] : {std::pair{"pre", &g.pre}, std::pair{"epi", &g.epi}})
       if (!IsIdentifier(*v))
         return Error(f + "." + key, absl::StrCat("'", *v, "' is not a C identifier"));
+    if (!g.deq.empty() && !IsIdentifier(g.deq))
+      return Error(f + ".deq", absl::StrCat("'", g.deq, "' is not a C identifier"));
     return absl::OkStatus();
   }
 

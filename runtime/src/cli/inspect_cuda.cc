@@ -92,6 +92,9 @@ void AppendCudaSection(const Artifact& artifact, bool steps, std::string* out) {
         line += " if " + l.when;
       *out += line + "\n";
     }
+    if (k.gemm.n > 0 && !k.gemm.deq.empty())
+      absl::StrAppendFormat(out, "        --gemm=cublaslt: %s [cdiv(%d,256), 1, 1] x 256 first\n",
+                            k.gemm.deq, k.gemm.n * k.gemm.k / 8);
     if (k.gemm.n > 0)
       absl::StrAppendFormat(out,
                             "        --gemm=cublaslt: %s [%s, 1, 1], cublasLtMatmul %dx%d x %s rows, "

@@ -40,7 +40,8 @@ struct RunnerFlags {
                   "CUDA, sm_90+: programmatic dependent launch, each kernel placed while the one "
                   "before it drains (the host ignores it)");
     flags.AddString("gemm", &gemm,
-                    "CUDA: llmc|cublaslt|auto: who runs GEMMs with 16-bit weights (auto: as "
+                    "CUDA: llmc|cublaslt|auto: who runs GEMMs with 16-bit activations (quantized "
+                    "weights dequantized for cuBLASLt first; auto: as "
                     "`llmc tune` measured on this GPU, from --tune-file)");
     flags.AddString("tune-file", &tune_file, "CUDA: llmc tune's choices (default ARTIFACT/tune.json)");
   }

@@ -1,7 +1,7 @@
 // `llmc tune ARTIFACT`: for every CUDA kernel whose GEMM cuBLASLt may run
-// instead (16-bit weights of the activation type; manifest kernels[i].gemm),
-// times the generated GEMV/GEMM and the cuBLASLt path (pre launch, matmul,
-// epi launch) inside real prefill steps of --rows tokens, and writes the
+// instead (16-bit activations; manifest kernels[i].gemm), times the
+// generated GEMV/GEMM and the cuBLASLt path (for a quantized weight its
+// dequantization, then pre launch, matmul, epi launch) inside real prefill steps of --rows tokens, and writes the
 // faster per kernel and row count to ARTIFACT/tune.json (or -o), which
 // `--gemm=auto` then follows on the same GPU.
 //

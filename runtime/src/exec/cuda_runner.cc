@@ -89,7 +89,7 @@ std::string CudaRunner::ExecutionSummary() const {
   std::string gemms;
   if (cublaslt_)
     gemms = absl::StrCat(
-        ", GEMMs with 16-bit weights by ",
+        ", GEMMs by ",
         gemm_policy_.mode == GemmPolicy::Mode::kTuned ? "llmc tune's choice" : "cuBLASLt",
         " (cuBLASLt ", cublaslt_->version(), ")");
   else if (!gemm_note_.empty())
@@ -355,8 +355,7 @@ absl::Status CudaRunner::SetUpGemms() {
   for (const ManifestCudaKernel& k : c.kernels) offered |= k.gemm.n > 0;
   if (!offered) {
     gemm_note_ =
-        "the generated GEMMs (no GEMM has 16-bit weights of the activation type, which "
-        "cuBLASLt would take)";
+        "the generated GEMMs (no GEMM has 16-bit activations, which cuBLASLt would take)";
     return absl::OkStatus();
   }
   if (mode == "auto") {
@@ -385,8 +384,8 @@ absl::Status CudaRunner::SetUpGemms() {
 
   // Operands for the largest GEMM: A in the activation type, D in f32.
   int64_t elem = CudaActivationBytes(c.activation_dtype);
-  int64_t a_bytes = 0, d_bytes = 0;
-  gemm_functions_.assign(c.kernels.size(), {nullptr, nullptr});
+  int64_t a_bytes = 0, d_bytes = 0, b_bytes = 0;
+  gemm_functions_.assign(c.kernels.size(), {nullptr, nullptr, nullptr});
   for (size_t k = 0; k < c.kernels.size(); ++k) {
     const ManifestCudaGemm& g = c.kernels[k].gemm;
     if (g.n == 0) continue;
@@ -395,7 +394,15 @@ absl::Status CudaRunner::SetUpGemms() {
     d_bytes = std::max(d_bytes, rows * g.n * int64_t(sizeof(float)));
     LLMC_ASSIGN_OR_RETURN(gemm_functions_[k][0], module_->Function(g.pre));
     LLMC_ASSIGN_OR_RETURN(gemm_functions_[k][1], module_->Function(g.epi));
+    if (!g.deq.empty()) {
+      // The weight dequantized for cuBLASLt, one GEMM's at a time.
+      b_bytes = std::max(b_bytes, g.n * g.k * elem);
+      LLMC_ASSIGN_OR_RETURN(gemm_functions_[k][2], module_->Function(g.deq));
+    }
   }
+  if (b_bytes > 0)
+    LLMC_RETURN_IF_ERROR(Allocate(size_t(b_bytes), "cuBLASLt's dequantized weight (B operand)",
+                                  &bindings_.gemm_b));
   LLMC_RETURN_IF_ERROR(Allocate(size_t(a_bytes), "cuBLASLt's A operand", &bindings_.gemm_a));
   LLMC_RETURN_IF_ERROR(Allocate(size_t(d_bytes), "cuBLASLt's f32 result", &bindings_.gemm_d));
   gemm_workspace_bytes_ = size_t{32} << 20;  // what cuBLASLt's Hopper kernels ask for at most
@@ -426,19 +433,22 @@ absl::Status CudaRunner::Launch(const SelectedLaunch& sel, llmc_cuda_step_info* 
         c.activation_dtype == "f16" ? cuda::GemmType::kF16 : cuda::GemmType::kBF16;
     absl::Status st =
         cublaslt_->Gemm(device_->stream(), type, sel.rows, gemm.n, gemm.k, uintptr_t(args.gemm_a),
-                        uintptr_t(args.weights[gemm.weight]), uintptr_t(args.gemm_d),
+                        uintptr_t(gemm.deq.empty() ? args.weights[gemm.weight] : args.gemm_b),
+                        uintptr_t(args.gemm_d),
                         gemm_workspace_, gemm_workspace_bytes_);
     if (st.ok()) return st;
     return absl::Status(st.code(), absl::StrFormat("%s (CUDA step %d, %s)", st.message(), sel.step,
                                                    c.steps[sel.step].name));
   }
-  cuda::CUfunction fn = sel.kind == LaunchKind::kKernel    ? functions_[k][sel.launch]
-                        : sel.kind == LaunchKind::kGemmPre ? gemm_functions_[k][0]
-                                                           : gemm_functions_[k][1];
+  cuda::CUfunction fn = sel.kind == LaunchKind::kKernel        ? functions_[k][sel.launch]
+                        : sel.kind == LaunchKind::kGemmPre     ? gemm_functions_[k][0]
+                        : sel.kind == LaunchKind::kGemmDequant ? gemm_functions_[k][2]
+                                                               : gemm_functions_[k][1];
   const std::string& symbol = sel.kind == LaunchKind::kKernel
                                   ? c.kernels[k].launches[sel.launch].symbol
-                              : sel.kind == LaunchKind::kGemmPre ? gemm.pre
-                                                                 : gemm.epi;
+                              : sel.kind == LaunchKind::kGemmPre     ? gemm.pre
+                              : sel.kind == LaunchKind::kGemmDequant ? gemm.deq
+                                                                     : gemm.epi;
   void* params[] = {info, const_cast<llmc_cuda_args*>(&args)};
   const cuda::DriverApi& api = device_->api();
   cuda::CUresult r;

@@ -280,8 +280,14 @@ void ApplyGemmPolicy(const ManifestCuda& c, const GemmPolicy& policy, const Laun
       continue;
     SelectedLaunch part = sel;
     part.rows = rows;
-    part.block = 128;
     part.splits = 1;
+    if (!kernel.gemm.deq.empty()) {
+      part.kind = LaunchKind::kGemmDequant;
+      part.block = 256;
+      part.grid = {unsigned((kernel.gemm.n * kernel.gemm.k / 8 + 255) / 256), 1, 1};
+      replaced.push_back(part);
+    }
+    part.block = 128;
     part.kind = LaunchKind::kGemmPre;
     part.grid = {unsigned(rows), 1, 1};
     replaced.push_back(part);
@@ -330,6 +336,7 @@ absl::StatusOr<llmc_cuda_args> PackArgs(const Manifest& m, const ManifestStep& s
   args.scratch = static_cast<float*>(DevicePointer(bindings.scratch));
   args.gemm_a = DevicePointer(bindings.gemm_a);
   args.gemm_d = static_cast<float*>(DevicePointer(bindings.gemm_d));
+  args.gemm_b = DevicePointer(bindings.gemm_b);
   return args;
 }
 

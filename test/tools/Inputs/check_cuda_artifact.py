@@ -40,7 +40,8 @@ def main():
     if not cuda:
         sys.exit("no cuda section in %s/manifest.json" % args.artifact)
     symbols = sorted({l["symbol"] for k in cuda["kernels"] for l in k["launches"]} |
-                     {k["gemm"][h] for k in cuda["kernels"] if "gemm" in k for h in ("pre", "epi")})
+                     {k["gemm"][h] for k in cuda["kernels"] if "gemm" in k
+                      for h in ("pre", "epi", "deq") if h in k["gemm"]})
     # Collectives (kernel -1, a tensor-parallel plan) run between kernels.
     kernel_steps = [s for s in cuda["steps"] if not s.get("collective")]
     used = {s["kernel"] for s in kernel_steps}

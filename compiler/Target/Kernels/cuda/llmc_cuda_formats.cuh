@@ -82,6 +82,20 @@ LLMC_HD void load8(const __nv_bfloat16* p, float v[8]) {
   for (int i = 0; i < 4; ++i) { v[2 * i] = lo_bf16(w[i]); v[2 * i + 1] = hi_bf16(w[i]); }
 }
 
+// 8 floats to 8 consecutive activations (16-byte aligned): one 16-byte
+// store for half/bf16.
+LLMC_HD void store8(float* p, const float v[8]) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) p[i] = v[i];
+}
+template <class Act> LLMC_HD void store8(Act* p, const float v[8]) {
+  static_assert(sizeof(Act) == 2, "store8: half or bf16");
+  __align__(16) Act o[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) o[i] = from_float<Act>(v[i]);
+  *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(o);
+}
+
 //===----------------------------------------------------------------------===//
 // Weight formats: the GGUF block layouts exactly as ggml, plus plain floats.
 // Each format has `block_elems`, `block_bytes`, `row_bytes(K)` and

@@ -209,8 +209,24 @@ __device__ void gemm_operand(int rows, const int* x_rows, const Act* __restrict_
     load8(xr + 8 * g, v);
     if constexpr (Pro::kColScale) pro.col8(g, c);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) a[static_cast<i64>(t) * K + 8 * g + i] = from_float<Act>(v[i] * r * c[i]);
+    for (int i = 0; i < 8; ++i) v[i] *= r * c[i];
+    store8(a + static_cast<i64>(t) * K + 8 * g, v);
   }
+}
+
+// A quantized weight [N, K] as rows of Act, cuBLASLt's B operand: one group
+// of 8 elements per thread, decoded as the GEMMs decode it and stored in 16
+// bytes. Grid cdiv(N * K / 8, blockDim) (at most 2^31 - 1 blocks).
+template <class Fmt, int N, int K, class Act>
+__device__ void dequantize_weight(const void* __restrict__ w, Act* __restrict__ out) {
+  static_assert(K % 8 == 0, "dequantize_weight: K must be a multiple of 8");
+  const i64 g = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (g >= static_cast<i64>(N) * (K / 8)) return;
+  const i64 n = g / (K / 8);
+  const int c = static_cast<int>(g % (K / 8));
+  float v[8];
+  Fmt::decode8(weight_row<Fmt>(w, n, K), c, v);
+  store8(out + n * K + 8 * c, v);
 }
 
 template <int Columns, int NW, class Epi>

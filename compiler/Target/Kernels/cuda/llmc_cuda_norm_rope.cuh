@@ -27,16 +27,12 @@ __device__ void embed(const step_info& s, const void* __restrict__ table, Act* _
   const int id = s.tokens[t];
   const bool ok = id >= 0 && id < Vocab;
   const u8* row = weight_row<Fmt>(table, ok ? id : 0, Hidden);
-  constexpr int W = static_cast<int>(sizeof(Act)) / 2; // 16-byte words per 8 elements
   for (int g = blockIdx.y * blockDim.x + threadIdx.x; g < Hidden / 8; g += blockDim.x * gridDim.y) {
     float v[8];
     Fmt::decode8(row, g, v);
-    __align__(16) Act o[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) o[i] = from_float<Act>(ok ? v[i] : 0.0f);
-    uint4* dst = reinterpret_cast<uint4*>(out + static_cast<i64>(t) * Hidden + 8 * g);
-#pragma unroll
-    for (int i = 0; i < W; ++i) dst[i] = reinterpret_cast<const uint4*>(o)[i];
+    for (int i = 0; i < 8; ++i) v[i] = ok ? v[i] : 0.0f;
+    store8(out + static_cast<i64>(t) * Hidden + 8 * g, v);
   }
 }
 

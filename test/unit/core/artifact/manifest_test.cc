@@ -481,6 +481,14 @@ TEST(ManifestCuda, CublasLtGemm) {
   EXPECT_EQ(ok->cuda.kernels[2].gemm.rows, "L");
   EXPECT_EQ(ok->cuda.kernels[2].launches[1].impl, "llmc");
   EXPECT_EQ(ok->cuda.kernels[0].gemm.n, 0);
+  EXPECT_EQ(ok->cuda.kernels[2].gemm.deq, "");  // 16-bit weights: none
+  // A quantized weight's dequantizing entry round-trips; a bad one is named.
+  absl::StatusOr<Manifest> deq =
+      CudaRoundTrip([&](Manifest& m) { offer(m).deq = "llmc_cuda_k2_lt_deq"; });
+  ASSERT_TRUE(deq.ok()) << deq.status();
+  EXPECT_EQ(deq->cuda.kernels[2].gemm.deq, "llmc_cuda_k2_lt_deq");
+  ExpectError(CudaRoundTrip([&](Manifest& m) { offer(m).deq = "9x"; }),
+              {"cuda.kernels[2].gemm.deq '9x' is not a C identifier"});
   ExpectError(CudaRoundTrip([&](Manifest& m) { offer(m).rows = "S"; }),
               {kPath, "cuda.kernels[2].gemm.rows is 'S'; expected T or L"});
   ExpectError(CudaRoundTrip([&](Manifest& m) { offer(m).k = 0; }),

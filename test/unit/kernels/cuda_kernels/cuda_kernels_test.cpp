@@ -135,6 +135,10 @@ extern "C" __global__ void LB attn_clear(float* scratch) { attn_counters_clear<$
 extern "C" __global__ void LB embed_$N(step_info s, const void* table, A* y) {
   embed<fmt::$F, $V, $H, A>(s, table, y);
 }
+// cuBLASLt's B operand from a quantized weight (the emitter's lt_deq).
+extern "C" __global__ void LB dequantize_gate_up_$N(const void* w, A* b) {
+  dequantize_weight<fmt::$F, $I, $H, A>(w, b);
+}
 // Decode GEMVs of a Llama layer, with their fused prologues and epilogues.
 extern "C" __global__ void LB gemv_qkv_norm_$N(int T, const A* x, const void* w, const void* nw, A* y) {
   gemv<fmt::$F, $QKV, $H, 4, 4, A>(T, nullptr, x, w, rms_norm_prologue<$H>{nw, 1e-5f},

@@ -381,7 +381,7 @@ TEST_F(CudaRunnerTest, GemmChoices) {
   // The tiny artifact offers no cuBLASLt GEMM: the generated ones stay, and
   // the summary says why; no cuBLASLt policy can be set then.
   ASSERT_TRUE(Open(nullptr, "sm_90", false, "cublaslt").ok());
-  EXPECT_NE(runner_->ExecutionSummary().find("the generated GEMMs (no GEMM has 16-bit weights"),
+  EXPECT_NE(runner_->ExecutionSummary().find("the generated GEMMs (no GEMM has 16-bit activations"),
             std::string::npos)
       << runner_->ExecutionSummary();
   EXPECT_EQ(runner_->CublasLtVersion(), "");

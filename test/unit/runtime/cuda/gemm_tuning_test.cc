@@ -61,6 +61,24 @@ TEST(GemmPolicy, CublasLtReplacesTheOwnGemmInPlace) {
   EXPECT_FALSE(SameLaunches(got, Select(m, GemmPolicy{}, {.tokens = 20, .logits = 300})));
 }
 
+TEST(GemmPolicy, AQuantizedWeightIsDequantizedFirst) {
+  Manifest m = WithGemm();
+  m.cuda.kernels[2].gemm.deq = "llmc_cuda_head_lt_deq";
+  GemmPolicy lt;
+  lt.mode = GemmPolicy::Mode::kCublasLt;
+  auto got = Select(m, lt, {.tokens = 20, .logits = 300, .queries = 20, .seqs = 1});
+  ASSERT_EQ(got.size(), 8u);
+  EXPECT_EQ(got[3].kind, LaunchKind::kGemmDequant);
+  EXPECT_EQ(got[3].grid, (std::array<unsigned, 3>{2, 1, 1}));  // cdiv(64 * 64 / 8, 256)
+  EXPECT_EQ(got[3].block, 256);
+  EXPECT_EQ(got[4].kind, LaunchKind::kGemmPre);
+  EXPECT_EQ(got[4].block, 128);
+  EXPECT_EQ(got[5].kind, LaunchKind::kGemmMatmul);
+  EXPECT_EQ(got[6].kind, LaunchKind::kGemmEpi);
+  EXPECT_EQ(got[7].kind, LaunchKind::kKernel);  // the RoPE
+  for (size_t i = 3; i < 7; ++i) EXPECT_EQ(got[i].step, got[7].step);
+}
+
 TEST(GemmPolicy, KernelsWithoutAGemmKeepTheirOwn) {
   Manifest m = TinyCudaManifest();  // no kernel offers one
   GemmPolicy lt;

@@ -19,8 +19,9 @@ extern "C" {
  * record it. 3: every buffer of logits rows is f32 (the LM head's slices of
  * a tensor-parallel rank too, not the activation type). 4: `scratch` holds
  * the split attention's ticket counters before its partials (a runtime that
- * sizes scratch for partials only would be overrun). */
-#define LLMC_CUDA_ABI_VERSION 4
+ * sizes scratch for partials only would be overrun). 5: `gemm_b`, the
+ * dequantized weight of a cuBLASLt GEMM over quantized weights. */
+#define LLMC_CUDA_ABI_VERSION 5
 
 /* Most bindings of one kind a launch may have. */
 #define LLMC_CUDA_MAX_BUFFERS 12
@@ -59,6 +60,10 @@ typedef struct llmc_cuda_args {
    * cuBLASLt GEMMs. */
   void* gemm_a;
   float* gemm_d;
+  /* B [n, k] in the activation type when the weight is quantized: written by
+   * the kernel's `deq` entry, read by the cuBLASLt GEMM instead of the
+   * weight. Null unless the runner has such GEMMs. */
+  void* gemm_b;
 } llmc_cuda_args;
 
 #ifdef __cplusplus

@@ -201,6 +201,9 @@ struct ManifestCudaGemm {
   int64_t weight = 0;
   std::string rows;
   std::string pre, epi;
+  // For a weight not in the activation type: the entry that dequantizes it
+  // into args.gemm_b ([n, k], activation type), cuBLASLt's B operand then.
+  std::string deq;
 };
 
 struct ManifestCudaKernel {

@@ -88,9 +88,18 @@ int64_t AttentionScratchFloats(const ManifestCuda& cuda,
                                const LaunchVars& step, int64_t max_context);
 
 // What a selected launch runs: one of the kernel's launches, a part of the
-// cuBLASLt GEMM that replaces its own (manifest kernels[i].gemm), or the
-// step entry's collective (NCCL; a tensor-parallel plan).
-enum class LaunchKind : uint8_t { kKernel, kGemmPre, kGemmMatmul, kGemmEpi, kCollective };
+// cuBLASLt GEMM that replaces its own (manifest kernels[i].gemm: the weight
+// dequantized when it is not in the activation type, the A operand, the
+// matmul, the epilogue), or the step entry's collective (NCCL; a
+// tensor-parallel plan).
+enum class LaunchKind : uint8_t {
+  kKernel,
+  kGemmDequant,
+  kGemmPre,
+  kGemmMatmul,
+  kGemmEpi,
+  kCollective
+};
 
 // One launch a step makes.
 struct SelectedLaunch {
@@ -123,8 +132,10 @@ struct GemmPolicy {
   bool UsesCublasLt(const ManifestCuda& cuda, size_t kernel, int64_t rows) const;
 };
 // Replaces, in each step entry whose kernel's GEMM `policy` gives to
-// cuBLASLt, the launches marked impl "llmc" by the GEMM's pre launch, the
-// matmul and its epi launch (where the first of them was). `step` gives the
+// cuBLASLt, the launches marked impl "llmc" by the GEMM's deq launch (only
+// for a weight not in the activation type: grid cdiv(n * k / 8, 256) x
+// 256), pre launch, the matmul and its epi launch (where the first of them
+// was). `step` gives the
 // GEMM's rows (T or L). `scratch` (optional) is reused for the rewritten
 // list, so that a runner's hot path does not allocate.
 void ApplyGemmPolicy(const ManifestCuda& cuda, const GemmPolicy& policy, const LaunchVars& step,
@@ -160,6 +171,7 @@ struct CudaBindings {
   std::vector<cuda::CUdeviceptr> caches;   // 2 per layer: K, V
   cuda::CUdeviceptr scratch = 0;           // 0 when no kernel splits attention
   cuda::CUdeviceptr gemm_a = 0, gemm_d = 0; // cuBLASLt operands; 0 without cuBLASLt GEMMs
+  cuda::CUdeviceptr gemm_b = 0;             // dequantized weights; 0 without such GEMMs
 };
 // llmc_cuda_args of cuda.steps entry `step`, bindings in the step's order.
 absl::StatusOr<llmc_cuda_args> PackArgs(const Manifest& m, const ManifestStep& step,
