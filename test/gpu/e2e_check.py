@@ -35,7 +35,9 @@ a GPU machine, over the payload scripts/gpu-payload.sh built without one).
    together (--seqs); decode bandwidth = bytes of weights read per step
    (all but an untied embedding table) over the step time, against a
    measured device-to-device copy (PyTorch if present). Then the bf16
-   Llama-3-8B shape with the generated GEMMs and with cuBLASLt's, as ratios.
+   Llama-3-8B shape with the generated GEMMs and with cuBLASLt's, as ratios,
+   and the q4_0 and q4_k shapes' prefill on both paths (cuBLASLt after
+   dequantizing each weight) as ratios to cuBLASLt on bf16 weights.
 
 Exit status: 0 all checks that ran passed (the last line says whether any
 was skipped), 1 a check failed, 2 a tool failed, 3 the harness is
@@ -456,6 +458,22 @@ def bench_gemm_peer(pl):
     for test, tps in runs["llmc"].items():
         lt = runs["cublaslt"].get(test, 0)
         print(f"{test:12} {tps:11.1f} {lt:10.1f} {tps / lt if lt else float('nan'):14.2f}")
+    # 4-bit weights' prefill, on the generated GEMMs and on cuBLASLt after
+    # dequantizing each weight (lt_deq), against cuBLASLt on bf16 weights
+    # (issue 26's goal: at least 0.7).
+    base = runs["cublaslt"]
+    print(f"{'4-bit prefill':34} {'tok/s':>9} {'/ cuBLASLt bf16':>16}")
+    for name in ("llama3-8b-shape.llmc", "llama3-8b-shape-q4_k.llmc"):
+        q = os.path.join(pl.path, name)
+        if not os.path.exists(q):
+            continue
+        for gemm in ("llmc", "cublaslt"):
+            r, _ = run([pl.rt, "bench", q, "--backend", "cuda", "--json", "-p", "512,2048", "-n", "0",
+                        "-r", "3", "--no-verify", f"--gemm={gemm}"], pl.env)
+            for row in json.loads(r.stdout)["tests"]:
+                tps, ref = float(row["avg_ts"]), base.get(row["test"], 0)
+                print(f"{name[:-5] + ' ' + gemm + ' ' + row['test']:34} {tps:9.1f} "
+                      f"{tps / ref if ref else float('nan'):16.2f}")
 
 
 def finish(out, tref):
