@@ -49,6 +49,9 @@ void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &opt
   g.kind = options.gemv;
   g.activationType = options.cudaActivations;
   pm.addPass(createSelectGemv(g));
+  SelectGemmTilesOptions t;
+  t.activationType = options.cudaActivations;
+  pm.addPass(createSelectGemmTiles(t));
   pm.addPass(createPlanMemory());
 }
 

@@ -1,6 +1,6 @@
 // The fiber scheduler behind cuda_emu.h: runs one launch of an llmc CUDA
 // kernel on the calling CPU thread, block after block; the threads of a block
-// are fibers switched at __syncthreads, warp shuffles and mma.sync, which wait
+// are fibers switched at __syncthreads, warp shuffles, ldmatrix and mma.sync, which wait
 // until every live thread of the block (or lane of the warp) has arrived.
 // Linked into the kernels' emulation object; the fake CUDA driver calls
 // llmc_emu_run for cuLaunchKernel.
@@ -202,6 +202,21 @@ uint64_t exchange(uint64_t value, int src) {
   w.slots[copy][lane] = value;
   arrive(w.barrier);
   return w.slots[copy][src];
+}
+
+void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  // The lanes' row addresses through the exchange slots, one barrier: lane l
+  // reads bytes 4 (l % 4) .. of the row that lane 8 j + l / 4 gave, for
+  // matrix j (PTX's ldmatrix fragment layout, that of the mma operands).
+  Warp& w = my_warp();
+  int lane = int(me().ids.thread.x & 31);
+  unsigned copy = w.barrier.generation & 1;
+  w.slots[copy][lane] = reinterpret_cast<uintptr_t>(row);
+  arrive(w.barrier);
+  for (int j = 0; j < 4; ++j) {
+    const auto* src = reinterpret_cast<const char*>(uintptr_t(w.slots[copy][8 * j + lane / 4]));
+    memcpy(&r[j], src + 4 * (lane % 4), 4);
+  }
 }
 
 void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16) {

@@ -5,7 +5,7 @@
 // compiler builds an artifact's kernels/cuda/src/kernels.cu into a shared
 // object: the CUDA keywords become plain C++, threadIdx & co. read the
 // current emulated thread, and __syncthreads / warp shuffles / mma.sync are
-// cooperative points of a fiber scheduler (cuda_emu.cc) that runs every
+// cooperative points (ldmatrix too) of a fiber scheduler (cuda_emu.cc) that runs every
 // thread of a block as a fiber, warps in lock step at each shuffle. The fake
 // CUDA driver (test/unit/runtime/cuda/fake) runs a launch through
 // llmc_emu_launch when it was given such an object (FAKE_CUDA_KERNELS).
@@ -65,6 +65,9 @@ uint64_t exchange(uint64_t value, int src);
 // mma.sync.m16n8k16.row.col with f32 accumulators over the warp's
 // fragments (PTX's register layout); `bf16` picks the input type.
 void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16);
+// ldmatrix.sync.aligned.m8n8.x4.b16: every lane gives the address of one
+// 16-byte row; lane l receives 4 bytes of row l / 4 of each matrix.
+void ldmatrix_x4(uint32_t (&r)[4], const void* row);
 
 template <class T> T shfl(T v, int src) {
   static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");

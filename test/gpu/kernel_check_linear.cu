@@ -59,27 +59,40 @@ __global__ void LB gemv_t8_gate_up_silu(int T, const A* x, const void* w, A* y) 
   lc::gemv<F, I, H, 8, 4, A>(T, nullptr, x, w, lc::no_prologue{}, lc::silu_mul_epilogue<I, A>{y});
 }
 
-template <class F, class A>
-__global__ void LB gemm_qkv_norm(int T, const A* x, const void* w, const void* nw, A* y) {
-  lc::gemm_mma<F, QKV, H, A>(T, nullptr, x, w, lc::rms_norm_prologue<H>{nw, kEps},
-                             lc::store_epilogue<QKV, A>{y});
+// The tensor-core GEMM in the tiles llmc-select-gemm-tiles picks: 64-token
+// tiles up to 128 tokens, 128-token tiles past it (128 weight rows for the
+// wide gate/up and LM head, 64 for the others). A fused norm runs first,
+// into an A operand, as the emitter's `operand` launch does.
+using SmallTile = lc::gemm_tile<64, 64, 2, 2, 4>;
+using WideTile = lc::gemm_tile<128, 128, 2, 4, 3>;
+using NarrowTile = lc::gemm_tile<128, 64, 2, 2, 4>;
+#define TILE_LB __launch_bounds__(Tile::Threads, Tile::Threads == 256 ? 2 : 3)
+template <class A>
+__global__ void LB gemm_norm_operand(int T, const A* x, const void* nw, A* a) {
+  lc::gemm_operand<H, A>(T, nullptr, x, lc::rms_norm_prologue<H>{nw, kEps}, a);
 }
-template <class F, class A>
-__global__ void LB gemm_o_residual(int T, const A* x, const void* w, const A* r, A* y) {
-  lc::gemm_mma<F, H, Q, A>(T, nullptr, x, w, lc::no_prologue{}, residual_epilogue<A, H>{r, y});
+template <class F, class A, class Tile>
+__global__ void TILE_LB gemm_qkv(int T, const A* x, const void* w, A* y) {
+  lc::gemm_mma<F, QKV, H, A, Tile>(T, nullptr, x, w, lc::store_epilogue<QKV, A>{y});
 }
-template <class F, class A>
-__global__ void LB gemm_gate_up_silu(int T, const A* x, const void* w, const void* nw, A* y) {
-  lc::gemm_mma<F, I, H, A>(T, nullptr, x, w, lc::rms_norm_prologue<H>{nw, kEps},
-                           lc::silu_mul_epilogue<I, A>{y});
+template <class F, class A, class Tile>
+__global__ void TILE_LB gemm_o_residual(int T, const A* x, const void* w, const A* r, A* y) {
+  lc::gemm_mma<F, H, Q, A, Tile>(T, nullptr, x, w, residual_epilogue<A, H>{r, y});
 }
-template <class F, class A>
-__global__ void LB gemm_down_residual(int T, const A* x, const void* w, const A* r, A* y) {
-  lc::gemm_mma<F, H, I, A>(T, nullptr, x, w, lc::no_prologue{}, residual_epilogue<A, H>{r, y});
+template <class F, class A, class Tile>
+__global__ void TILE_LB gemm_gate_up_silu(int T, const A* x, const void* w, A* y) {
+  lc::gemm_mma<F, I, H, A, Tile>(T, nullptr, x, w, lc::silu_mul_epilogue<I, A>{y});
 }
-template <class F, class A>
-__global__ void LB gemm_lm_head(lc::step_info s, const A* x, const void* w, float* l) {
-  lc::gemm_mma<F, V, H, A>(s.num_logits, s.logits_rows, x, w, lc::no_prologue{}, logits_epilogue<V>{l});
+template <class F, class A, class Tile>
+__global__ void TILE_LB gemm_down_residual(int T, const A* x, const void* w, const A* r, A* y) {
+  lc::gemm_mma<F, H, I, A, Tile>(T, nullptr, x, w, residual_epilogue<A, H>{r, y});
+}
+template <class F, class A, class Tile>
+__global__ void TILE_LB gemm_lm_head(lc::step_info s, const A* x, const void* w, float* l) {
+  lc::gemm_mma<F, V, H, A, Tile>(s.num_logits, s.logits_rows, x, w, logits_epilogue<V>{l});
+}
+template <class Tile> static dim3 tile_grid(int nout, int P, int rows) {
+  return dim3((rows + Tile::BM - 1) / Tile::BM, (nout + Tile::BN / P - 1) / (Tile::BN / P));
 }
 
 template <class F, class A> __global__ void LB embed_k(lc::step_info s, const void* table, A* y) {
@@ -212,11 +225,22 @@ static void check_linear(Lin kind, bool mma, const ModelWeights& W, int T, std::
   std::vector<float> got;
   const dim3 blk(128);
   auto gemv_grid = [](int nout) { return dim3((nout + 3) / 4); };
-  auto mma_grid = [](int nout, int P, int rows) { return dim3((nout + 64 / P - 1) / (64 / P), (rows + 63) / 64); };
+  // The tensor-core GEMM's tile, as the emitter's launch conditions pick it.
+  const bool large = (kind == Lin::lm_head ? rowsOut : T) > 128;
+  // A fused norm: into the A operand first (the GEMM reads plain rows).
+  DBuf<A> dop(norm && mma ? xa.size() : 1);
+  if (norm && mma) {
+    gemm_norm_operand<A><<<T, blk>>>(T, dx.p, dnw.p, dop.p);
+    LAUNCHED();
+  }
+  const A* gx = norm && mma ? dop.p : dx.p;
   if (kind == Lin::lm_head) {
     DBuf<float> dl(static_cast<size_t>(rowsOut) * V);
     CK(cudaMemset(dl.p, 0xff, dl.n * sizeof(float))); // NaN: unwritten outputs fail
-    if (mma) gemm_lm_head<F, A><<<mma_grid(V, 1, rowsOut), blk>>>(ds.s, dx.p, w.d, dl.p);
+    if (mma && large)
+      gemm_lm_head<F, A, WideTile><<<tile_grid<WideTile>(V, 1, rowsOut), WideTile::Threads>>>(ds.s, dx.p, w.d, dl.p);
+    else if (mma)
+      gemm_lm_head<F, A, SmallTile><<<tile_grid<SmallTile>(V, 1, rowsOut), SmallTile::Threads>>>(ds.s, dx.p, w.d, dl.p);
     else gemv_lm_head<F, A><<<gemv_grid(V), blk>>>(ds.s, dx.p, w.d, dnw.p, dl.p);
     LAUNCHED();
     got = dl.down();
@@ -225,19 +249,23 @@ static void check_linear(Lin kind, bool mma, const ModelWeights& W, int T, std::
     CK(cudaMemset(dy.p, 0xff, dy.n * sizeof(A))); // NaN
     switch (kind) {
     case Lin::qkv_norm:
-      if (mma) gemm_qkv_norm<F, A><<<mma_grid(QKV, 1, T), blk>>>(T, dx.p, w.d, dnw.p, dy.p);
+      if (mma && large) gemm_qkv<F, A, NarrowTile><<<tile_grid<NarrowTile>(QKV, 1, T), NarrowTile::Threads>>>(T, gx, w.d, dy.p);
+      else if (mma) gemm_qkv<F, A, SmallTile><<<tile_grid<SmallTile>(QKV, 1, T), SmallTile::Threads>>>(T, gx, w.d, dy.p);
       else gemv_qkv_norm<F, A><<<gemv_grid(QKV), blk>>>(T, dx.p, w.d, dnw.p, dy.p);
       break;
     case Lin::o_residual:
-      if (mma) gemm_o_residual<F, A><<<mma_grid(H, 1, T), blk>>>(T, dx.p, w.d, dr.p, dy.p);
+      if (mma && large) gemm_o_residual<F, A, NarrowTile><<<tile_grid<NarrowTile>(H, 1, T), NarrowTile::Threads>>>(T, gx, w.d, dr.p, dy.p);
+      else if (mma) gemm_o_residual<F, A, SmallTile><<<tile_grid<SmallTile>(H, 1, T), SmallTile::Threads>>>(T, gx, w.d, dr.p, dy.p);
       else gemv_o_residual<F, A><<<gemv_grid(H), blk>>>(T, dx.p, w.d, dr.p, dy.p);
       break;
     case Lin::gate_up_silu:
-      if (mma) gemm_gate_up_silu<F, A><<<mma_grid(I, 2, T), blk>>>(T, dx.p, w.d, dnw.p, dy.p);
+      if (mma && large) gemm_gate_up_silu<F, A, WideTile><<<tile_grid<WideTile>(I, 2, T), WideTile::Threads>>>(T, gx, w.d, dy.p);
+      else if (mma) gemm_gate_up_silu<F, A, SmallTile><<<tile_grid<SmallTile>(I, 2, T), SmallTile::Threads>>>(T, gx, w.d, dy.p);
       else gemv_gate_up_silu<F, A><<<gemv_grid(I), blk>>>(T, dx.p, w.d, dnw.p, dy.p);
       break;
     case Lin::down_residual:
-      if (mma) gemm_down_residual<F, A><<<mma_grid(H, 1, T), blk>>>(T, dx.p, w.d, dr.p, dy.p);
+      if (mma && large) gemm_down_residual<F, A, NarrowTile><<<tile_grid<NarrowTile>(H, 1, T), NarrowTile::Threads>>>(T, gx, w.d, dr.p, dy.p);
+      else if (mma) gemm_down_residual<F, A, SmallTile><<<tile_grid<SmallTile>(H, 1, T), SmallTile::Threads>>>(T, gx, w.d, dr.p, dy.p);
       else gemv_down_residual<F, A><<<gemv_grid(H), blk>>>(T, dx.p, w.d, dr.p, dy.p);
       break;
     case Lin::t8_gate_up_silu:
@@ -253,7 +281,7 @@ static void check_linear(Lin kind, bool mma, const ModelWeights& W, int T, std::
                 kind == Lin::lm_head ? (" rows=" + std::to_string(rowsOut)).c_str() : "",
                 kind == Lin::lm_head ? rowsOut : T, K, w.rows, K,
                 kind == Lin::t8_gate_up_silu ? " MaxT=8" : mma ? "" : " MaxT=4");
-  report(std::string(mma ? "gemm_mma " : "gemv ") + lin_name(kind), shape,
+  report(std::string(mma ? (large ? "gemm_mma(128) " : "gemm_mma(64) ") : "gemv ") + lin_name(kind), shape,
          std::string(tr::name) + "/" + W.name, got, host, &f64, tr::tol, outW);
 }
 

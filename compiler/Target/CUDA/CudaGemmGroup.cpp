@@ -107,6 +107,57 @@ FailureOr<GemvVariant> gemvVariantOf(Operation *group, WeightFormat f, int64_t K
   return v;
 }
 
+// One tile of the tensor-core GEMM (gemm_tile in llmc_cuda_gemm.cuh).
+struct GemmTile {
+  int64_t bm = 64, bn = 64, wm = 2, wn = 2, stages = 4;
+  int threads() const { return int(32 * wm * wn); }
+  std::string args() const {
+    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", bm, bn, wm, wn, stages).str();
+  }
+};
+struct GemmTiles {
+  GemmTile small, large{128, 128, 2, 4, 3};
+  int64_t largeFrom = 129;
+};
+
+// The tiles llmc-select-gemm-tiles wrote in `llmc.gemm` (absent: its
+// defaults for 132 SMs with 64-row small tiles), checked against what
+// gemm_tile accepts so that a hand-edited attribute fails here, not in NVRTC.
+FailureOr<GemmTiles> gemmTilesOf(Operation *group) {
+  GemmTiles t;
+  auto dict = group->getAttrOfType<DictionaryAttr>("llmc.gemm");
+  if (!dict)
+    return t;
+  auto tile = [&](StringRef key, GemmTile &out) -> LogicalResult {
+    auto a = dict.getAs<DenseI64ArrayAttr>(key);
+    if (!a)
+      return success();
+    ArrayRef<int64_t> v = a.asArrayRef();
+    if (v.size() != 5)
+      return group->emitError() << "CUDA codegen: llmc.gemm " << key
+                                << " must be [tokens, rows, warps_m, warps_n, stages]";
+    out = {v[0], v[1], v[2], v[3], v[4]};
+    const int64_t threads = 32 * out.wm * out.wn;
+    const bool ok = out.wm >= 1 && out.wn >= 1 && threads <= 1024 && out.bm % (16 * out.wm) == 0 &&
+                    out.bn % (16 * out.wn) == 0 && (out.bn / out.wn / 8) % 2 == 0 &&
+                    out.bm * 4 % threads == 0 && out.bn * 4 % threads == 0 && out.stages >= 2 &&
+                    out.stages * (out.bm + out.bn) * 64 <= 48 * 1024;
+    if (!ok)
+      return group->emitError() << "CUDA codegen: llmc.gemm " << key << " = [" << v
+                                << "] is not a tile gemm_mma can run (warp tiles of whole 16 x "
+                                   "16 blocks, whole 16-byte chunks per thread, 2+ stages "
+                                   "within 48 KB)";
+    return success();
+  };
+  if (failed(tile("small", t.small)) || failed(tile("large", t.large)))
+    return failure();
+  if (auto f = dict.getAs<IntegerAttr>("large_from"))
+    t.largeFrom = f.getInt();
+  if (t.largeFrom < 2)
+    return group->emitError() << "CUDA codegen: llmc.gemm large_from must be at least 2";
+  return t;
+}
+
 // The performance model's view of a GEMV launch over `columns` output
 // columns of `paired` weight rows each: the weights are read once per pass
 // of maxT tokens (rows var: T, or L for an LM head), the activation rows and
@@ -156,11 +207,17 @@ private:
   void cublasLtEntries(int64_t n, int64_t columns, int64_t K, StringRef tokens, StringRef xRows,
                        StringRef x, StringRef w, StringRef proInit, StringRef epiInit,
                        StringRef deqFmt);
+  // `<kSym>_operand`: the activation rows with the prologue applied, into
+  // args.gemm_a (for the tensor-core GEMM and cuBLASLt alike); defined once.
+  void operandEntry(int64_t K, StringRef tokens, StringRef xRows, StringRef x, StringRef proInit);
 
   const GroupIO &io;
   std::string &defs;
   std::vector<ManifestCudaLaunch> &launches;
   ManifestCudaGemm &gemm;
+  bool operandDefined = false;
+  int64_t &operandK = gemm.operand_k;
+  std::string &operandRows = gemm.operand_rows;
 };
 
 LogicalResult GemmGroupEmitter::prologue(Operation *anchor, ArrayRef<Operation *> pro,
@@ -398,23 +455,82 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
   }
   if (!mma)
     return success();
-  defs += entry("gemm", 128, 4,
-                common + llvm::formatv("  gemm_mma<{0}, {1}, {2}, act>({3}, {4}, {5}, {6}, pro, "
-                                       "epi);\n",
-                                       fmt, columns, K, tokens, xRows, x, w)
-                             .str());
-  launches.insert(launches.begin() + numGemv,
-                  launch("gemm", var + ">" + std::to_string(gemvMax),
-                         {cdiv(columns, 64 / rows), "cdiv(" + var + ",64)", "1"}, 128));
-  // Each 64-row tile of tokens reads the weights again (from L2 or DRAM:
-  // the model counts DRAM, so this is an upper bound on bytes); the hot loop
-  // is the K loop, 32 elements a trip, in each of a block's 4 warps.
-  ManifestCudaLaunch &g = launches[numGemv];
-  gemvCost(g, wt, columns, K, rows, var, 64,
-           double((columns + 64 / rows - 1) / (64 / rows)) * 4 * double(K / 32));
-  std::swap(var == "L" ? g.cost.flops.l : g.cost.flops.t,
-            var == "L" ? g.cost.tensor_flops.l : g.cost.tensor_flops.t);
+  // The tensor-core GEMM reads plain activation rows: a fused prologue (the
+  // RMS norm) runs first, once per row, into args.gemm_a, rather than in
+  // every block that reads the row.
+  std::string gemmX = x.str(), gemmRows = xRows.str();
+  const std::string over = var + ">" + std::to_string(gemvMax);
+  size_t at = numGemv;
+  if (proInit != "no_prologue{}") {
+    operandEntry(K, tokens, xRows, x, proInit);
+    launches.insert(launches.begin() + at++, launch("operand", over, {var, "1", "1"}, 128));
+    ManifestCudaLaunch &o = launches[at - 1];
+    o.variant = "the prologue, once per row, into gemm_a";
+    // A row in and out (2 bytes each; the norm's weight, f32, stays in
+    // L2), two passes of 4 warps over its K / 8 groups (the scale, then
+    // the scaled copy; the copy is the hot loop).
+    const double perRow = 2.0 * 2.0 * double(K);
+    (var == "L" ? o.cost.bytes.l : o.cost.bytes.t) = perRow;
+    o.cost.bytes.c = 4.0 * double(K);
+    (var == "L" ? o.cost.flops.l : o.cost.flops.t) = 4.0 * double(K);
+    (var == "L" ? o.cost.trips.l : o.cost.trips.t) = 4.0 * double((K / 8 + 127) / 128);
+    operandK = K;
+    operandRows = var;
+    gemmX = "static_cast<const act *>(a.gemm_a)";
+    gemmRows = "nullptr";
+  }
+  FailureOr<GemmTiles> tiles = gemmTilesOf(io.group);
+  if (failed(tiles))
+    return failure();
+  // One entry per tile: `small` up to large_from - 1 tokens, `large` above.
+  auto gemmEntry = [&](StringRef suffix, std::string when, const GemmTile &t) {
+    // Blocks per SM that __launch_bounds__ asks for: a warp tile of 64
+    // accumulators and its fragments need about 128 registers (8 warps: 2
+    // blocks; 4 warps: 3, since 4 would cap them at 128 and spill on sm_80).
+    const int64_t accumulators = (t.bm / t.wm) * (t.bn / t.wn) / 32;
+    const int minBlocks = t.threads() == 256 ? 2 : accumulators >= 64 ? 3 : 4;
+    defs += entry(suffix, t.threads(), minBlocks,
+                  io.decls +
+                      llvm::formatv("  const {0}_epi epi{1};\n  gemm_mma<{2}, {3}, {4}, act, "
+                                    "gemm_tile<{5}>>({6}, {7}, {8}, {9}, epi);\n",
+                                    kSym, epiInit, fmt, columns, K, t.args(), tokens, gemmRows,
+                                    gemmX, w)
+                          .str());
+    const int perBlock = int(t.bn / rows); // output columns
+    launches.insert(launches.begin() + at,
+                    launch(suffix, when,
+                           {"cdiv(" + var + "," + std::to_string(t.bm) + ")",
+                            cdiv(columns, perBlock), "1"},
+                           t.threads()));
+    ManifestCudaLaunch &g = launches[at++];
+    g.variant = llvm::formatv("gemm tile={0}x{1} warps={2}x{3} stages={4}", t.bm, t.bn, t.wm,
+                              t.wn, t.stages)
+                    .str();
+    gemvCost(g, wt, columns, K, rows, var, int(t.bm),
+             double((columns + perBlock - 1) / perBlock) * double(t.wm * t.wn) * double(K / 32));
+    // Token tiles are the grid's fastest dimension, so the blocks sharing a
+    // weight tile run together and the weight comes from DRAM once per
+    // launch, not once per tile of tokens (the trips stay per tile).
+    std::swap(g.cost.bytes.c, g.cost.bytes.p);
+    std::swap(var == "L" ? g.cost.flops.l : g.cost.flops.t,
+              var == "L" ? g.cost.tensor_flops.l : g.cost.tensor_flops.t);
+  };
+  const std::string from = std::to_string(tiles->largeFrom - 1);
+  gemmEntry("gemm", over + "&&" + var + "<=" + from, tiles->small);
+  gemmEntry("gemm_l", var + ">" + from, tiles->large);
   return success();
+}
+
+void GemmGroupEmitter::operandEntry(int64_t K, StringRef tokens, StringRef xRows, StringRef x,
+                                    StringRef proInit) {
+  if (operandDefined)
+    return;
+  operandDefined = true;
+  defs += entry("operand", 128, 4,
+                io.decls + llvm::formatv("  const auto pro = {0};\n  gemm_operand<{1}, act>({2}, {3}, "
+                                         "{4}, pro, static_cast<act *>(a.gemm_a));\n",
+                                         proInit, K, tokens, xRows, x)
+                               .str());
 }
 
 void GemmGroupEmitter::cublasLtEntries(int64_t n, int64_t columns, int64_t K, StringRef tokens,
@@ -425,11 +541,7 @@ void GemmGroupEmitter::cublasLtEntries(int64_t n, int64_t columns, int64_t K, St
   if (slot.getAsInteger(10, gemm.weight))
     return; // not a plain binding: no cuBLASLt alternative
   std::string var = tokens == "s.num_logits" ? "L" : "T";
-  defs += entry("lt_pre", 128, 4,
-                io.decls + llvm::formatv("  const auto pro = {0};\n  gemm_operand<{1}, act>({2}, {3}, "
-                                         "{4}, pro, static_cast<act *>(a.gemm_a));\n",
-                                         proInit, K, tokens, xRows, x)
-                               .str());
+  operandEntry(K, tokens, xRows, x, proInit);
   defs += entry("lt_epi", 128, 4,
                 io.decls + llvm::formatv("  const {0}_epi epi{1};\n  gemm_epilogue<{2}, {3}>({4}, "
                                          "a.gemm_d, epi);\n",
@@ -439,7 +551,7 @@ void GemmGroupEmitter::cublasLtEntries(int64_t n, int64_t columns, int64_t K, St
   gemm.k = K;
   gemm.columns = columns;
   gemm.rows = var;
-  gemm.pre = (kSym + "_lt_pre").str();
+  gemm.pre = (kSym + "_operand").str();
   gemm.epi = (kSym + "_lt_epi").str();
   if (!deqFmt.empty()) {
     // cuBLASLt multiplies 16-bit operands: the weight, decoded as the GEMV
@@ -452,8 +564,9 @@ void GemmGroupEmitter::cublasLtEntries(int64_t n, int64_t columns, int64_t K, St
     gemm.deq = (kSym + "_lt_deq").str();
   }
   for (ManifestCudaLaunch &l : launches)
-    if (StringRef(l.symbol).ends_with("_gemv") || StringRef(l.symbol).ends_with("_gemv1") ||
-        StringRef(l.symbol).ends_with("_gemm"))
+    if (llvm::any_of(std::initializer_list<StringRef>{"_gemv", "_gemv1", "_operand", "_gemm",
+                                                       "_gemm_l"},
+                     [&](StringRef s) { return StringRef(l.symbol).ends_with(s); }))
       l.impl = "llmc"; // not the RoPE launches after them
 }
 

@@ -306,6 +306,10 @@ absl::Status ParseCuda(const Reader& r, const json& c, ManifestCuda* out) {
                        LLMC_READ(r, k, kf, "split_keys", &kernel->split_keys);
                        LLMC_READ(r, k, kf, "heads", &kernel->heads);
                        LLMC_READ(r, k, kf, "head_dim", &kernel->head_dim);
+                       if (k.contains("operand_k")) {
+                         LLMC_READ(r, k, kf, "operand_k", &kernel->gemm.operand_k);
+                         LLMC_READ(r, k, kf, "operand_rows", &kernel->gemm.operand_rows);
+                       }
                        if (k.contains("gemm")) {
                          const json& g = k["gemm"];
                          std::string gf = kf + ".gemm";
@@ -489,6 +493,10 @@ ojson CudaToJson(const ManifestCuda& c, ojson steps) {
           {"weight", k.gemm.weight}, {"rows", k.gemm.rows}, {"pre", k.gemm.pre},
           {"epi", k.gemm.epi}};
     if (!k.gemm.deq.empty()) kernel["gemm"]["deq"] = k.gemm.deq;
+    if (k.gemm.operand_k > 0) {
+      kernel["operand_k"] = k.gemm.operand_k;
+      kernel["operand_rows"] = k.gemm.operand_rows;
+    }
     kernels.push_back(std::move(kernel));
   }
   ojson j = ojson::object();

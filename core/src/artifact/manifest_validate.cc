@@ -574,9 +574,14 @@ class Validator {
     return absl::OkStatus();
   }
 
-  absl::Status CudaGemm(const ManifestCudaGemm& g, const std::string& f) {
-    if (g.n == 0) return absl::OkStatus();
+  absl::Status CudaGemm(const ManifestCudaGemm& g, const std::string& f, const std::string& kf) {
     constexpr int64_t kMaxDim = int64_t{1} << 24;
+    if (g.operand_k < 0 || g.operand_k > kMaxDim)
+      return Error(kf + ".operand_k", absl::StrCat("is ", g.operand_k, "; expected 0 to ", kMaxDim));
+    if (g.operand_k > 0 && g.operand_rows != "T" && g.operand_rows != "L")
+      return Error(kf + ".operand_rows",
+                   absl::StrCat("is '", g.operand_rows, "'; expected T or L"));
+    if (g.n == 0) return absl::OkStatus();
     for (auto [key, v] :
          {std::pair{"n", g.n}, std::pair{"k", g.k}, std::pair{"columns", g.columns}})
       if (v <= 0 || v > kMaxDim)
@@ -620,7 +625,7 @@ class Validator {
         if (launch.impl == "llmc" && k.gemm.n == 0)
           return Error(lf + ".impl", "is llmc, but the kernel has no gemm to replace it");
       }
-      if (absl::Status st = CudaGemm(k.gemm, f + ".gemm"); !st.ok()) return st;
+      if (absl::Status st = CudaGemm(k.gemm, f + ".gemm", f); !st.ok()) return st;
       if (k.split_keys < 0)
         return Error(f + ".split_keys", absl::StrCat("must be >= 0, got ", k.split_keys));
       if (k.split_keys > 0) {

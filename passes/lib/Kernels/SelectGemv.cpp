@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "llmc/Dialect/LLM/IR/LLMOps.h"
 #include "llmc/Passes/Passes.h"
+#include "Kernels/GemmWeight.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -62,18 +63,9 @@ struct SelectGemvPass : llmc::impl::SelectGemvBase<SelectGemvPass> {
       return signalPassFailure();
     }
     getOperation().walk([&](FusionOp group) {
-      Value weight;
-      for (Operation &op : group.getBody().front()) {
-        if (auto l = dyn_cast<LinearOp>(op))
-          weight = l.getWeight();
-        else if (auto h = dyn_cast<LMHeadOp>(op))
-          weight = h.getWeight();
-        if (weight)
-          break;
-      }
-      if (!weight)
+      WeightType wt = gemmWeightOf(group);
+      if (!wt)
         return;
-      auto wt = cast<WeightType>(weight.getType());
       const int64_t K = wt.getShape()[1];
       const Dp4aShape d = dp4aShapeOf(wt.getFormat());
       // f32 activations promise f32 accuracy: no int8 activations for them.

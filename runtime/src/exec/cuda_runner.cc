@@ -347,31 +347,41 @@ absl::Status CudaRunner::SetUpGemms() {
   const Manifest& m = artifact_->manifest();
   const ManifestCuda& c = m.cuda;
   const std::string& mode = options_.gemm;
-  if (mode.empty() || mode == "llmc") return absl::OkStatus();
+  // The generated GEMMs' A operands (their prologues' output), whatever
+  // runs the GEMMs; cuBLASLt's below may need more.
+  const int64_t elem = CudaActivationBytes(c.activation_dtype);
+  int64_t a_bytes = 0;
+  for (const ManifestCudaKernel& k : c.kernels)
+    if (k.gemm.operand_k > 0)
+      a_bytes = std::max(a_bytes, (k.gemm.operand_rows == "L" ? options_.max_logits
+                                                               : options_.max_batch_tokens) *
+                                      k.gemm.operand_k * elem);
+  // Every way of keeping the generated GEMMs ends here.
+  auto generated = [&](std::string note) {
+    gemm_note_ = std::move(note);
+    if (a_bytes == 0) return absl::OkStatus();
+    return Allocate(size_t(a_bytes), "the GEMMs' A operand", &bindings_.gemm_a);
+  };
+  if (mode.empty() || mode == "llmc") return generated("");
   if (mode != "cublaslt" && mode != "auto")
     return absl::InvalidArgumentError(
         absl::StrCat("--gemm: '", mode, "' is not llmc, cublaslt or auto"));
   bool offered = false;
   for (const ManifestCudaKernel& k : c.kernels) offered |= k.gemm.n > 0;
-  if (!offered) {
-    gemm_note_ =
-        "the generated GEMMs (no GEMM has 16-bit activations, which cuBLASLt would take)";
-    return absl::OkStatus();
-  }
+  if (!offered)
+    return generated(
+        "the generated GEMMs (no GEMM has 16-bit activations, which cuBLASLt would take)");
   if (mode == "auto") {
     std::string path =
         options_.tune_file.empty() ? DefaultTuneFile(artifact_->dir()) : options_.tune_file;
     auto text = ReadWholeFile(path);
-    if (!text.ok()) {
-      gemm_note_ = "the generated GEMMs (no tune file " + path + "; run llmc tune)";
-      return absl::OkStatus();
-    }
+    if (!text.ok())
+      return generated("the generated GEMMs (no tune file " + path + "; run llmc tune)");
     LLMC_ASSIGN_OR_RETURN(GemmTuning tuning, ParseGemmTuning(*text, path));
-    if (tuning.device != device_->info().name) {
-      gemm_note_ = absl::StrCat("the generated GEMMs (", path, " was measured on ", tuning.device,
-                                ", this is ", device_->info().name, "; run llmc tune)");
-      return absl::OkStatus();
-    }
+    if (tuning.device != device_->info().name)
+      return generated(absl::StrCat("the generated GEMMs (", path, " was measured on ",
+                                    tuning.device, ", this is ", device_->info().name,
+                                    "; run llmc tune)"));
     gemm_policy_ = PolicyFromTuning(c, tuning);
   } else {
     gemm_policy_.mode = GemmPolicy::Mode::kCublasLt;
@@ -383,8 +393,7 @@ absl::Status CudaRunner::SetUpGemms() {
   cublaslt_ = *std::move(lt);
 
   // Operands for the largest GEMM: A in the activation type, D in f32.
-  int64_t elem = CudaActivationBytes(c.activation_dtype);
-  int64_t a_bytes = 0, d_bytes = 0, b_bytes = 0;
+  int64_t d_bytes = 0, b_bytes = 0;
   gemm_functions_.assign(c.kernels.size(), {nullptr, nullptr, nullptr});
   for (size_t k = 0; k < c.kernels.size(); ++k) {
     const ManifestCudaGemm& g = c.kernels[k].gemm;

@@ -1,7 +1,8 @@
 // llmc CUDA kernel library: gemm.
 //
-// Prefill GEMM on tensor cores (mma.sync m16n8k16) and the operand and
-// epilogue halves around a cuBLASLt GEMM.
+// The tensor-core GEMM (mma.sync m16n8k16 fed by cp.async and ldmatrix) for
+// prefill and batched decode, and the operand and epilogue halves around a
+// cuBLASLt GEMM.
 //
 // Part of llmc_cuda_kernels.cuh, the header generated kernels include; see
 // README.md beside it for the library as a whole.
@@ -9,173 +10,236 @@
 #define LLMC_CUDA_GEMM_CUH_
 
 #include "llmc_cuda_gemv.cuh"
+#include "llmc_cuda_mma.cuh"
 
 namespace llmc {
 namespace cuda {
 
 //===----------------------------------------------------------------------===//
-// Tensor-core GEMM for prefill: y[t, n] = sum_k x[t, k] w[n, k], 64 tokens x
-// 64 weight rows per block of 4 warps (2 x 2, 32 x 32 each), K in steps of 32
-// (one GGUF block per row), mma.sync.m16n8k16 with Act (half or bf16) inputs
-// and f32 accumulators. The weight tile is dequantized into shared memory as
-// Act; the activation tile goes through the prologue on its way in. With a
-// paired epilogue (kRows = P) a block covers 64 / P output columns.
-// Launch: blockDim = 128, grid = (ceil(NOut / (64 / P)), ceil(T / 64)).
+// Tensor-core GEMM: y[t, n] = sum_k x[t, k] w[n, k] for prefill and batched
+// decode. A block computes Tile::BM tokens x Tile::BN weight rows with
+// WarpsM x WarpsN warps (a warp tile of MI x NI m16n8k16 products), K in
+// steps of 32 through a ring of Tile::Stages shared-memory buffers:
+//  - the activation tile and, for weights already in the activation type,
+//    the weight tile arrive by cp.async, Stages - 1 steps ahead of the
+//    products;
+//  - other weight formats are decoded from global memory (their own bytes:
+//    4-bit weights are read as 4 bits) into the ring after the products of
+//    each step, one step ahead, with their lines prefetched into L2 further
+//    ahead still;
+//  - operands go to registers by ldmatrix from swizzled tiles
+//    (tile32_slot), mma.sync with f32 accumulators;
+//  - the epilogue reads the accumulators where they are: a block's weight
+//    rows are interleaved by part (tile row i is part i % kRows of output
+//    column i / kRows), so a thread holds both parts of a gate/up pair; four
+//    parts take one shuffle.
+// x is plain activation rows (x_rows gathers them; a fused prologue has
+// already run: gemm_operand). Tokens beyond T and columns beyond NOut are
+// zero-filled and not stored, so T need not be a multiple of BM.
+// Launch: blockDim = Tile::Threads, grid = (ceil(T / BM), ceil(NOut / (BN /
+// kRows))): a block's neighbours in launch order share its weight tile, so
+// the weight is read from DRAM about once however many token tiles there are.
 //===----------------------------------------------------------------------===//
+template <int BM_, int BN_, int WarpsM_, int WarpsN_, int Stages_> struct gemm_tile {
+  static constexpr int BM = BM_, BN = BN_, WarpsM = WarpsM_, WarpsN = WarpsN_, Stages = Stages_;
+  static constexpr int BK = 32, Threads = 32 * WarpsM * WarpsN;
+  static constexpr int MI = BM / WarpsM / 16, NI = BN / WarpsN / 8;
+  // 16-byte slots of one stage: the activation tile, then the weight tile.
+  static constexpr int StageSlots = (BM + BN) * 4;
+  static_assert(BM % (16 * WarpsM) == 0 && BN % (16 * WarpsN) == 0,
+                "gemm_tile: warp tiles of whole m16 x n16 blocks");
+  static_assert(BM * 4 % Threads == 0 && BN * 4 % Threads == 0,
+                "gemm_tile: every thread copies the same number of 16-byte chunks");
+  static_assert(Stages >= 2, "gemm_tile: at least two stages");
+  static_assert(Stages * StageSlots * 16 <= 48 * 1024, "gemm_tile: over 48 KB of shared memory");
+};
+
 namespace detail {
-template <class Act> struct mma_op;
-template <> struct mma_op<__half> {
-  __device__ static void run(float (&c)[4], const u32 (&a)[4], const u32 (&b)[2]) {
-#ifdef LLMC_CUDA_EMULATE // test/cuda-emu: the warp's fragments combined on the CPU
-    llmc_emu::mma_m16n8k16(c, a, b, /*bf16=*/false);
-#else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-  }
-};
-template <> struct mma_op<__nv_bfloat16> {
-  __device__ static void run(float (&c)[4], const u32 (&a)[4], const u32 (&b)[2]) {
-#ifdef LLMC_CUDA_EMULATE // test/cuda-emu: the warp's fragments combined on the CPU
-    llmc_emu::mma_m16n8k16(c, a, b, /*bf16=*/true);
-#else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-  }
-};
+// Weights whose bytes are already the activation type: copied, not decoded.
+template <class Fmt, class Act> struct raw_weight { static constexpr bool value = false; };
+template <> struct raw_weight<fmt::bf16, __nv_bfloat16> { static constexpr bool value = true; };
+template <> struct raw_weight<fmt::f16, __half> { static constexpr bool value = true; };
 } // namespace detail
 
-template <class Fmt, int NOut, int K, class Act, class Pro, class Epi>
+template <class Fmt, int NOut, int K, class Act, class Tile, class Epi>
 __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
-                         const void* __restrict__ w, const Pro& pro, const Epi& epi) {
+                         const void* __restrict__ w, const Epi& epi) {
   static_assert(is_same<Act, __half>::value || is_same<Act, __nv_bfloat16>::value,
                 "gemm_mma: activations must be half or bf16 (f32 activations use gemv)");
   static_assert(K % 32 == 0, "gemm_mma: K must be a multiple of 32");
   static_assert(Fmt::block_elems == 1 || K % Fmt::block_elems == 0, "gemm_mma: K splits a block");
-  constexpr int BM = 64, BN = 64, BK = 32, LDS = BK / 2 + 4; // row stride in u32 (80 bytes)
-  constexpr int P = Epi::kRows, BNO = BN / P, LDC = BN + 4;
-  static_assert(BN % P == 0, "gemm_mma: kRows must divide 64");
-  __shared__ __align__(16) u32 As[BM * LDS];
-  __shared__ __align__(16) u32 Ws[BN * LDS];
-  __shared__ float Cs[BM * LDC];
-  __shared__ float rs[BM];
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int gid = lane >> 2, t4 = lane & 3, wm = warp >> 1, wn = warp & 1;
-  const int n0 = blockIdx.x * BNO, t0 = blockIdx.y * BM;
+  constexpr int BM = Tile::BM, BN = Tile::BN, S = Tile::Stages, MI = Tile::MI, NI = Tile::NI;
+  constexpr int P = Epi::kRows, BNO = BN / P, KT = K / 32;
+  constexpr int AL = BM * 4 / Tile::Threads, BL = BN * 4 / Tile::Threads;
+  constexpr bool kRaw = detail::raw_weight<Fmt, Act>::value;
+  static_assert(P == 1 || P == 2 || P == 4, "gemm_mma: kRows must be 1, 2 or 4");
+  static_assert(NI % 2 == 0, "gemm_mma: weight fragments come in pairs (ldmatrix x4)");
+  __shared__ __align__(128) uint4 smem[S * Tile::StageSlots];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / Tile::WarpsN, wn = warp % Tile::WarpsN;
+  const int t0 = blockIdx.x * BM, n0 = blockIdx.y * BNO;
 
-  if constexpr (Pro::kRowScale) {
-    for (int r = warp; r < BM; r += 4) {
-      const int t = t0 + r;
-      float s = 0.0f;
-      if (t < T) s = pro.row_scale(x + static_cast<i64>(x_rows ? x_rows[t] : t) * K);
-      if (lane == 0) rs[r] = s;
+  // This thread's 16-byte chunks of every stage: chunk i = tid + j * Threads
+  // is row i / 4, chunk i % 4 (8 elements) of the tile. A token row past T
+  // copies zeros. Its address is recomputed at each copy, not kept: x_rows
+  // is a literal nullptr in all but an LM head, so that folds to a multiply,
+  // and pointers per chunk would cost registers the accumulators need.
+  auto a_src = [&](int j, int kt, bool& valid) {
+    const int i = tid + j * Tile::Threads, t = t0 + (i >> 2);
+    valid = t < T;
+    return x + (valid ? static_cast<i64>(x_rows ? x_rows[t] : t) * K : 0) + kt * 32 + (i & 3) * 8;
+  };
+  // The weight rows: chunk j's row is Threads / 4 tile rows past chunk 0's,
+  // Threads / (4 P) output columns on, so one pointer and a count of valid
+  // chunks hold them all (Epi::row is linear in the column; a pointer each
+  // would cost registers the accumulators need).
+  constexpr int kColStep = Tile::Threads / 4 / P;
+  static_assert(Tile::Threads / 4 % P == 0, "gemm_mma: a thread's rows are parts of one column");
+  const int col0 = n0 + (tid >> 2) / P;
+  const u8* wrow0 = weight_row<Fmt>(w, col0 < NOut ? Epi::row(col0, (tid >> 2) % P) : 0, K);
+  const int bvalid = col0 < NOut ? min(BL, (NOut - 1 - col0) / kColStep + 1) : 0;
+  auto brow = [&](int j) { return wrow0 + Fmt::row_bytes(K) * j * kColStep; };
+
+  auto copy_stage = [&](int kt, uint4* sa) { // the cp.async half of step kt's stage
+#pragma unroll
+    for (int j = 0; j < AL; ++j) {
+      const int i = tid + j * Tile::Threads;
+      bool valid;
+      const Act* src = a_src(j, kt, valid);
+      cp_async16(sa + tile32_slot(i >> 2, i & 3), src, valid);
     }
-    __syncthreads();
-  }
-  // This thread's rows of the tiles: activation row tid / 2 (16 elements at
-  // (tid & 1) * 16), weight row tid / 2 likewise.
-  const int ar = tid >> 1, ah = tid & 1;
-  const int at = t0 + ar;
-  const Act* xrow = at < T ? x + static_cast<i64>(x_rows ? x_rows[at] : at) * K : nullptr;
-  const int wj = ar % BNO, wp = ar / BNO;
-  const bool wvalid = n0 + wj < NOut;
-  const u8* wrow = weight_row<Fmt>(w, wvalid ? Epi::row(n0 + wj, wp) : 0, K);
+    if constexpr (kRaw) {
+#pragma unroll
+      for (int j = 0; j < BL; ++j) {
+        const int i = tid + j * Tile::Threads;
+        cp_async16(sa + BM * 4 + tile32_slot(i >> 2, i & 3),
+                   j < bvalid ? brow(j) + (kt * 32 + (i & 3) * 8) * 2 : w, j < bvalid);
+      }
+    }
+  };
+  auto decode_stage = [&](int kt, uint4* sa) { // a decoded weight's half of step kt
+    uint4* sb = sa + BM * 4;
+#pragma unroll
+    for (int j = 0; j < BL; ++j) {
+      const int i = tid + j * Tile::Threads;
+      float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+      if (j < bvalid) {
+        Fmt::decode8(brow(j), kt * 4 + (i & 3), v);
+        // Far enough ahead for DRAM's latency to be over by the time it is
+        // decoded: one line per row, from the thread that decodes chunk 0.
+        if ((i & 3) == 0 && kt + 2 * S < KT)
+          prefetch_l2(brow(j) + Fmt::row_bytes(32 * (kt + 2 * S)));
+      }
+      sb[tile32_slot(i >> 2, i & 3)] =
+          make_uint4(pack2<Act>(v[0], v[1]), pack2<Act>(v[2], v[3]), pack2<Act>(v[4], v[5]),
+                     pack2<Act>(v[6], v[7]));
+    }
+  };
 
-  float acc[2][4][4];
+  float acc[MI][NI][4];
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < MI; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < NI; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
-  for (int k0 = 0; k0 < K; k0 += BK) {
+  // Where this lane's ldmatrix rows start, in 16-byte slots of a stage, and
+  // its chunk of each k16 half: the swizzle term (row / 2 % 4) depends only
+  // on the lane, since warp tiles and fragments start at multiples of 16
+  // rows.
+  const int arow0 = wm * (BM / Tile::WarpsM) + (lane & 15);
+  const int brow0 = BM + wn * (BN / Tile::WarpsN) + (lane & 7) + ((lane >> 4) << 3);
+  int achunk[2], bchunk[2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int g = (k0 >> 3) + ah * 2 + h; // 8-group index along K
-      float v[8];
-      if (xrow) {
-        load8(xrow + 8 * g, v);
-        if constexpr (Pro::kColScale) {
-          float c[8];
-          pro.col8(g, c);
-#pragma unroll
-          for (int i = 0; i < 8; ++i) v[i] *= c[i];
-        }
-        if constexpr (Pro::kRowScale) {
-#pragma unroll
-          for (int i = 0; i < 8; ++i) v[i] *= rs[ar];
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = 0.0f;
-      }
-      uint4 pa = make_uint4(pack2<Act>(v[0], v[1]), pack2<Act>(v[2], v[3]), pack2<Act>(v[4], v[5]),
-                            pack2<Act>(v[6], v[7]));
-      *reinterpret_cast<uint4*>(&As[ar * LDS + (ah * 2 + h) * 4]) = pa;
-      if (wvalid) {
-        Fmt::decode8(wrow, g, v);
-      } else {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = 0.0f;
-      }
-      uint4 pw = make_uint4(pack2<Act>(v[0], v[1]), pack2<Act>(v[2], v[3]), pack2<Act>(v[4], v[5]),
-                            pack2<Act>(v[6], v[7]));
-      *reinterpret_cast<uint4*>(&Ws[ar * LDS + (ah * 2 + h) * 4]) = pw;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < BK / 2; kk += 8) { // two k16 steps, in u32 units
-      u32 a[2][4], b[4][2];
-#pragma unroll
-      for (int mi = 0; mi < 2; ++mi) {
-        const int r = wm * 32 + mi * 16 + gid;
-        a[mi][0] = As[r * LDS + kk + t4];
-        a[mi][1] = As[(r + 8) * LDS + kk + t4];
-        a[mi][2] = As[r * LDS + kk + 4 + t4];
-        a[mi][3] = As[(r + 8) * LDS + kk + 4 + t4];
-      }
-#pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        const int c = wn * 32 + ni * 8 + gid;
-        b[ni][0] = Ws[c * LDS + kk + t4];
-        b[ni][1] = Ws[c * LDS + kk + 4 + t4];
-      }
-#pragma unroll
-      for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < 4; ++ni) detail::mma_op<Act>::run(acc[mi][ni], a[mi], b[ni]);
-    }
-    __syncthreads();
+  for (int kk = 0; kk < 2; ++kk) {
+    achunk[kk] = (2 * kk + (lane >> 4)) ^ ((arow0 >> 1) & 3);
+    bchunk[kk] = (2 * kk + ((lane >> 3) & 1)) ^ ((brow0 >> 1) & 3);
   }
-  // Stage the tile so that the epilogue sees all kRows parts of a column.
+
+  // Fill the pipeline: steps 0 .. S-2 in flight (decoded weights: only
+  // step 0, the loop decodes one step ahead).
 #pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni) {
-      const int r = wm * 32 + mi * 16 + gid, c = wn * 32 + ni * 8 + t4 * 2;
-      Cs[r * LDC + c] = acc[mi][ni][0];
-      Cs[r * LDC + c + 1] = acc[mi][ni][1];
-      Cs[(r + 8) * LDC + c] = acc[mi][ni][2];
-      Cs[(r + 8) * LDC + c + 1] = acc[mi][ni][3];
-    }
-  __syncthreads();
-  for (int i = tid; i < BM * BNO; i += 128) {
-    const int r = i / BNO, j = i % BNO;
-    if (t0 + r < T && n0 + j < NOut) {
-      float v[P];
-#pragma unroll
-      for (int p = 0; p < P; ++p) v[p] = Cs[r * LDC + p * BNO + j];
-      epi(t0 + r, n0 + j, v);
-    }
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < KT) copy_stage(s, smem + s * Tile::StageSlots);
+    cp_async_commit();
   }
+  if constexpr (!kRaw) decode_stage(0, smem);
+
+  // The stage step kt reads, and the one step kt + S - 1 fills (step
+  // kt - 1's), rotating without a division.
+  int rd = 0, wr = S - 1;
+  for (int kt = 0; kt < KT; ++kt) {
+    cp_async_wait<S - 2>(); // this thread's copies of step kt have landed
+    __syncthreads();        // everyone's, and step kt - 1's readers are done
+    if (kt + S - 1 < KT) copy_stage(kt + S - 1, smem + wr * Tile::StageSlots);
+    cp_async_commit();
+    const uint4* st = smem + rd * Tile::StageSlots;
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) { // the two k16 halves: chunks 2 kk, 2 kk + 1
+      u32 a[MI][4], b[NI][2];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+        ldmatrix_x4(a[mi], st + (arow0 + mi * 16) * 4 + achunk[kk]);
+#pragma unroll
+      for (int nj = 0; nj < NI / 2; ++nj) {
+        u32 r[4];
+        ldmatrix_x4(r, st + (brow0 + nj * 16) * 4 + bchunk[kk]);
+        b[2 * nj][0] = r[0], b[2 * nj][1] = r[1], b[2 * nj + 1][0] = r[2], b[2 * nj + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) detail::mma_op<Act>::run(acc[mi][ni], a[mi], b[ni]);
+    }
+    rd = rd + 1 == S ? 0 : rd + 1;
+    // Step kt + 1's decoded weights, into the stage it reads (filled with
+    // activations by cp.async; its readers passed this step's barrier),
+    // while other warps multiply.
+    if constexpr (!kRaw)
+      if (kt + 1 < KT) decode_stage(kt + 1, smem + rd * Tile::StageSlots);
+    wr = wr + 1 == S ? 0 : wr + 1;
+  }
+  cp_async_wait<0>();
+
+  // Epilogue from the accumulators: c[2h], c[2h + 1] are token row
+  // gid + 8h of the fragment and tile rows 2 t4, 2 t4 + 1.
+  const int gid = lane >> 2, t4 = lane & 3;
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) {
+      const int r = t0 + wm * (BM / Tile::WarpsM) + mi * 16 + gid;
+      const int c = wn * (BN / Tile::WarpsN) + ni * 8 + 2 * t4; // tile row, even
+      const float* v = acc[mi][ni];
+      if constexpr (P == 1) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          if (r + 8 * h < T) {
+            if (n0 + c < NOut) epi(r + 8 * h, n0 + c, {v[2 * h]});
+            if (n0 + c + 1 < NOut) epi(r + 8 * h, n0 + c + 1, {v[2 * h + 1]});
+          }
+      } else if constexpr (P == 2) {
+        const int col = n0 + c / 2;
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          if (r + 8 * h < T && col < NOut) epi(r + 8 * h, col, {v[2 * h], v[2 * h + 1]});
+      } else {
+        // Parts 0, 1 sit in the even lane of a pair, 2, 3 in the odd one:
+        // the even lane stores row gid, the odd lane row gid + 8.
+        float o[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[e] = __shfl_xor_sync(0xffffffffu, v[e], 1);
+        const bool odd = t4 & 1;
+        const int col = n0 + (c >> 2), row = r + (odd ? 8 : 0);
+        if (row < T && col < NOut) {
+          if (odd)
+            epi(row, col, {o[2], o[3], v[2], v[3]});
+          else
+            epi(row, col, {v[0], v[1], o[0], o[1]});
+        }
+      }
+    }
 }
 
 //===----------------------------------------------------------------------===//

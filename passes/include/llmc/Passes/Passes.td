@@ -424,6 +424,44 @@ def SelectGemv : Pass<"llmc-select-gemv", "::mlir::ModuleOp"> {
   let dependentDialects = ["::llmc::llm::LLMDialect"];
 }
 
+def SelectGemmTiles : Pass<"llmc-select-gemm-tiles", "::mlir::ModuleOp"> {
+  let summary = "choose the tiles of the CUDA tensor-core GEMM of every GEMM group";
+  let description = [{
+    A group anchored on `llm.linear` or `llm.lm_head` runs, above
+    `max_tokens_gemv` tokens with 16-bit activations, the tensor-core GEMM
+    `gemm_mma` (llmc_cuda_gemm.cuh) with one of two tiles, each
+    `[tokens, weight rows, warps along tokens, warps along rows, stages]`:
+
+    - `small`, up to `large_from - 1` tokens (batched decode, short
+      prompts): 64 tokens, weight rows halved from 128 (down to 64) until
+      the weight tiles alone give every SM a block;
+    - `large`, from `large_from` tokens (prefill): 128 tokens x 128 rows,
+      8 warps, 3 stages of 32 elements along K; 128 x 64, 4 warps, 4
+      stages for weights of fewer than 64 x sms rows (a 4,096-row
+      projection), so that 512 tokens still fill every SM twice.
+
+    ```mlir
+    %r = llm.fusion "layers.0.attn.o" (%a, %h) {llmc.gemm = {
+        large = array<i64: 128, 128, 2, 4, 3>, large_from = 129 : i64,
+        small = array<i64: 64, 64, 2, 2, 4>}} : ...
+    ```
+
+    The CUDA emitter follows the attribute (without it: these defaults for
+    132 SMs); `--emit=kernels` and the kernel report show each launch's tile.
+    f32 activations have no tensor-core GEMM: no attribute.
+  }];
+  let options = [
+    Option<"activationType", "activation-type", "std::string", /*default=*/"\"bf16\"",
+           "the CUDA activations: bf16, f16 or f32 (f32: no GEMM, no attribute)">,
+    Option<"sms", "sms", "int64_t", /*default=*/"132",
+           "streaming multiprocessors of the target GPU (H100/H200: 132)">,
+  ];
+  let statistics = [
+    Statistic<"numGroups", "num-groups", "GEMM groups given tiles">
+  ];
+  let dependentDialects = ["::llmc::llm::LLMDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//

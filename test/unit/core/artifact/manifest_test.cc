@@ -467,6 +467,30 @@ TEST(ManifestCuda, Launches) {
               }).ok());
 }
 
+TEST(ManifestCuda, GeneratedGemmOperand) {
+  // The generated GEMM's A operand (a fused prologue's output): its shape
+  // round-trips without any cuBLASLt GEMM (n 0), and bad values are named.
+  absl::StatusOr<Manifest> ok = CudaRoundTrip([](Manifest& m) {
+    m.cuda.kernels[2].gemm.operand_k = 64;
+    m.cuda.kernels[2].gemm.operand_rows = "L";
+  });
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->cuda.kernels[2].gemm.n, 0);
+  EXPECT_EQ(ok->cuda.kernels[2].gemm.operand_k, 64);
+  EXPECT_EQ(ok->cuda.kernels[2].gemm.operand_rows, "L");
+  EXPECT_EQ(ok->cuda.kernels[0].gemm.operand_k, 0);
+  ExpectError(CudaRoundTrip([](Manifest& m) {
+                m.cuda.kernels[2].gemm.operand_k = 64;
+                m.cuda.kernels[2].gemm.operand_rows = "S";
+              }),
+              {kPath, "cuda.kernels[2].operand_rows is 'S'; expected T or L"});
+  ExpectError(CudaRoundTrip([](Manifest& m) {
+                m.cuda.kernels[2].gemm.operand_k = int64_t{1} << 25;
+                m.cuda.kernels[2].gemm.operand_rows = "T";
+              }),
+              {"cuda.kernels[2].operand_k is 33554432; expected 0 to 16777216"});
+}
+
 TEST(ManifestCuda, CublasLtGemm) {
   // The LM head (kernel 2) offering a cuBLASLt GEMM in place of its own.
   auto offer = [](Manifest& m) -> ManifestCudaGemm& {

@@ -99,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) epi_f32(int T, const float*
 extern "C" __global__ void __launch_bounds__(128, 4) epi_f16(int T, const __half* x, const void* w, const __half* r, __half* y) { body(T, x, w, r, y); }
 extern "C" __global__ void __launch_bounds__(128, 4) epi_bf16(int T, const __nv_bfloat16* x, const void* w, const __nv_bfloat16* r, __nv_bfloat16* y) { body(T, x, w, r, y); }
 extern "C" __global__ void __launch_bounds__(128, 4) epi_mma_f16(int T, const __half* x, const void* w, const __half* r, __half* y) {
-  gemm_mma<fmt::q8_0, 64, 256, __half>(T, nullptr, x, w, no_prologue{}, generated_epilogue<__half, 64>{r, y});
+  gemm_mma<fmt::q8_0, 64, 256, __half, gemm_tile<64, 64, 2, 2, 4>>(T, nullptr, x, w, generated_epilogue<__half, 64>{r, y});
 }
 )";
   llvm::SmallString<128> dir;

@@ -7,9 +7,8 @@
 // the CUDA emitter will (extern "C" __global__ wrappers around __device__
 // templates, fused epilogues as functors), compiles each with NVRTC for sm_80
 // and sm_90, runs ptxas -v over every kernel and prints the table. Asserts no
-// compile error and no spills in the GEMV, norm, RoPE, cache-write, embedding
-// and attention kernels; the tensor-core GEMM's spills are printed, not
-// asserted.
+// compile error and no spills in any kernel (GEMV, tensor-core GEMM in each
+// of its tiles, norm, RoPE, cache writes, embedding, attention).
 //
 // Numerics are NOT checked here (no GPU on the build machines): this proves
 // the templates instantiate, compile and fit in registers, nothing more.
@@ -165,23 +164,34 @@ extern "C" __global__ void LB gemv_t8_gate_up_silu_$N(int T, const A* x, const v
              v);
     if (m.act != "float")
       s += sub(R"(
-// Prefill GEMMs on tensor cores.
-extern "C" __global__ void LB gemm_qkv_norm_$N(int T, const A* x, const void* w, const void* nw, A* y) {
-  gemm_mma<fmt::$F, $QKV, $H, A>(T, nullptr, x, w, rms_norm_prologue<$H>{nw, 1e-5f},
-                                 store_epilogue<$QKV, A>{y});
+// Prefill GEMMs on tensor cores: the norm into the A operand first, then
+// the GEMM in each tile llmc-select-gemm-tiles picks (64-token tiles of 64
+// or 128 weight rows; 128-token tiles of 64 or 128).
+extern "C" __global__ void LB gemm_operand_norm_$N(int T, const A* x, const void* nw, A* a) {
+  gemm_operand<$H, A>(T, nullptr, x, rms_norm_prologue<$H>{nw, 1e-5f}, a);
+}
+#define LB256 __launch_bounds__(256, 2)
+#define LB3 __launch_bounds__(128, 3)
+extern "C" __global__ void LB gemm_qkv_$N(int T, const A* x, const void* w, A* y) {
+  gemm_mma<fmt::$F, $QKV, $H, A, gemm_tile<64, 64, 2, 2, 4>>(T, nullptr, x, w, store_epilogue<$QKV, A>{y});
+}
+extern "C" __global__ void LB3 gemm_l_qkv_$N(int T, const A* x, const void* w, A* y) {
+  gemm_mma<fmt::$F, $QKV, $H, A, gemm_tile<128, 64, 2, 2, 4>>(T, nullptr, x, w, store_epilogue<$QKV, A>{y});
 }
 extern "C" __global__ void LB gemm_o_residual_$N(int T, const A* x, const void* w, const A* r, A* y) {
-  gemm_mma<fmt::$F, $H, $Q, A>(T, nullptr, x, w, no_prologue{}, residual_epilogue<$H>{r, y});
+  gemm_mma<fmt::$F, $H, $Q, A, gemm_tile<64, 64, 2, 2, 4>>(T, nullptr, x, w, residual_epilogue<$H>{r, y});
 }
-extern "C" __global__ void LB gemm_gate_up_silu_$N(int T, const A* x, const void* w, const void* nw, A* y) {
-  gemm_mma<fmt::$F, $I, $H, A>(T, nullptr, x, w, rms_norm_prologue<$H>{nw, 1e-5f},
-                               silu_mul_epilogue<$I, A>{y});
+extern "C" __global__ void LB3 gemm_gate_up_silu_$N(int T, const A* x, const void* w, A* y) {
+  gemm_mma<fmt::$F, $I, $H, A, gemm_tile<64, 128, 2, 2, 4>>(T, nullptr, x, w, silu_mul_epilogue<$I, A>{y});
 }
-extern "C" __global__ void LB gemm_down_residual_$N(int T, const A* x, const void* w, const A* r, A* y) {
-  gemm_mma<fmt::$F, $H, $I, A>(T, nullptr, x, w, no_prologue{}, residual_epilogue<$H>{r, y});
+extern "C" __global__ void LB256 gemm_l_gate_up_silu_$N(int T, const A* x, const void* w, A* y) {
+  gemm_mma<fmt::$F, $I, $H, A, gemm_tile<128, 128, 2, 4, 3>>(T, nullptr, x, w, silu_mul_epilogue<$I, A>{y});
 }
-extern "C" __global__ void LB gemm_lm_head_$N(step_info s, const A* x, const void* w, float* l) {
-  gemm_mma<fmt::$F, $V, $H, A>(s.num_logits, s.logits_rows, x, w, no_prologue{}, logits_epilogue<$V>{l});
+extern "C" __global__ void LB3 gemm_l_down_residual_$N(int T, const A* x, const void* w, const A* r, A* y) {
+  gemm_mma<fmt::$F, $H, $I, A, gemm_tile<128, 64, 2, 2, 4>>(T, nullptr, x, w, residual_epilogue<$H>{r, y});
+}
+extern "C" __global__ void LB256 gemm_l_lm_head_$N(step_info s, const A* x, const void* w, float* l) {
+  gemm_mma<fmt::$F, $V, $H, A, gemm_tile<128, 128, 2, 4, 3>>(s.num_logits, s.logits_rows, x, w, logits_epilogue<$V>{l});
 }
 )",
                v);
@@ -195,8 +205,9 @@ std::string tempDir() {
   return std::string(dir.str());
 }
 
-// Kernels that must not spill: everything but the tensor-core GEMM.
-bool mustNotSpill(const std::string &kernel) { return kernel.rfind("gemm_", 0) != 0; }
+// Kernels that must not spill: all of them (the tensor-core GEMM too, since
+// its tiles and __launch_bounds__ leave room for its accumulators).
+bool mustNotSpill(const std::string &) { return true; }
 
 void compileAndCheck(const Shape &m) {
   const NVRTCCompiler *c = compiler();

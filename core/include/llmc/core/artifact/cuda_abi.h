@@ -20,8 +20,10 @@ extern "C" {
  * a tensor-parallel rank too, not the activation type). 4: `scratch` holds
  * the split attention's ticket counters before its partials (a runtime that
  * sizes scratch for partials only would be overrun). 5: `gemm_b`, the
- * dequantized weight of a cuBLASLt GEMM over quantized weights. */
-#define LLMC_CUDA_ABI_VERSION 5
+ * dequantized weight of a cuBLASLt GEMM over quantized weights. 6: `gemm_a`
+ * also holds the generated tensor-core GEMM's A operand (the manifest's
+ * operand_k), not only cuBLASLt's. */
+#define LLMC_CUDA_ABI_VERSION 6
 
 /* Most bindings of one kind a launch may have. */
 #define LLMC_CUDA_MAX_BUFFERS 12

@@ -1,0 +1,72 @@
+//===- SelectGemmTiles.cpp - the tensor-core GEMM tiles of every group ----===//
+//
+// See Passes.td (llmc-select-gemm-tiles). The tile a GEMM runs with decides
+// how many blocks fill the GPU and how often each weight and activation
+// byte is read; like the GEMV variant it is chosen here, in the IR, where
+// `--emit=kernels` shows it and tuning can change it.
+//
+//===----------------------------------------------------------------------===//
+#include "llmc/Dialect/LLM/IR/LLMOps.h"
+#include "llmc/Passes/Passes.h"
+#include "Kernels/GemmWeight.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+namespace llmc {
+#define GEN_PASS_DEF_SELECTGEMMTILES
+#include "llmc/Passes/Passes.h.inc"
+} // namespace llmc
+
+using namespace mlir;
+using namespace llmc::llm;
+
+namespace {
+
+// Token counts above this run the large tile.
+constexpr int64_t kLargeFromTokens = 129;
+
+struct SelectGemmTilesPass : llmc::impl::SelectGemmTilesBase<SelectGemmTilesPass> {
+  using SelectGemmTilesBase::SelectGemmTilesBase;
+
+  void runOnOperation() override {
+    if (activationType == "f32")
+      return; // no tensor-core GEMM: every token count runs the GEMV
+    if (sms < 1) {
+      getOperation().emitError() << "llmc-select-gemm-tiles: sms must be positive, not "
+                                 << int64_t(sms);
+      return signalPassFailure();
+    }
+    getOperation().walk([&](FusionOp group) {
+      WeightType wt = gemmWeightOf(group);
+      if (!wt)
+        return;
+      const int64_t rows = wt.getShape()[0];
+      // Small batches (decode of up to 128 sequences, short prompts) are
+      // bound by the weight stream: 64 tokens a tile, and weight tiles as
+      // wide as keep every SM busy, at least 64 rows (narrower ones read the
+      // activation tile from L2 more often than the weights from DRAM).
+      int64_t bn = 128;
+      while (bn > 64 && (rows + bn - 1) / bn < int64_t(sms))
+        bn /= 2;
+      // Four stages of 64 + bn rows of 64 bytes fit 48 KB up to bn = 128.
+      Builder b(group.getContext());
+      SmallVector<NamedAttribute> fields;
+      fields.push_back(b.getNamedAttr("small", b.getDenseI64ArrayAttr({64, bn, 2, 2, 4})));
+      // Prefill: 128 tokens a tile, warp tiles of 64 x 32; 128 weight rows
+      // (8 warps, three stages in 48 KB) where there are enough weight
+      // tiles for half a wave of blocks at 2 per SM by themselves, else 64
+      // (4 warps, four stages in 48 KB) so that a 4,096-row projection at
+      // 512 tokens still gives every SM two blocks.
+      const bool wide = rows >= 128 * int64_t(sms) / 2;
+      fields.push_back(b.getNamedAttr(
+          "large", b.getDenseI64ArrayAttr(wide ? ArrayRef<int64_t>{128, 128, 2, 4, 3}
+                                               : ArrayRef<int64_t>{128, 64, 2, 2, 4})));
+      fields.push_back(b.getNamedAttr("large_from", b.getI64IntegerAttr(kLargeFromTokens)));
+      group->setAttr("llmc.gemm", b.getDictionaryAttr(fields));
+      ++numGroups;
+    });
+  }
+};
+
+} // namespace

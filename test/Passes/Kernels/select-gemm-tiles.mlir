@@ -1,0 +1,52 @@
+// llmc-select-gemm-tiles: each GEMM group gets `llmc.gemm`, the tiles of the
+// tensor-core GEMM the CUDA emitter follows. small (up to large_from - 1
+// tokens): 64 tokens x 128 weight rows, halved to 64 while the weight tiles
+// alone would leave SMs without a block (132 SMs: 16,896 rows keep 128,
+// 8,192 drop to 64, and 64 is the floor). large: 128 x 128 for weights of
+// at least 64 x 132 rows, else 128 x 64. f32 activations: no GEMM, no
+// attribute; groups without a GEMM get nothing.
+//
+// RUN: llmc-opt %s --llmc-select-gemm-tiles | FileCheck %s
+// RUN: llmc-opt %s "--llmc-select-gemm-tiles=sms=64" | FileCheck %s --check-prefix=SMS64
+// RUN: llmc-opt %s --llmc-select-gemm-tiles=activation-type=f32 | FileCheck %s --check-prefix=F32
+// RUN: not llmc-opt %s "--llmc-select-gemm-tiles=sms=0" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// CHECK-LABEL: func.func @step
+// CHECK: llm.fusion "rows16896"{{.*}}llmc.gemm = {large = array<i64: 128, 128, 2, 4, 3>, large_from = 129 : i64, small = array<i64: 64, 128, 2, 2, 4>}
+// CHECK: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 2, 2, 4>, large_from = 129 : i64, small = array<i64: 64, 64, 2, 2, 4>}
+// CHECK: llm.fusion "rows256"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 2, 2, 4>, large_from = 129 : i64, small = array<i64: 64, 64, 2, 2, 4>}
+// CHECK-NOT: llmc.gemm
+// CHECK: return
+
+// With 64 SMs, 8,192 rows are enough for 128-row tiles in both.
+// SMS64: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 128, 2, 4, 3>, large_from = 129 : i64, small = array<i64: 64, 128, 2, 2, 4>}
+// F32-LABEL: func.func @step
+// F32-NOT: llmc.gemm
+// F32: return
+// BAD: llmc-select-gemm-tiles: sms must be positive, not 0
+func.func @step(%x: tensor<?x64xf32>) -> tensor<?x256xf32> {
+  %a = llm.fusion "rows16896"(%x) : (tensor<?x64xf32>) -> tensor<?x16896xf32> {
+  ^bb0(%i: tensor<?x64xf32>):
+    %w = llm.weight "a" : !llm.weight<16896x64, q4_0>
+    %y = llm.linear %i, %w : tensor<?x64xf32>, !llm.weight<16896x64, q4_0> -> tensor<?x16896xf32>
+    llm.yield %y : tensor<?x16896xf32>
+  }
+  %b = llm.fusion "rows8192"(%x) : (tensor<?x64xf32>) -> tensor<?x8192xf32> {
+  ^bb0(%i: tensor<?x64xf32>):
+    %w = llm.weight "b" : !llm.weight<8192x64, bf16>
+    %y = llm.linear %i, %w : tensor<?x64xf32>, !llm.weight<8192x64, bf16> -> tensor<?x8192xf32>
+    llm.yield %y : tensor<?x8192xf32>
+  }
+  %c = llm.fusion "rows256"(%x) : (tensor<?x64xf32>) -> tensor<?x256xf32> {
+  ^bb0(%i: tensor<?x64xf32>):
+    %w = llm.weight "c" : !llm.weight<256x64, q8_0>
+    %y = llm.linear %i, %w : tensor<?x64xf32>, !llm.weight<256x64, q8_0> -> tensor<?x256xf32>
+    llm.yield %y : tensor<?x256xf32>
+  }
+  %d = llm.fusion "add"(%c, %c) : (tensor<?x256xf32>, tensor<?x256xf32>) -> tensor<?x256xf32> {
+  ^bb0(%i: tensor<?x256xf32>, %j: tensor<?x256xf32>):
+    %y = llm.add %i, %j : tensor<?x256xf32>
+    llm.yield %y : tensor<?x256xf32>
+  }
+  return %d : tensor<?x256xf32>
+}
