@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 // Kernels: the wrappers the emitter would write (as in cuda_kernels_test.cpp).
 //===----------------------------------------------------------------------===//
-// The halves around a cuBLASLt GEMM, as the emitter's lt_pre / lt_epi entries.
+// The halves around a cuBLASLt GEMM, as the emitter's operand / lt_epi entries.
 template <class A, int K, class WF>
 __global__ void LB operand_norm(int rows, const int* x_rows, const A* x, const void* nw, A* a) {
   const auto pro = lc::rms_norm_prologue<K, WF>{nw, kEps};
