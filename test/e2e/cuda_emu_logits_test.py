@@ -11,7 +11,9 @@ cuLaunchKernel of `llmc-rt logits --backend=cuda` through it. The logits of a
 prefill (the tensor-core GEMM path: T > 8) and of decode steps (the GEMV
 path) are compared with the float64 reference (test/reference) on the same
 weights. One case runs past 256 tokens of context, so attention splits and
-their merge in the last block of each head run too; prefills past 16 tokens take the
+their merge in the last block of each head run too; prefills past 128 tokens take
+the GEMM's 128-token tiles (one with gate/up rows enough for the 128 x 128,
+8-warp tile); prefills past 16 tokens take the
 flash-attention kernel, one of them with a sliding window inside its tiles.
 One case runs again with --cuda-graphs: decode steps captured and replayed
 as graphs must give the same logits to the bit; and again with --pdl
@@ -95,6 +97,12 @@ CASES = {
     "llama-q4_k-bf16": kquant_case("q4_k", "bf16", layers=2, decode=4),
     "llama-q6_k-f16": kquant_case("q6_k", "f16"),
     "llama-q5_k-bf16": kquant_case("q5_k", "bf16"),
+    # Gate/up rows (2 x 4,224) reach the 128 x 128, 8-warp tile of the
+    # tensor-core GEMM past 128 tokens (llmc-select-gemm-tiles: 64 x 132 rows).
+    "llama-wide-gemm-q8_0-bf16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "4224", "--layers", "1", "--gguf-type", "q8_0"],
+        "gguf", "bf16", 140, 2),
     # A prefill the sliding window cuts inside the flash-attention tiles.
     "mistral-window9-prefill-bf16": (
         ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
