@@ -216,8 +216,6 @@ private:
   std::vector<ManifestCudaLaunch> &launches;
   ManifestCudaGemm &gemm;
   bool operandDefined = false;
-  int64_t &operandK = gemm.operand_k;
-  std::string &operandRows = gemm.operand_rows;
 };
 
 LogicalResult GemmGroupEmitter::prologue(Operation *anchor, ArrayRef<Operation *> pro,
@@ -474,8 +472,8 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     o.cost.bytes.c = 4.0 * double(K);
     (var == "L" ? o.cost.flops.l : o.cost.flops.t) = 4.0 * double(K);
     (var == "L" ? o.cost.trips.l : o.cost.trips.t) = 4.0 * double((K / 8 + 127) / 128);
-    operandK = K;
-    operandRows = var;
+    gemm.operand_k = K;
+    gemm.operand_rows = var;
     gemmX = "static_cast<const act *>(a.gemm_a)";
     gemmRows = "nullptr";
   }
