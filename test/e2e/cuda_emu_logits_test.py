@@ -103,6 +103,12 @@ CASES = {
         ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "4224", "--layers", "1", "--gguf-type", "q8_0"],
         "gguf", "bf16", 140, 2),
+    # q4_0, the format the tensor-core GEMM decodes straight to bf16 pairs
+    # (llmc_cuda_mma_weights.cuh), in prefill (40 tokens) and decode.
+    "llama-q4_0-bf16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "384", "--layers", "2", "--gguf-type", "q4_0"],
+        "gguf", "bf16", 40, 3),
     # A prefill the sliding window cuts inside the flash-attention tiles.
     "mistral-window9-prefill-bf16": (
         ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",

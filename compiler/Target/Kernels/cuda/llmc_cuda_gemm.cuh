@@ -11,6 +11,7 @@
 
 #include "llmc_cuda_gemv.cuh"
 #include "llmc_cuda_mma.cuh"
+#include "llmc_cuda_mma_weights.cuh"
 
 namespace llmc {
 namespace cuda {
@@ -122,17 +123,21 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
 #pragma unroll
     for (int j = 0; j < BL; ++j) {
       const int i = tid + j * Tile::Threads;
-      float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-      if (j < bvalid) {
-        Fmt::decode8(brow(j), kt * 4 + (i & 3), v);
-        // Far enough ahead for DRAM's latency to be over by the time it is
-        // decoded: one line per row, from the thread that decodes chunk 0.
-        if ((i & 3) == 0 && kt + 2 * S < KT)
-          prefetch_l2(brow(j) + Fmt::row_bytes(32 * (kt + 2 * S)));
+      // Far enough ahead for DRAM's latency to be over by the time it is
+      // decoded: one line per row, from the thread that decodes chunk 0.
+      if (j < bvalid && (i & 3) == 0 && kt + 2 * S < KT)
+        prefetch_l2(brow(j) + Fmt::row_bytes(32 * (kt + 2 * S)));
+      if constexpr (mmaw::of<Fmt>::value) { // straight to Act pairs
+        u32 q[4] = {0u, 0u, 0u, 0u};
+        if (j < bvalid) mmaw::of<Fmt>::template decode8<Act>(brow(j), kt * 4 + (i & 3), q);
+        sb[tile32_slot(i >> 2, i & 3)] = make_uint4(q[0], q[1], q[2], q[3]);
+      } else {
+        float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+        if (j < bvalid) Fmt::decode8(brow(j), kt * 4 + (i & 3), v);
+        sb[tile32_slot(i >> 2, i & 3)] =
+            make_uint4(pack2<Act>(v[0], v[1]), pack2<Act>(v[2], v[3]), pack2<Act>(v[4], v[5]),
+                       pack2<Act>(v[6], v[7]));
       }
-      sb[tile32_slot(i >> 2, i & 3)] =
-          make_uint4(pack2<Act>(v[0], v[1]), pack2<Act>(v[2], v[3]), pack2<Act>(v[4], v[5]),
-                     pack2<Act>(v[6], v[7]));
     }
   };
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "llmc_cuda_formats.cuh"
 #include "llmc_cuda_dot_q8.cuh"
+#include "llmc_cuda_mma_weights.cuh"
 
 #include "llmc/core/format/dequantize.h"
 #include "llmc/core/format/quantize.h"
@@ -18,6 +19,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <random>
 #include <string>
 #include <vector>
@@ -224,6 +227,60 @@ TEST(CudaDotQ8OnHost, Dp4aIsSigned) {
   EXPECT_EQ(q8::dp4a(0x0102ff80, 0x7f01ff02, 10), 10 + 1 * 127 + 2 * 1 + (-1) * (-1) + (-128) * 2);
   EXPECT_EQ(q8::spread4(0xfu), 0x10101010u);
   EXPECT_EQ(q8::spread4(0x5u), 0x00100010u);
+}
+
+// The pair decoders of the tensor-core GEMM (llmc_cuda_mma_weights.cuh)
+// must give, bit for bit (up to the sign of zero), the activation-type rounding of the float
+// decoder's weights, which is what gemm_mma stored before them: on random
+// rows, and on rows whose scales are any finite f16 (subnormals and values
+// whose products overflow f16 included), so that the bf16 split of the
+// scale is exercised across the exponent range.
+template <class Fmt, class Act> void checkMmaWeights(int k, bool any_scale) {
+  using W = mmaw::of<Fmt>;
+  static_assert(W::value, "a format with a pair decoder");
+  std::mt19937 rng(7 + k + any_scale);
+  std::uniform_int_distribution<int> bits(0, 0xffff);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<u8> row = randomRow<Fmt>(k, rng);
+    if (any_scale) {
+      for (int blk = 0; blk < k / Fmt::block_elems; ++blk) {
+        uint16_t h;
+        do h = static_cast<uint16_t>(bits(rng)); while ((h & 0x7c00) == 0x7c00); // finite
+        row[blk * Fmt::block_bytes] = static_cast<u8>(h & 0xff);
+        row[blk * Fmt::block_bytes + 1] = static_cast<u8>(h >> 8);
+      }
+    }
+    for (int g = 0; g < k / 8; ++g) {
+      u32 words[4];
+      W::template decode8<Act>(row.data(), g, words);
+      float want[8];
+      Fmt::decode8(row.data(), g, want);
+      for (int i = 0; i < 8; ++i) {
+        const u16 got = static_cast<u16>(words[i / 2] >> (16 * (i & 1)));
+        const Act w = from_float<Act>(want[i]);
+        u16 want_bits;
+        std::memcpy(&want_bits, &w, 2);
+        // Zero's sign may differ (d_hi * 0 + d_lo * 0 is +0 when their
+        // signs differ); the mma cannot tell.
+        if ((got & 0x7fff) == 0 && (want_bits & 0x7fff) == 0) continue;
+        ASSERT_EQ(got, want_bits) << Fmt::name << (std::is_same<Act, __half>::value ? " f16" : " bf16")
+                                  << " trial " << trial << " element " << 8 * g + i << " = " << want[i];
+      }
+    }
+  }
+}
+
+TEST(CudaMmaWeightsOnHost, PairDecodersAreBitExact) {
+  checkMmaWeights<fmt::q4_0, __nv_bfloat16>(512, false);
+  checkMmaWeights<fmt::q4_0, __half>(512, false);
+  checkMmaWeights<fmt::q4_0, __nv_bfloat16>(512, true);
+  checkMmaWeights<fmt::q4_0, __half>(512, true);
+}
+
+TEST(CudaMmaWeightsOnHost, BytePermMatchesPrmt) {
+  EXPECT_EQ(mmaw::byte_perm(0x44332211u, 0, 0x4140), 0x00220011u);
+  EXPECT_EQ(mmaw::byte_perm(0x44332211u, 0, 0x4342), 0x00440033u);
+  EXPECT_EQ(mmaw::byte_perm(0x44332211u, 0x88776655u, 0x7531), 0x88664422u);
 }
 
 } // namespace
