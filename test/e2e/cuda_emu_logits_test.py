@@ -109,6 +109,13 @@ CASES = {
         ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "384", "--layers", "2", "--gguf-type", "q4_0"],
         "gguf", "bf16", 40, 3),
+    # A down projection long in K (2,048: 64 steps of 32) and short in rows
+    # (128): llmc-select-gemm-tiles splits its small tile's K 4 ways, so the
+    # 40-token prefill runs the split-K GEMM and its ticketed reduction.
+    "llama-splitk-q4_k-bf16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "2048", "--layers", "2", "--gguf-type", "q4_k"],
+        "gguf", "bf16", 40, 3),
     # A prefill the sliding window cuts inside the flash-attention tiles.
     "mistral-window9-prefill-bf16": (
         ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",

@@ -66,6 +66,9 @@ __global__ void LB gemv_t8_gate_up_silu(int T, const A* x, const void* w, A* y) 
 using SmallTile = lc::gemm_tile<64, 64, 2, 2, 4>;
 using WideTile = lc::gemm_tile<128, 128, 2, 4, 3>;
 using NarrowTile = lc::gemm_tile<128, 64, 2, 2, 4>;
+// Split K: down's K (1,536, 48 steps of 32) over 3 blocks of 16 steps per
+// output tile, meeting in the ticketed reduction (gemm_split).
+using SplitTile = lc::gemm_tile<64, 64, 2, 2, 4, 3>;
 #define TILE_LB __launch_bounds__(Tile::Threads, Tile::Threads == 256 ? 2 : 3)
 template <class A>
 __global__ void LB gemm_norm_operand(int T, const A* x, const void* nw, A* a) {
@@ -88,11 +91,18 @@ __global__ void TILE_LB gemm_down_residual(int T, const A* x, const void* w, con
   lc::gemm_mma<F, H, I, A, Tile>(T, nullptr, x, w, residual_epilogue<A, H>{r, y});
 }
 template <class F, class A, class Tile>
+__global__ void TILE_LB gemm_down_residual_split(int T, const A* x, const void* w, const A* r, A* y,
+                                                 float* part, int* tickets) {
+  lc::gemm_mma<F, H, I, A, Tile>(T, nullptr, x, w, residual_epilogue<A, H>{r, y},
+                                 lc::gemm_split{part, tickets});
+}
+template <class F, class A, class Tile>
 __global__ void TILE_LB gemm_lm_head(lc::step_info s, const A* x, const void* w, float* l) {
   lc::gemm_mma<F, V, H, A, Tile>(s.num_logits, s.logits_rows, x, w, logits_epilogue<V>{l});
 }
 template <class Tile> static dim3 tile_grid(int nout, int P, int rows) {
-  return dim3((rows + Tile::BM - 1) / Tile::BM, (nout + Tile::BN / P - 1) / (Tile::BN / P));
+  return dim3((rows + Tile::BM - 1) / Tile::BM, (nout + Tile::BN / P - 1) / (Tile::BN / P),
+              Tile::KSplit);
 }
 
 template <class F, class A> __global__ void LB embed_k(lc::step_info s, const void* table, A* y) {
@@ -265,7 +275,21 @@ static void check_linear(Lin kind, bool mma, const ModelWeights& W, int T, std::
       break;
     case Lin::down_residual:
       if (mma && large) gemm_down_residual<F, A, NarrowTile><<<tile_grid<NarrowTile>(H, 1, T), NarrowTile::Threads>>>(T, gx, w.d, dr.p, dy.p);
-      else if (mma) gemm_down_residual<F, A, SmallTile><<<tile_grid<SmallTile>(H, 1, T), SmallTile::Threads>>>(T, gx, w.d, dr.p, dy.p);
+      else if (mma) {
+        // Split K, run twice: the second run finds the tickets the first
+        // left at zero, or its reduction never runs and the NaNs stay.
+        const dim3 g = tile_grid<SplitTile>(H, 1, T);
+        DBuf<float> part(size_t(g.x) * g.y * g.z * SplitTile::BM * SplitTile::BN);
+        DBuf<int> tickets(size_t(g.x) * g.y);
+        CK(cudaMemset(tickets.p, 0, tickets.n * sizeof(int)));
+        for (int run = 0; run < 2; ++run) {
+          CK(cudaMemset(dy.p, 0xff, dy.n * sizeof(A)));
+          gemm_down_residual_split<F, A, SplitTile><<<g, SplitTile::Threads>>>(T, gx, w.d, dr.p, dy.p, part.p, tickets.p);
+          LAUNCHED();
+        }
+        for (int t : tickets.down())
+          if (t != 0) { std::fprintf(stderr, "split-K ticket left at %d\n", t); std::exit(1); }
+      }
       else gemv_down_residual<F, A><<<gemv_grid(H), blk>>>(T, dx.p, w.d, dr.p, dy.p);
       break;
     case Lin::t8_gate_up_silu:
@@ -281,7 +305,8 @@ static void check_linear(Lin kind, bool mma, const ModelWeights& W, int T, std::
                 kind == Lin::lm_head ? (" rows=" + std::to_string(rowsOut)).c_str() : "",
                 kind == Lin::lm_head ? rowsOut : T, K, w.rows, K,
                 kind == Lin::t8_gate_up_silu ? " MaxT=8" : mma ? "" : " MaxT=4");
-  report(std::string(mma ? (large ? "gemm_mma(128) " : "gemm_mma(64) ") : "gemv ") + lin_name(kind), shape,
+  const bool split = mma && !large && kind == Lin::down_residual;
+  report(std::string(mma ? (large ? "gemm_mma(128) " : split ? "gemm_mma(64, 3 splits) " : "gemm_mma(64) ") : "gemv ") + lin_name(kind), shape,
          std::string(tr::name) + "/" + W.name, got, host, &f64, tr::tol, outW);
 }
 

@@ -110,9 +110,11 @@ FailureOr<GemvVariant> gemvVariantOf(Operation *group, WeightFormat f, int64_t K
 // One tile of the tensor-core GEMM (gemm_tile in llmc_cuda_gemm.cuh).
 struct GemmTile {
   int64_t bm = 64, bn = 64, wm = 2, wn = 2, stages = 4;
+  int64_t splits = 1; // blocks along K per output tile (split-K)
   int threads() const { return int(32 * wm * wn); }
-  std::string args() const {
-    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", bm, bn, wm, wn, stages).str();
+  std::string args() const { // gemm_tile's default of 1 split left out
+    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", bm, bn, wm, wn, stages).str() +
+           (splits > 1 ? ", " + std::to_string(splits) : std::string());
   }
 };
 struct GemmTiles {
@@ -123,7 +125,7 @@ struct GemmTiles {
 // The tiles llmc-select-gemm-tiles wrote in `llmc.gemm` (absent: its
 // defaults for 132 SMs with 64-row small tiles), checked against what
 // gemm_tile accepts so that a hand-edited attribute fails here, not in NVRTC.
-FailureOr<GemmTiles> gemmTilesOf(Operation *group) {
+FailureOr<GemmTiles> gemmTilesOf(Operation *group, int64_t K) {
   GemmTiles t;
   auto dict = group->getAttrOfType<DictionaryAttr>("llmc.gemm");
   if (!dict)
@@ -133,10 +135,10 @@ FailureOr<GemmTiles> gemmTilesOf(Operation *group) {
     if (!a)
       return success();
     ArrayRef<int64_t> v = a.asArrayRef();
-    if (v.size() != 5)
+    if (v.size() != 5 && v.size() != 6)
       return group->emitError() << "CUDA codegen: llmc.gemm " << key
-                                << " must be [tokens, rows, warps_m, warps_n, stages]";
-    out = {v[0], v[1], v[2], v[3], v[4]};
+                                << " must be [tokens, rows, warps_m, warps_n, stages(, splits)]";
+    out = {v[0], v[1], v[2], v[3], v[4], v.size() == 6 ? v[5] : 1};
     const int64_t threads = 32 * out.wm * out.wn;
     const bool ok = out.wm >= 1 && out.wn >= 1 && threads <= 1024 && out.bm % (16 * out.wm) == 0 &&
                     out.bn % (16 * out.wn) == 0 && (out.bn / out.wn / 8) % 2 == 0 &&
@@ -147,6 +149,10 @@ FailureOr<GemmTiles> gemmTilesOf(Operation *group) {
                                 << "] is not a tile gemm_mma can run (warp tiles of whole 16 x "
                                    "16 blocks, whole 16-byte chunks per thread, 2+ stages "
                                    "within 48 KB)";
+    if (out.splits < 1 || out.splits > 16 || (K / 32) % out.splits != 0)
+      return group->emitError() << "CUDA codegen: llmc.gemm " << key << " splits " << out.splits
+                                << " must be 1 to 16 and divide the " << K / 32
+                                << " 32-element steps of K";
     return success();
   };
   if (failed(tile("small", t.small)) || failed(tile("large", t.large)))
@@ -477,7 +483,7 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     gemmX = "static_cast<const act *>(a.gemm_a)";
     gemmRows = "nullptr";
   }
-  FailureOr<GemmTiles> tiles = gemmTilesOf(io.group);
+  FailureOr<GemmTiles> tiles = gemmTilesOf(io.group, K);
   if (failed(tiles))
     return failure();
   // One entry per tile: `small` up to large_from - 1 tokens, `large` above.
@@ -487,23 +493,34 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     // blocks; 4 warps: 3, since 4 would cap them at 128 and spill on sm_80).
     const int64_t accumulators = (t.bm / t.wm) * (t.bn / t.wn) / 32;
     const int minBlocks = t.threads() == 256 ? 2 : accumulators >= 64 ? 3 : 4;
+    // A split-K tile's partials go to the step scratch past its header
+    // (kScratchHeaderFloats), its tickets to args.tickets.
+    const std::string split =
+        t.splits > 1 ? ", gemm_split{a.scratch + 4, a.tickets}" : std::string();
     defs += entry(suffix, t.threads(), minBlocks,
                   io.decls +
                       llvm::formatv("  const {0}_epi epi{1};\n  gemm_mma<{2}, {3}, {4}, act, "
-                                    "gemm_tile<{5}>>({6}, {7}, {8}, {9}, epi);\n",
+                                    "gemm_tile<{5}>>({6}, {7}, {8}, {9}, epi{10});\n",
                                     kSym, epiInit, fmt, columns, K, t.args(), tokens, gemmRows,
-                                    gemmX, w)
+                                    gemmX, w, split)
                           .str());
     const int perBlock = int(t.bn / rows); // output columns
     launches.insert(launches.begin() + at,
                     launch(suffix, when,
                            {"cdiv(" + var + "," + std::to_string(t.bm) + ")",
-                            cdiv(columns, perBlock), "1"},
+                            cdiv(columns, perBlock), std::to_string(t.splits)},
                            t.threads()));
     ManifestCudaLaunch &g = launches[at++];
     g.variant = llvm::formatv("gemm tile={0}x{1} warps={2}x{3} stages={4}", t.bm, t.bn, t.wm,
                               t.wn, t.stages)
                     .str();
+    if (t.splits > 1) {
+      g.variant += " splits=" + std::to_string(t.splits);
+      g.split_floats = t.bm * t.bn;
+    }
+    // The warps' trips over K are the same in all: split blocks share them.
+    // (A split's partials, written and read once, stay in L2 and are not
+    // counted as DRAM bytes.)
     gemvCost(g, wt, columns, K, rows, var, int(t.bm),
              double((columns + perBlock - 1) / perBlock) * double(t.wm * t.wn) * double(K / 32));
     // Token tiles are the grid's fastest dimension, so the blocks sharing a

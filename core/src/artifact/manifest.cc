@@ -296,6 +296,8 @@ absl::Status ParseCuda(const Reader& r, const json& c, ManifestCuda* out) {
                              if (l.contains("impl")) LLMC_READ(r, l, lf, "impl", &launch->impl);
                              if (l.contains("variant"))
                                LLMC_READ(r, l, lf, "variant", &launch->variant);
+                             if (l.contains("split_floats"))
+                               LLMC_READ(r, l, lf, "split_floats", &launch->split_floats);
                              if (l.contains("cost")) {
                                absl::Status cs = ReadCost(r, l["cost"], lf + ".cost", &launch->cost);
                                if (!cs.ok()) return cs;
@@ -478,6 +480,7 @@ ojson CudaToJson(const ManifestCuda& c, ojson steps) {
       ojson launch = {{"symbol", l.symbol}, {"when", l.when}, {"grid", l.grid}, {"block", l.block}};
       if (!l.impl.empty()) launch["impl"] = l.impl;
       if (!l.variant.empty()) launch["variant"] = l.variant;
+      if (l.split_floats > 0) launch["split_floats"] = l.split_floats;
       if (!l.cost.empty()) launch["cost"] = CostToJson(l.cost);
       launches.push_back(std::move(launch));
     }

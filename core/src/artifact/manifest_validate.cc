@@ -624,6 +624,11 @@ class Validator {
           return Error(lf + ".impl", absl::StrCat("is '", launch.impl, "'; expected \"\" or llmc"));
         if (launch.impl == "llmc" && k.gemm.n == 0)
           return Error(lf + ".impl", "is llmc, but the kernel has no gemm to replace it");
+        // A tile's partials: 256 x 256 floats at most (the runner sizes the
+        // scratch by them).
+        if (launch.split_floats < 0 || launch.split_floats > 65536)
+          return Error(lf + ".split_floats",
+                       absl::StrCat("is ", launch.split_floats, "; expected 0 to 65536"));
       }
       if (absl::Status st = CudaGemm(k.gemm, f + ".gemm", f); !st.ok()) return st;
       if (k.split_keys < 0)

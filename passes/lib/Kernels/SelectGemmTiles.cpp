@@ -25,6 +25,10 @@ namespace {
 
 // Token counts above this run the large tile.
 constexpr int64_t kLargeFromTokens = 129;
+// Split-K of the small tile: at most this many splits, each at least this
+// many 32-element steps of K (the 4-stage pipeline's fill is then a quarter
+// of a split's loop at most).
+constexpr int64_t kMaxSplits = 8, kMinStepsPerSplit = 16;
 
 struct SelectGemmTilesPass : llmc::impl::SelectGemmTilesBase<SelectGemmTilesPass> {
   using SelectGemmTilesBase::SelectGemmTilesBase;
@@ -50,9 +54,21 @@ struct SelectGemmTilesPass : llmc::impl::SelectGemmTilesBase<SelectGemmTilesPass
       while (bn > 64 && (rows + bn - 1) / bn < int64_t(sms))
         bn /= 2;
       // Four stages of 64 + bn rows of 64 bytes fit 48 KB up to bn = 128.
+      // Fewer than four blocks per SM even so (a 4,096-row projection gives
+      // 64 for 132 SMs: one 4-warp block on half of them, idle while it
+      // waits for memory; and a grid just past one wave of resident blocks
+      // leaves a second wave mostly empty): split K across blocks that meet
+      // in a reduction (gemm_split), doubling while each split keeps 16 or
+      // more of K's 32-element steps, up to 8.
+      const int64_t weightTiles = (rows + bn - 1) / bn, steps = wt.getShape()[1] / 32;
+      int64_t splits = 1;
+      while (splits < kMaxSplits && weightTiles * splits < 4 * int64_t(sms) &&
+             steps % (2 * splits) == 0 && steps / (2 * splits) >= kMinStepsPerSplit)
+        splits *= 2;
       Builder b(group.getContext());
       SmallVector<NamedAttribute> fields;
-      fields.push_back(b.getNamedAttr("small", b.getDenseI64ArrayAttr({64, bn, 2, 2, 4})));
+      fields.push_back(
+          b.getNamedAttr("small", b.getDenseI64ArrayAttr({64, bn, 2, 2, 4, splits})));
       // Prefill: 128 tokens a tile, warp tiles of 64 x 32; 128 weight rows
       // (8 warps, three stages in 48 KB) where there are enough weight
       // tiles for half a wave of blocks at 2 per SM by themselves, else 64

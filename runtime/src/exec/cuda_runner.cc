@@ -226,9 +226,16 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   LLMC_RETURN_IF_ERROR(runner->AllocateKvCache(elem));
   // Enough for any decode step; a larger step grows it (Step).
   LaunchVars decode{.tokens = 1, .logits = 1, .queries = 1, .seqs = 1};
-  int64_t scratch = AttentionScratchFloats(c, runner->parsed_, decode, o.num_blocks * o.block_size);
-  LLMC_RETURN_IF_ERROR(runner->Grow(size_t(scratch) * sizeof(float), "the split attention scratch",
+  int64_t scratch = StepScratchFloats(c, runner->parsed_, decode, o.num_blocks * o.block_size);
+  LLMC_RETURN_IF_ERROR(runner->Grow(size_t(scratch) * sizeof(float), "the step scratch",
                                     &bind.scratch, &runner->scratch_bytes_));
+  // The split-K GEMMs' tickets, for the largest step: zeroed here once, and
+  // each tile's last block zeroes its own again (gemm_split).
+  const LaunchVars most{.tokens = o.max_batch_tokens, .logits = o.max_logits,
+                        .queries = o.max_batch_tokens, .seqs = o.max_batch_tokens};
+  if (const int64_t tickets = SplitGemmTickets(c, runner->parsed_, most); tickets > 0)
+    LLMC_RETURN_IF_ERROR(runner->Allocate(size_t(tickets) * sizeof(int32_t),
+                                          "the split-K GEMMs' tickets", &bind.tickets));
   LLMC_RETURN_IF_ERROR(runner->UploadWeights());
   LLMC_RETURN_IF_ERROR(runner->SetUpGemms());
   for (const ManifestStep& s : c.steps) {
@@ -720,11 +727,11 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
   // scratch, which every launch's args then point to anew.
   LaunchVars vars = StepLaunchVars(batch);
   size_t scratch =
-      size_t(AttentionScratchFloats(m.cuda, parsed_, vars, max_context)) * sizeof(float);
+      size_t(StepScratchFloats(m.cuda, parsed_, vars, max_context)) * sizeof(float);
   if (scratch > scratch_bytes_) {
     DropGraphs();  // their launches' args point to the old scratch
     LLMC_RETURN_IF_ERROR(
-        Grow(scratch, "the split attention scratch", &bindings_.scratch, &scratch_bytes_));
+        Grow(scratch, "the step scratch", &bindings_.scratch, &scratch_bytes_));
     for (llmc_cuda_args& a : args_)
       a.scratch = reinterpret_cast<float*>(uintptr_t(bindings_.scratch));
   }

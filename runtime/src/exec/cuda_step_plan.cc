@@ -169,7 +169,7 @@ LaunchVars StepLaunchVars(const StepBatch& b) {
   return v;
 }
 
-int64_t AttentionScratchFloats(const ManifestCuda& c,
+int64_t StepScratchFloats(const ManifestCuda& c,
                                const std::vector<std::vector<ParsedLaunch>>& parsed,
                                const LaunchVars& step, int64_t max_context) {
   int64_t floats = 0;
@@ -194,7 +194,28 @@ int64_t AttentionScratchFloats(const ManifestCuda& c,
                                                  (kernel.head_dim + 2));
     }
   }
+  for (size_t k = 0; k < c.kernels.size() && k < parsed.size(); ++k)
+    for (size_t l = 0; l < c.kernels[k].launches.size() && l < parsed[k].size(); ++l) {
+      const int64_t per_block = c.kernels[k].launches[l].split_floats;
+      const ParsedLaunch& p = parsed[k][l];
+      if (per_block <= 0 || !p.when.Holds(step)) continue;
+      int64_t blocks = per_block;
+      for (const GridExpr& g : p.grid) blocks *= g.Evaluate(step);
+      floats = std::max(floats, blocks);
+    }
   return kScratchHeaderFloats + floats;
+}
+
+int64_t SplitGemmTickets(const ManifestCuda& c,
+                         const std::vector<std::vector<ParsedLaunch>>& parsed,
+                         const LaunchVars& most) {
+  int64_t tickets = 0;
+  for (size_t k = 0; k < c.kernels.size() && k < parsed.size(); ++k)
+    for (size_t l = 0; l < c.kernels[k].launches.size() && l < parsed[k].size(); ++l)
+      if (c.kernels[k].launches[l].split_floats > 0)
+        tickets = std::max(tickets, parsed[k][l].grid[0].Evaluate(most) *
+                                        parsed[k][l].grid[1].Evaluate(most));
+  return tickets;
 }
 
 absl::Status SelectLaunches(const ManifestCuda& c,
@@ -337,6 +358,7 @@ absl::StatusOr<llmc_cuda_args> PackArgs(const Manifest& m, const ManifestStep& s
   args.gemm_a = DevicePointer(bindings.gemm_a);
   args.gemm_d = static_cast<float*>(DevicePointer(bindings.gemm_d));
   args.gemm_b = DevicePointer(bindings.gemm_b);
+  args.tickets = static_cast<int*>(DevicePointer(bindings.tickets));
   return args;
 }
 

@@ -38,11 +38,17 @@ namespace cuda {
 // already run: gemm_operand). Tokens beyond T and columns beyond NOut are
 // zero-filled and not stored, so T need not be a multiple of BM.
 // Launch: blockDim = Tile::Threads, grid = (ceil(T / BM), ceil(NOut / (BN /
-// kRows))): a block's neighbours in launch order share its weight tile, so
-// the weight is read from DRAM about once however many token tiles there are.
+// kRows)), Tile::KSplit): a block's neighbours in launch order share its
+// weight tile, so the weight is read from DRAM about once however many token
+// tiles there are. With KSplit > 1 the blocks of z = 0 .. KSplit-1 take equal
+// runs of K for one output tile, so that a GEMM of few output tiles and long
+// K (a 4,096-row projection at decode: 64 tiles for 132 SMs) still fills the
+// GPU; their sums meet in `split` (gemm_split).
 //===----------------------------------------------------------------------===//
-template <int BM_, int BN_, int WarpsM_, int WarpsN_, int Stages_> struct gemm_tile {
+template <int BM_, int BN_, int WarpsM_, int WarpsN_, int Stages_, int KSplit_ = 1>
+struct gemm_tile {
   static constexpr int BM = BM_, BN = BN_, WarpsM = WarpsM_, WarpsN = WarpsN_, Stages = Stages_;
+  static constexpr int KSplit = KSplit_; // blocks along K per output tile (grid z)
   static constexpr int BK = 32, Threads = 32 * WarpsM * WarpsN;
   static constexpr int MI = BM / WarpsM / 16, NI = BN / WarpsN / 8;
   // 16-byte slots of one stage: the activation tile, then the weight tile.
@@ -53,6 +59,18 @@ template <int BM_, int BN_, int WarpsM_, int WarpsN_, int Stages_> struct gemm_t
                 "gemm_tile: every thread copies the same number of 16-byte chunks");
   static_assert(Stages >= 2, "gemm_tile: at least two stages");
   static_assert(Stages * StageSlots * 16 <= 48 * 1024, "gemm_tile: over 48 KB of shared memory");
+  static_assert(KSplit >= 1 && KSplit <= 16, "gemm_tile: 1 to 16 splits of K");
+};
+
+// Where a split-K GEMM (Tile::KSplit > 1) leaves its partial sums: `part`,
+// f32, Tile::BM * Tile::BN per block of the grid (the runtime's scratch
+// past its header, sized by the launch's manifest split_floats), and
+// `tickets`, one counter per output tile, zero before the launch (the
+// runtime's args.tickets, zeroed at allocation; the tile's last block
+// zeroes its counter again).
+struct gemm_split {
+  float* part;
+  int* tickets;
 };
 
 namespace detail {
@@ -64,13 +82,15 @@ template <> struct raw_weight<fmt::f16, __half> { static constexpr bool value = 
 
 template <class Fmt, int NOut, int K, class Act, class Tile, class Epi>
 __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
-                         const void* __restrict__ w, const Epi& epi) {
+                         const void* __restrict__ w, const Epi& epi,
+                         gemm_split split = {nullptr, nullptr}) {
   static_assert(is_same<Act, __half>::value || is_same<Act, __nv_bfloat16>::value,
                 "gemm_mma: activations must be half or bf16 (f32 activations use gemv)");
   static_assert(K % 32 == 0, "gemm_mma: K must be a multiple of 32");
   static_assert(Fmt::block_elems == 1 || K % Fmt::block_elems == 0, "gemm_mma: K splits a block");
   constexpr int BM = Tile::BM, BN = Tile::BN, S = Tile::Stages, MI = Tile::MI, NI = Tile::NI;
-  constexpr int P = Epi::kRows, BNO = BN / P, KT = K / 32;
+  constexpr int P = Epi::kRows, BNO = BN / P, KT = K / 32, KS = Tile::KSplit, KTS = KT / KS;
+  static_assert(KT % KS == 0, "gemm_mma: the splits of K take whole 32-element steps each");
   constexpr int AL = BM * 4 / Tile::Threads, BL = BN * 4 / Tile::Threads;
   constexpr bool kRaw = detail::raw_weight<Fmt, Act>::value;
   static_assert(P == 1 || P == 2 || P == 4, "gemm_mma: kRows must be 1, 2 or 4");
@@ -79,6 +99,7 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / Tile::WarpsN, wn = warp % Tile::WarpsN;
   const int t0 = blockIdx.x * BM, n0 = blockIdx.y * BNO;
+  const int kb = KS > 1 ? static_cast<int>(blockIdx.z) * KTS : 0; // this split's first step
 
   // This thread's 16-byte chunks of every stage: chunk i = tid + j * Threads
   // is row i / 4, chunk i % 4 (8 elements) of the tile. A token row past T
@@ -125,7 +146,7 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
       const int i = tid + j * Tile::Threads;
       // Far enough ahead for DRAM's latency to be over by the time it is
       // decoded: one line per row, from the thread that decodes chunk 0.
-      if (j < bvalid && (i & 3) == 0 && kt + 2 * S < KT)
+      if (j < bvalid && (i & 3) == 0 && kt + 2 * S < kb + KTS)
         prefetch_l2(brow(j) + Fmt::row_bytes(32 * (kt + 2 * S)));
       if constexpr (mmaw::of<Fmt>::value) { // straight to Act pairs
         u32 q[4] = {0u, 0u, 0u, 0u};
@@ -162,22 +183,23 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     bchunk[kk] = (2 * kk + ((lane >> 3) & 1)) ^ ((brow0 >> 1) & 3);
   }
 
-  // Fill the pipeline: steps 0 .. S-2 in flight (decoded weights: only
-  // step 0, the loop decodes one step ahead).
+  // Fill the pipeline: steps 0 .. S-2 of this split in flight (decoded
+  // weights: only step 0, the loop decodes one step ahead).
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    if (s < KT) copy_stage(s, smem + s * Tile::StageSlots);
+    if (s < KTS) copy_stage(kb + s, smem + s * Tile::StageSlots);
     cp_async_commit();
   }
-  if constexpr (!kRaw) decode_stage(0, smem);
+  if constexpr (!kRaw) decode_stage(kb, smem);
 
   // The stage step kt reads, and the one step kt + S - 1 fills (step
   // kt - 1's), rotating without a division.
   int rd = 0, wr = S - 1;
-  for (int kt = 0; kt < KT; ++kt) {
+  for (int s = 0; s < KTS; ++s) {
+    const int kt = kb + s;
     cp_async_wait<S - 2>(); // this thread's copies of step kt have landed
     __syncthreads();        // everyone's, and step kt - 1's readers are done
-    if (kt + S - 1 < KT) copy_stage(kt + S - 1, smem + wr * Tile::StageSlots);
+    if (s + S - 1 < KTS) copy_stage(kt + S - 1, smem + wr * Tile::StageSlots);
     cp_async_commit();
     const uint4* st = smem + rd * Tile::StageSlots;
 #pragma unroll
@@ -202,10 +224,43 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     // activations by cp.async; its readers passed this step's barrier),
     // while other warps multiply.
     if constexpr (!kRaw)
-      if (kt + 1 < KT) decode_stage(kt + 1, smem + rd * Tile::StageSlots);
+      if (s + 1 < KTS) decode_stage(kt + 1, smem + rd * Tile::StageSlots);
     wr = wr + 1 == S ? 0 : wr + 1;
   }
   cp_async_wait<0>();
+
+  // Split K: every block leaves its sums in `split.part` and takes a
+  // ticket; the tile's last block adds all of them in split order (so the
+  // sum does not depend on which block finishes last) and runs the
+  // epilogue. As the split attention's merge: partials made visible
+  // device-wide before the ticket, read from L2 (__ldcg) after it.
+  if constexpr (KS > 1) {
+    constexpr int kAcc = MI * NI * 4;
+    const i64 tile = static_cast<i64>(blockIdx.y) * gridDim.x + blockIdx.x;
+    float* const mine = split.part + (tile * KS + blockIdx.z) * kAcc * Tile::Threads + tid;
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) mine[e * Tile::Threads] = acc[e / (NI * 4)][e / 4 % NI][e % 4];
+    // The ticket's answer goes in the ring, free past this barrier (every
+    // copy has landed, every product is done): a shared int of its own
+    // would take a full 48 KB ring over the limit.
+    int& last = *reinterpret_cast<int*>(smem);
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(split.tickets + tile, 1) == KS - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    // Its own sums too come back from L2, so the order of the additions is
+    // the same whichever block is last.
+    const float* const all = split.part + tile * KS * kAcc * Tile::Threads + tid;
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) acc[e / (NI * 4)][e / 4 % NI][e % 4] = 0.0f;
+    for (int sp = 0; sp < KS; ++sp)
+#pragma unroll
+      for (int e = 0; e < kAcc; ++e)
+        acc[e / (NI * 4)][e / 4 % NI][e % 4] += __ldcg(all + (sp * kAcc + e) * Tile::Threads);
+    if (tid == 0) split.tickets[tile] = 0; // for the next launch
+  }
 
   // Epilogue from the accumulators: c[2h], c[2h + 1] are token row
   // gid + 8h of the fragment and tile rows 2 t4, 2 t4 + 1.

@@ -434,7 +434,11 @@ def SelectGemmTiles : Pass<"llmc-select-gemm-tiles", "::mlir::ModuleOp"> {
 
     - `small`, up to `large_from - 1` tokens (batched decode, short
       prompts): 64 tokens, weight rows halved from 128 (down to 64) until
-      the weight tiles alone give every SM a block;
+      the weight tiles alone give every SM a block; and a sixth element,
+      `splits`: where the weight tiles still give fewer than four blocks
+      per SM, K is split across up to 8 blocks per tile (doubling while each
+      keeps 16 or more 32-element steps), which meet in a deterministic
+      reduction (the tile's last block adds the partials in split order);
     - `large`, from `large_from` tokens (prefill): 128 tokens x 128 rows,
       8 warps, 3 stages of 32 elements along K; 128 x 64, 4 warps, 4
       stages for weights of fewer than 64 x sms rows (a 4,096-row
@@ -443,7 +447,7 @@ def SelectGemmTiles : Pass<"llmc-select-gemm-tiles", "::mlir::ModuleOp"> {
     ```mlir
     %r = llm.fusion "layers.0.attn.o" (%a, %h) {llmc.gemm = {
         large = array<i64: 128, 128, 2, 4, 3>, large_from = 129 : i64,
-        small = array<i64: 64, 64, 2, 2, 4>}} : ...
+        small = array<i64: 64, 64, 2, 2, 4, 8>}} : ...
     ```
 
     The CUDA emitter follows the attribute (without it: these defaults for

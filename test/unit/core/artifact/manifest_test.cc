@@ -491,6 +491,19 @@ TEST(ManifestCuda, GeneratedGemmOperand) {
               {"cuda.kernels[2].operand_k is 33554432; expected 0 to 16777216"});
 }
 
+TEST(ManifestCuda, SplitKGemmPartials) {
+  // A split-K GEMM launch's partials per block round-trip, absent means 0,
+  // and a size past any tile is named.
+  absl::StatusOr<Manifest> ok =
+      CudaRoundTrip([](Manifest& m) { m.cuda.kernels[2].launches[0].split_floats = 4096; });
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->cuda.kernels[2].launches[0].split_floats, 4096);
+  EXPECT_EQ(ok->cuda.kernels[0].launches[0].split_floats, 0);
+  ExpectError(
+      CudaRoundTrip([](Manifest& m) { m.cuda.kernels[2].launches[0].split_floats = 65537; }),
+      {kPath, "cuda.kernels[2].launches[0].split_floats is 65537; expected 0 to 65536"});
+}
+
 TEST(ManifestCuda, CublasLtGemm) {
   // The LM head (kernel 2) offering a cuBLASLt GEMM in place of its own.
   auto offer = [](Manifest& m) -> ManifestCudaGemm& {

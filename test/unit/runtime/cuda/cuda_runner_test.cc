@@ -365,6 +365,38 @@ TEST_F(CudaRunnerTest, ReturnsTheLogitsRowsTheDeviceHolds) {
   EXPECT_EQ(Read(Launches().back().info.block_tables, 64), std::vector<int>(64, 5));
 }
 
+TEST_F(CudaRunnerTest, SplitKGemmGetsZeroedTicketsAndScratchForItsPartials) {
+  // The LM head's GEMM split 4 ways along K (64 x 64 floats per block):
+  // without such a launch no tickets; with it, zeroed tickets for the
+  // largest step's tiles, bound to every launch, and a scratch that holds
+  // the partials of a step that runs it.
+  ASSERT_TRUE(Open().ok());
+  ASSERT_TRUE(runner_->Step(Sequence(0, 1)).ok());
+  const size_t before = Launches().size();
+  EXPECT_EQ(Launches().back().args.tickets, nullptr);
+  ASSERT_TRUE(Open([](Manifest& m) {
+                ManifestCudaLaunch& gemm = m.cuda.kernels[2].launches[1];
+                gemm.grid = {"cdiv(L,64)", "1", "4"};
+                gemm.split_floats = 64 * 64;
+              }).ok());
+  StepBatch b = Sequence(0, 12);
+  b.logits_rows.resize(12);
+  for (int i = 0; i < 12; ++i) b.logits_rows[size_t(i)] = i;
+  ASSERT_TRUE(runner_->Step(b).ok());
+  std::vector<FakeCudaLaunch> l = Launches();
+  l.erase(l.begin(), l.begin() + long(before));  // the first runner's
+  ASSERT_STREQ(l.back().symbol, "llmc_cuda_gemm");
+  EXPECT_EQ(l.back().grid[2], 4u);
+  int* tickets = l.back().args.tickets;
+  ASSERT_NE(tickets, nullptr);
+  for (const FakeCudaLaunch& x : l) EXPECT_EQ(x.args.tickets, tickets);
+  EXPECT_EQ(Read(tickets, 1), std::vector<int>{0});
+  // 4 blocks x 4096 floats past the 4-float header, written end to end.
+  float* scratch = l.back().args.scratch;
+  scratch[4 + 4 * 4096 - 1] = 1.0f;
+  EXPECT_EQ(scratch[4 + 4 * 4096 - 1], 1.0f);
+}
+
 TEST_F(CudaRunnerTest, BadBatchIsRefusedBeforeAnyLaunch) {
   ASSERT_TRUE(Open().ok());
   StepBatch b = Sequence(0, 3);

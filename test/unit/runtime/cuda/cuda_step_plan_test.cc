@@ -48,7 +48,7 @@ LaunchVars Decode(int64_t seqs) {
 int64_t Scratch(const Manifest& m, const LaunchVars& step, int64_t max_context) {
   auto parsed = ParseCudaLaunches(m.cuda);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
-  return parsed.ok() ? AttentionScratchFloats(m.cuda, *parsed, step, max_context) : -1;
+  return parsed.ok() ? StepScratchFloats(m.cuda, *parsed, step, max_context) : -1;
 }
 
 TEST(CudaStepPlan, ScratchOfAStep) {
@@ -68,6 +68,28 @@ TEST(CudaStepPlan, ScratchOfAStep) {
   EXPECT_EQ(Scratch(m, Decode(64), 1 << 20), 4 + 64 * 4);
   m.cuda.kernels[1].heads = 0;  // no attention at all: the header only
   EXPECT_EQ(Scratch(m, Decode(64), 1 << 20), 4);
+}
+
+TEST(CudaStepPlan, SplitKGemmScratchAndTickets) {
+  // The LM head's GEMM (L > 8) split 4 ways along K, 64 x 64 floats per
+  // block: its steps need blocks x 4096 floats past the header, unless the
+  // attention needs more; steps that do not run it need none. Its tickets
+  // count the output tiles (grid x * y) of the largest step.
+  Manifest m = TinyCudaManifest();
+  ManifestCudaLaunch& gemm = m.cuda.kernels[2].launches[1];
+  gemm.grid = {"cdiv(L,64)", "3", "4"};
+  gemm.split_floats = 64 * 64;
+  auto parsed = ParseCudaLaunches(m.cuda);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  // 100 logits rows: 2 x 3 x 4 blocks; the attention (1 split at context
+  // 100) needs only its 100 x 4 counters.
+  EXPECT_EQ(StepScratchFloats(m.cuda, *parsed, Decode(100), 100), 4 + 2 * 3 * 4 * 4096);
+  // 8 rows take the GEMV: the attention's counters alone.
+  EXPECT_EQ(StepScratchFloats(m.cuda, *parsed, Decode(8), 100), 4 + 32);
+  EXPECT_EQ(SplitGemmTickets(m.cuda, *parsed, {.tokens = 512, .logits = 640}), 10 * 3);
+  gemm.split_floats = 0;
+  EXPECT_EQ(SplitGemmTickets(m.cuda, *parsed, {.tokens = 512, .logits = 640}), 0);
+  EXPECT_EQ(StepScratchFloats(m.cuda, *parsed, Decode(100), 100), 4 + 400);
 }
 
 TEST(CudaStepPlan, PrefillKernelNeedsNoPartials) {
@@ -345,6 +367,7 @@ TEST(CudaStepPlan, PacksArgumentsInBindingOrder) {
   bind.weights = 0x100000;
   bind.caches = {0xa00, 0xb00, 0xc00, 0xd00};
   bind.scratch = 0x5000;
+  bind.tickets = 0x6000;
   auto ptr = [](const void* p) { return uintptr_t(p); };
 
   auto head = PackArgs(m, m.cuda.steps[3], bind);  // lm_head: buffers {0, 1}, weights {1..4}
@@ -358,6 +381,7 @@ TEST(CudaStepPlan, PacksArgumentsInBindingOrder) {
   EXPECT_EQ(head->caches[0], nullptr);
   EXPECT_EQ(head->caches[1], nullptr);
   EXPECT_EQ(ptr(head->scratch), 0x5000u);
+  EXPECT_EQ(ptr(head->tickets), 0x6000u);
 
   auto attn1 = PackArgs(m, m.cuda.steps[2], bind);  // layer 1's K and V
   ASSERT_TRUE(attn1.ok());

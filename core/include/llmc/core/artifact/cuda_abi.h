@@ -22,8 +22,9 @@ extern "C" {
  * sizes scratch for partials only would be overrun). 5: `gemm_b`, the
  * dequantized weight of a cuBLASLt GEMM over quantized weights. 6: `gemm_a`
  * also holds the generated tensor-core GEMM's A operand (the manifest's
- * operand_k), not only cuBLASLt's. */
-#define LLMC_CUDA_ABI_VERSION 6
+ * operand_k), not only cuBLASLt's. 7: `tickets`, and `scratch` also holds a
+ * split-K GEMM's partials (a launch's split_floats per block). */
+#define LLMC_CUDA_ABI_VERSION 7
 
 /* Most bindings of one kind a launch may have. */
 #define LLMC_CUDA_MAX_BUFFERS 12
@@ -50,7 +51,7 @@ typedef struct llmc_cuda_step_info {
 /* What one launch binds. A KV cache is K then V, each [num_blocks,
  * block_size, kv_heads, head_dim] in the activation type. `scratch` is the
  * runtime's f32 scratch for split attention (ticket counters, then
- * partials). */
+ * partials; or a split-K GEMM's partials, after the same header). */
 typedef struct llmc_cuda_args {
   void* buffers[LLMC_CUDA_MAX_BUFFERS];
   const void* weights[LLMC_CUDA_MAX_WEIGHTS];
@@ -66,6 +67,11 @@ typedef struct llmc_cuda_args {
    * the kernel's `deq` entry, read by the cuBLASLt GEMM instead of the
    * weight. Null unless the runner has such GEMMs. */
   void* gemm_b;
+  /* Split-K GEMMs' ticket counters, one per output tile (the most any
+   * launch's grid x * y reaches): zero between launches, which the runtime
+   * makes so at allocation and each tile's last block keeps so. Null unless
+   * some launch has split_floats. */
+  int* tickets;
 } llmc_cuda_args;
 
 #ifdef __cplusplus

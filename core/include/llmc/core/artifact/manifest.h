@@ -186,6 +186,11 @@ struct ManifestCudaLaunch {
   // The variant of the kernel's template this launch runs, as chosen by a
   // pass (e.g. "gemv=dp4a rows_per_warp=1"); "" for a kernel with one.
   std::string variant;
+  // A split-K GEMM (grid z > 1 blocks along K per output tile): the f32
+  // partial sums each block leaves in args.scratch past its header, and one
+  // ticket per output tile (grid x * y) in args.tickets; the runtime sizes
+  // both. 0: no split.
+  int64_t split_floats = 0;
   ManifestCudaCost cost;
 };
 

@@ -71,21 +71,33 @@ absl::StatusOr<std::vector<std::vector<ParsedLaunch>>> ParseCudaLaunches(const M
 // T, L, Q (its longest query) and S.
 LaunchVars StepLaunchVars(const StepBatch& batch);
 
-// f32 elements of scratch one step needs (the layout is the kernels' own,
-// attn_scratch in llmc_cuda_attention.cuh): a header of kScratchHeaderFloats,
-// then, for the attention kernel needing most, a ticket counter per token
-// and head (tokens x heads rounded up to 4, so that the partials start
-// 16-byte aligned; the cache write zeroes them every step) and
-// tokens x heads x splits x (head_dim + 2) (the partial outputs, and their
-// max and sum; splits as the launch's grid has it, e.g. min(splits,32)).
-// Only split launches (a grid over `splits`) that run in this step with more
-// than one split need partials: with one split the kernel writes its output
-// directly, and a prefill step that takes the flash-attention kernel (when
-// Q > ...) needs none.
+// f32 elements of scratch one step needs (the layouts are the kernels' own):
+// a header of kScratchHeaderFloats, then the most that one launch of the
+// step needs:
+//  - the split attention (attn_scratch in llmc_cuda_attention.cuh), for the
+//    kernel needing most: a ticket counter per token and head (tokens x
+//    heads rounded up to 4, so that the partials start 16-byte aligned; the
+//    cache write zeroes them every step) and tokens x heads x splits x
+//    (head_dim + 2) (the partial outputs, and their max and sum; splits as
+//    the launch's grid has it, e.g. min(splits,32)). Only split launches (a
+//    grid over `splits`) that run in this step with more than one split
+//    need partials: with one split the kernel writes its output directly,
+//    and a prefill step that takes the flash-attention kernel (when Q > ...)
+//    needs none;
+//  - a split-K GEMM (gemm_split in llmc_cuda_gemm.cuh) that runs in this
+//    step: its grid's blocks x its split_floats.
+// Launches run one after another, so they share the space.
 inline constexpr int64_t kScratchHeaderFloats = 4;
-int64_t AttentionScratchFloats(const ManifestCuda& cuda,
-                               const std::vector<std::vector<ParsedLaunch>>& parsed,
-                               const LaunchVars& step, int64_t max_context);
+int64_t StepScratchFloats(const ManifestCuda& cuda,
+                          const std::vector<std::vector<ParsedLaunch>>& parsed,
+                          const LaunchVars& step, int64_t max_context);
+
+// Ticket counters the split-K GEMMs need (args.tickets): the most output
+// tiles (grid x * y) of any launch with split_floats at `most`, the largest
+// step the runner takes (tiles only grow with T and L). 0: no split-K GEMM.
+int64_t SplitGemmTickets(const ManifestCuda& cuda,
+                         const std::vector<std::vector<ParsedLaunch>>& parsed,
+                         const LaunchVars& most);
 
 // What a selected launch runs: one of the kernel's launches, a part of the
 // cuBLASLt GEMM that replaces its own (manifest kernels[i].gemm: the weight
@@ -172,6 +184,7 @@ struct CudaBindings {
   cuda::CUdeviceptr scratch = 0;           // 0 when no kernel splits attention
   cuda::CUdeviceptr gemm_a = 0, gemm_d = 0; // cuBLASLt operands; 0 without cuBLASLt GEMMs
   cuda::CUdeviceptr gemm_b = 0;             // dequantized weights; 0 without such GEMMs
+  cuda::CUdeviceptr tickets = 0;            // split-K GEMMs' tickets; 0 without them
 };
 // llmc_cuda_args of cuda.steps entry `step`, bindings in the step's order.
 absl::StatusOr<llmc_cuda_args> PackArgs(const Manifest& m, const ManifestStep& step,
