@@ -309,9 +309,30 @@ struct q3_K {
   }
 };
 
+// The {f16 d; f16 dmin; u8 scales[12]} header of a q4_K/q5_K super-block
+// in one 16-byte load (super-blocks of 144 and 176 bytes stay 16-byte
+// aligned in rows that start so, as the GEMVs require too), and sub-block
+// j's scale d * sc and min dmin * m from it: gguf::scale_min_k4 on the
+// bytes in registers, where the byte-wise version costs the GEMM's decoder
+// a load per byte.
+LLMC_HD void k4_scale_min(const u8* b, int j, float* d, float* m) {
+  const uint4 h = *reinterpret_cast<const uint4*>(b);
+  // Bytes j % 4 of scales[0..3], [4..7], [8..11] (words y, z, w): sub-blocks
+  // 0..3 take 6 bits of the first two; 4..7 take the third's nibbles below
+  // the first two's top 2 bits.
+  const int sh = 8 * (j & 3);
+  const u32 a = h.y >> sh, bb = h.z >> sh, cc = h.w >> sh;
+  const bool lo = j < 4;
+  const u32 sc = lo ? a & 63u : (cc & 0x0fu) | ((a >> 2) & 0x30u);
+  const u32 mn = lo ? bb & 63u : ((cc >> 4) & 0x0fu) | ((bb >> 2) & 0x30u);
+  *d = lo_f16(h.x) * static_cast<float>(sc);
+  *m = hi_f16(h.x) * static_cast<float>(mn);
+}
+
 // block_q4_K {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}: 64-element chunk
 // c uses qs[32c .. 32c+31], low nibbles for its first 32 elements (sub-block
 // 2c), high nibbles for the next 32 (2c + 1); x = d * sc * q - dmin * m.
+// A group's 8 quant bytes are 8-byte aligned: one load.
 struct q4_K {
   static constexpr const char* name = "q4_k";
   static constexpr int block_elems = 256, block_bytes = 144;
@@ -319,13 +340,12 @@ struct q4_K {
   LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
     const u8* b = row + (g >> 5) * block_bytes;
     const int e = (g & 31) * 8, c = e >> 6, sub = (e >> 5) & 1, l = e & 31;
-    int sc, mn;
-    gguf::scale_min_k4(b + 4, 2 * c + sub, &sc, &mn);
-    const float d = f16_bits(ld16(b)) * static_cast<float>(sc);
-    const float m = f16_bits(ld16(b + 2)) * static_cast<float>(mn);
-    const u8* q = b + 16 + 32 * c + l;
+    float d, m;
+    k4_scale_min(b, 2 * c + sub, &d, &m);
+    const uint2 q = *reinterpret_cast<const uint2*>(b + 16 + 32 * c + l);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) w[i] = d * static_cast<float>(gguf::k_nibble(q[i], sub)) - m;
+    for (int i = 0; i < 8; ++i)
+      w[i] = d * static_cast<float>(nib(q.x, q.y, i, 4 * sub)) - m;
   }
 };
 
@@ -338,15 +358,13 @@ struct q5_K {
   LLMC_HD static void decode8(const u8* row, int g, float w[8]) {
     const u8* b = row + (g >> 5) * block_bytes;
     const int e = (g & 31) * 8, c = e >> 6, sub = (e >> 5) & 1, l = e & 31, s = 2 * c + sub;
-    int sc, mn;
-    gguf::scale_min_k4(b + 4, s, &sc, &mn);
-    const float d = f16_bits(ld16(b)) * static_cast<float>(sc);
-    const float m = f16_bits(ld16(b + 2)) * static_cast<float>(mn);
-    const u8* qh = b + 16 + l;
-    const u8* q = b + 48 + 32 * c + l;
+    float d, m;
+    k4_scale_min(b, s, &d, &m);
+    const uint2 qh = *reinterpret_cast<const uint2*>(b + 16 + l);
+    const uint2 q = *reinterpret_cast<const uint2*>(b + 48 + 32 * c + l);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const u32 v = gguf::k_nibble(q[i], sub) | gguf::q5_k_high(qh[i], s);
+      const u32 v = nib(q.x, q.y, i, 4 * sub) | (((i < 4 ? qh.x : qh.y) >> (8 * (i & 3) + s) & 1u) << 4);
       w[i] = d * static_cast<float>(v) - m;
     }
   }
