@@ -26,8 +26,12 @@
 #            a few decode steps of the payload's Llama-3-8B-shape artifact,
 #            and scripts/kernel-model-check.py sets them beside what
 #            `llmc-rt inspect --kernels --json` predicts per launch, then the
-#            time between kernels from a graph-replayed bench's step time
-#            (printed, not asserted; SKIPPED without ncu)
+#            time between kernels from a graph-replayed bench's step time;
+#            then each GEMM of a 512-token prefill (q4_0, q4_k and bf16
+#            weights): time, TFLOP/s, DRAM bytes read against its weight
+#            bytes, and cuBLASLt on the bf16 weights in the same run, as
+#            ratios (scripts/gemm-table.py) (printed, not asserted; SKIPPED
+#            without ncu)
 #
 #   scripts/gpu-check.sh [--no-timing] [--skip-kernels] [--skip-e2e] [--skip-tp]
 #                        [--skip-model]
@@ -388,7 +392,46 @@ model_check() {
   (( rc == 0 )) || return 3  # kernel-model-check.py: 2 is bad input, the harness's
   # The summary line says how many were within 30% ("N kernel(s) with ...").
   skip_why=$(grep -o '^[0-9]* kernel(s) with a prediction, [0-9]* outside 30%' "$out/kernel-model-check.txt" || true)
+  gemm_tables || skip_why="$skip_why; the GEMM tables failed (see above)"
   return 0
+}
+
+# Each GEMM of a 512-token prefill under ncu, with its DRAM bytes: the
+# generated GEMMs of the q4_0, q4_k and bf16 artifacts, and cuBLASLt's on
+# the bf16 one (--gemm=cublaslt), then scripts/gemm-table.py per artifact
+# against that peer. Uses model_check's $ncu, $inspect and $env.
+gemm_tables() {
+  local peer="$payload/peer/llama3-8b-shape-bf16.llmc" metrics=gpu__time_duration.sum,dram__bytes_read.sum
+  profile_prefill() {  # ARTIFACT CSV JSON [extra bench flags]: 1 on failure
+    local art=$1 csv=$2 json=$3
+    shift 3
+    env "${env[@]}" "$inspect" inspect "$art" --kernels --json --prefill=512 >"$json" || return 1
+    rm -f "$csv"
+    env "${env[@]}" timeout 600 "$ncu" --csv --print-units base --metrics "$metrics" \
+      --clock-control none --target-processes all --log-file "$csv" \
+      "$rt" bench "$art" --backend=cuda -p 512 -n 0 -r 1 --no-warmup --no-verify "$@" \
+      >>"$log" 2>&1 || return 1
+  }
+  if [[ ! -d "$peer" ]]; then
+    echo "gpu-check: no $peer for the GEMM tables (scripts/gpu-payload.sh)"
+    return 1
+  fi
+  echo "--- GEMMs of a 512-token prefill (ncu: $metrics)"
+  profile_prefill "$peer" "$out/gemm-cublaslt.csv" "$out/gemm-bf16.json" --gemm=cublaslt || {
+    echo "gpu-check: ncu over the cuBLASLt prefill failed ($log)"; return 1; }
+  local ok=0 art name
+  for art in "$payload/llama3-8b-shape.llmc" "$payload/llama3-8b-shape-q4_k.llmc" "$peer"; do
+    name=$(basename "$art" .llmc)
+    if ! profile_prefill "$art" "$out/gemm-$name.csv" "$out/gemm-$name.json"; then
+      echo "gpu-check: ncu over $name's prefill failed ($log)"
+      ok=1
+      continue
+    fi
+    python3 scripts/gemm-table.py --measured "$out/gemm-$name.csv" --predicted "$out/gemm-$name.json" \
+      --peer "$out/gemm-cublaslt.csv" --peer-predicted "$out/gemm-bf16.json" --markdown \
+      | tee "$out/gemm-table-$name.md" || ok=1
+  done
+  return $ok
 }
 if (( skip_model )); then
   stage_result "stage 5, kernel times vs the model" 77 "--skip-model"
