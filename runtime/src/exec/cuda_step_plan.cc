@@ -170,8 +170,8 @@ LaunchVars StepLaunchVars(const StepBatch& b) {
 }
 
 int64_t StepScratchFloats(const ManifestCuda& c,
-                               const std::vector<std::vector<ParsedLaunch>>& parsed,
-                               const LaunchVars& step, int64_t max_context) {
+                          const std::vector<std::vector<ParsedLaunch>>& parsed,
+                          const LaunchVars& step, int64_t max_context) {
   int64_t floats = 0;
   for (size_t k = 0; k < c.kernels.size() && k < parsed.size(); ++k) {
     const ManifestCudaKernel& kernel = c.kernels[k];
