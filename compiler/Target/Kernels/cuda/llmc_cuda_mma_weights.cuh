@@ -18,8 +18,10 @@
 //    bf16, and one fused multiply-add d_hi * (q - 8) + d_lo * (q - 8)
 //    rounds d * (q - 8) once.
 // So the pairs are bit-exact with from_float<Act> of the float decoder's
-// values: cuda_formats_test checks that on the host, where the pair
-// arithmetic is the toolkit's host implementation of the same operations.
+// values, up to the sign of zero: cuda_formats_test checks that on the
+// host, where the pair arithmetic is the toolkit's host __hsub2/__hmul2
+// and, for lack of a host __hfma2, fmaf rounded once to bf16 (the same
+// result for these operands: fma2 below).
 //
 // (Decoding to q - 8 alone and applying d to each block's mma products
 // instead was tried and measured in SASS: the extra multiply-add per output
