@@ -28,7 +28,6 @@ with --peer the cuBLASLt time, its TFLOP/s and cuBLASLt time / ours (above
 file and line).
 """
 import argparse
-import csv
 import importlib.util
 import json
 import os
@@ -61,24 +60,13 @@ def read_launches(path):
     header_at = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
     if header_at is None:
         raise BadInput(f"{path}: no ncu CSV header (a line starting with \"ID\")")
-    header = next(csv.reader([lines[header_at]]))
-    col = {name: i for i, name in enumerate(header)}
-    for need in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
-        if need not in col:
-            raise BadInput(f"{path}:{header_at + 1}: the ncu CSV header has no {need!r} column")
     launches = {}
-    for no in range(header_at + 1, len(lines)):
-        text = lines[no].strip()
-        where = f"{path}:{no + 1}"
-        if not text or text.startswith("=="):
-            continue
-        row = next(csv.reader([text]))
-        if len(row) != len(header):
-            raise BadInput(f"{where}: {len(row)} fields, the header has {len(header)}")
-        ident = int(number(row[col["ID"]], where))
-        entry = launches.setdefault(ident, [ident, kernel_symbol(row[col["Kernel Name"]]), None, None])
-        metric, unit = row[col["Metric Name"]], row[col["Metric Unit"]].strip()
-        value = number(row[col["Metric Value"]], where)
+    need = ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")
+    for where, row in kmc.ncu_csv_rows(path, lines, header_at, need):
+        ident = int(number(row["ID"], where))
+        entry = launches.setdefault(ident, [ident, kernel_symbol(row["Kernel Name"]), None, None])
+        metric, unit = row["Metric Name"], row["Metric Unit"].strip()
+        value = number(row["Metric Value"], where)
         if metric == "gpu__time_duration.sum":
             if unit not in UNITS:
                 raise BadInput(f"{where}: unit {unit!r} (ncu --print-units base)")

@@ -136,13 +136,14 @@ def parse_ncu_text(path, lines, section):
     return m
 
 
-def parse_ncu_csv(path, lines, header_index):
-    m = Measured("ncu CSV", "")
+def ncu_csv_rows(path, lines, header_index, need):
+    """(where, {column: field}) for each data row of an ncu CSV whose header
+    is lines[header_index]; BadInput when a `need` column is missing or a
+    row's field count differs from the header's."""
     header = next(csv.reader([lines[header_index]]))
-    col = {name: i for i, name in enumerate(header)}
-    for need in ("Kernel Name", "Metric Value"):
-        if need not in col:
-            raise BadInput(f"{path}:{header_index + 1}: the ncu CSV header has no {need!r} column")
+    for name in need:
+        if name not in header:
+            raise BadInput(f"{path}:{header_index + 1}: the ncu CSV header has no {name!r} column")
     for no in range(header_index + 1, len(lines)):
         text = lines[no].strip()
         where = f"{path}:{no + 1}"
@@ -152,14 +153,20 @@ def parse_ncu_csv(path, lines, header_index):
         row = next(csv.reader([text]))
         if len(row) != len(header):
             raise BadInput(f"{where}: {len(row)} fields, the header has {len(header)}")
-        if "Metric Name" in col and row[col["Metric Name"]] != "gpu__time_duration.sum":
+        yield where, dict(zip(header, row))
+
+
+def parse_ncu_csv(path, lines, header_index):
+    m = Measured("ncu CSV", "")
+    for where, row in ncu_csv_rows(path, lines, header_index, ("Kernel Name", "Metric Value")):
+        if row.get("Metric Name", "gpu__time_duration.sum") != "gpu__time_duration.sum":
             continue
-        unit = row[col["Metric Unit"]].strip() if "Metric Unit" in col else "ns"
+        unit = row.get("Metric Unit", "ns").strip()
         if unit not in UNITS:
             raise BadInput(f"{where}: unit {unit!r} (want one of {', '.join(UNITS)}; "
                            "ncu --print-units base)")
-        value = number(row[col["Metric Value"]], where)
-        m.add(kernel_symbol(row[col["Kernel Name"]]), 1, value * UNITS[unit])
+        value = number(row["Metric Value"], where)
+        m.add(kernel_symbol(row["Kernel Name"]), 1, value * UNITS[unit])
     if not m.kernels:
         raise BadInput(f"{path}: no gpu__time_duration.sum rows after the header (line {header_index + 1})")
     return m
