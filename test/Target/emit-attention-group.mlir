@@ -30,7 +30,7 @@
 // CUDA:      rope_kv_cache_write<4, 2, 16, rope_style::half, act>(s, const_cast<act *>(in0), in1, in2,
 // CUDA-NOT:  rope<
 // CUDA:      paged_attention_decode<4, 2, 16, act, 64, 4, 64>(s, in0,
-// CUDA:      paged_attention_prefill<4, 2, 16, act>(s, in0,
+// CUDA:      paged_attention_prefill<4, 2, 16, act, 8>(s, in0,
 
 // CUDA-F32:  typedef float act;
 // CUDA-F32:  rope_kv_cache_write<4, 2, 16, rope_style::half, act>(

@@ -204,6 +204,17 @@ uint64_t exchange(uint64_t value, int src) {
   return w.slots[copy][src];
 }
 
+bool vote_any(bool pred) {
+  Warp& w = my_warp();
+  int lane = int(me().ids.thread.x & 31);
+  unsigned copy = w.barrier.generation & 1;
+  w.slots[copy][lane] = pred;
+  arrive(w.barrier);
+  uint64_t any = 0;
+  for (int l = 0; l < 32; ++l) any |= w.slots[copy][l];
+  return any != 0;
+}
+
 void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
   // The lanes' row addresses through the exchange slots, one barrier: lane l
   // reads bytes 4 (l % 4) .. of the row that lane 8 j + l / 4 gave, for
@@ -216,6 +227,23 @@ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
   for (int j = 0; j < 4; ++j) {
     const auto* src = reinterpret_cast<const char*>(uintptr_t(w.slots[copy][8 * j + lane / 4]));
     memcpy(&r[j], src + 4 * (lane % 4), 4);
+  }
+}
+
+void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+  Warp& w = my_warp();
+  int lane = int(me().ids.thread.x & 31);
+  unsigned copy = w.barrier.generation & 1;
+  w.slots[copy][lane] = reinterpret_cast<uintptr_t>(row);
+  arrive(w.barrier);
+  for (int j = 0; j < 4; ++j) {
+    uint16_t e[2];
+    for (int h = 0; h < 2; ++h) {
+      const auto* src =
+          reinterpret_cast<const char*>(uintptr_t(w.slots[copy][8 * j + 2 * (lane % 4) + h]));
+      memcpy(&e[h], src + 2 * (lane / 4), 2);
+    }
+    r[j] = uint32_t(e[0]) | uint32_t(e[1]) << 16;
   }
 }
 

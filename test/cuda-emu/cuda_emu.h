@@ -62,12 +62,18 @@ void sync_block();
 // The 32 lanes of the calling thread's warp exchange one 8-byte value each:
 // returns the value lane `src` gave.
 uint64_t exchange(uint64_t value, int src);
+// Whether any lane of the warp passed a nonzero value (all 32 lanes take
+// part, as __any_sync with a full mask requires).
+bool vote_any(bool pred);
 // mma.sync.m16n8k16.row.col with f32 accumulators over the warp's
 // fragments (PTX's register layout); `bf16` picks the input type.
 void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16);
 // ldmatrix.sync.aligned.m8n8.x4.b16: every lane gives the address of one
 // 16-byte row; lane l receives 4 bytes of row l / 4 of each matrix.
 void ldmatrix_x4(uint32_t (&r)[4], const void* row);
+// The .trans form: lane l receives the 16-bit elements l / 4 of rows
+// 2 (l % 4) and 2 (l % 4) + 1 of each matrix.
+void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row);
 
 template <class T> T shfl(T v, int src) {
   static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
@@ -88,6 +94,7 @@ template <class T> T shfl(T v, int src) {
 
 inline void __syncthreads() { llmc_emu::sync_block(); }
 template <class T> T __shfl_sync(unsigned, T v, int src) { return llmc_emu::shfl(v, src); }
+inline int __any_sync(unsigned, int pred) { return llmc_emu::vote_any(pred != 0); }
 template <class T> T __shfl_xor_sync(unsigned, T v, int mask) {
   return llmc_emu::shfl(v, int(threadIdx.x & 31) ^ mask);
 }

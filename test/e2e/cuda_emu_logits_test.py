@@ -116,11 +116,23 @@ CASES = {
         ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "2048", "--layers", "2", "--gguf-type", "q4_k"],
         "gguf", "bf16", 40, 3),
-    # A prefill the sliding window cuts inside the flash-attention tiles.
-    "mistral-window9-prefill-bf16": (
+    # A prefill the sliding window cuts inside the flash-attention tiles:
+    # two 128-row query tiles, the second starting past key 0 (its first
+    # row's window); the last warp of the first tile sees only the last 7
+    # keys of its first key tile (window start 57 of 0..63).
+    "mistral-window56-prefill-bf16": (
         ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
-         "--intermediate", "256", "--layers", "1", "--sliding-window", "9", "--gguf-type", "f16"],
-        "gguf", "bf16", 40, 3),
+         "--intermediate", "256", "--layers", "1", "--sliding-window", "56", "--max-position",
+         "512", "--gguf-type", "f16"],
+        "gguf", "bf16", 200, 3),
+    # Peaked attention (scores x 16): row maxima jump by more than 2^8
+    # between key tiles, so the prefill kernel's lazy rescaling of O runs
+    # past the first tile. f16: bf16's rounding of such scores alone nears
+    # the bf16 tolerance.
+    "llama-peaked-attn-f16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "256", "--layers", "1", "--qk-gain", "4", "--gguf-type", "f16"],
+        "gguf", "f16", 200, 3),
 }
 
 

@@ -16,12 +16,13 @@ __global__ void LB attn_decode(lc::step_info s, const A* q, const A* kc, const A
   lc::paged_attention_decode<NH, KV, HD, A, SplitKeys, 4, MaxSplits>(
       s, q, kc, vc, o, lc::attn_scratch_of<NH, HD>(scratch, s.num_tokens, gridDim.x), scale, window);
 }
-// Flash-attention prefill: __launch_bounds__(128, 2) as the emitter's
-// attn_prefill entry (head_dim 128 needs more than 128 registers).
+// Flash-attention prefill: __launch_bounds__(256, 1) as the emitter's
+// attn_prefill entry (8 warps of 16 query rows; grid (Heads, cdiv(Q, 128), S)).
+constexpr int kPrefillWarps = 8, kPrefillRows = 16 * kPrefillWarps;
 template <class A, int Heads, int KvHeads, int HeadDim>
-__global__ void __launch_bounds__(128, 2) attn_prefill(lc::step_info s, const A* q, const A* kc, const A* vc,
-                                                       A* o, float scale, int window) {
-  lc::paged_attention_prefill<Heads, KvHeads, HeadDim, A>(s, q, kc, vc, o, scale, window);
+__global__ void __launch_bounds__(32 * kPrefillWarps, 1)
+    attn_prefill(lc::step_info s, const A* q, const A* kc, const A* vc, A* o, float scale, int window) {
+  lc::paged_attention_prefill<Heads, KvHeads, HeadDim, A, kPrefillWarps>(s, q, kc, vc, o, scale, window);
 }
 
 //===----------------------------------------------------------------------===//
@@ -212,7 +213,8 @@ static void check_attention_prefill(const std::vector<int>& ctx, const std::vect
   dvc.up(vca);
   CK(cudaMemset(dout.p, 0xff, dout.n * sizeof(A))); // NaN: unwritten rows fail
   DevStep ds(hs);
-  attn_prefill<A, Heads, KvHeads, HeadDim><<<dim3((longest + 63) / 64, Heads, S), 128>>>(
+  attn_prefill<A, Heads, KvHeads, HeadDim>
+      <<<dim3(Heads, (longest + kPrefillRows - 1) / kPrefillRows, S), 32 * kPrefillWarps>>>(
       ds.s, dq.p, dkc.p, dvc.p, dout.p, scale, window);
   LAUNCHED();
   std::string shape = std::to_string(Heads) + "/" + std::to_string(KvHeads) + "x" + std::to_string(HeadDim) +
@@ -243,7 +245,7 @@ template <class A> void prefill_attention_checks(std::mt19937& rng) {
   // One step: a decode token (1 query, 40 context), fresh prefills of 17 and
   // 64 tokens, positions 300..499 of a 500-token context and 204..332 of 333
   // (chunks after earlier ones: prior context, a first row off the 64 grid).
-  const std::vector<int> ctx = {40, 17, 64, 500, 333}, qlen = {1, 17, 64, 200, 129};
+  const std::vector<int> ctx = {40, 17, 64, 500, 333, 700}, qlen = {1, 17, 64, 200, 129, 300};
   for (int window : {0, 100}) {
     check_attention_prefill<A, NH, KV, HD>(ctx, qlen, window, rng); // SmolLM2
     check_attention_prefill<A, 32, 8, 128>(ctx, qlen, window, rng); // Llama-3-8B
@@ -274,9 +276,9 @@ void time_prefill(int T) {
   dvc.up(vca);
   DevStep ds(hs);
   const float scale = static_cast<float>(1.0 / std::sqrt(double(D)));
-  const dim3 grid((T + 63) / 64, Heads, 1);
+  const dim3 grid(Heads, (T + kPrefillRows - 1) / kPrefillRows, 1);
   auto launch = [&] {
-    attn_prefill<A, Heads, KvHeads, D><<<grid, 128>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, scale, 0);
+    attn_prefill<A, Heads, KvHeads, D><<<grid, 32 * kPrefillWarps>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, scale, 0);
   };
   for (int i = 0; i < 3; ++i) launch(); // warm-up
   LAUNCHED();

@@ -128,6 +128,11 @@ constexpr int kSplitKeys = 64, kAttnBlocks = 256, kAttnWarps = 4;
 // Threads of the RoPE and cache-write launches; their grids are (T, enough
 // blocks for one rotation pair per thread).
 constexpr int kRopeThreads = 128;
+// Flash-attention prefill (paged_attention_prefill): warps per block, 16
+// query rows each; one block per SM (about 170 registers at head_dim 128),
+// whose 8 warps hide the loads behind the math, and each K/V tile serves
+// 128 rows.
+constexpr int kPrefillWarps = 8;
 
 // The performance model's cost forms (ManifestCudaCost) of a launch: bytes
 // and flops per token (T), per key attended (K); hot-loop trips summed over
@@ -393,11 +398,12 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
   std::string shortQ;
   if (prefill) {
     shortQ = "Q<=" + std::to_string(io.options->attnPrefillMinQuery);
-    text.defs += entry("attn_prefill", 128, 2,
-                       io.decls + llvm::formatv("  paged_attention_prefill<{0}, {1}, {2}, act>(s, "
+    text.defs += entry("attn_prefill", 32 * kPrefillWarps, 1,
+                       io.decls + llvm::formatv("  paged_attention_prefill<{0}, {1}, {2}, act, {8}>(s, "
                                                 "{3}, {4}, {5}, out0, {6}f, {7});\n",
                                                 H, KvH, D, query, kc, vc,
-                                                number(p.getScale().convertToDouble()), window)
+                                                number(p.getScale().convertToDouble()), window,
+                                                kPrefillWarps)
                                       .str());
   }
   text.launches.push_back(launch("attn", shortQ,
@@ -407,7 +413,8 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
   if (prefill)
     text.launches.push_back(launch("attn_prefill",
                                    "Q>" + std::to_string(io.options->attnPrefillMinQuery),
-                                   {"cdiv(Q,64)", std::to_string(H), "S"}, 128));
+                                   {std::to_string(H), "cdiv(Q," + std::to_string(16 * kPrefillWarps) + ")", "S"},
+                                   32 * kPrefillWarps));
   const double e = actBytes(*io.options);
   for (ManifestCudaLaunch &l : text.launches) {
     CostTerms c;
@@ -426,11 +433,11 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
       c.tripsK = double(KvH) / 32.0;
       c.tripsT = 4.0 * double(KvH);
     } else if (sym.ends_with("_attn_prefill")) {
-      // Tensor-core QK and PV per key and query head; each 64-row query
-      // tile of a head reads the K/V of the keys it attends; a warp's trip
-      // is one 64-key tile for its 16 rows.
+      // Tensor-core QK and PV per key and query head; each query tile of a
+      // head (16 rows per warp) reads the K/V of the keys it attends; a
+      // warp's trip is one 64-key tile for its 16 rows.
       c.bytesT = 2.0 * double(H) * double(D) * e;
-      c.bytesK = 2.0 * double(H) * double(D) * e / 64.0;
+      c.bytesK = 2.0 * double(H) * double(D) * e / (16.0 * kPrefillWarps);
       c.tensorK = 4.0 * double(H) * double(D);
       c.tripsK = 4.0 * double(H) / (64.0 * 64.0);
     }

@@ -82,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="HF: number of safetensors shards (>1 adds an index)")
     p.add_argument("--max-position", type=int, default=512)
     p.add_argument("--sliding-window", type=int, default=None, help="mistral only")
+    p.add_argument("--qk-gain", type=float, default=1.0,
+                   help="scale q_proj and k_proj by this: peaked attention, scores x gain^2")
     return p
 
 
@@ -101,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                 rope_theta=args.rope_theta,
                 rope_scaling=parse_rope_scaling(args.rope_scaling),
                 dtype=args.dtype, max_position=args.max_position,
-                sliding_window=args.sliding_window, rms_norm_eps=args.rms_eps)
+                sliding_window=args.sliding_window, rms_norm_eps=args.rms_eps,
+                qk_gain=args.qk_gain)
         if args.format == "gguf":
             _gguf_qtype(args.gguf_type)  # fails early when gguf is missing
         if not args.out and not args.describe:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,11 @@ class Config:
     max_position: int = 512
     sliding_window: int | None = None     # mistral only
     rms_norm_eps: float = 1e-5
+    # Multiplies the spread of q_proj and k_proj (not written to any config:
+    # the weights carry it). Attention scores grow by its square, so a gain
+    # of a few gives the peaked attention of trained models, whose row maxima
+    # jump far between key tiles (what lazy softmax rescaling must handle).
+    qk_gain: float = 1.0
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -113,6 +119,9 @@ def make_config(cfg: Config | dict | None = None, **overrides: Any) -> Config:
     if not c.rope_theta > 0:
         raise SynthError(f"rope_theta: must be positive, got {c.rope_theta}")
     c.rope_theta = float(c.rope_theta)
+    if not 0 < c.qk_gain < math.inf:
+        raise SynthError(f"qk_gain: must be positive and finite, got {c.qk_gain}")
+    c.qk_gain = float(c.qk_gain)
     c.rms_norm_eps = float(c.rms_norm_eps)
     _check_rope_scaling(c.rope_scaling)
     return c

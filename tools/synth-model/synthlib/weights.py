@@ -27,10 +27,12 @@ def tensor_specs(cfg: Config) -> list[TensorSpec]:
     for i in range(c.layers):
         p = f"model.layers.{i}."
         specs.append(TensorSpec(p + "input_layernorm.weight", (H,), "norm", 0.1))
-        specs.append(TensorSpec(p + "self_attn.q_proj.weight", (q, H), "uniform", H ** -0.5))
+        specs.append(TensorSpec(p + "self_attn.q_proj.weight", (q, H), "uniform",
+                                c.qk_gain * H ** -0.5))
         if c.qkv_bias:
             specs.append(TensorSpec(p + "self_attn.q_proj.bias", (q,), "uniform", 0.1))
-        specs.append(TensorSpec(p + "self_attn.k_proj.weight", (kv, H), "uniform", H ** -0.5))
+        specs.append(TensorSpec(p + "self_attn.k_proj.weight", (kv, H), "uniform",
+                                c.qk_gain * H ** -0.5))
         if c.qkv_bias:
             specs.append(TensorSpec(p + "self_attn.k_proj.bias", (kv,), "uniform", 0.1))
         specs.append(TensorSpec(p + "self_attn.v_proj.weight", (kv, H), "uniform", H ** -0.5))

@@ -340,19 +340,34 @@ __device__ void paged_attention_decode(const step_info& s, const Act* __restrict
 }
 
 //===----------------------------------------------------------------------===//
-// Paged attention for prefill, flash-attention style (FlashAttention-2's
-// loop order): a block holds 64 query rows of one sequence and one head in
-// registers (16 per warp, as mma.sync A fragments) and streams the keys it
-// may see through shared memory 64 at a time: S = Q K^T and O += P V on
-// tensor cores (m16n8k16, f32 accumulators), online softmax in base 2 in
-// between, causal and sliding-window masks per row. Each K/V tile is read
-// once per 64 query rows instead of once per row as in the decode kernel.
-// GQA: head h reads kv head h / (Heads / KvHeads).
+// Paged attention for prefill, FlashAttention-2 style: a block holds
+// BM = 16 * Warps query rows of one sequence and one head in registers (16
+// per warp, as mma.sync A fragments) and streams the keys they may see
+// through shared memory, BN = 64 at a time: S = Q K^T and O += P V on tensor
+// cores (m16n8k16, f32 accumulators), the online softmax in base 2 between
+// them, causal and sliding-window masks only on the tiles that cross a row's
+// bounds. GQA: head h reads kv head h / (Heads / KvHeads).
 //
-// Launch: grid (cdiv(Q, 64), Heads, S) for Q the longest query of the step,
-// blockDim 128. Blocks past their sequence's query exit at once.
+// The loads overlap the math with one buffer each for K and V (FA2's
+// order): V(j) is fetched by cp.async while S(j) is computed, K(j+1) while
+// the softmax and P V(j) run; two barriers per tile. B fragments come from
+// shared memory by ldmatrix (K) and ldmatrix.trans (V, kept [key][dim] as
+// the cache holds it). The rows are padded to D + 8 elements, an odd number
+// of 16-byte chunks, so the eight rows of every ldmatrix phase and of every
+// 16-byte store fall in distinct bank groups. A warp whose 16 rows see none
+// of a tile's keys (above the causal diagonal, or before a window) skips
+// its math for that tile; the block's key range is the union of its rows'.
+//
+// The cache rows of a tile (block table lookups) are computed once per tile
+// by BN threads into one of two offset buffers, a tile ahead of their use.
+//
+// Launch: grid (Heads, cdiv(Q, BM), S) for Q the longest query of the step,
+// blockDim 32 * Warps. The query tiles run in reverse (blockIdx.y 0 is the
+// last tile, which sees the most keys), so the longest blocks start first,
+// and the heads of one kv head run side by side and share its K/V in L2.
+// Blocks past their sequence's query exit at once.
 //===----------------------------------------------------------------------===//
-template <int Heads, int KvHeads, int HeadDim, class Act>
+template <int Heads, int KvHeads, int HeadDim, class Act, int Warps>
 __device__ void paged_attention_prefill(const step_info& s, const Act* __restrict__ q,
                                         const Act* __restrict__ kcache,
                                         const Act* __restrict__ vcache, Act* __restrict__ out,
@@ -362,39 +377,41 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
   static_assert(HeadDim % 16 == 0 && HeadDim <= 128,
                 "paged_attention_prefill: HeadDim a multiple of 16 up to 128");
   static_assert(Heads % KvHeads == 0, "paged_attention_prefill: Heads must be a multiple of KvHeads");
-  constexpr int BM = 64, BN = 64, D = HeadDim, KW = KvHeads * HeadDim, G = Heads / KvHeads;
-  constexpr int LDK = D + 8, LDV = BN + 8; // padded rows (16-byte aligned, fewer bank conflicts)
+  static_assert(Warps >= 2 && Warps <= 16, "paged_attention_prefill: 2 to 16 warps");
+  constexpr int BM = 16 * Warps, BN = 64, D = HeadDim, KW = KvHeads * HeadDim, G = Heads / KvHeads;
+  constexpr int Threads = 32 * Warps, LD = D + 8;
   constexpr int KD = D / 16, NT = BN / 8, ND = D / 8;
-  __shared__ __align__(16) Act Ks[BN * LDK]; // [key][dim]
-  __shared__ __align__(16) Act Vt[D * LDV];  // [dim][key]: B fragments of P V are pairs of keys
-  __shared__ i64 rowoff[BN];
-  __shared__ int range[2];
-  const int seq = blockIdx.z, head = blockIdx.y, kvh = head / G;
+  constexpr int CPR = D / 8, Chunks = BN * CPR, PerThread = (Chunks + Threads - 1) / Threads;
+  __shared__ __align__(16) Act Ks[BN * LD]; // [key][dim]
+  __shared__ __align__(16) Act Vs[BN * LD]; // [key][dim]
+  __shared__ i64 rowoff[2][BN];             // cache element of (key, kv head, dim 0)
+  __shared__ int bounds[Warps][2];
+  const int seq = blockIdx.z, head = blockIdx.x, kvh = head / G;
   const int qs0 = s.query_starts[seq], qlen = s.query_starts[seq + 1] - qs0;
-  const int m0 = blockIdx.x * BM;
+  const int m0 = (gridDim.y - 1 - blockIdx.y) * BM;
   if (m0 >= qlen) return;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, t4 = lane & 3;
   const int ctx = s.context_lens[seq];
   const int* btab = s.block_tables + static_cast<i64>(seq) * s.max_blocks;
 
-  // The keys this block may see: up to the last of its rows' positions,
-  // from the first any row's window reaches.
-  if (tid == 0) {
-    int lo = 1 << 30, hi = -1;
-    for (int r = m0; r < min(qlen, m0 + BM); ++r) {
-      const int last = min(s.positions[qs0 + r], ctx - 1);
-      hi = max(hi, last);
-      lo = min(lo, window > 0 ? max(0, last - window + 1) : 0);
-    }
-    range[0] = lo;
-    range[1] = hi;
-  }
-  // This thread's two rows (C fragment rows gid and gid + 8 of its warp).
+  // This thread's two rows (C fragment rows gid and gid + 8 of its warp):
+  // keys first .. last; rows past the query see none.
   int row[2], last[2], first[2];
   for (int i = 0; i < 2; ++i) {
     row[i] = m0 + warp * 16 + gid + 8 * i;
     last[i] = row[i] < qlen ? min(s.positions[qs0 + row[i]], ctx - 1) : -1;
-    first[i] = window > 0 ? max(0, last[i] - window + 1) : 0;
+    first[i] = row[i] < qlen && window > 0 ? max(0, last[i] - window + 1) : 0;
+  }
+  // The warp's key range, then the block's.
+  int wlast = max(last[0], last[1]);
+  int wfirst = min(row[0] < qlen ? first[0] : 1 << 30, row[1] < qlen ? first[1] : 1 << 30);
+  for (int o = 16; o > 0; o >>= 1) {
+    wlast = max(wlast, __shfl_xor_sync(0xffffffffu, wlast, o));
+    wfirst = min(wfirst, __shfl_xor_sync(0xffffffffu, wfirst, o));
+  }
+  if (lane == 0) {
+    bounds[warp][0] = wfirst;
+    bounds[warp][1] = wlast;
   }
   // Q as A fragments, straight from global memory (zeros past the query).
   u32 qa[KD][4];
@@ -406,87 +423,128 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
                                  q + (static_cast<i64>(qs0 + r) * Heads + head) * D + c)
                            : zero;
     }
+  __syncthreads();
+  int klo = 1 << 30, khi = -1;
+  for (int w = 0; w < Warps; ++w) {
+    klo = min(klo, bounds[w][0]);
+    khi = max(khi, bounds[w][1]);
+  }
+  const int tiles = khi >= klo ? (khi - klo) / BN + 1 : 0;
+
+  // Tile j's cache rows into rowoff[j & 1] (BN threads), and its K or V
+  // rows into shared memory (every thread, 16 bytes per cp.async). Keys past
+  // khi load key khi's row again: every row masks them (last <= khi), so
+  // their probabilities are exact zeros and their finite values never count.
+  auto offsets = [&](int j) {
+    if (tid < BN) {
+      const int key = min(klo + j * BN + tid, khi);
+      rowoff[j & 1][tid] =
+          (static_cast<i64>(btab[key / s.block_size]) * s.block_size + key % s.block_size) * KW +
+          kvh * D;
+    }
+  };
+  auto load = [&](Act* dst, const Act* cache, int j) {
+    for (int p = 0; p < PerThread; ++p) {
+      const int c = tid + p * Threads;
+      if (Chunks % Threads != 0 && c >= Chunks) break;
+      const int r = c / CPR, ch = (c % CPR) * 8;
+      cp_async16(dst + r * LD + ch, cache + rowoff[j & 1][r] + ch, true);
+    }
+    cp_async_commit();
+  };
+
   const float qscale = scale * 1.4426950408889634f; // softmax in base 2
   float m[2] = {-1e30f, -1e30f}, l[2] = {0.0f, 0.0f};
   float o[ND][4];
   for (int n = 0; n < ND; ++n)
     for (int i = 0; i < 4; ++i) o[n][i] = 0.0f;
-  __syncthreads();
-  const int klo = range[0], khi = range[1];
+  // ldmatrix lane addresses (elements): K rows for key octet pairs, V rows
+  // for 16-key steps of dim octet pairs.
+  const int kaddr = ((lane >> 4) * 8 + (lane & 7)) * LD + ((lane >> 3) & 1) * 8;
+  const int vaddr = (((lane >> 3) & 1) * 8 + (lane & 7)) * LD + (lane >> 4) * 8;
 
-  for (int kt = klo; kt <= khi; kt += BN) {
-    __syncthreads(); // the previous tile is consumed
-    if (tid < BN) {
-      const int key = kt + tid;
-      rowoff[tid] = key <= khi ? (static_cast<i64>(btab[key / s.block_size]) * s.block_size +
-                                  key % s.block_size) * KW + kvh * D
-                               : -1;
-    }
+  if (tiles > 0) {
+    offsets(0);
     __syncthreads();
-    // K: consecutive threads read one key's row (coalesced), stored as is.
-    for (int i = tid; i < BN * (D / 8); i += blockDim.x) {
-      const int r = i / (D / 8), c = (i % (D / 8)) * 8;
-      uint4 kv = make_uint4(0, 0, 0, 0); // 8 elements, raw
-      if (rowoff[r] >= 0) kv = *reinterpret_cast<const uint4*>(kcache + rowoff[r] + c);
-      *reinterpret_cast<uint4*>(Ks + r * LDK + c) = kv;
-    }
-    // V: consecutive threads take consecutive keys of one 8-dim slice, so
-    // that the transposed stores of a warp fill one Vt row (no bank
-    // conflicts; 8 threads per key row would all hit one bank).
-    for (int i = tid; i < BN * (D / 8); i += blockDim.x) {
-      const int r = i % BN, c = (i / BN) * 8;
-      uint4 vv = make_uint4(0, 0, 0, 0);
-      if (rowoff[r] >= 0) vv = *reinterpret_cast<const uint4*>(vcache + rowoff[r] + c);
-      const Act* ve = reinterpret_cast<const Act*>(&vv);
-      for (int j = 0; j < 8; ++j) Vt[(c + j) * LDV + r] = ve[j];
-    }
-    __syncthreads();
-
-    // S = Q K^T: sc[j] covers keys kt + 8j .. 8j + 7.
+    load(Ks, kcache, 0);
+  }
+  for (int j = 0; j < tiles; ++j) {
+    const int kt = klo + j * BN;
+    cp_async_wait<0>();
+    __syncthreads(); // K(j) is in; every warp is past P V(j-1) and the V(j-1) load
+    load(Vs, vcache, j);
+    if (j + 1 < tiles) offsets(j + 1);
+    // Whether any of this warp's rows sees a key of the tile (warp-uniform).
+    const bool active = kt <= wlast && kt + BN - 1 >= wfirst;
     float sc[NT][4];
-    for (int j = 0; j < NT; ++j) {
-      for (int i = 0; i < 4; ++i) sc[j][i] = 0.0f;
-      for (int kk = 0; kk < KD; ++kk) {
-        const Act* kr = Ks + (j * 8 + gid) * LDK + kk * 16 + t4 * 2;
-        const u32 b[2] = {*reinterpret_cast<const u32*>(kr), *reinterpret_cast<const u32*>(kr + 8)};
-        detail::mma_op<Act>::run(sc[j], qa[kk], b);
-      }
+    if (active) {
+      // S = Q K^T: sc[n] covers keys kt + 8n .. 8n + 7.
+      for (int n = 0; n < NT; ++n)
+        for (int i = 0; i < 4; ++i) sc[n][i] = 0.0f;
+      for (int kk = 0; kk < KD; ++kk)
+        for (int n = 0; n < NT; n += 2) {
+          u32 b[4];
+          ldmatrix_x4(b, Ks + kaddr + n * 8 * LD + kk * 16);
+          const u32 b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+          detail::mma_op<Act>::run(sc[n], qa[kk], b0);
+          detail::mma_op<Act>::run(sc[n + 1], qa[kk], b1);
+        }
     }
-    // Masks, then the online softmax of both rows.
-    float mx[2] = {-1e30f, -1e30f};
-    for (int j = 0; j < NT; ++j)
-      for (int i = 0; i < 4; ++i) {
-        const int r = i >> 1, key = kt + j * 8 + t4 * 2 + (i & 1);
-        sc[j][i] = key <= last[r] && key >= first[r] ? sc[j][i] * qscale
-                                                     : -__int_as_float(0x7f800000);
-        mx[r] = fmaxf(mx[r], sc[j][i]);
-      }
-    float corr[2];
+    cp_async_wait<0>();
+    __syncthreads(); // V(j) and the offsets of j + 1 are in; K(j) is consumed
+    if (j + 1 < tiles) load(Ks, kcache, j + 1);
+    if (!active) continue;
+    // Masks, only where a key of the tile is outside one of the two rows.
+    if (kt + BN - 1 > min(last[0], last[1]) || kt < max(first[0], first[1]))
+      for (int n = 0; n < NT; ++n)
+        for (int i = 0; i < 4; ++i) {
+          const int r = i >> 1, key = kt + n * 8 + t4 * 2 + (i & 1);
+          if (key > last[r] || key < first[r]) sc[n][i] = -__int_as_float(0x7f800000);
+        }
+    // The online softmax of both rows, the scale folded into the exponent
+    // (scale > 0: the maximum of the raw scores is the maximum). A row's
+    // reference maximum m moves only when the tile's exceeds it by more than
+    // 8 (FlashAttention-4's lazy rescaling): l and O share m, so the result
+    // is the same, and probabilities up to 2^8 lose nothing in f32 or in the
+    // 16-bit P. O's rescale (4 * ND multiplies) then runs only in the tiles
+    // where a row of the warp moved, in practice the first few.
+    const float ninf = -__int_as_float(0x7f800000);
+    float mx[2] = {ninf, ninf}; // a row masked so far keeps m = -1e30
+    for (int n = 0; n < NT; ++n)
+      for (int i = 0; i < 4; ++i) mx[i >> 1] = fmaxf(mx[i >> 1], sc[n][i]);
+    float corr[2] = {1.0f, 1.0f};
+    bool moved = false;
     for (int r = 0; r < 2; ++r) {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      const float mn = fmaxf(m[r], mx[r]);
-      corr[r] = exp2f(m[r] - mn);
-      m[r] = mn;
-      l[r] *= corr[r]; // this thread's share of the row sum; summed at the end
-    }
-    for (int j = 0; j < NT; ++j)
-      for (int i = 0; i < 4; ++i) {
-        sc[j][i] = exp2f(sc[j][i] - m[i >> 1]);
-        l[i >> 1] += sc[j][i];
+      const float mt = mx[r] * qscale;
+      if (mt > m[r] + 8.0f) {
+        corr[r] = detail::fast_exp2(m[r] - mt);
+        m[r] = mt;
+        l[r] *= corr[r]; // this thread's share of the row sum; summed at the end
+        moved = true;
       }
-    for (int n = 0; n < ND; ++n)
-      for (int i = 0; i < 4; ++i) o[n][i] *= corr[i >> 1];
+    }
+    for (int n = 0; n < NT; ++n)
+      for (int i = 0; i < 4; ++i) {
+        sc[n][i] = detail::fast_exp2(sc[n][i] * qscale - m[i >> 1]);
+        l[i >> 1] += sc[n][i];
+      }
+    if (__any_sync(0xffffffffu, moved))
+      for (int n = 0; n < ND; ++n)
+        for (int i = 0; i < 4; ++i) o[n][i] *= corr[i >> 1];
     // O += P V: the C fragments of two key octets are the A fragment of 16 keys.
     for (int kk = 0; kk < BN / 16; ++kk) {
       const u32 pa[4] = {pack2<Act>(sc[2 * kk][0], sc[2 * kk][1]),
                          pack2<Act>(sc[2 * kk][2], sc[2 * kk][3]),
                          pack2<Act>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
                          pack2<Act>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
-      for (int n = 0; n < ND; ++n) {
-        const Act* vr = Vt + (n * 8 + gid) * LDV + kk * 16 + t4 * 2;
-        const u32 b[2] = {*reinterpret_cast<const u32*>(vr), *reinterpret_cast<const u32*>(vr + 8)};
-        detail::mma_op<Act>::run(o[n], pa, b);
+      for (int n = 0; n < ND; n += 2) {
+        u32 b[4];
+        ldmatrix_x4_trans(b, Vs + vaddr + kk * 16 * LD + n * 8);
+        const u32 b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+        detail::mma_op<Act>::run(o[n], pa, b0);
+        detail::mma_op<Act>::run(o[n + 1], pa, b1);
       }
     }
   }

@@ -95,6 +95,20 @@ __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* p) {
 #endif
 }
 
+// The same four matrices transposed: r[j] receives elements (2 (l % 4), l / 4)
+// and (2 (l % 4) + 1, l / 4) of matrix j. From a [k][n] tile (rows of n) this
+// gives the B operand of mma.sync (pairs along k), as from a [n][k] tile
+// without .trans.
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], const void* p) {
+#ifdef LLMC_CUDA_EMULATE
+  llmc_emu::ldmatrix_x4_trans(r, p);
+#else
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+#endif
+}
+
 // Brings the line holding p into L2, so that a later load of it waits for
 // L2 rather than DRAM.
 __device__ __forceinline__ void prefetch_l2(const void* p) {
