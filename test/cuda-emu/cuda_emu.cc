@@ -247,6 +247,24 @@ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
   }
 }
 
+uint32_t movmatrix_trans(uint32_t x) {
+  // Transposed element (r, j) is element (j, r): held by lane 4 j + r / 2,
+  // in its half r % 2.
+  Warp& w = my_warp();
+  int lane = int(me().ids.thread.x & 31);
+  unsigned copy = w.barrier.generation & 1;
+  w.slots[copy][lane] = x;
+  arrive(w.barrier);
+  const int r = lane / 4, c = lane % 4;
+  uint32_t out = 0;
+  for (int h = 0; h < 2; ++h) {
+    const int j = 2 * c + h;
+    const uint32_t word = uint32_t(w.slots[copy][4 * j + r / 2]);
+    out |= ((word >> (16 * (r % 2))) & 0xffffu) << (16 * h);
+  }
+  return out;
+}
+
 void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16) {
   Warp& w = my_warp();
   int lane = int(me().ids.thread.x & 31);

@@ -74,6 +74,9 @@ void ldmatrix_x4(uint32_t (&r)[4], const void* row);
 // The .trans form: lane l receives the 16-bit elements l / 4 of rows
 // 2 (l % 4) and 2 (l % 4) + 1 of each matrix.
 void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row);
+// movmatrix.sync.aligned.m8n8.trans.b16: lane 4 r + c holds elements
+// (r, 2c), (r, 2c + 1) of an 8x8 matrix; it receives those of the transpose.
+uint32_t movmatrix_trans(uint32_t x);
 
 template <class T> T shfl(T v, int src) {
   static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");

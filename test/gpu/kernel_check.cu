@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
     time_decode_gemv(w41, w80);
     std::printf("\ntiming (prefill attention, one sequence, bf16):\n");
     time_prefill(2048);
+    std::printf("\ntiming (decode attention, 64 sequences of 4,096 tokens, bf16):\n");
+    time_decode_attention(64, 4096);
   }
   int fails = 0;
   for (const Row& r : g_rows) fails += !r.pass;

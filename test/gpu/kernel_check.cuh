@@ -63,6 +63,26 @@ void print_table();
     CK(cudaDeviceSynchronize());                                                  \
   } while (0)
 
+// Seconds per call of `launch` (kernel launches on the default stream):
+// three warm-up calls, then the mean over `iters` between two events.
+template <class F> double seconds_per_launch(F&& launch, int iters = 20) {
+  for (int i = 0; i < 3; ++i) launch();
+  LAUNCHED();
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  CK(cudaEventRecord(e0));
+  for (int i = 0; i < iters; ++i) launch();
+  CK(cudaEventRecord(e1));
+  CK(cudaEventSynchronize(e1));
+  CK(cudaGetLastError());
+  float ms;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return ms * 1e-3 / iters;
+}
+
 template <class T> struct DBuf {
   T* p = nullptr;
   size_t n = 0;
@@ -236,3 +256,4 @@ template <class A> void gemm_half_checks(std::mt19937& rng);
 // prefill attention kernel on one T-token sequence (kernel_check_attention.cu).
 void time_decode_gemv(const ModelWeights& w41, const ModelWeights& w80);
 void time_prefill(int T);
+void time_decode_attention(int B, int C);

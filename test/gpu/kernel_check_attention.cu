@@ -10,11 +10,25 @@
 //===----------------------------------------------------------------------===//
 // Kernels: the wrappers the emitter would write (as in cuda_kernels_test.cpp).
 //===----------------------------------------------------------------------===//
-template <class A, int SplitKeys, int MaxSplits>
-__global__ void LB attn_decode(lc::step_info s, const A* q, const A* kc, const A* vc, A* o, float* scratch,
-                               float scale, int window) {
-  lc::paged_attention_decode<NH, KV, HD, A, SplitKeys, 4, MaxSplits>(
-      s, q, kc, vc, o, lc::attn_scratch_of<NH, HD>(scratch, s.num_tokens, gridDim.x), scale, window);
+template <class A, int SplitKeys, int MaxSplits, bool Mma = false>
+__global__ void __launch_bounds__(128, Mma ? 2 : 4)
+    attn_decode(lc::step_info s, const A* q, const A* kc, const A* vc, A* o, float* scratch, float scale,
+                int window) {
+  const lc::attn_scratch sc = lc::attn_scratch_of<NH, HD>(scratch, s.num_tokens, gridDim.x);
+  if constexpr (Mma)
+    lc::paged_attention_decode_mma<NH, KV, HD, A, SplitKeys, 4, MaxSplits>(s, q, kc, vc, o, sc, scale, window);
+  else
+    lc::paged_attention_decode<NH, KV, HD, A, SplitKeys, 4, MaxSplits>(s, q, kc, vc, o, sc, scale, window);
+}
+// The 8B shape (32/8 x 128) as the emitter launches it, for the timing.
+template <class A, bool Mma>
+__global__ void __launch_bounds__(128, Mma ? 2 : 3)
+    attn_decode_8b(lc::step_info s, const A* q, const A* kc, const A* vc, A* o, float* scratch, float scale) {
+  const lc::attn_scratch sc = lc::attn_scratch_of<32, 128>(scratch, s.num_tokens, gridDim.x);
+  if constexpr (Mma)
+    lc::paged_attention_decode_mma<32, 8, 128, A, 64, 4, 32>(s, q, kc, vc, o, sc, scale, 0);
+  else
+    lc::paged_attention_decode<32, 8, 128, A, 64, 4, 32>(s, q, kc, vc, o, sc, scale, 0);
 }
 // Flash-attention prefill: __launch_bounds__(256, 1) as the emitter's
 // attn_prefill entry (8 warps of 16 query rows; grid (Heads, cdiv(Q, 128), S)).
@@ -130,7 +144,7 @@ static int f64_attention(const HostStep& hs, int heads, int kv_heads, int hd, co
 // a token's share of the keys widening past the cap). The splits merge in the last block of each (heads, token): the ticket counters
 // start at zero, as the cache write leaves them, and the partials start as
 // NaN garbage, which a merge reading a partial nobody wrote would show.
-template <class A, int SplitKeys, int MaxSplits = 0>
+template <class A, int SplitKeys, int MaxSplits = 0, bool Mma = false>
 static void check_attention(const std::vector<int>& ctx, const std::vector<int>& qlen, int window,
                             std::mt19937& rng) {
   using tr = act_traits<A>;
@@ -164,7 +178,7 @@ static void check_attention(const std::vector<int>& ctx, const std::vector<int>&
   CK(cudaMemset(scratch.p, 0xff, scratch.n * sizeof(float)));
   CK(cudaMemset(scratch.p + 4, 0, counters * sizeof(float)));
   DevStep ds(hs);
-  attn_decode<A, SplitKeys, MaxSplits><<<dim3(splits, KV, T), 128>>>(
+  attn_decode<A, SplitKeys, MaxSplits, Mma><<<dim3(splits, KV, T), 128>>>(
       ds.s, dq.p, dkc.p, dvc.p, dout.p, scratch.p, scale, window);
   LAUNCHED();
   std::string shape = "ctx{";
@@ -172,8 +186,9 @@ static void check_attention(const std::vector<int>& ctx, const std::vector<int>&
   shape += " T=" + std::to_string(T) + " SK=" + std::to_string(SplitKeys) + " splits=" + std::to_string(splits);
   if (MaxSplits > 0) shape += " max=" + std::to_string(MaxSplits);
   if (window > 0) shape += " win=" + std::to_string(window);
-  report(splits > 1 ? "paged_attention_decode (merged splits)" : "paged_attention_decode (1 split)", shape, tr::name,
-         to_float(dout.down()), host, &f64, tr::tol, Q);
+  const std::string name = Mma ? "paged_attention_decode_mma" : "paged_attention_decode";
+  report(name + (splits > 1 ? " (merged splits)" : " (1 split)"), shape, tr::name, to_float(dout.down()), host, &f64,
+         tr::tol, Q);
 }
 
 // The prefill kernel on one step of several sequences: grid (cdiv(longest
@@ -236,6 +251,13 @@ template <class A> void decode_attention_checks(std::mt19937& rng) {
   check_attention<A, 64, 32>({1, 17, 3000, 4100}, {1, 1, 1, 1}, 0, rng);
   check_attention<A, 64, 32>({1, 17, 300, 4100}, {1, 1, 1, 1}, 1000, rng);
   check_attention<A, 64, 8>({40, 3000}, {9, 16}, 0, rng);
+  // The tensor-core decode kernel: splits of 64 keys up to 4 (one 16-key
+  // chunk per warp up to 256 keys, several past: 3000 keys give 750 a split),
+  // windows, several queries per sequence.
+  check_attention<A, 64, 4, true>({1, 15, 16, 17, 300, 3000}, {1, 1, 1, 1, 1, 1}, 0, rng);
+  check_attention<A, 64, 4, true>({1, 17, 300, 4100}, {1, 1, 1, 1}, 1000, rng);
+  check_attention<A, 64, 4, true>({40, 3000}, {9, 16}, 0, rng);
+  check_attention<A, 64, 32, true>({1, 17, 3000, 4100}, {1, 1, 1, 1}, 0, rng);
 
 }
 template void decode_attention_checks<__half>(std::mt19937&);
@@ -258,6 +280,50 @@ template void prefill_attention_checks<__nv_bfloat16>(std::mt19937&);
 // (Llama-3-8B shape 32/8 x 128, bf16, causal, block_size 16, shuffled
 // blocks) as TFLOP/s of 4 * T^2/2 * HeadDim * Heads (QK^T and PV over the
 // causal half). Printed, not asserted.
+// Timing: decode attention of B sequences of C tokens each (8B shape
+// 32/8 x 128, bf16, one query per sequence, 32 splits at most as the
+// emitter's), the FFMA kernel and the tensor-core one, as GB/s of the K/V
+// bytes read (B * C * 8 * 128 * 2 * 2). Printed, not asserted.
+void time_decode_attention(int B, int C) {
+  using A = __nv_bfloat16;
+  constexpr int Heads = 32, KvHeads = 8, D = 128;
+  std::mt19937 rng(4243);
+  HostStep hs;
+  const int num_blocks = attention_step(std::vector<int>(B, C), std::vector<int>(B, 1), rng, hs);
+  const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * KvHeads * D;
+  std::vector<A> qa, kca, vca;
+  std::vector<float> qf, kcf, vcf;
+  random_act<A>(static_cast<size_t>(B) * Heads * D, rng, -4.0f, 4.0f, qa, qf);
+  random_act<A>(cache_elems, rng, -1.0f, 1.0f, kca, kcf);
+  random_act<A>(cache_elems, rng, -1.0f, 1.0f, vca, vcf);
+  DBuf<A> dq(qa.size()), dkc(kca.size()), dvc(vca.size()), dout(qa.size());
+  dq.up(qa);
+  dkc.up(kca);
+  dvc.up(vca);
+  DevStep ds(hs);
+  const int splits = std::min((C + 63) / 64, 32);
+  const size_t counters = (static_cast<size_t>(B) * Heads + 3) / 4 * 4;
+  DBuf<float> scratch(4 + counters + static_cast<size_t>(B) * Heads * splits * (D + 2));
+  CK(cudaMemset(scratch.p, 0, scratch.n * sizeof(float)));
+  const float scale = static_cast<float>(1.0 / std::sqrt(double(D)));
+  const double kv_bytes = double(B) * C * KvHeads * D * 2 * sizeof(A);
+  for (int mma = 0; mma < 2; ++mma) {
+    auto launch = [&] {
+      // The counters go back to zero after each launch (the last block's),
+      // as between steps.
+      if (mma)
+        attn_decode_8b<A, true><<<dim3(splits, KvHeads, B), 128>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, scratch.p, scale);
+      else
+        attn_decode_8b<A, false><<<dim3(splits, KvHeads, B), 128>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, scratch.p, scale);
+      CK(cudaMemset(scratch.p + 4, 0, counters * sizeof(float)));
+    };
+    const double sec = seconds_per_launch(launch);
+    std::printf("%-40s B=%d C=%d, grid %dx8x%d: %8.2f us %7.1f GB/s of K/V (incl. a counter memset)\n",
+                mma ? "paged_attention_decode_mma 32/8x128 bf16" : "paged_attention_decode 32/8x128 bf16", B,
+                C, splits, B, sec * 1e6, kv_bytes / sec / 1e9);
+  }
+}
+
 void time_prefill(int T) {
   using A = __nv_bfloat16;
   constexpr int Heads = 32, KvHeads = 8, D = 128;
@@ -280,24 +346,9 @@ void time_prefill(int T) {
   auto launch = [&] {
     attn_prefill<A, Heads, KvHeads, D><<<grid, 32 * kPrefillWarps>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, scale, 0);
   };
-  for (int i = 0; i < 3; ++i) launch(); // warm-up
-  LAUNCHED();
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  const int iters = 20;
-  CK(cudaEventRecord(e0));
-  for (int i = 0; i < iters; ++i) launch();
-  CK(cudaEventRecord(e1));
-  CK(cudaEventSynchronize(e1));
-  CK(cudaGetLastError());
-  float ms;
-  CK(cudaEventElapsedTime(&ms, e0, e1));
-  const double sec = ms * 1e-3 / iters;
+  const double sec = seconds_per_launch(launch);
   const double flops = 4.0 * double(T) * T / 2.0 * D * Heads;
   std::printf("%-40s T=%d causal, grid %dx%dx1: %8.2f us %7.1f TFLOP/s (4 * T^2/2 * %d * %d flops)\n",
               "paged_attention_prefill 32/8x128 bf16", T, grid.x, grid.y, sec * 1e6, flops / sec / 1e12, D,
               Heads);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
 }

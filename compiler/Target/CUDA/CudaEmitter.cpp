@@ -374,14 +374,21 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
   // split count exact (docs/cuda.md). The last block of each kv head and
   // token merges the splits (no reduction launch).
   const int64_t maxSplits = std::clamp<int64_t>(kAttnBlocks / KvH, 4, kSplitKeys);
+  // With 16-bit activations the decode keys run on tensor cores (the query
+  // heads of a kv head as mma rows) where the fragments fit: head_dim a
+  // multiple of 32 up to 128, at most 16 heads per kv head. Its registers
+  // (Q, O and 16 keys of K and V in flight) allow 2 blocks per SM.
+  const bool decodeMma = io.options->activationType != "f32" && D % 32 == 0 && D <= 128 &&
+                         H / KvH <= 16;
   text.defs =
       entry(write, kRopeThreads, 4, io.decls + writeBody) +
-      entry("attn", 32 * kAttnWarps, D > 128 ? 2 : 3,
-            io.decls + llvm::formatv("  paged_attention_decode<{0}, {1}, {2}, act, {3}, {4}, {5}>(s, "
+      entry("attn", 32 * kAttnWarps, D > 128 || decodeMma ? 2 : 3,
+            io.decls + llvm::formatv("  paged_attention_decode{11}<{0}, {1}, {2}, act, {3}, {4}, {5}>(s, "
                                      "{6}, {7}, {8}, out0, attn_scratch_of<{0}, {2}>(a.scratch, "
                                      "s.num_tokens, gridDim.x), {9}f, {10});\n",
                                      H, KvH, D, kSplitKeys, kAttnWarps, maxSplits, query, kc, vc,
-                                     number(p.getScale().convertToDouble()), window)
+                                     number(p.getScale().convertToDouble()), window,
+                                     decodeMma ? "_mma" : "")
                            .str());
   // One rotation pair (Q and K heads) per thread; a plain cache write one
   // element of K and V.
@@ -424,13 +431,19 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
       c.bytesT = 2.0 * double(H + 2 * KvH) * double(D) * e;
     } else if (sym.ends_with("_attn")) {
       // Every key's K and V row per KV head; QK and PV: 4 * D flops per key
-      // and query head. A warp's trip takes 32 keys of one KV head; each of
-      // the 4 warps of a token's first split runs at least one. The merge of
-      // the splits (counted at 2) writes and reads f32 partials of o, m, l.
+      // and query head. A warp's trip takes 32 keys of one KV head (16 on
+      // tensor cores, whose 16 mma rows all count); each of the 4 warps of a
+      // token's first split runs at least one. The merge of the splits
+      // (counted at 2) writes and reads f32 partials of o, m, l.
       c.bytesT = 2.0 * double(H) * double(D) * e + 2.0 * 2.0 * double(H) * (double(D) + 2.0) * 4.0;
       c.bytesK = 2.0 * double(KvH) * double(D) * e;
-      c.flopsK = 4.0 * double(H) * double(D);
-      c.tripsK = double(KvH) / 32.0;
+      if (decodeMma) {
+        c.tensorK = 4.0 * 16.0 * double(KvH) * double(D);
+        c.tripsK = double(KvH) / 16.0;
+      } else {
+        c.flopsK = 4.0 * double(H) * double(D);
+        c.tripsK = double(KvH) / 32.0;
+      }
       c.tripsT = 4.0 * double(KvH);
     } else if (sym.ends_with("_attn_prefill")) {
       // Tensor-core QK and PV per key and query head; each query tile of a

@@ -168,6 +168,68 @@ __device__ __forceinline__ void syncwarp() {
 __host__ __device__ constexpr int pow2_at_least(int n) { return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2); }
 } // namespace detail
 
+namespace detail {
+// The end of a decode block: the warps' states (max m, sum l and
+// unnormalized o per query head, in shared memory) merged into the block's;
+// with one split that is the output, otherwise the block's partial goes to
+// the scratch and the last block of (kv head, token) to finish, by ticket,
+// merges all splits in split order.
+template <int Heads, int HeadDim, int G, int Warps, class Act>
+__device__ void decode_merge(const float (&sm)[Warps][G], const float (&sl)[Warps][G],
+                             const float (&so)[Warps][G][HeadDim], Act* __restrict__ out,
+                             attn_scratch scratch, int t, int head0, int split) {
+  __syncthreads();
+  const int splits = gridDim.x;
+  for (int i = threadIdx.x; i < G * HeadDim; i += blockDim.x) {
+    const int h = i / HeadDim, d = i % HeadDim;
+    float M = -1e30f;
+#pragma unroll
+    for (int w = 0; w < Warps; ++w) M = fmaxf(M, sm[w][h]);
+    float L = 0.0f, O = 0.0f;
+#pragma unroll
+    for (int w = 0; w < Warps; ++w) {
+      const float f = exp2f(sm[w][h] - M);
+      L = fmaf(sl[w][h], f, L);
+      O = fmaf(so[w][h][d], f, O);
+    }
+    const int head = head0 + h;
+    if (splits == 1) {
+      out[(static_cast<i64>(t) * Heads + head) * HeadDim + d] = from_float<Act>(L > 0.0f ? O / L : 0.0f);
+    } else {
+      const i64 ps = (static_cast<i64>(t) * Heads + head) * splits + split;
+      scratch.part_o[ps * HeadDim + d] = O;
+      if (d == 0) { scratch.part_ml[2 * ps] = M; scratch.part_ml[2 * ps + 1] = L; }
+    }
+  }
+  if (splits == 1) return;
+  // The last block of (g, t) merges the splits: each thread makes its
+  // partials visible device-wide before thread 0 takes the ticket (the
+  // counter of token t's head head0), and the last block reads them from L2
+  // (__ldcg), never from a stale L1 line.
+  __shared__ int last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    last = atomicAdd(scratch.counters + static_cast<i64>(t) * Heads + head0, 1) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int i = threadIdx.x; i < G * HeadDim; i += blockDim.x) {
+    const int head = head0 + i / HeadDim, d = i % HeadDim;
+    const i64 base = (static_cast<i64>(t) * Heads + head) * splits;
+    float M = -1e30f;
+    for (int sp = 0; sp < splits; ++sp) M = fmaxf(M, __ldcg(scratch.part_ml + 2 * (base + sp)));
+    float L = 0.0f, O = 0.0f;
+    for (int sp = 0; sp < splits; ++sp) {
+      const float f = exp2f(__ldcg(scratch.part_ml + 2 * (base + sp)) - M);
+      L = fmaf(__ldcg(scratch.part_ml + 2 * (base + sp) + 1), f, L);
+      O = fmaf(__ldcg(scratch.part_o + (base + sp) * HeadDim + d), f, O);
+    }
+    out[(static_cast<i64>(t) * Heads + head) * HeadDim + d] = from_float<Act>(L > 0.0f ? O / L : 0.0f);
+  }
+}
+} // namespace detail
+
 template <int Heads, int KvHeads, int HeadDim, class Act, int SplitKeys, int Warps, int MaxSplits = 0>
 __device__ void paged_attention_decode(const step_info& s, const Act* __restrict__ q,
                                        const Act* __restrict__ kcache, const Act* __restrict__ vcache,
@@ -288,55 +350,153 @@ __device__ void paged_attention_decode(const step_info& s, const Act* __restrict
 #pragma unroll
       for (int i = 0; i < 8; ++i) so[warp][h][d0 + i] = o[h][i];
   }
-  __syncthreads();
-  const int splits = gridDim.x;
-  for (int i = threadIdx.x; i < G * HeadDim; i += blockDim.x) {
-    const int h = i / HeadDim, d = i % HeadDim;
-    float M = -1e30f;
-#pragma unroll
-    for (int w = 0; w < Warps; ++w) M = fmaxf(M, sm[w][h]);
-    float L = 0.0f, O = 0.0f;
-#pragma unroll
-    for (int w = 0; w < Warps; ++w) {
-      const float f = exp2f(sm[w][h] - M);
-      L = fmaf(sl[w][h], f, L);
-      O = fmaf(so[w][h][d], f, O);
+  detail::decode_merge<Heads, HeadDim, G, Warps>(sm, sl, so, out, scratch, t, head0, split);
+}
+
+//===----------------------------------------------------------------------===//
+// paged_attention_decode_mma: the same blocks, splits and merge as
+// paged_attention_decode, with the keys on tensor cores. The G query heads
+// of the block's kv head are the rows of the mma (rows G .. 15 zero), so
+// each K/V element is multiplied by all G heads in one instruction instead
+// of G FFMAs: the same bytes with about half the instructions per key (22
+// in the SASS loop at 32/8 x 128, against about 40).
+//
+// Each warp takes 16 keys at a time (warp w: keys k0 + 16 (i Warps + w) +
+// 0..15), straight from global memory into registers, no shared memory:
+// lane (g, c) loads 16 bytes of keys g and g + 8 at dims 32 j + 8 c .. + 7
+// for every 32-dim slice j, of K and of V.
+// - S = Q K^T: the mma's k index runs over the dims in the order the lanes
+//   hold them (the sum does not care), with Q's A fragments loaded in the
+//   same order, so K's 16 bytes are B fragments as they are.
+// - O += P V: P is S's C fragments (as in the prefill kernel); V's B
+//   fragments need pairs of keys, so each 8x8 block (8 keys, the 8 dims
+//   word w of 4 lanes hold) is transposed in registers (movmatrix). Lane
+//   (g, c) then accumulates O[head g and g + 8][32 j + 8 c + 2 w + 0..1].
+// The online softmax rescales lazily, as the prefill kernel does. Keys
+// past the block's range load the range's last row and are masked.
+// Needs 16-bit activations, HeadDim a multiple of 32 up to 128, G <= 16.
+//===----------------------------------------------------------------------===//
+template <int Heads, int KvHeads, int HeadDim, class Act, int SplitKeys, int Warps, int MaxSplits = 0>
+__device__ void paged_attention_decode_mma(const step_info& s, const Act* __restrict__ q,
+                                           const Act* __restrict__ kcache,
+                                           const Act* __restrict__ vcache, Act* __restrict__ out,
+                                           attn_scratch scratch, float scale, int window) {
+  static_assert(is_same<Act, __half>::value || is_same<Act, __nv_bfloat16>::value,
+                "paged_attention_decode_mma: activations must be half or bf16");
+  static_assert(HeadDim % 32 == 0 && HeadDim <= 128,
+                "paged_attention_decode_mma: HeadDim a multiple of 32 up to 128");
+  static_assert(Heads % KvHeads == 0 && Heads / KvHeads <= 16,
+                "paged_attention_decode_mma: at most 16 query heads per kv head");
+  constexpr int G = Heads / KvHeads, KW = KvHeads * HeadDim, D = HeadDim, J = D / 32;
+  __shared__ float sm[Warps][G], sl[Warps][G];
+  __shared__ float so[Warps][G][D];
+  const int split = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z;
+  const int head0 = kvh * G;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, c4 = lane & 3;
+  const decode_split ds = decode_split_of<SplitKeys, MaxSplits>(s, t, window);
+  const int k0 = ds.first + split * ds.keys;
+  const int k1 = split < ds.n ? min(ds.last + 1, k0 + ds.keys) : k0;
+  const float qscale = scale * 1.4426950408889634f; // softmax in base 2
+  const int* btab = s.block_tables + static_cast<i64>(ds.seq) * s.max_blocks;
+
+  // Q's A fragments: rows gid and gid + 8 (heads head0 + gid, + 8; zeros
+  // past G), k in the dims' lane order: step (j, u) holds dims
+  // 32 j + 8 c4 + 4 u + 0..3, a0/a1 the first pair, a2/a3 the second.
+  u32 qa[J][2][4];
+  for (int j = 0; j < J; ++j) {
+    uint4 r[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+    for (int h = 0; h < 2; ++h)
+      if (gid + 8 * h < G)
+        r[h] = *reinterpret_cast<const uint4*>(
+            q + (static_cast<i64>(t) * Heads + head0 + gid + 8 * h) * D + 32 * j + 8 * c4);
+    qa[j][0][0] = r[0].x, qa[j][0][1] = r[1].x, qa[j][0][2] = r[0].y, qa[j][0][3] = r[1].y;
+    qa[j][1][0] = r[0].z, qa[j][1][1] = r[1].z, qa[j][1][2] = r[0].w, qa[j][1][3] = r[1].w;
+  }
+  float m[2] = {-1e30f, -1e30f}, l[2] = {0.0f, 0.0f};
+  float o[J][4][4]; // [slice][word][C fragment]
+  for (int j = 0; j < J; ++j)
+    for (int w = 0; w < 4; ++w)
+      for (int i = 0; i < 4; ++i) o[j][w][i] = 0.0f;
+
+  for (int key0 = k0 + warp * 16; key0 < k1; key0 += Warps * 16) {
+    uint4 kx[2][J], vx[2][J]; // keys key0 + gid and key0 + 8 + gid
+    for (int h = 0; h < 2; ++h) {
+      const int key = min(key0 + 8 * h + gid, k1 - 1);
+      const i64 row = (static_cast<i64>(btab[key / s.block_size]) * s.block_size +
+                       key % s.block_size) * KW + kvh * D + 8 * c4;
+      for (int j = 0; j < J; ++j) {
+        kx[h][j] = *reinterpret_cast<const uint4*>(kcache + row + 32 * j);
+        vx[h][j] = *reinterpret_cast<const uint4*>(vcache + row + 32 * j);
+      }
     }
-    const int head = head0 + h;
-    if (splits == 1) {
-      out[(static_cast<i64>(t) * Heads + head) * HeadDim + d] = from_float<Act>(L > 0.0f ? O / L : 0.0f);
-    } else {
-      const i64 ps = (static_cast<i64>(t) * Heads + head) * splits + split;
-      scratch.part_o[ps * HeadDim + d] = O;
-      if (d == 0) { scratch.part_ml[2 * ps] = M; scratch.part_ml[2 * ps + 1] = L; }
+    // S = Q K^T: sc[h] covers keys key0 + 8 h + 0..7 (C fragment columns).
+    float sc[2][4];
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < 4; ++i) sc[h][i] = 0.0f;
+      for (int j = 0; j < J; ++j) {
+        const u32 b0[2] = {kx[h][j].x, kx[h][j].y}, b1[2] = {kx[h][j].z, kx[h][j].w};
+        detail::mma_op<Act>::run(sc[h], qa[j][0], b0);
+        detail::mma_op<Act>::run(sc[h], qa[j][1], b1);
+      }
+    }
+    if (key0 + 15 >= k1) // warp-uniform: the range ends in these 16 keys
+      for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 4; ++i)
+          if (key0 + 8 * h + 2 * c4 + (i & 1) >= k1) sc[h][i] = -__int_as_float(0x7f800000);
+    // Online softmax of rows gid (r 0) and gid + 8 (r 1), lazily rescaled.
+    float corr[2] = {1.0f, 1.0f};
+    bool moved = false;
+    for (int r = 0; r < 2; ++r) {
+      float mx = fmaxf(fmaxf(sc[0][2 * r], sc[0][2 * r + 1]), fmaxf(sc[1][2 * r], sc[1][2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float mt = mx * qscale;
+      if (mt > m[r] + 8.0f) {
+        corr[r] = detail::fast_exp2(m[r] - mt);
+        m[r] = mt;
+        l[r] *= corr[r];
+        moved = true;
+      }
+    }
+    for (int h = 0; h < 2; ++h)
+      for (int i = 0; i < 4; ++i) {
+        sc[h][i] = detail::fast_exp2(sc[h][i] * qscale - m[i >> 1]);
+        l[i >> 1] += sc[h][i];
+      }
+    if (__any_sync(0xffffffffu, moved))
+      for (int j = 0; j < J; ++j)
+        for (int w = 0; w < 4; ++w)
+          for (int i = 0; i < 4; ++i) o[j][w][i] *= corr[i >> 1];
+    // O += P V, word w of each slice: 8 keys x 8 dims per register, transposed.
+    const u32 pa[4] = {pack2<Act>(sc[0][0], sc[0][1]), pack2<Act>(sc[0][2], sc[0][3]),
+                       pack2<Act>(sc[1][0], sc[1][1]), pack2<Act>(sc[1][2], sc[1][3])};
+    for (int j = 0; j < J; ++j) {
+      const u32 v0[4] = {vx[0][j].x, vx[0][j].y, vx[0][j].z, vx[0][j].w};
+      const u32 v1[4] = {vx[1][j].x, vx[1][j].y, vx[1][j].z, vx[1][j].w};
+      for (int w = 0; w < 4; ++w) {
+        const u32 b[2] = {movmatrix_trans(v0[w]), movmatrix_trans(v1[w])};
+        detail::mma_op<Act>::run(o[j][w], pa, b);
+      }
     }
   }
-  if (splits == 1) return;
-  // The last block of (g, t) merges the splits: each thread makes its
-  // partials visible device-wide before thread 0 takes the ticket (the
-  // counter of token t's head head0), and the last block reads them from L2
-  // (__ldcg), never from a stale L1 line.
-  __shared__ int last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    last = atomicAdd(scratch.counters + static_cast<i64>(t) * Heads + head0, 1) == splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int i = threadIdx.x; i < G * HeadDim; i += blockDim.x) {
-    const int head = head0 + i / HeadDim, d = i % HeadDim;
-    const i64 base = (static_cast<i64>(t) * Heads + head) * splits;
-    float M = -1e30f;
-    for (int sp = 0; sp < splits; ++sp) M = fmaxf(M, __ldcg(scratch.part_ml + 2 * (base + sp)));
-    float L = 0.0f, O = 0.0f;
-    for (int sp = 0; sp < splits; ++sp) {
-      const float f = exp2f(__ldcg(scratch.part_ml + 2 * (base + sp)) - M);
-      L = fmaf(__ldcg(scratch.part_ml + 2 * (base + sp) + 1), f, L);
-      O = fmaf(__ldcg(scratch.part_o + (base + sp) * HeadDim + d), f, O);
+  // The warp's state into shared memory: l summed over the row's 4 lanes;
+  // lane (gid, c4) holds dims 32 j + 8 c4 + 2 w + 0..1 of rows gid, gid + 8.
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    const int h = gid + 8 * r;
+    if (h >= G) continue;
+    if (c4 == 0) {
+      sm[warp][h] = m[r];
+      sl[warp][h] = l[r];
     }
-    out[(static_cast<i64>(t) * Heads + head) * HeadDim + d] = from_float<Act>(L > 0.0f ? O / L : 0.0f);
+    for (int j = 0; j < J; ++j)
+      for (int w = 0; w < 4; ++w) {
+        so[warp][h][32 * j + 8 * c4 + 2 * w] = o[j][w][2 * r];
+        so[warp][h][32 * j + 8 * c4 + 2 * w + 1] = o[j][w][2 * r + 1];
+      }
   }
+  detail::decode_merge<Heads, HeadDim, G, Warps>(sm, sl, so, out, scratch, t, head0, split);
 }
 
 //===----------------------------------------------------------------------===//

@@ -109,6 +109,20 @@ __device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], const void* p) {
 #endif
 }
 
+// An 8x8 matrix of 16-bit elements transposed in registers: lane 4 r + c
+// holds elements (r, 2c) and (r, 2c + 1) before and after. Row r of the
+// input (16 bytes across 4 lanes) becomes column r, so a register pair of
+// two keys' rows turns into the mma B layout (pairs along the keys).
+__device__ __forceinline__ u32 movmatrix_trans(u32 x) {
+#ifdef LLMC_CUDA_EMULATE
+  return llmc_emu::movmatrix_trans(x);
+#else
+  u32 y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+#endif
+}
+
 // Brings the line holding p into L2, so that a later load of it waits for
 // L2 rather than DRAM.
 __device__ __forceinline__ void prefetch_l2(const void* p) {
