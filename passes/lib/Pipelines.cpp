@@ -49,6 +49,9 @@ void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &opt
   g.kind = options.gemv;
   g.activationType = options.cudaActivations;
   pm.addPass(createSelectGemv(g));
+  SelectAttentionOptions a;
+  a.activationType = options.cudaActivations;
+  pm.addPass(createSelectAttention(a));
   SelectGemmTilesOptions t;
   t.activationType = options.cudaActivations;
   pm.addPass(createSelectGemmTiles(t));

@@ -8,6 +8,12 @@
 // RUN: llmc-translate --llmc-to-host-cpp %s | FileCheck %s --check-prefix=HOST
 // RUN: llmc-translate --llmc-to-cuda %s | FileCheck %s --check-prefix=CUDA
 // RUN: llmc-translate --llmc-to-cuda --cuda-dtype=f32 %s | FileCheck %s --check-prefix=CUDA-F32
+//
+// The emitter follows llmc-select-attention's `llmc.attention` (a downgrade
+// to the FFMA decode and no prefill kernel here) and refuses a choice the
+// shape cannot take (tensor-core decode needs head_dim % 32 == 0).
+// RUN: sed 's/array<i64: 3>}/array<i64: 3>, llmc.attention = {decode = "ffma", prefill = "none"}}/' %s | llmc-translate --llmc-to-cuda | FileCheck %s --check-prefix=CHOSEN
+// RUN: sed 's/array<i64: 3>}/array<i64: 3>, llmc.attention = {decode = "mma", prefill = "flash", prefill_warps = 8 : i64}}/' %s | not llmc-translate --llmc-to-cuda 2>&1 | FileCheck %s --check-prefix=MISFIT
 
 // HOST:      #include "llmc_host_kernels.h"
 // HOST:      // rms_norm 64 + linear f32 128x64 + split (first used by qkv)
@@ -31,6 +37,10 @@
 // CUDA-NOT:  rope<
 // CUDA:      paged_attention_decode<4, 2, 16, act, 64, 4, 64>(s, in0,
 // CUDA:      paged_attention_prefill<4, 2, 16, act, 8>(s, in0,
+
+// CHOSEN:      paged_attention_decode<4, 2, 16, act, 64, 4, 64>(s, in0,
+// CHOSEN-NOT:  paged_attention_prefill
+// MISFIT: error: llmc.attention: {decode = "mma", prefill = "flash", prefill_warps = 8 : i64} does not fit activations bf16, head_dim 16, 4/2 heads
 
 // CUDA-F32:  typedef float act;
 // CUDA-F32:  rope_kv_cache_write<4, 2, 16, rope_style::half, act>(

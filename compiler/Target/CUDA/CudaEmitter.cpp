@@ -378,8 +378,28 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
   // heads of a kv head as mma rows) where the fragments fit: head_dim a
   // multiple of 32 up to 128, at most 16 heads per kv head. Its registers
   // (Q, O and 16 keys of K and V in flight) allow 2 blocks per SM.
-  const bool decodeMma = io.options->activationType != "f32" && D % 32 == 0 && D <= 128 &&
-                         H / KvH <= 16;
+  // llmc-select-attention's choice (`llmc.attention`); without it, its rules.
+  bool decodeMma = io.options->activationType != "f32" && D % 32 == 0 && D <= 128 &&
+                   H / KvH <= 16;
+  bool prefill = io.options->activationType != "f32" && D % 16 == 0 && D <= 128;
+  if (auto choice = group->getAttrOfType<DictionaryAttr>("llmc.attention")) {
+    auto decodeKind = choice.getAs<StringAttr>("decode");
+    auto prefillKind = choice.getAs<StringAttr>("prefill");
+    auto warps = choice.getAs<IntegerAttr>("prefill_warps");
+    if (!decodeKind || !prefillKind || (decodeKind != "mma" && decodeKind != "ffma") ||
+        (prefillKind != "flash" && prefillKind != "none"))
+      return group.emitError() << "llmc.attention: needs decode = \"mma\" or \"ffma\" and "
+                                  "prefill = \"flash\" or \"none\"";
+    if (prefillKind == "flash" && (!warps || warps.getInt() != kPrefillWarps))
+      return group.emitError() << "llmc.attention: prefill_warps must be " << kPrefillWarps
+                               << " (the kernel's block)";
+    if ((decodeKind == "mma" && !decodeMma) || (prefillKind == "flash" && !prefill))
+      return group.emitError() << "llmc.attention: " << choice
+                               << " does not fit activations " << io.options->activationType
+                               << ", head_dim " << D << ", " << H << "/" << KvH << " heads";
+    decodeMma = decodeKind == "mma";
+    prefill = prefillKind == "flash";
+  }
   text.defs =
       entry(write, kRopeThreads, 4, io.decls + writeBody) +
       entry("attn", 32 * kAttnWarps, D > 128 || decodeMma ? 2 : 3,
@@ -401,7 +421,6 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
   // Long queries (prefill) take the flash-attention kernel when it applies:
   // tensor cores need half/bf16, its fragments head_dim % 16 == 0, its
   // registers head_dim <= 128.
-  bool prefill = io.options->activationType != "f32" && D % 16 == 0 && D <= 128;
   std::string shortQ;
   if (prefill) {
     shortQ = "Q<=" + std::to_string(io.options->attnPrefillMinQuery);
@@ -417,11 +436,19 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
                                  {"min(splits," + std::to_string(maxSplits) + ")",
                                   std::to_string(KvH), "T"},
                                  32 * kAttnWarps));
-  if (prefill)
+  text.launches.back().variant =
+      llvm::formatv("decode={0} warps={1} split_keys={2} max_splits={3}",
+                    decodeMma ? "mma" : "ffma", kAttnWarps, kSplitKeys, maxSplits)
+          .str();
+  if (prefill) {
     text.launches.push_back(launch("attn_prefill",
                                    "Q>" + std::to_string(io.options->attnPrefillMinQuery),
                                    {std::to_string(H), "cdiv(Q," + std::to_string(16 * kPrefillWarps) + ")", "S"},
                                    32 * kPrefillWarps));
+    text.launches.back().variant =
+        llvm::formatv("flash-attention rows={0} keys=64 warps={1}", 16 * kPrefillWarps, kPrefillWarps)
+            .str();
+  }
   const double e = actBytes(*io.options);
   for (ManifestCudaLaunch &l : text.launches) {
     CostTerms c;

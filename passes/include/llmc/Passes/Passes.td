@@ -424,6 +424,42 @@ def SelectGemv : Pass<"llmc-select-gemv", "::mlir::ModuleOp"> {
   let dependentDialects = ["::llmc::llm::LLMDialect"];
 }
 
+def SelectAttention : Pass<"llmc-select-attention", "::mlir::ModuleOp"> {
+  let summary = "choose the CUDA kernels of every paged-attention group";
+  let description = [{
+    A group holding `llm.paged_attention` runs on the CUDA target, for
+    queries of up to 16 tokens (decode, short chunks), the split decode
+    kernel in one of two forms, and past that the flash-attention prefill
+    kernel where it applies:
+
+    - `decode = "mma"`: the query heads of a kv head as the rows of
+      `mma.sync` (paged_attention_decode_mma), with 16-bit activations,
+      head_dim a multiple of 32 up to 128 and at most 16 query heads per kv
+      head; `"ffma"` (paged_attention_decode) otherwise;
+    - `prefill = "flash"`: paged_attention_prefill, `prefill_warps` warps
+      of 16 query rows per block, with 16-bit activations and head_dim a
+      multiple of 16 up to 128; `"none"` otherwise (the decode kernel then
+      runs every step).
+
+    ```mlir
+    %a = llm.fusion "layers.0.attn.paged_attention" (...) {llmc.attention = {
+        decode = "mma", prefill = "flash", prefill_warps = 8 : i64}} : ...
+    ```
+
+    The CUDA emitter follows the attribute (without it, the same rules);
+    `--emit=kernels` and the kernel report's variants show it.
+  }];
+  let options = [
+    Option<"activationType", "activation-type", "std::string", /*default=*/"\"bf16\"",
+           "the CUDA activations: bf16, f16 or f32 (f32: FFMA decode, no prefill kernel)">,
+  ];
+  let statistics = [
+    Statistic<"numMma", "num-mma", "attention groups given the tensor-core decode kernel">,
+    Statistic<"numFfma", "num-ffma", "attention groups given the FFMA decode kernel">
+  ];
+  let dependentDialects = ["::llmc::llm::LLMDialect"];
+}
+
 def SelectGemmTiles : Pass<"llmc-select-gemm-tiles", "::mlir::ModuleOp"> {
   let summary = "choose the tiles of the CUDA tensor-core GEMM of every GEMM group";
   let description = [{
