@@ -1,8 +1,9 @@
 // Decode attention on tensor cores (paged_attention_decode_mma), run on the
 // CPU under emulation (test/cuda-emu) against a float64 loop: contexts long
 // enough that every warp of a split takes several 16-key chunks (its online
-// softmax across them, the masked tail chunk), windows, and peaked scores
-// whose row maxima jump past the first chunk (the lazy rescale of O). The
+// softmax across them, the masked tail chunk), windows, short prefill chunks
+// (several queries of one sequence), and peaked scores whose row maxima
+// jump past the first chunk (the lazy rescale of O). The
 // end-to-end emulated tests reach the kernel only with splits of at most 64
 // keys, one chunk per warp.
 #include <cmath>
@@ -63,12 +64,17 @@ struct Shape {
   bool bf16;
 };
 
-// One decode step: sequence i has context ctx[i] and one query (its last
-// position); the cache blocks are shuffled. Returns max |out - ref| / max
-// |ref| over every (token, head) row.
+// One step through the decode kernel: sequence i has context ctx[i] and
+// its last qlen[i] positions as queries (1: decode; more: a short prefill
+// chunk, each token its own blocks); the cache blocks are shuffled. Returns
+// max |out - ref| / max |ref| over every (token, head) row.
 double DecodeError(void (*entry)(const llmc_cuda_step_info, const llmc_cuda_args), const Shape& sh,
-                   const std::vector<int>& ctx, int window, float q_gain, uint32_t seed) {
-  const int S = int(ctx.size()), T = S, H = sh.heads, KvH = sh.kv_heads, D = sh.head_dim;
+                   const std::vector<int>& ctx, int window, float q_gain, uint32_t seed,
+                   std::vector<int> qlen = {}) {
+  if (qlen.empty()) qlen.assign(ctx.size(), 1);
+  const int S = int(ctx.size()), H = sh.heads, KvH = sh.kv_heads, D = sh.head_dim;
+  int T = 0;
+  for (int n : qlen) T += n;
   const int G = H / KvH;
   auto to16 = [&](float f) { return sh.bf16 ? ToBf16(f) : ToF16(f); };
   auto from16 = [&](uint16_t b) { return sh.bf16 ? FromBf16(b) : FromF16(b); };
@@ -85,14 +91,17 @@ double DecodeError(void (*entry)(const llmc_cuda_step_info, const llmc_cuda_args
   std::vector<int> perm(num_blocks);
   for (int i = 0; i < num_blocks; ++i) perm[i] = i;
   std::shuffle(perm.begin(), perm.end(), rng);
-  std::vector<int> btab(size_t(S) * max_blocks, 0), positions(T), qstarts(S + 1), lens(S);
+  std::vector<int> btab(size_t(S) * max_blocks, 0), positions, qstarts(S + 1), lens(S), seq_of;
   for (int s = 0, next = 0; s < S; ++s) {
     for (int b = 0; b < max_blocks_of[s]; ++b) btab[size_t(s) * max_blocks + b] = perm[next++];
-    positions[s] = ctx[s] - 1;
-    qstarts[s] = s;
+    qstarts[s] = int(positions.size());
+    for (int i = 0; i < qlen[s]; ++i) {
+      positions.push_back(ctx[s] - qlen[s] + i);
+      seq_of.push_back(s);
+    }
     lens[s] = ctx[s];
   }
-  qstarts[S] = S;
+  qstarts[S] = T;
   const size_t cache_elems = size_t(num_blocks) * kBlockSize * KvH * D;
   std::vector<uint16_t> q(size_t(T) * H * D), kc(cache_elems), vc(cache_elems);
   for (auto& x : q) x = to16(uq(rng));
@@ -130,14 +139,15 @@ double DecodeError(void (*entry)(const llmc_cuda_step_info, const llmc_cuda_args
 
   double worst = 0;
   for (int t = 0; t < T; ++t) {
-    const int last = ctx[t] - 1, first = window > 0 ? std::max(0, last - window + 1) : 0;
+    const int seq = seq_of[t], last = positions[t];
+    const int first = window > 0 ? std::max(0, last - window + 1) : 0;
     for (int h = 0; h < H; ++h) {
       const int g = h / G;
       std::vector<double> p(last - first + 1), o(D, 0.0);
       double mx = -1e300, l = 0;
       for (int k = first; k <= last; ++k) {
         const size_t row =
-            (size_t(btab[size_t(t) * max_blocks + k / kBlockSize]) * kBlockSize + k % kBlockSize) * KvH + g;
+            (size_t(btab[size_t(seq) * max_blocks + k / kBlockSize]) * kBlockSize + k % kBlockSize) * KvH + g;
         double dot = 0;
         for (int d = 0; d < D; ++d)
           dot += double(from16(q[(size_t(t) * H + h) * D + d])) * from16(kc[row * D + d]);
@@ -146,7 +156,7 @@ double DecodeError(void (*entry)(const llmc_cuda_step_info, const llmc_cuda_args
       }
       for (int k = first; k <= last; ++k) {
         const size_t row =
-            (size_t(btab[size_t(t) * max_blocks + k / kBlockSize]) * kBlockSize + k % kBlockSize) * KvH + g;
+            (size_t(btab[size_t(seq) * max_blocks + k / kBlockSize]) * kBlockSize + k % kBlockSize) * KvH + g;
         const double w = std::exp(p[k - first] - mx);
         l += w;
         for (int d = 0; d < D; ++d) o[d] += w * from16(vc[row * D + d]);
@@ -174,6 +184,9 @@ TEST(CudaEmuDecodeAttention, TensorCoresMatchFloat64Bf16) {
   const std::vector<int> ctx = {1, 15, 16, 300, 1000};
   EXPECT_LT(DecodeError(emu_decode_mma_32_8_128_bf16, sh, ctx, 0, 1.0f, 1), kTolBf16);
   EXPECT_LT(DecodeError(emu_decode_mma_32_8_128_bf16, sh, ctx, 200, 1.0f, 2), kTolBf16);
+  // Short prefill chunks through the decode kernel: 9 and 16 queries of
+  // one sequence, each token with its own key range and splits.
+  EXPECT_LT(DecodeError(emu_decode_mma_32_8_128_bf16, sh, {40, 1000}, 0, 1.0f, 5, {9, 16}), kTolBf16);
   // The FFMA kernel on the same inputs: the reference's own check.
   EXPECT_LT(DecodeError(emu_decode_ffma_32_8_128_bf16, sh, ctx, 0, 1.0f, 1), kTolBf16);
 }
