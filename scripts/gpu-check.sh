@@ -5,8 +5,10 @@
 #   stage 1  the CUDA kernel templates (compiler/Target/Kernels/cuda/
 #            llmc_cuda_kernels.cuh), built by nvcc from test/gpu/
 #            kernel_check*.cu, against the host kernels and double loops,
-#            then the decode GEMV timed against cudaMemcpy bandwidth and the
-#            flash-attention prefill kernel in TFLOP/s;
+#            then the decode GEMV timed against cudaMemcpy bandwidth, the
+#            flash-attention prefill kernel in TFLOP/s and decode attention
+#            over 64 sequences of 4,096 tokens (FFMA and tensor-core
+#            kernels) in GB/s of K/V;
 #   stage 2  compiled artifacts end to end (test/gpu/e2e_check.py) over the
 #            payload scripts/gpu-payload.sh built on a machine without a GPU
 #            (build-gpu-payload/: llmc-rt, synthetic models with float64

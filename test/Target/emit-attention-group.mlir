@@ -40,7 +40,7 @@
 
 // CHOSEN:      paged_attention_decode<4, 2, 16, act, 64, 4, 64>(s, in0,
 // CHOSEN-NOT:  paged_attention_prefill
-// MISFIT: error: llmc.attention: {decode = "mma", prefill = "flash", prefill_warps = 8 : i64} does not fit activations bf16, head_dim 16, 4/2 heads
+// MISFIT: error: CUDA codegen: llmc.attention {decode = "mma", prefill = "flash", prefill_warps = 8 : i64} does not fit activations bf16, head_dim 16, 4/2 heads
 
 // CUDA-F32:  typedef float act;
 // CUDA-F32:  rope_kv_cache_write<4, 2, 16, rope_style::half, act>(

@@ -374,11 +374,13 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
   // split count exact (docs/cuda.md). The last block of each kv head and
   // token merges the splits (no reduction launch).
   const int64_t maxSplits = std::clamp<int64_t>(kAttnBlocks / KvH, 4, kSplitKeys);
-  // With 16-bit activations the decode keys run on tensor cores (the query
-  // heads of a kv head as mma rows) where the fragments fit: head_dim a
-  // multiple of 32 up to 128, at most 16 heads per kv head. Its registers
-  // (Q, O and 16 keys of K and V in flight) allow 2 blocks per SM.
-  // llmc-select-attention's choice (`llmc.attention`); without it, its rules.
+  // The kernels llmc-select-attention chose (`llmc.attention`), checked
+  // against what they can run; without the attribute, the pass's rules.
+  // What fits: with 16-bit activations, decode on tensor cores (the query
+  // heads of a kv head as mma rows) for head_dim a multiple of 32 up to 128
+  // and at most 16 heads per kv head (its registers, Q, O and 16 keys of K
+  // and V in flight, allow 2 blocks per SM); the flash-attention prefill for
+  // head_dim a multiple of 16 up to 128.
   bool decodeMma = io.options->activationType != "f32" && D % 32 == 0 && D <= 128 &&
                    H / KvH <= 16;
   bool prefill = io.options->activationType != "f32" && D % 16 == 0 && D <= 128;
@@ -388,13 +390,13 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
     auto warps = choice.getAs<IntegerAttr>("prefill_warps");
     if (!decodeKind || !prefillKind || (decodeKind != "mma" && decodeKind != "ffma") ||
         (prefillKind != "flash" && prefillKind != "none"))
-      return group.emitError() << "llmc.attention: needs decode = \"mma\" or \"ffma\" and "
-                                  "prefill = \"flash\" or \"none\"";
+      return group.emitError() << "CUDA codegen: llmc.attention needs decode = \"mma\" or "
+                                  "\"ffma\" and prefill = \"flash\" or \"none\"";
     if (prefillKind == "flash" && (!warps || warps.getInt() != kPrefillWarps))
-      return group.emitError() << "llmc.attention: prefill_warps must be " << kPrefillWarps
+      return group.emitError() << "CUDA codegen: llmc.attention prefill_warps must be " << kPrefillWarps
                                << " (the kernel's block)";
     if ((decodeKind == "mma" && !decodeMma) || (prefillKind == "flash" && !prefill))
-      return group.emitError() << "llmc.attention: " << choice
+      return group.emitError() << "CUDA codegen: llmc.attention " << choice
                                << " does not fit activations " << io.options->activationType
                                << ", head_dim " << D << ", " << H << "/" << KvH << " heads";
     decodeMma = decodeKind == "mma";
@@ -418,9 +420,7 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
       {"T", std::to_string(std::max<int64_t>(1, (writeItems + kRopeThreads - 1) / kRopeThreads)),
        "1"},
       kRopeThreads));
-  // Long queries (prefill) take the flash-attention kernel when it applies:
-  // tensor cores need half/bf16, its fragments head_dim % 16 == 0, its
-  // registers head_dim <= 128.
+  // Long queries (prefill) take the flash-attention kernel where it runs.
   std::string shortQ;
   if (prefill) {
     shortQ = "Q<=" + std::to_string(io.options->attnPrefillMinQuery);
