@@ -81,6 +81,10 @@ __device__ __forceinline__ void attn_counters_clear(float* scratch) {
 }
 
 __device__ __forceinline__ int seq_of_token(const step_info& s, int t) {
+  // A decode step's token t is sequence t's one query: two independent
+  // loads say so, where the search below is a chain of log2(S) dependent
+  // ones that every block waits through before its first K/V load.
+  if (t < s.num_seqs && s.query_starts[t] == t && s.query_starts[t + 1] == t + 1) return t;
   int lo = 0, hi = s.num_seqs - 1; // largest seq with query_starts[seq] <= t
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
