@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "kernel_check.cuh"
 
+#include <memory>
+
 //===----------------------------------------------------------------------===//
 // Kernels: the wrappers the emitter would write (as in cuda_kernels_test.cpp).
 //===----------------------------------------------------------------------===//
@@ -280,27 +282,45 @@ template void prefill_attention_checks<__nv_bfloat16>(std::mt19937&);
 // (Llama-3-8B shape 32/8 x 128, bf16, causal, block_size 16, shuffled
 // blocks) as TFLOP/s of 4 * T^2/2 * HeadDim * Heads (QK^T and PV over the
 // causal half). Printed, not asserted.
+// The timings' inputs: one step of the 8B shape (32/8 x 128, bf16) whose
+// sequence i has context ctx[i] and its last qlen[i] positions as queries,
+// random Q and K/V in shuffled cache blocks, on the device.
+struct TimingStep8b {
+  using A = __nv_bfloat16;
+  static constexpr int Heads = 32, KvHeads = 8, D = 128;
+  HostStep hs;
+  std::unique_ptr<DBuf<A>> q, kc, vc, out;
+  std::unique_ptr<DevStep> ds;
+  TimingStep8b(const std::vector<int>& ctx, const std::vector<int>& qlen, unsigned seed) {
+    std::mt19937 rng(seed);
+    const int num_blocks = attention_step(ctx, qlen, rng, hs);
+    const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * KvHeads * D;
+    std::vector<A> qa, kca, vca;
+    std::vector<float> qf, kcf, vcf;
+    random_act<A>(static_cast<size_t>(hs.T) * Heads * D, rng, -4.0f, 4.0f, qa, qf);
+    random_act<A>(cache_elems, rng, -1.0f, 1.0f, kca, kcf);
+    random_act<A>(cache_elems, rng, -1.0f, 1.0f, vca, vcf);
+    auto up = [](const std::vector<A>& h) {
+      auto d = std::make_unique<DBuf<A>>(h.size());
+      d->up(h);
+      return d;
+    };
+    q = up(qa);
+    kc = up(kca);
+    vc = up(vca);
+    out = std::make_unique<DBuf<A>>(qa.size());
+    ds = std::make_unique<DevStep>(hs);
+  }
+};
+
 // Timing: decode attention of B sequences of C tokens each (8B shape
 // 32/8 x 128, bf16, one query per sequence, 32 splits at most as the
 // emitter's), the FFMA kernel and the tensor-core one, as GB/s of the K/V
 // bytes read (B * C * 8 * 128 * 2 * 2). Printed, not asserted.
 void time_decode_attention(int B, int C) {
-  using A = __nv_bfloat16;
-  constexpr int Heads = 32, KvHeads = 8, D = 128;
-  std::mt19937 rng(4243);
-  HostStep hs;
-  const int num_blocks = attention_step(std::vector<int>(B, C), std::vector<int>(B, 1), rng, hs);
-  const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * KvHeads * D;
-  std::vector<A> qa, kca, vca;
-  std::vector<float> qf, kcf, vcf;
-  random_act<A>(static_cast<size_t>(B) * Heads * D, rng, -4.0f, 4.0f, qa, qf);
-  random_act<A>(cache_elems, rng, -1.0f, 1.0f, kca, kcf);
-  random_act<A>(cache_elems, rng, -1.0f, 1.0f, vca, vcf);
-  DBuf<A> dq(qa.size()), dkc(kca.size()), dvc(vca.size()), dout(qa.size());
-  dq.up(qa);
-  dkc.up(kca);
-  dvc.up(vca);
-  DevStep ds(hs);
+  using A = TimingStep8b::A;
+  constexpr int Heads = TimingStep8b::Heads, KvHeads = TimingStep8b::KvHeads, D = TimingStep8b::D;
+  const TimingStep8b in(std::vector<int>(B, C), std::vector<int>(B, 1), 4243);
   const int splits = std::min((C + 63) / 64, 32);
   const size_t counters = (static_cast<size_t>(B) * Heads + 3) / 4 * 4;
   DBuf<float> scratch(4 + counters + static_cast<size_t>(B) * Heads * splits * (D + 2));
@@ -312,9 +332,11 @@ void time_decode_attention(int B, int C) {
       // The counters go back to zero after each launch (the last block's),
       // as between steps.
       if (mma)
-        attn_decode_8b<A, true><<<dim3(splits, KvHeads, B), 128>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, scratch.p, scale);
+        attn_decode_8b<A, true><<<dim3(splits, KvHeads, B), 128>>>(in.ds->s, in.q->p, in.kc->p, in.vc->p, in.out->p,
+                                                                  scratch.p, scale);
       else
-        attn_decode_8b<A, false><<<dim3(splits, KvHeads, B), 128>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, scratch.p, scale);
+        attn_decode_8b<A, false><<<dim3(splits, KvHeads, B), 128>>>(in.ds->s, in.q->p, in.kc->p, in.vc->p, in.out->p,
+                                                                   scratch.p, scale);
       CK(cudaMemset(scratch.p + 4, 0, counters * sizeof(float)));
     };
     const double sec = seconds_per_launch(launch);
@@ -325,26 +347,14 @@ void time_decode_attention(int B, int C) {
 }
 
 void time_prefill(int T) {
-  using A = __nv_bfloat16;
-  constexpr int Heads = 32, KvHeads = 8, D = 128;
-  std::mt19937 rng(4242);
-  HostStep hs;
-  const int num_blocks = attention_step({T}, {T}, rng, hs);
-  const size_t cache_elems = static_cast<size_t>(num_blocks) * kBlockSize * KvHeads * D;
-  std::vector<A> qa, kca, vca;
-  std::vector<float> qf, kcf, vcf;
-  random_act<A>(static_cast<size_t>(T) * Heads * D, rng, -4.0f, 4.0f, qa, qf);
-  random_act<A>(cache_elems, rng, -1.0f, 1.0f, kca, kcf);
-  random_act<A>(cache_elems, rng, -1.0f, 1.0f, vca, vcf);
-  DBuf<A> dq(qa.size()), dkc(kca.size()), dvc(vca.size()), dout(qa.size());
-  dq.up(qa);
-  dkc.up(kca);
-  dvc.up(vca);
-  DevStep ds(hs);
+  using A = TimingStep8b::A;
+  constexpr int Heads = TimingStep8b::Heads, KvHeads = TimingStep8b::KvHeads, D = TimingStep8b::D;
+  const TimingStep8b in({T}, {T}, 4242);
   const float scale = static_cast<float>(1.0 / std::sqrt(double(D)));
   const dim3 grid(Heads, (T + kPrefillRows - 1) / kPrefillRows, 1);
   auto launch = [&] {
-    attn_prefill<A, Heads, KvHeads, D><<<grid, 32 * kPrefillWarps>>>(ds.s, dq.p, dkc.p, dvc.p, dout.p, scale, 0);
+    attn_prefill<A, Heads, KvHeads, D>
+        <<<grid, 32 * kPrefillWarps>>>(in.ds->s, in.q->p, in.kc->p, in.vc->p, in.out->p, scale, 0);
   };
   const double sec = seconds_per_launch(launch);
   const double flops = 4.0 * double(T) * T / 2.0 * D * Heads;
