@@ -315,8 +315,7 @@ struct q3_K {
 // j's scale d * sc and min dmin * m from it: gguf::scale_min_k4 on the
 // bytes in registers, where the byte-wise version costs the GEMM's decoder
 // a load per byte.
-LLMC_HD void k4_scale_min(const u8* b, int j, float* d, float* m) {
-  const uint4 h = *reinterpret_cast<const uint4*>(b);
+LLMC_HD void k4_scale_min(const uint4& h, int j, float* d, float* m) {
   // Bytes j % 4 of scales[0..3], [4..7], [8..11] (words y, z, w): sub-blocks
   // 0..3 take 6 bits of the first two; 4..7 take the third's nibbles below
   // the first two's top 2 bits.
@@ -327,6 +326,9 @@ LLMC_HD void k4_scale_min(const u8* b, int j, float* d, float* m) {
   const u32 mn = lo ? bb & 63u : ((cc >> 4) & 0x0fu) | ((bb >> 2) & 0x30u);
   *d = lo_f16(h.x) * static_cast<float>(sc);
   *m = hi_f16(h.x) * static_cast<float>(mn);
+}
+LLMC_HD void k4_scale_min(const u8* b, int j, float* d, float* m) {
+  k4_scale_min(*reinterpret_cast<const uint4*>(b), j, d, m);
 }
 
 // block_q4_K {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}: 64-element chunk

@@ -74,6 +74,15 @@ struct gemm_split {
 };
 
 namespace detail {
+// The words a row-decoding format loads for one step of Count groups
+// (mmaw::step_decoder<Fmt>::step_words); an empty struct where rows are decoded by
+// group (Count 0).
+template <class Fmt, int Count> struct row_step_words {
+  using type = typename mmaw::step_decoder<Fmt>::template step_words<Count>;
+};
+template <class Fmt> struct row_step_words<Fmt, 0> {
+  struct type {};
+};
 // Weights whose bytes are already the activation type: copied, not decoded.
 template <class Fmt, class Act> struct raw_weight { static constexpr bool value = false; };
 template <> struct raw_weight<fmt::bf16, __nv_bfloat16> { static constexpr bool value = true; };
@@ -103,9 +112,7 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
 
   // This thread's 16-byte chunks of every stage: chunk i = tid + j * Threads
   // is row i / 4, chunk i % 4 (8 elements) of the tile. A token row past T
-  // copies zeros. Its address is recomputed at each copy, not kept: x_rows
-  // is a literal nullptr in all but an LM head, so that folds to a multiply,
-  // and pointers per chunk would cost registers the accumulators need.
+  // copies zeros.
   auto a_src = [&](int j, int kt, bool& valid) {
     const int i = tid + j * Tile::Threads, t = t0 + (i >> 2);
     valid = t < T;
@@ -117,30 +124,92 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   // would cost registers the accumulators need).
   constexpr int kColStep = Tile::Threads / 4 / P;
   static_assert(Tile::Threads / 4 % P == 0, "gemm_mma: a thread's rows are parts of one column");
-  const int col0 = n0 + (tid >> 2) / P;
-  const u8* wrow0 = weight_row<Fmt>(w, col0 < NOut ? Epi::row(col0, (tid >> 2) % P) : 0, K);
+  // A format that decodes a whole step of a row at once (decode_step: one
+  // scale conversion, word loads) gives each thread one tile row, all its
+  // groups (BL = 4) or two of them (BL = 2; two threads a row), instead of
+  // the BL rows of one group the chunk order would give it.
+  constexpr bool kRowDecode = [] {
+    if constexpr (!kRaw && mmaw::step_decoder<Fmt>::value) {
+      if constexpr (mmaw::step_decoder<Fmt>::step_rows(K)) return BL == 4 || BL == 2;
+    }
+    return false;
+  }();
+  constexpr int kRowThreads = kRowDecode ? 4 / BL : 1; // threads per tile row
+  const int my_row = tid / kRowThreads, my_first = tid % kRowThreads;
+  const int row_tid = kRowDecode ? my_row * 4 : tid;  // as the chunk order's thread of that row
+  const int col0 = n0 + (row_tid >> 2) / P;
+  const u8* wrow0 = weight_row<Fmt>(w, col0 < NOut ? Epi::row(col0, (row_tid >> 2) % P) : 0, K);
   const int bvalid = col0 < NOut ? min(BL, (NOut - 1 - col0) / kColStep + 1) : 0;
   auto brow = [&](int j) { return wrow0 + Fmt::row_bytes(K) * j * kColStep; };
 
-  auto copy_stage = [&](int kt, uint4* sa) { // the cp.async half of step kt's stage
+  // Shared addresses (to_shared) from here on: a stage's offset is added to
+  // a thread's fixed slots, so that ptxas folds the rest into immediates.
+  const shared_addr s0 = to_shared(smem);
+  constexpr int kStageBytes = Tile::StageSlots * 16;
+  // This thread's activation chunks: where each starts (at step 0) and
+  // lands (in stage 0), held in registers (opaque) for the whole loop where
+  // there is room: word-decoded and raw weights, and 4-warp tiles (up to
+  // 168 registers at 3 blocks an SM). The float decoders' 8-warp tiles,
+  // at 128 registers, would spill; they recompute them instead.
+  constexpr bool kKeepA = kRowDecode || kRaw || Tile::Threads <= 128;
+  const Act* a_from[AL];
+  shared_addr a_to[AL];
+  bool a_ok[AL];
+#pragma unroll
+  for (int j = 0; j < AL; ++j) {
+    const int i = tid + j * Tile::Threads;
+    if constexpr (kKeepA) {
+      a_from[j] = opaque(a_src(j, 0, a_ok[j]));
+      a_to[j] = opaque(s0 + tile32_slot(i >> 2, i & 3) * 16);
+    }
+  }
+  auto copy_stage = [&](int kt, int stage) { // the cp.async half of step kt's stage
+    const shared_addr sa = s0 + stage * kStageBytes;
 #pragma unroll
     for (int j = 0; j < AL; ++j) {
-      const int i = tid + j * Tile::Threads;
-      bool valid;
-      const Act* src = a_src(j, kt, valid);
-      cp_async16(sa + tile32_slot(i >> 2, i & 3), src, valid);
+      if constexpr (kKeepA) {
+        cp_async16(a_to[j] + stage * kStageBytes, a_from[j] + kt * 32, a_ok[j]);
+      } else {
+        const int i = tid + j * Tile::Threads;
+        bool valid;
+        const Act* src = a_src(j, kt, valid);
+        cp_async16(sa + tile32_slot(i >> 2, i & 3) * 16, src, valid);
+      }
     }
     if constexpr (kRaw) {
 #pragma unroll
       for (int j = 0; j < BL; ++j) {
         const int i = tid + j * Tile::Threads;
-        cp_async16(sa + BM * 4 + tile32_slot(i >> 2, i & 3),
+        cp_async16(sa + (BM * 4 + tile32_slot(i >> 2, i & 3)) * 16,
                    j < bvalid ? brow(j) + (kt * 32 + (i & 3) * 8) * 2 : w, j < bvalid);
       }
     }
   };
+  // kRowDecode: a step's words are loaded (step_load) before the products
+  // of the step before it and decoded after them, so that the products
+  // cover the loads' latency.
+  using StepWords = typename detail::row_step_words<Fmt, kRowDecode ? BL : 0>::type;
+  StepWords words{};
+  // A tile row past NOut decodes weight row 0 (wrow0): its products land in
+  // columns the epilogue does not store, so it needs no branch.
+  auto load_words = [&](int kt) {
+    if constexpr (kRowDecode) {
+      mmaw::step_decoder<Fmt>::template step_load<BL>(wrow0, kt, my_first, words);
+      if (my_first == 0 && kt + 2 * S < kb + KTS)
+        prefetch_l2(wrow0 + Fmt::row_bytes(32 * (kt + 2 * S)));
+    }
+  };
   auto decode_stage = [&](int kt, uint4* sa) { // a decoded weight's half of step kt
     uint4* sb = sa + BM * 4;
+    if constexpr (kRowDecode) { // from `words`, loaded by load_words(kt)
+      u32 q[4 * BL];
+      mmaw::step_decoder<Fmt>::template step_decode<Act, BL>(words, kt, q);
+#pragma unroll
+      for (int c = 0; c < BL; ++c)
+        sb[tile32_slot(my_row, my_first + c * kRowThreads)] =
+            make_uint4(q[4 * c], q[4 * c + 1], q[4 * c + 2], q[4 * c + 3]);
+      return;
+    }
 #pragma unroll
     for (int j = 0; j < BL; ++j) {
       const int i = tid + j * Tile::Threads;
@@ -183,14 +252,29 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     bchunk[kk] = (2 * kk + ((lane >> 3) & 1)) ^ ((brow0 >> 1) & 3);
   }
 
+  // This lane's ldmatrix rows in stage 0, per k16 half.
+  shared_addr afrag[2], bfrag[2];
+#pragma unroll
+  for (int kk = 0; kk < 2; ++kk) {
+    afrag[kk] = s0 + (arow0 * 4 + achunk[kk]) * 16;
+    bfrag[kk] = s0 + (brow0 * 4 + bchunk[kk]) * 16;
+    if constexpr (kKeepA) { // as the activation chunks' addresses, where there is room
+      afrag[kk] = opaque(afrag[kk]);
+      bfrag[kk] = opaque(bfrag[kk]);
+    }
+  }
+
   // Fill the pipeline: steps 0 .. S-2 of this split in flight (decoded
   // weights: only step 0, the loop decodes one step ahead).
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    if (s < KTS) copy_stage(kb + s, smem + s * Tile::StageSlots);
+    if (s < KTS) copy_stage(kb + s, s);
     cp_async_commit();
   }
-  if constexpr (!kRaw) decode_stage(kb, smem);
+  if constexpr (!kRaw) {
+    load_words(kb);
+    decode_stage(kb, smem);
+  }
 
   // The stage step kt reads, and the one step kt + S - 1 fills (step
   // kt - 1's), rotating without a division.
@@ -199,19 +283,19 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     const int kt = kb + s;
     cp_async_wait<S - 2>(); // this thread's copies of step kt have landed
     __syncthreads();        // everyone's, and step kt - 1's readers are done
-    if (s + S - 1 < KTS) copy_stage(kt + S - 1, smem + wr * Tile::StageSlots);
+    if (s + S - 1 < KTS) copy_stage(kt + S - 1, wr);
     cp_async_commit();
-    const uint4* st = smem + rd * Tile::StageSlots;
+    if (s + 1 < KTS) load_words(kt + 1);
+    const int st = rd * kStageBytes;
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk) { // the two k16 halves: chunks 2 kk, 2 kk + 1
       u32 a[MI][4], b[NI][2];
 #pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-        ldmatrix_x4(a[mi], st + (arow0 + mi * 16) * 4 + achunk[kk]);
+      for (int mi = 0; mi < MI; ++mi) ldmatrix_x4(a[mi], afrag[kk] + st + mi * 16 * 64);
 #pragma unroll
       for (int nj = 0; nj < NI / 2; ++nj) {
         u32 r[4];
-        ldmatrix_x4(r, st + (brow0 + nj * 16) * 4 + bchunk[kk]);
+        ldmatrix_x4(r, bfrag[kk] + st + nj * 16 * 64);
         b[2 * nj][0] = r[0], b[2 * nj][1] = r[1], b[2 * nj + 1][0] = r[2], b[2 * nj + 1][1] = r[3];
       }
 #pragma unroll

@@ -52,6 +52,35 @@ __device__ __forceinline__ u32 smem_addr(const void* p) {
 }
 #endif
 
+// The value itself, opaque to the optimizer: ptxas then keeps it in a
+// register across a loop instead of recomputing it from the thread index at
+// every trip (which it prefers for addresses, at several instructions each).
+__device__ __forceinline__ u32 opaque(u32 v) {
+#ifndef LLMC_CUDA_EMULATE
+  asm volatile("mov.b32 %0, %0;" : "+r"(v));
+#endif
+  return v;
+}
+template <class T> __device__ __forceinline__ const T* opaque(const T* p) {
+#ifndef LLMC_CUDA_EMULATE
+  asm volatile("mov.b64 %0, %0;" : "+l"(p));
+#endif
+  return p;
+}
+
+// A shared-memory address kept as such: 32 bits on the device, so that a
+// loop adds a stage's offset to it and the fragments' constant offsets fold
+// into the instructions' immediates (from generic pointers ptxas recomputes
+// the whole address per ldmatrix); the pointer itself under emulation.
+#ifdef LLMC_CUDA_EMULATE
+using shared_addr = unsigned char*;
+inline shared_addr to_shared(void* p) { return static_cast<unsigned char*>(p); }
+inline shared_addr opaque(shared_addr a) { return a; }
+#else
+using shared_addr = u32;
+__device__ __forceinline__ shared_addr to_shared(const void* p) { return smem_addr(p); }
+#endif
+
 // 16 bytes from global to shared memory without passing through registers;
 // `valid` false writes zeros (src is then not read). Completes at
 // cp_async_wait.
@@ -63,6 +92,15 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool vali
     memset(dst, 0, 16);
 #else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async16(shared_addr dst, const void* src, bool valid) {
+#ifdef LLMC_CUDA_EMULATE
+  cp_async16(static_cast<void*>(dst), src, valid);
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                "r"(valid ? 16 : 0)
                : "memory");
 #endif
@@ -92,6 +130,16 @@ __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(p)));
+#endif
+}
+
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], shared_addr a) {
+#ifdef LLMC_CUDA_EMULATE
+  llmc_emu::ldmatrix_x4(r, a);
+#else
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
 #endif
 }
 

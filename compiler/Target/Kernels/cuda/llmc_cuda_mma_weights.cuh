@@ -112,6 +112,16 @@ template <class Act> LLMC_HD u32 fma2(u32 a, u32 b, u32 c) {
 #endif
 }
 
+// Two floats as an Act pair, each rounded to nearest (gemm_mma's pack2, for
+// the host too).
+template <class Act> LLMC_HD u32 floats2(float a, float b);
+template <> LLMC_HD u32 floats2<__half>(float a, float b) {
+  return pair_ops<__half>::out(__floats2half2_rn(a, b));
+}
+template <> LLMC_HD u32 floats2<__nv_bfloat16>(float a, float b) {
+  return pair_ops<__nv_bfloat16>::out(__floats2bfloat162_rn(a, b));
+}
+
 // An f16 scale applied to Act pairs of small integers v (|v| <= 16),
 // rounding d * v once (see the top of the file).
 template <class Act> struct scale2;
@@ -134,23 +144,21 @@ template <> struct scale2<__nv_bfloat16> {
   }
 };
 
-// The values at bits 0..(Bits-1) and 16..(16+Bits-1) of x (Bits <= 7, other
-// bits already clear) as the Act pair {lo - Bias, hi - Bias}.
-template <class Act, int Bias> LLMC_HD u32 int_pair(u32 x) {
-  static_assert(Bias >= 0 && Bias < 128, "int_pair: the bias must fit in the mantissa");
-  return sub2<Act>(x | int_base<Act>::bits2, int_base<Act>::bits2 | (Bias << 16) | Bias);
-}
-
 // Eight nibbles, one per byte of lo then hi (low or high halves: shift 0 or
 // 4), as four Act pairs q - Bias.
 template <class Act, int Bias> LLMC_HD void nibbles8(u32 lo, u32 hi, int shift, u32 (&out)[4]) {
+  static_assert(Bias >= 0 && Bias < 128, "nibbles8: the bias must fit in the mantissa");
   lo = (lo >> shift) & 0x0f0f0f0fu;
   hi = (hi >> shift) & 0x0f0f0f0fu;
-  // Byte pairs (0, 1) and (2, 3) of a word into the two 16-bit halves.
-  out[0] = int_pair<Act, Bias>(byte_perm(lo, 0, 0x4140));
-  out[1] = int_pair<Act, Bias>(byte_perm(lo, 0, 0x4342));
-  out[2] = int_pair<Act, Bias>(byte_perm(hi, 0, 0x4140));
-  out[3] = int_pair<Act, Bias>(byte_perm(hi, 0, 0x4342));
+  // Byte pairs (0, 1) and (2, 3) of a word into the two 16-bit halves, with
+  // the power of two's high byte filled in by the same PRMT (selector 4:
+  // byte 0 of `fill`); the pair is then {lo - Bias, hi - Bias} exactly.
+  constexpr u32 base = int_base<Act>::bits2, fill = base | base >> 8;
+  constexpr u32 bias = base | (Bias << 16) | Bias;
+  out[0] = sub2<Act>(byte_perm(lo, fill, 0x4140), bias);
+  out[1] = sub2<Act>(byte_perm(lo, fill, 0x4342), bias);
+  out[2] = sub2<Act>(byte_perm(hi, fill, 0x4140), bias);
+  out[3] = sub2<Act>(byte_perm(hi, fill, 0x4342), bias);
 }
 
 // Formats without a decoder here take gemm_mma's float path.
@@ -168,6 +176,130 @@ template <> struct of<fmt::q4_0> {
     const scale2<Act> d(fmt::ld16(b));
 #pragma unroll
     for (int i = 0; i < 4; ++i) out[i] = d.apply(out[i]);
+  }
+
+  // Rows of K % 64 == 0 elements (an even number of 18-byte blocks) start
+  // 4-byte aligned, so block kt of every row starts at the same offset, 0
+  // or 2, past a 4-byte word: decode_step reads it in whole words.
+  LLMC_HD static constexpr bool step_rows(int k) { return k % 64 == 0; }
+
+  // Step kt (elements 32 kt .. 32 kt + 31: block kt) of a row whose start is
+  // 4-byte aligned, Count of its four 8-element groups: all four (Count 4,
+  // first 0), or groups first and first + 2 (Count 2, first 0 or 1: the low
+  // and high nibbles of the same 8 bytes). out[4 c ..] is the c-th, as
+  // decode8 gives it. One scale conversion for all of them, and aligned
+  // 4-byte loads (five at most) where decode8 takes five 2-byte loads a
+  // group: the bytes are realigned by one PRMT a word, whose selector is
+  // the same for every lane (the offset depends on kt only). In two halves,
+  // so that a loop can load a step's words before other work and decode
+  // them after it: step_load, then step_decode.
+  template <int Count> struct step_words {
+    static_assert(Count == 2 || Count == 4, "q4_0 decode_step: 2 or 4 groups");
+    u32 w[Count == 4 ? 5 : 4]; // the scale's word, then the words of qs the groups need
+  };
+  template <int Count>
+  LLMC_HD static void step_load(const u8* row, int kt, int first, step_words<Count>& sw) {
+    (void)first; // Count 4 takes every group
+    const int off = kt * 18;
+    const u32* w = reinterpret_cast<const u32*>(row + (off - (off & 2)));
+    if constexpr (Count == 4) { // w[0 .. 4]: the block's 18 bytes and 2 beside them
+#pragma unroll
+      for (int i = 0; i < 5; ++i) sw.w[i] = w[i];
+    } else { // w[0], then w[2 first .. 2 first + 2]: qs bytes 8 first .. 8 first + 7
+      sw.w[0] = w[0];
+#pragma unroll
+      for (int i = 0; i < 3; ++i) sw.w[i + 1] = w[2 * first + i];
+    }
+  }
+  template <class Act, int Count>
+  LLMC_HD static void step_decode(const step_words<Count>& sw, int kt, u32 (&out)[4 * Count]) {
+    const int s = (kt * 18) & 2;
+    const u32 sel = s ? 0x7654u : 0x5432u; // bytes s + 2 .. s + 5 of a word pair
+    const scale2<Act> d((sw.w[0] >> (8 * s)) & 0xffffu);
+    constexpr int NQ = Count == 4 ? 4 : 2; // words of qs the groups need
+    // qs word i spans sw.w[i + j], sw.w[i + j + 1]: j = 0 with Count 4 (w[0]
+    // also holds the scale), 1 with Count 2.
+    constexpr int j = Count == 4 ? 0 : 1;
+    u32 qs[NQ];
+#pragma unroll
+    for (int i = 0; i < NQ; ++i) qs[i] = byte_perm(sw.w[i + j], sw.w[i + j + 1], sel);
+#pragma unroll
+    for (int c = 0; c < Count; ++c) {
+      // Count 4: group c is words 2 (c & 1) and up, high nibbles for c >= 2;
+      // Count 2: the two words, low nibbles then high.
+      const int wi = Count == 4 ? 2 * (c & 1) : 0;
+      const bool high = Count == 4 ? c >= 2 : c == 1;
+      u32 o[4];
+      nibbles8<Act, 8>(qs[wi], qs[wi + 1], high ? 4 : 0, o);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) out[4 * c + i] = d.apply(o[i]);
+    }
+  }
+  template <class Act, int Count>
+  LLMC_HD static void decode_step(const u8* row, int kt, int first, u32 (&out)[4 * Count]) {
+    step_words<Count> sw;
+    step_load<Count>(row, kt, first, sw);
+    step_decode<Act, Count>(sw, kt, out);
+  }
+};
+
+// Formats the GEMM decodes a whole 32-element step of a row at a time
+// (step_rows, step_words, step_load, step_decode as q4_0's above): one
+// thread a tile row, or two.
+template <class Fmt> struct step_decoder { static constexpr bool value = false; };
+template <> struct step_decoder<fmt::q4_0> : of<fmt::q4_0> {};
+
+// q4_K by steps: step kt is sub-block kt % 8 of super-block kt / 8, whose
+// 16-byte header (d, dmin, scales) and 32 quant bytes (low or high nibbles)
+// come in three 16-byte loads, its scale and min decoded once, where
+// decode8 takes a header and an 8-byte load for every 8 weights. The
+// weights are decode8's floats, d sc q - dmin m, packed the same way, so the
+// same bits. Rows of K % 256 == 0 (whole 144-byte super-blocks) are 16-byte
+// aligned.
+template <> struct step_decoder<fmt::q4_K> {
+  static constexpr bool value = true;
+  LLMC_HD static constexpr bool step_rows(int k) { return k % 256 == 0; }
+  template <int Count> struct step_words {
+    static_assert(Count == 2 || Count == 4, "q4_K decode_step: 2 or 4 groups");
+    uint4 head;                   // d, dmin, scales[12]
+    u32 q[Count == 4 ? 8 : 4];    // the groups' quant bytes
+  };
+  template <int Count>
+  LLMC_HD static void step_load(const u8* row, int kt, int first, step_words<Count>& sw) {
+    (void)first; // Count 4 takes every group
+    const u8* b = row + (kt >> 3) * fmt::q4_K::block_bytes;
+    const u8* qs = b + 16 + 32 * ((kt & 7) >> 1); // this sub-block pair's 32 bytes
+    sw.head = *reinterpret_cast<const uint4*>(b);
+    if constexpr (Count == 4) {
+      const uint4 lo = *reinterpret_cast<const uint4*>(qs), hi = *reinterpret_cast<const uint4*>(qs + 16);
+      sw.q[0] = lo.x, sw.q[1] = lo.y, sw.q[2] = lo.z, sw.q[3] = lo.w;
+      sw.q[4] = hi.x, sw.q[5] = hi.y, sw.q[6] = hi.z, sw.q[7] = hi.w;
+    } else { // groups first and first + 2: bytes 8 first .. and 16 + 8 first ..
+      const uint2 a = *reinterpret_cast<const uint2*>(qs + 8 * first);
+      const uint2 c = *reinterpret_cast<const uint2*>(qs + 16 + 8 * first);
+      sw.q[0] = a.x, sw.q[1] = a.y, sw.q[2] = c.x, sw.q[3] = c.y;
+    }
+  }
+  template <class Act, int Count>
+  LLMC_HD static void step_decode(const step_words<Count>& sw, int kt, u32 (&out)[4 * Count]) {
+    const int sub = kt & 7;
+    float d, m;
+    fmt::k4_scale_min(sw.head, sub, &d, &m);
+#pragma unroll
+    for (int c = 0; c < Count; ++c) {
+      const u32 lo = sw.q[2 * c], hi = sw.q[2 * c + 1];
+      float v[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = d * static_cast<float>(fmt::nib(lo, hi, i, 4 * (sub & 1))) - m;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) out[4 * c + i] = floats2<Act>(v[2 * i], v[2 * i + 1]);
+    }
+  }
+  template <class Act, int Count>
+  LLMC_HD static void decode_step(const u8* row, int kt, int first, u32 (&out)[4 * Count]) {
+    step_words<Count> sw;
+    step_load<Count>(row, kt, first, sw);
+    step_decode<Act, Count>(sw, kt, out);
   }
 };
 

@@ -270,6 +270,59 @@ template <class Fmt, class Act> void checkMmaWeights(int k, bool any_scale) {
   }
 }
 
+// What gemm_mma stores for group g of a row when it decodes by group: the
+// pair decoder's words where the format has one, else the float decoder's
+// values packed to Act.
+template <class Fmt, class Act> void groupWords(const u8* row, int g, u32 (&out)[4]) {
+  if constexpr (mmaw::of<Fmt>::value) {
+    mmaw::of<Fmt>::template decode8<Act>(row, g, out);
+  } else {
+    float v[8];
+    Fmt::decode8(row, g, v);
+    for (int i = 0; i < 4; ++i) out[i] = mmaw::floats2<Act>(v[2 * i], v[2 * i + 1]);
+  }
+}
+
+// decode_step (a whole 32-element step of a row) gives the group decoder's
+// words for every group it covers, at every step (q4_0: the block's offset
+// past a word alternates 0, 2 with kt; q4_K: all 8 sub-blocks of a
+// super-block), with 4 groups and with 2 (first 0 and 1).
+template <class Fmt, class Act> void checkStepDecoder(int k) {
+  using W = mmaw::step_decoder<Fmt>;
+  ASSERT_TRUE(W::step_rows(k));
+  std::mt19937 rng(11 + k);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<u8> bytes = randomRow<Fmt>(k, rng);
+    std::vector<uint4> aligned((bytes.size() + 15) / 16 + 1); // 16-byte aligned, as the GEMM's rows
+    std::memcpy(aligned.data(), bytes.data(), bytes.size());
+    const u8* row = reinterpret_cast<const u8*>(aligned.data());
+    for (int kt = 0; kt < k / 32; ++kt) {
+      u32 want[4][4], all[16];
+      for (int g = 0; g < 4; ++g) groupWords<Fmt, Act>(row, 4 * kt + g, want[g]);
+      W::template decode_step<Act, 4>(row, kt, 0, all);
+      for (int g = 0; g < 4; ++g)
+        for (int i = 0; i < 4; ++i) ASSERT_EQ(all[4 * g + i], want[g][i]) << "kt " << kt << " group " << g;
+      for (int first = 0; first < 2; ++first) {
+        u32 two[8];
+        W::template decode_step<Act, 2>(row, kt, first, two);
+        for (int c = 0; c < 2; ++c)
+          for (int i = 0; i < 4; ++i)
+            ASSERT_EQ(two[4 * c + i], want[first + 2 * c][i]) << "kt " << kt << " first " << first;
+      }
+    }
+  }
+}
+
+TEST(CudaMmaWeightsOnHost, StepDecoderMatchesGroups) {
+  checkStepDecoder<fmt::q4_0, __nv_bfloat16>(512);
+  checkStepDecoder<fmt::q4_0, __half>(512);
+  checkStepDecoder<fmt::q4_K, __nv_bfloat16>(1024);
+  checkStepDecoder<fmt::q4_K, __half>(1024);
+  EXPECT_FALSE(mmaw::step_decoder<fmt::q4_0>::step_rows(96)); // 3 blocks a row: rows 2-byte aligned
+  EXPECT_FALSE(mmaw::step_decoder<fmt::q4_K>::step_rows(512 + 64));
+  EXPECT_FALSE(mmaw::step_decoder<fmt::q8_0>::value);
+}
+
 TEST(CudaMmaWeightsOnHost, PairDecodersAreBitExact) {
   checkMmaWeights<fmt::q4_0, __nv_bfloat16>(512, false);
   checkMmaWeights<fmt::q4_0, __half>(512, false);
