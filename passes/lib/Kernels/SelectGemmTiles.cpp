@@ -13,6 +13,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <algorithm>
+
 namespace llmc {
 #define GEN_PASS_DEF_SELECTGEMMTILES
 #include "llmc/Passes/Passes.h.inc"
@@ -23,8 +25,10 @@ using namespace llmc::llm;
 
 namespace {
 
-// Token counts above this run the large tile.
-constexpr int64_t kLargeFromTokens = 129;
+// Token counts above this run the large tile, at the least; a weight of
+// few large tiles keeps the small one until the large gives 1.5 blocks an
+// SM (runOnOperation).
+constexpr int64_t kLargeFromTokens = 129, kLargeFromTokensMax = 513, kLongSteps = 64;
 // Split-K of the small tile: at most this many splits, each at least this
 // many 32-element steps of K (the 4-stage pipeline's fill is then a quarter
 // of a split's loop at most).
@@ -78,7 +82,20 @@ struct SelectGemmTilesPass : llmc::impl::SelectGemmTilesBase<SelectGemmTilesPass
       fields.push_back(b.getNamedAttr(
           "large", b.getDenseI64ArrayAttr(wide ? ArrayRef<int64_t>{128, 128, 2, 4, 3}
                                                : ArrayRef<int64_t>{128, 64, 2, 2, 4})));
-      fields.push_back(b.getNamedAttr("large_from", b.getI64IntegerAttr(kLargeFromTokens)));
+      // The large tile has no split of K: below 1.5 blocks an SM it leaves
+      // SMs idle for the whole of a long K (a 4,096-row projection at 256
+      // tokens: 128 blocks for 132 SMs, each 128 or 448 steps long), where
+      // the small tile's splits fill them. So for K of 64 steps or more the
+      // small tile runs until the large one's token tiles reach that, up
+      // to 512 tokens: on the 8B shape at 132 SMs, 129 tokens for gate/up
+      // and the LM head, 257 for QKV, 385 for o and down.
+      int64_t largeFrom = kLargeFromTokens;
+      if (steps >= kLongSteps) {
+        const int64_t largeTiles = (rows + (wide ? 127 : 63)) / (wide ? 128 : 64);
+        const int64_t tokenTiles = (3 * int64_t(sms) + 2 * largeTiles - 1) / (2 * largeTiles);
+        largeFrom = std::clamp(128 * (tokenTiles - 1) + 1, kLargeFromTokens, kLargeFromTokensMax);
+      }
+      fields.push_back(b.getNamedAttr("large_from", b.getI64IntegerAttr(largeFrom)));
       group->setAttr("llmc.gemm", b.getDictionaryAttr(fields));
       ++numGroups;
     });

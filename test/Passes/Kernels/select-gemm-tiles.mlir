@@ -7,6 +7,11 @@
 // splits K where the weight tiles give fewer than 4 x 132 blocks, doubling
 // while each split keeps 16+ steps of 32 (K = 64: 2 steps, never; the
 // 4,096-row, K = 4,096 projection: 64 tiles x 8; 16,896 rows: 132 x 4).
+// large_from is 129, except for K of 64+ steps, where the large tile (no
+// split) starts once it gives 1.5 blocks per SM: the 4,096-row projection's
+// 64 large tiles need 4 token tiles for 198 blocks at 132 SMs (385 tokens);
+// at 64 SMs its 32 wide tiles need 2 for 96 (257); 16,896 rows' 132 tiles,
+// 2 (129).
 // f32 activations: no GEMM, no attribute; groups without a GEMM get nothing.
 //
 // RUN: llmc-opt %s --llmc-select-gemm-tiles | FileCheck %s
@@ -18,7 +23,7 @@
 // CHECK: llm.fusion "rows16896"{{.*}}llmc.gemm = {large = array<i64: 128, 128, 2, 4, 3>, large_from = 129 : i64, small = array<i64: 64, 128, 2, 2, 4, 1>}
 // CHECK: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 2, 2, 4>, large_from = 129 : i64, small = array<i64: 64, 64, 2, 2, 4, 1>}
 // CHECK: llm.fusion "rows256"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 2, 2, 4>, large_from = 129 : i64, small = array<i64: 64, 64, 2, 2, 4, 1>}
-// CHECK: llm.fusion "o_proj"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 2, 2, 4>, large_from = 129 : i64, small = array<i64: 64, 64, 2, 2, 4, 8>}
+// CHECK: llm.fusion "o_proj"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 2, 2, 4>, large_from = 385 : i64, small = array<i64: 64, 64, 2, 2, 4, 8>}
 // CHECK: llm.fusion "wide_k"{{.*}}llmc.gemm = {large = array<i64: 128, 128, 2, 4, 3>, large_from = 129 : i64, small = array<i64: 64, 128, 2, 2, 4, 4>}
 // CHECK-NOT: llmc.gemm
 // CHECK: return
@@ -26,7 +31,7 @@
 // With 64 SMs, 8,192 rows are enough for 128-row tiles in both.
 // SMS64: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 128, 2, 4, 3>, large_from = 129 : i64, small = array<i64: 64, 128, 2, 2, 4, 1>}
 // and the o_proj's 64 tiles need four splits for 4 x 64 blocks.
-// SMS64: llm.fusion "o_proj"{{.*}}small = array<i64: 64, 64, 2, 2, 4, 4>}
+// SMS64: llm.fusion "o_proj"{{.*}}large_from = 257 : i64, small = array<i64: 64, 64, 2, 2, 4, 4>}
 // F32-LABEL: func.func @step
 // F32-NOT: llmc.gemm
 // F32: return

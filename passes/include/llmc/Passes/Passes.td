@@ -479,6 +479,9 @@ def SelectGemmTiles : Pass<"llmc-select-gemm-tiles", "::mlir::ModuleOp"> {
       8 warps, 3 stages of 32 elements along K; 128 x 64, 4 warps, 4
       stages for weights of fewer than 64 x sms rows (a 4,096-row
       projection), so that 512 tokens still fill every SM twice.
+      `large_from` is 129, or for K of 64 steps or more, the token count at
+      which the large tile gives 1.5 blocks per SM (at most 513): it has no
+      split of K, and below that it leaves SMs idle for the whole of K.
 
     ```mlir
     %r = llm.fusion "layers.0.attn.o" (%a, %h) {llmc.gemm = {
