@@ -113,6 +113,13 @@ done
 mkdir -p "$out/peer"
 "$llmc" compile --builtin=llama3-8b-shape --dummy-weights=bf16 --target="host,$archs" \
   -o "$out/peer/llama3-8b-shape-bf16.llmc" 2>/dev/null
+# The kernel report's GEMM choices for an H200 (llmc tune --predict), which
+# --gemm=auto follows there until `llmc tune` measures its own
+# (e2e_check.py's 4-bit prefill table runs it beside llmc and cublaslt).
+for a in "$out/llama3-8b-shape.llmc" "$out/llama3-8b-shape-q4_k.llmc" \
+         "$out/peer/llama3-8b-shape-bf16.llmc"; do
+  "$llmc" tune "$a" --predict --device=h200 -o "$a/tune.json" >/dev/null
+done
 echo "gpu-payload: dummy-weight artifacts"
 # gguf-py for reference_forward.read_gguf on the GPU machine (e2e_check.py
 # appends py/ to sys.path, so an installed gguf wins), with PyYAML, which it

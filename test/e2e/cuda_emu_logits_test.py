@@ -277,6 +277,34 @@ def check_tune(args, rt, art, env, tokens, prefill, own_out):
           f"rows; --gemm=auto follows tune.json (own kernels, then cuBLASLt everywhere)", flush=True)
     if not ok:
         print(r.stdout[-3000:], err[-1000:])
+    return check_tune_predicted(exe, art, logits, open(own_out, "rb").read(), lt) and ok
+
+
+def check_tune_predicted(exe, art, logits, own, lt):
+    """`llmc tune --predict` (no GPU): the kernel report's choices for an
+    H200, which --gemm=auto does not follow on the fake GPU (it names why),
+    and follows once the file names the fake's family (every choice edited
+    to cublaslt: --gemm=cublaslt's logits)."""
+    import json
+    path = os.path.join(art, "tune.json")
+    r = run([exe, "tune", art, "--predict", "--device=h200", "--rows", "1,24"])
+    tune = json.load(open(path))
+    kernels = tune["kernels"]
+    ok = (r.returncode == 0 and tune["source"] == "predicted" and tune["device"] == "H200" and
+          len(kernels) == 5 and all([e["max_rows"] for e in v] == [1, 24] for v in kernels.values()))
+    other, err = logits("auto", ".auto-h200")
+    ok = ok and other == own and "was predicted for H200, this is Fake GPU" in err
+    tune["device"] = "fake gpu"
+    for v in kernels.values():
+        for e in v:
+            e["impl"] = "cublaslt"
+    json.dump(tune, open(path, "w"))
+    followed, err2 = logits("auto", ".auto-predicted")
+    ok = ok and followed == lt and "llmc tune --predict's choice" in err2
+    print(f"{'PASS' if ok else 'FAIL'} llmc tune --predict: {len(kernels)} GEMM kernels predicted for "
+          f"an H200 (not followed on the fake GPU), then for the fake's family (followed)", flush=True)
+    if not ok:
+        print(r.stdout[-3000:], r.stderr[-1000:], err[-500:], err2[-500:])
     return ok
 
 

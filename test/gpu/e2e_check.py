@@ -458,16 +458,19 @@ def bench_gemm_peer(pl):
     for test, tps in runs["llmc"].items():
         lt = runs["cublaslt"].get(test, 0)
         print(f"{test:12} {tps:11.1f} {lt:10.1f} {tps / lt if lt else float('nan'):14.2f}")
-    # 4-bit weights' prefill, on the generated GEMMs and on cuBLASLt after
-    # dequantizing each weight (lt_deq), against cuBLASLt on bf16 weights
-    # (issue 26's goal: at least 0.7).
+    # 4-bit weights' prefill, on the generated GEMMs, on cuBLASLt after
+    # dequantizing each weight (lt_deq), and on the faster of the two per
+    # GEMM as the kernel report predicts it (auto: the payload's tune.json of
+    # `llmc tune --predict --device=h200`; on another GPU it falls back to
+    # llmc and says so), against cuBLASLt on bf16 weights (issue 26's goal:
+    # at least 0.7).
     base = runs["cublaslt"]
     print(f"{'4-bit prefill':34} {'tok/s':>9} {'/ cuBLASLt bf16':>16}")
     for name in ("llama3-8b-shape.llmc", "llama3-8b-shape-q4_k.llmc"):
         q = os.path.join(pl.path, name)
         if not os.path.exists(q):
             continue
-        for gemm in ("llmc", "cublaslt"):
+        for gemm in ("llmc", "cublaslt", "auto"):
             r, _ = run([pl.rt, "bench", q, "--backend", "cuda", "--json", "-p", "512,2048", "-n", "0",
                         "-r", "3", "--no-verify", f"--gemm={gemm}"], pl.env)
             for row in json.loads(r.stdout)["tests"]:

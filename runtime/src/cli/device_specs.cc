@@ -34,6 +34,12 @@ const std::vector<DeviceSpec>& Devices() {
           .smem_per_block_reserved = 1024,  // the driver's, per block
           .issue_efficiency = 0.8,          // guess, to be calibrated
           .mem_efficiency = 0.92,           // guess, to be calibrated
+          // 2026-12-04, pp512 with --gemm=cublaslt (bf16): 16.9 ms a step, of
+          // which ncu gave 3.7 ms to the other kernels (attention, RoPE, LM
+          // head): 7.15 TFLOP of GEMMs in ~13.2 ms = 0.69 of 790 TFLOP/s
+          // (pp2048 gives ~0.62 after its 18 ms of attention). Stage 5 of
+          // gpu-check.sh times every GEMM shape on cuBLASLt: calibrate here.
+          .library_gemm_efficiency = 0.69,
       },
       // NVIDIA A100 80GB SXM (Ampere GA100). Uncalibrated: every number is
       // the datasheet's or the H200's guess; nothing here was measured.
@@ -55,6 +61,7 @@ const std::vector<DeviceSpec>& Devices() {
           .smem_per_block_reserved = 1024,  // the driver's, per block
           .issue_efficiency = 0.8,          // guess (the H200's), uncalibrated
           .mem_efficiency = 0.92,           // guess (the H200's), uncalibrated
+          .library_gemm_efficiency = 0.69,  // guess (the H200's), uncalibrated
       },
   };
   return *kDevices;

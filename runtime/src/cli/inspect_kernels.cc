@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cuda_tools.h"
+#include "llmc/core/status_macros.h"
 #include "kernel_model.h"
 #include "llmc/runtime/exec/cuda_step_plan.h"
 #include "sass_analysis.h"
@@ -63,6 +64,11 @@ struct StepTotal {
   int64_t launches = 0, collectives = 0, without_cost = 0;
   double seconds = 0, bytes = 0;
   std::map<std::string, double> by_bound;  // seconds per bound
+  // With every GEMM cuBLASLt may run on cuBLASLt (--gemm=cublaslt), and
+  // with each GEMM kernel on the faster of the two (what --gemm=auto
+  // follows from `llmc tune --predict`); gemm_kernels 0: no such GEMM.
+  double seconds_cublaslt = 0, seconds_auto = 0;
+  int64_t gemm_kernels = 0, auto_cublaslt = 0;
 };
 
 // 3 significant digits and an SI prefix: "1.23 MB", "456 kFLOP".
@@ -157,6 +163,20 @@ ShapeResult Evaluate(const perf::DeviceSpec& device, const LaunchView& v,
   return r;
 }
 
+// One GEMM kernel (manifest gemm) at one shape, per use: its own launches
+// against what --gemm=cublaslt runs in their place (ApplyGemmPolicy): the
+// weight's dequantization, the operand launch, cuBLASLt's matmul (modelled
+// as the library is measured: PredictLibraryGemm) and the epilogue launch.
+struct GemmPaths {
+  bool evaluated = false;
+  int64_t rows = 0;
+  double own_s = 0;
+  double deq_s = 0, pre_s = 0, epi_s = 0;  // deq_s 0: the weight is in the activation type
+  perf::Prediction matmul;
+  double cublaslt_s() const { return deq_s + pre_s + matmul.seconds + epi_s; }
+  bool cublaslt_faster() const { return cublaslt_s() < own_s; }
+};
+
 // The report's data, rendered twice (text, JSON) so that the two agree.
 struct Report {
   const Manifest* m = nullptr;
@@ -169,8 +189,117 @@ struct Report {
   std::vector<int64_t> uses;  // steps per kernel
   std::vector<LaunchView> launches;
   std::vector<StepTotal> steps;  // per shape
+  std::vector<std::vector<GemmPaths>> gemm_paths;  // [kernel][shape]
   double weight_bytes = 0;
 };
+
+// An entry outside the kernels' launch lists (the cuBLASLt path's deq, pre
+// and epi launches): ptxas's resources and the SASS of the model module,
+// every instruction once per warp (a loop, such as a row's pass over k,
+// counted once: an undercount), and `bytes` of DRAM traffic.
+perf::Prediction PredictEntry(const Report& r, const std::string& symbol,
+                              const std::array<unsigned, 3>& grid, unsigned block, double bytes) {
+  const ManifestCudaModule& mod = r.m->cuda.modules[r.model_module];
+  perf::KernelResources res;
+  res.threads_per_block = int(block);
+  for (const ManifestPtxasEntry& e : mod.ptxas)
+    if (e.symbol == symbol) {
+      res.regs = int(e.registers);
+      res.static_smem = e.shared_bytes;
+    }
+  perf::LaunchWork work;
+  work.blocks = int64_t(grid[0]) * grid[1] * grid[2];
+  work.bytes = bytes;
+  if (const SassFunction* f = FindSassFunction(r.sass[r.model_module].functions, symbol))
+    work.warp_instructions =
+        double(work.blocks) * double((block + 31) / 32) * double(f->mix.instructions);
+  return perf::Predict(*r.device, res, work);
+}
+
+// One launch of the cuBLASLt path (ApplyGemmPolicy's GEMM kinds) at
+// `shape`, into its part of `p`; returns its seconds.
+double EvaluateGemmPart(const Report& r, const SelectedLaunch& sel, const ReportShape& shape,
+                        GemmPaths& p) {
+  const ManifestCuda& c = r.m->cuda;
+  const ManifestStep& step = c.steps[sel.step];
+  const ManifestCudaKernel& kernel = c.kernels[size_t(step.kernel)];
+  const ManifestCudaGemm& g = kernel.gemm;
+  const int act = c.activation_dtype == "f32" ? 4 : 2;
+  const double rows = double(sel.rows);
+  switch (sel.kind) {
+    case LaunchKind::kGemmDequant: {
+      // The quantized weight read, n x k of the activation type written.
+      double weight = 0;
+      if (g.weight >= 0 && size_t(g.weight) < step.weights.size()) {
+        const size_t w = size_t(step.weights[size_t(g.weight)]);
+        if (w < r.m->weights.tensors.size()) weight = double(r.m->weights.tensors[w].bytes);
+      }
+      p.deq_s = PredictEntry(r, g.deq, sel.grid, sel.block, weight + double(g.n) * g.k * act).seconds;
+      return p.deq_s;
+    }
+    case LaunchKind::kGemmPre:
+      // The kernel's own operand launch, where it has one, is the same entry.
+      p.pre_s = -1;
+      for (const LaunchView& v : r.launches)
+        if (v.kernel == size_t(step.kernel) && v.l->symbol == g.pre && !v.l->cost.empty())
+          p.pre_s = Evaluate(*r.device, v, sel.grid, shape).prediction.seconds;
+      if (p.pre_s < 0)  // a gather: the rows read and written
+        p.pre_s = PredictEntry(r, g.pre, sel.grid, sel.block, 2 * rows * double(g.k) * act).seconds;
+      return p.pre_s;
+    case LaunchKind::kGemmMatmul:
+      p.matmul = perf::PredictLibraryGemm(*r.device, {sel.rows, g.n, g.k, act, 4});
+      return p.matmul.seconds;
+    case LaunchKind::kGemmEpi: {
+      // D (f32) read, the output written, and a residual read where it adds one.
+      const bool adds = kernel.ops.find("add") != std::string::npos;
+      const double bytes = rows * (double(g.n) * 4 + double(g.columns) * act * (adds ? 2 : 1));
+      p.epi_s = PredictEntry(r, g.epi, sel.grid, sel.block, bytes).seconds;
+      return p.epi_s;
+    }
+    case LaunchKind::kKernel:
+    case LaunchKind::kCollective:
+      break;
+  }
+  return 0;
+}
+
+// --gemm=cublaslt and --gemm=auto at shape `s`: every GEMM step entry's own
+// launches (`own_by_step`, seconds) against the cuBLASLt path that would
+// replace them; fills r.gemm_paths[.][s] from each kernel's first use.
+void EvaluateGemmPaths(Report& r, size_t s, const std::vector<SelectedLaunch>& selected,
+                       const std::map<size_t, double>& own_by_step, StepTotal& t) {
+  const ManifestCuda& c = r.m->cuda;
+  GemmPolicy everything;
+  everything.mode = GemmPolicy::Mode::kCublasLt;
+  std::vector<SelectedLaunch> lt = selected;
+  ApplyGemmPolicy(c, everything, r.shapes[s].vars, &lt);
+  std::map<size_t, double> lt_by_step;
+  std::map<size_t, size_t> first_step;  // kernel -> the step entry its paths describe
+  for (const SelectedLaunch& sel : lt) {
+    if (sel.kind == LaunchKind::kKernel || sel.kind == LaunchKind::kCollective) continue;
+    const size_t k = size_t(c.steps[sel.step].kernel);
+    auto [first, inserted] = first_step.emplace(k, sel.step);
+    GemmPaths scratch;
+    GemmPaths& p = first->second == sel.step ? r.gemm_paths[k][s] : scratch;
+    if (inserted) {
+      p.evaluated = true;
+      p.rows = sel.rows;
+      auto own = own_by_step.find(sel.step);
+      p.own_s = own == own_by_step.end() ? 0 : own->second;
+    }
+    lt_by_step[sel.step] += EvaluateGemmPart(r, sel, r.shapes[s], p);
+  }
+  t.seconds_cublaslt = t.seconds_auto = t.seconds;
+  for (const auto& [step, own] : own_by_step) {
+    const double delta = lt_by_step[step] - own;
+    t.seconds_cublaslt += delta;
+    t.seconds_auto += std::min(0.0, delta);
+  }
+  for (const auto& [k, step] : first_step) {
+    ++t.gemm_kernels;
+    if (r.gemm_paths[k][s].cublaslt_faster()) ++t.auto_cublaslt;
+  }
+}
 
 std::string RenderText(const Report& r) {
   const ManifestCuda& c = r.m->cuda;
@@ -191,10 +320,29 @@ std::string RenderText(const Report& r) {
   else
     absl::StrAppendFormat(&out, "  SASS of ptxas -O3 by %s\n", r.tools.nvdisasm ? "nvdisasm" : "cuobjdump");
 
+  // After a GEMM kernel's launches: the cuBLASLt path in their place.
+  auto gemm_lines = [&](size_t kernel) {
+    if (kernel == SIZE_MAX) return;
+    bool header = false;
+    for (size_t s = 0; s < r.shapes.size(); ++s) {
+      const GemmPaths& p = r.gemm_paths[kernel][s];
+      if (!p.evaluated) continue;
+      if (!header)
+        out += "    on cuBLASLt (--gemm=cublaslt): dequantize, operand, matmul (library model), epilogue\n";
+      header = true;
+      absl::StrAppendFormat(&out, "    %-14s %spre %s + mm %s %s + epi %s = %s; own %s -> %s\n",
+                            r.shapes[s].name,
+                            p.deq_s > 0 ? "deq " + Seconds(p.deq_s) + " + " : std::string(),
+                            Seconds(p.pre_s), Seconds(p.matmul.seconds), p.matmul.bound,
+                            Seconds(p.epi_s), Seconds(p.cublaslt_s()), Seconds(p.own_s),
+                            p.cublaslt_faster() ? "cuBLASLt" : "own");
+    }
+  };
   size_t last_kernel = SIZE_MAX;
   for (const LaunchView& v : r.launches) {
     const ManifestCudaKernel& k = c.kernels[v.kernel];
     if (v.kernel != last_kernel) {
+      gemm_lines(last_kernel);
       last_kernel = v.kernel;
       absl::StrAppendFormat(&out, "c%-3d x%-3d %s%s\n", v.kernel, r.uses[v.kernel], k.ops,
                             k.split_keys > 0 ? absl::StrFormat(" (%d keys per split)", k.split_keys)
@@ -252,6 +400,7 @@ std::string RenderText(const Report& r) {
       out += line + "\n";
     }
   }
+  gemm_lines(last_kernel);
 
   absl::StrAppendFormat(&out, "per step on %s (the launches of cuda.steps whose `when` holds)\n", d.name);
   for (size_t s = 0; s < r.shapes.size(); ++s) {
@@ -275,6 +424,12 @@ std::string RenderText(const Report& r) {
     absl::StrAppendFormat(&out, "  %-14s weights %s per step: %s, %.1f%% of copy bandwidth\n", "",
                           Si(r.weight_bytes, "B"), Si(rate, "B/s"),
                           100 * rate / d.dram_bytes_per_s);
+    if (t.gemm_kernels > 0)
+      absl::StrAppendFormat(&out,
+                            "  %-14s GEMMs on cuBLASLt: %s; each GEMM kernel on the faster path "
+                            "(auto): %s, %d of %d on cuBLASLt\n",
+                            "", Seconds(t.seconds_cublaslt), Seconds(t.seconds_auto),
+                            t.auto_cublaslt, t.gemm_kernels);
     if (t.without_cost > 0)
       absl::StrAppendFormat(&out, "  %-14s not counted: %d launches without a cost model\n", "",
                             t.without_cost);
@@ -381,6 +536,27 @@ std::string RenderJson(const Report& r) {
     launch["shapes"] = std::move(at);
     kernels.back()["launches"].push_back(std::move(launch));
   }
+  for (ordered_json& k : kernels) {
+    const size_t index = k["index"].get<size_t>();
+    ordered_json paths = ordered_json::array();
+    for (size_t s = 0; s < r.shapes.size(); ++s) {
+      const GemmPaths& p = r.gemm_paths[index][s];
+      if (!p.evaluated) continue;
+      paths.push_back({{"shape", r.shapes[s].name},
+                       {"rows", p.rows},
+                       {"own_s", Num(p.own_s)},
+                       {"deq_s", Num(p.deq_s)},
+                       {"pre_s", Num(p.pre_s)},
+                       {"matmul", {{"seconds", Num(p.matmul.seconds)},
+                                   {"bound", p.matmul.bound},
+                                   {"tensor_s", Num(p.matmul.tensor_s)},
+                                   {"mem_s", Num(p.matmul.mem_s)}}},
+                       {"epi_s", Num(p.epi_s)},
+                       {"cublaslt_s", Num(p.cublaslt_s())},
+                       {"faster", p.cublaslt_faster() ? "cublaslt" : "llmc"}});
+    }
+    if (!paths.empty()) k["gemm_paths"] = std::move(paths);
+  }
   j["kernels"] = std::move(kernels);
 
   ordered_json steps = ordered_json::array();
@@ -399,6 +575,12 @@ std::string RenderJson(const Report& r) {
       e["seconds"] = predicted ? Num(t.seconds) : ordered_json();
       e["bytes"] = t.bytes;
       e["seconds_by_bound"] = std::move(bounds);
+      if (t.gemm_kernels > 0) {
+        e["seconds_cublaslt"] = predicted ? Num(t.seconds_cublaslt) : ordered_json();
+        e["seconds_auto"] = predicted ? Num(t.seconds_auto) : ordered_json();
+        e["gemm_kernels"] = t.gemm_kernels;
+        e["auto_cublaslt"] = t.auto_cublaslt;
+      }
       e["weight_bytes"] = r.weight_bytes;
       e["copy_bandwidth_fraction"] =
           predicted ? Num(r.weight_bytes / t.seconds / d.dram_bytes_per_s) : ordered_json();
@@ -452,17 +634,21 @@ absl::StatusOr<ReportShape> ParsePrefillFlag(int64_t tokens) {
   return PrefillShape(tokens);
 }
 
-absl::StatusOr<std::string> KernelReport(const Artifact& artifact,
-                                         const KernelReportOptions& options) {
+namespace {
+
+// Everything the report says, at `shapes` on `device` ("": the artifact's
+// first arch), into `r` (which keeps pointers into itself and the
+// manifest: it is filled in place).
+absl::Status BuildReport(const Artifact& artifact, const std::vector<ReportShape>& shapes,
+                         const std::string& device_name, Report& r) {
   const Manifest& m = artifact.manifest();
   const ManifestCuda& c = m.cuda;
   if (c.modules.empty())
     return absl::InvalidArgumentError(
         "--kernels: the artifact has no CUDA kernels (compile it with --target=sm_XX)");
-  Report r;
   r.m = &m;
-  r.shapes = options.shapes;
-  const std::string device = options.device.empty() ? c.modules[0].arch : options.device;
+  r.shapes = shapes;
+  const std::string device = device_name.empty() ? c.modules[0].arch : device_name;
   r.device = perf::FindDevice(device);
   if (!r.device)
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -539,6 +725,7 @@ absl::StatusOr<std::string> KernelReport(const Artifact& artifact,
   auto parsed = ParseCudaLaunches(c);
   if (!parsed.ok()) return parsed.status();
   std::vector<SelectedLaunch> selected;
+  r.gemm_paths.assign(c.kernels.size(), std::vector<GemmPaths>(r.shapes.size()));
   for (size_t s = 0; s < r.shapes.size(); ++s) {
     StepTotal& t = r.steps.emplace_back();
     absl::Status st = SelectLaunches(c, *parsed, r.shapes[s].vars, r.shapes[s].max_context, &selected);
@@ -546,6 +733,7 @@ absl::StatusOr<std::string> KernelReport(const Artifact& artifact,
       t.error = std::string(st.message());
       continue;
     }
+    std::map<size_t, double> own_gemm;  // step entry -> its impl "llmc" launches' seconds
     for (const SelectedLaunch& sel : selected) {
       if (sel.kind == LaunchKind::kCollective) {
         ++t.collectives;
@@ -563,9 +751,41 @@ absl::StatusOr<std::string> KernelReport(const Artifact& artifact,
       t.seconds += x.prediction.seconds;
       t.bytes += x.bytes;
       t.by_bound[x.prediction.bound] += x.prediction.seconds;
+      if (c.kernels[v->kernel].gemm.n > 0 && v->l->impl == "llmc")
+        own_gemm[sel.step] += x.prediction.seconds;
+    }
+    EvaluateGemmPaths(r, s, selected, own_gemm, t);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> KernelReport(const Artifact& artifact,
+                                         const KernelReportOptions& options) {
+  Report r;
+  LLMC_RETURN_IF_ERROR(BuildReport(artifact, options.shapes, options.device, r));
+  return options.json ? RenderJson(r) : RenderText(r);
+}
+
+absl::StatusOr<PredictedGemms> PredictGemms(const Artifact& artifact, const std::string& device,
+                                            const std::vector<ReportShape>& shapes) {
+  Report r;
+  LLMC_RETURN_IF_ERROR(BuildReport(artifact, shapes, device, r));
+  PredictedGemms out;
+  out.device = r.device->name;
+  out.by_shape.resize(shapes.size());
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    if (!r.steps[s].error.empty())
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: the plan cannot run: %s", shapes[s].name, r.steps[s].error));
+    for (size_t k = 0; k < r.gemm_paths.size(); ++k) {
+      const GemmPaths& p = r.gemm_paths[k][s];
+      if (p.evaluated)
+        out.by_shape[s].push_back({r.m->cuda.kernels[k].name, p.rows, p.own_s, p.cublaslt_s()});
     }
   }
-  return options.json ? RenderJson(r) : RenderText(r);
+  return out;
 }
 
 }  // namespace llmc::cli

@@ -54,6 +54,23 @@ struct KernelReportOptions {
 // failing disassembly is part of the report, not an error.
 absl::StatusOr<std::string> KernelReport(const Artifact& artifact, const KernelReportOptions& options);
 
+// What `llmc tune --predict` writes: per GEMM kernel that cuBLASLt may run
+// (manifest gemm), at each shape, the model's time per use of its own
+// launches and of the cuBLASLt path (dequantization, operand, matmul,
+// epilogue) that --gemm=cublaslt runs in their place.
+struct PredictedGemm {
+  std::string kernel;  // the cuda kernel's name
+  int64_t rows = 0;    // the GEMM's rows at the shape
+  double own_s = 0, cublaslt_s = 0;
+};
+struct PredictedGemms {
+  std::string device;  // the model table's name, e.g. "H200"
+  std::vector<std::vector<PredictedGemm>> by_shape;
+};
+// InvalidArgument as KernelReport, and for a shape the plan cannot run.
+absl::StatusOr<PredictedGemms> PredictGemms(const Artifact& artifact, const std::string& device,
+                                            const std::vector<ReportShape>& shapes);
+
 }  // namespace llmc::cli
 
 #endif  // LLMC_RUNTIME_CLI_INSPECT_KERNELS_H_

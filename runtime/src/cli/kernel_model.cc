@@ -122,4 +122,17 @@ Prediction Predict(const DeviceSpec& d, const KernelResources& k, const LaunchWo
   return p;
 }
 
+Prediction PredictLibraryGemm(const DeviceSpec& d, const LibraryGemm& g) {
+  Prediction p;
+  p.fixed_s = d.fixed_s;
+  const double rows = double(g.rows), n = double(g.n), k = double(g.k);
+  p.tensor_s = 2 * rows * n * k / (d.tensor_flops_per_s * d.library_gemm_efficiency);
+  const double bytes = (n * k + rows * k) * g.operand_bytes + rows * n * g.out_bytes;
+  p.mem_s = bytes / (d.dram_bytes_per_s * d.mem_efficiency);
+  p.bound = p.mem_s >= p.tensor_s ? "memory" : "tensor";
+  if (d.fixed_s > std::max(p.mem_s, p.tensor_s)) p.bound = "latency";
+  p.seconds = std::max(p.mem_s, p.tensor_s) + d.fixed_s;
+  return p;
+}
+
 }  // namespace llmc::perf

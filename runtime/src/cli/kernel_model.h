@@ -83,6 +83,9 @@ struct DeviceSpec {
   int max_warps_per_sm, max_blocks_per_sm, regs_per_sm;
   int64_t smem_per_sm, smem_per_block_reserved;
   double issue_efficiency, mem_efficiency;  // achievable fraction of the peaks
+  // A vendor library's GEMM (cuBLASLt): the fraction of tensor_flops_per_s
+  // it sustains on prefill-sized bf16 GEMMs (PredictLibraryGemm).
+  double library_gemm_efficiency;
 };
 
 // "sm_90", "sm_90a", "h200" -> H200; "sm_80", "a100", "A100-80GB" -> A100-80GB.
@@ -121,6 +124,23 @@ struct Prediction {
 };
 
 Prediction Predict(const DeviceSpec&, const KernelResources&, const LaunchWork&);
+
+// A GEMM that a vendor library runs (cuBLASLt, for --gemm=cublaslt): llmc
+// has neither its SASS nor its resources, so it is modelled as the library
+// is measured, not as a launch:
+//   tensor_s = 2 rows n k / (tensor_flops_per_s * library_gemm_efficiency)
+//   mem_s    = (n k + rows k) * operand_bytes + rows n * out_bytes,
+//              over dram_bytes_per_s * mem_efficiency
+//   seconds  = max(tensor_s, mem_s) + fixed_s
+// Wave quantization and the library's choice of tiles are in the
+// efficiency, which is one number for all shapes: small GEMMs come out
+// faster than the library is.
+struct LibraryGemm {
+  int64_t rows = 0, n = 0, k = 0;
+  int operand_bytes = 2;  // A and B, the activation type
+  int out_bytes = 4;      // D: f32
+};
+Prediction PredictLibraryGemm(const DeviceSpec&, const LibraryGemm&);
 
 }  // namespace llmc::perf
 

@@ -24,7 +24,8 @@ inline constexpr const char* kServeSummary =
     "Prometheus metrics, a chat page).";
 
 inline constexpr const char* kTuneSummary =
-    "Time each GEMM of a CUDA artifact as generated and through cuBLASLt; write the faster choice.";
+    "Time (or, with --predict, model) each GEMM of a CUDA artifact as generated and through "
+    "cuBLASLt; write the faster choice.";
 
 int RunRunCommand(int argc, char** argv);
 int RunServeCommand(int argc, char** argv);

@@ -81,6 +81,12 @@ absl::Status CudaRunner::SetGemmPolicy(const GemmPolicy& policy) {
   if (policy.mode != GemmPolicy::Mode::kOwn && !cublaslt_)
     return absl::FailedPreconditionError(
         "a GEMM policy with cuBLASLt needs a runner created with --gemm=cublaslt or auto");
+  const ManifestCuda& c = artifact_->manifest().cuda;
+  for (size_t k = 0; k < c.kernels.size(); ++k)
+    if (policy.MayUseCublasLt(c, k) && !gemm_functions_[k][0])
+      return absl::FailedPreconditionError(absl::StrCat(
+          "a GEMM policy with cuBLASLt for kernel ", c.kernels[k].name,
+          ", whose operands this runner did not allocate (its tuning kept it on its own GEMM)"));
   gemm_policy_ = policy;
   return absl::OkStatus();
 }
@@ -90,7 +96,9 @@ std::string CudaRunner::ExecutionSummary() const {
   if (cublaslt_)
     gemms = absl::StrCat(
         ", GEMMs by ",
-        gemm_policy_.mode == GemmPolicy::Mode::kTuned ? "llmc tune's choice" : "cuBLASLt",
+        gemm_policy_.mode != GemmPolicy::Mode::kTuned ? "cuBLASLt"
+        : gemm_tuning_source_ == "predicted"          ? "llmc tune --predict's choice"
+                                                      : "llmc tune's choice",
         " (cuBLASLt ", cublaslt_->version(), ")");
   else if (!gemm_note_.empty())
     gemms = ", " + gemm_note_;
@@ -383,13 +391,15 @@ absl::Status CudaRunner::SetUpGemms() {
         options_.tune_file.empty() ? DefaultTuneFile(artifact_->dir()) : options_.tune_file;
     auto text = ReadWholeFile(path);
     if (!text.ok())
-      return generated("the generated GEMMs (no tune file " + path + "; run llmc tune)");
+      return generated("the generated GEMMs (no tune file " + path +
+                       "; run llmc tune, or llmc tune --predict without a GPU)");
     LLMC_ASSIGN_OR_RETURN(GemmTuning tuning, ParseGemmTuning(*text, path));
-    if (tuning.device != device_->info().name)
-      return generated(absl::StrCat("the generated GEMMs (", path, " was measured on ",
-                                    tuning.device, ", this is ", device_->info().name,
+    if (!TuningAppliesTo(tuning, device_->info().name))
+      return generated(absl::StrCat("the generated GEMMs (", path, " was ", tuning.source,
+                                    " for ", tuning.device, ", this is ", device_->info().name,
                                     "; run llmc tune)"));
     gemm_policy_ = PolicyFromTuning(c, tuning);
+    gemm_tuning_source_ = tuning.source;
   } else {
     gemm_policy_.mode = GemmPolicy::Mode::kCublasLt;
   }
@@ -404,7 +414,10 @@ absl::Status CudaRunner::SetUpGemms() {
   gemm_functions_.assign(c.kernels.size(), {nullptr, nullptr, nullptr});
   for (size_t k = 0; k < c.kernels.size(); ++k) {
     const ManifestCudaGemm& g = c.kernels[k].gemm;
-    if (g.n == 0) continue;
+    // A tuning that keeps a GEMM on its own kernel at every row count spares
+    // its operands (the LM head's dequantized weight is the largest: 1 GB
+    // of bf16 for Llama-3-8B).
+    if (!gemm_policy_.MayUseCublasLt(c, k)) continue;
     int64_t rows = g.rows == "L" ? options_.max_logits : options_.max_batch_tokens;
     a_bytes = std::max(a_bytes, rows * g.k * elem);
     d_bytes = std::max(d_bytes, rows * g.n * int64_t(sizeof(float)));

@@ -273,6 +273,19 @@ bool GemmPolicy::UsesCublasLt(const ManifestCuda& c, size_t kernel, int64_t rows
   return tuned[kernel].back().second;
 }
 
+bool GemmPolicy::MayUseCublasLt(const ManifestCuda& c, size_t kernel) const {
+  if (kernel >= c.kernels.size() || c.kernels[kernel].gemm.n == 0) return false;
+  switch (mode) {
+    case Mode::kOwn: return false;
+    case Mode::kCublasLt: return true;
+    case Mode::kTuned: break;
+  }
+  if (kernel >= tuned.size()) return false;
+  for (const auto& [max_rows, lt] : tuned[kernel])
+    if (lt) return true;
+  return false;
+}
+
 void ApplyGemmPolicy(const ManifestCuda& c, const GemmPolicy& policy, const LaunchVars& step,
                      std::vector<SelectedLaunch>* launches, std::vector<SelectedLaunch>* scratch) {
   if (policy.mode == GemmPolicy::Mode::kOwn) return;

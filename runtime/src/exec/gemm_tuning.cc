@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace llmc {
@@ -29,7 +31,10 @@ std::string GemmTuningToJson(const GemmTuning& t) {
                       {"cublaslt_us", e.cublaslt_us}});
     kernels[name] = std::move(list);
   }
-  ojson j = {{"device", t.device}, {"cublaslt", t.cublaslt}, {"kernels", std::move(kernels)}};
+  ojson j = {{"source", t.source},
+             {"device", t.device},
+             {"cublaslt", t.cublaslt},
+             {"kernels", std::move(kernels)}};
   return j.dump(2) + "\n";
 }
 
@@ -42,6 +47,12 @@ absl::StatusOr<GemmTuning> ParseGemmTuning(std::string_view text, const std::str
     auto it = j.find(key);
     if (it == j.end() || !it->is_string()) return Bad(path, key, "must be a string");
     *out = it->get<std::string>();
+  }
+  // Optional: files of `llmc tune` before predictions were measured ones.
+  if (auto it = j.find("source"); it != j.end()) {
+    if (!it->is_string() || (*it != "measured" && *it != "predicted"))
+      return Bad(path, "source", "must be \"measured\" or \"predicted\"");
+    t.source = it->get<std::string>();
   }
   auto kernels = j.find("kernels");
   if (kernels == j.end() || !kernels->is_object()) return Bad(path, "kernels", "must be an object");
@@ -74,6 +85,13 @@ absl::StatusOr<GemmTuning> ParseGemmTuning(std::string_view text, const std::str
     }
   }
   return t;
+}
+
+bool TuningAppliesTo(const GemmTuning& tuning, std::string_view gpu_name) {
+  if (tuning.source != "predicted") return tuning.device == gpu_name;
+  std::string family = absl::AsciiStrToLower(tuning.device);
+  family = family.substr(0, family.find('-'));
+  return !family.empty() && absl::StrContains(absl::AsciiStrToLower(std::string(gpu_name)), family);
 }
 
 GemmPolicy PolicyFromTuning(const ManifestCuda& cuda, const GemmTuning& tuning) {

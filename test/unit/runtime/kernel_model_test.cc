@@ -303,5 +303,25 @@ TEST(KernelModelPredict, LatencyBound) {
   EXPECT_EQ(empty.waves, 0);
 }
 
+// cuBLASLt's matmul, by hand. Gate/up of Llama-3-8B at 512 rows: 2 * 512 *
+// 28672 * 4096 = 120.26 GFLOP at 790e12 * 0.69 -> 220.6 us; its bytes
+// (28672 * 4096 + 512 * 4096) * 2 + 512 * 28672 * 4 = 297.6 MB over
+// 4.24e12 * 0.92 -> 76.3 us: tensor-bound. At 1 row the weight's 234.9 MB
+// (plus 8 kB of A, 115 kB of D) -> 60.3 us: memory-bound.
+TEST(KernelModelPredict, LibraryGemm) {
+  Prediction p = PredictLibraryGemm(H200(), {.rows = 512, .n = 28672, .k = 4096});
+  EXPECT_EQ(p.bound, "tensor");
+  ExpectNear(p.tensor_s, 2.0 * 512 * 28672 * 4096 / (790e12 * 0.69), "tensor_s");
+  ExpectNear(p.mem_s, ((28672.0 * 4096 + 512.0 * 4096) * 2 + 512.0 * 28672 * 4) / (4.24e12 * 0.92),
+             "mem_s");
+  ExpectNear(p.seconds, p.tensor_s + 2e-6, "seconds");
+  Prediction one = PredictLibraryGemm(H200(), {.rows = 1, .n = 28672, .k = 4096});
+  EXPECT_EQ(one.bound, "memory");
+  ExpectNear(one.seconds, ((28672.0 * 4096 + 4096) * 2 + 28672.0 * 4) / (4.24e12 * 0.92) + 2e-6,
+             "one row");
+  Prediction tiny = PredictLibraryGemm(H200(), {.rows = 1, .n = 64, .k = 64});
+  EXPECT_EQ(tiny.bound, "latency");
+}
+
 }  // namespace
 }  // namespace llmc::perf

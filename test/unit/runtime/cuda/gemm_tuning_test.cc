@@ -105,6 +105,24 @@ TEST(GemmPolicy, TunedByRowCount) {
   EXPECT_EQ(got[3].kind, LaunchKind::kGemmPre);
 }
 
+// The runner allocates cuBLASLt's operands only for kernels a policy may
+// give to it at some row count (the LM head's dequantized weight is 1 GB).
+TEST(GemmPolicy, MayUseCublasLtAtSomeRowCount) {
+  Manifest m = WithGemm();
+  m.cuda.kernels[2].name = "lm_head";
+  GemmTuning t;
+  t.kernels["lm_head"] = {{1, false, 5, 9}, {128, false, 50, 60}};
+  EXPECT_FALSE(PolicyFromTuning(m.cuda, t).MayUseCublasLt(m.cuda, 2));
+  t.kernels["lm_head"].push_back({512, true, 400, 300});
+  EXPECT_TRUE(PolicyFromTuning(m.cuda, t).MayUseCublasLt(m.cuda, 2));
+  EXPECT_FALSE(PolicyFromTuning(m.cuda, t).MayUseCublasLt(m.cuda, 0));  // no gemm
+  GemmPolicy lt;
+  lt.mode = GemmPolicy::Mode::kCublasLt;
+  EXPECT_TRUE(lt.MayUseCublasLt(m.cuda, 2));
+  EXPECT_FALSE(lt.MayUseCublasLt(m.cuda, 0));
+  EXPECT_FALSE(GemmPolicy{}.MayUseCublasLt(m.cuda, 2));
+}
+
 TEST(GemmTuning, RoundTrips) {
   GemmTuning t;
   t.device = "NVIDIA H200";
@@ -124,6 +142,39 @@ TEST(GemmTuning, RoundTrips) {
   EXPECT_DOUBLE_EQ(e[0].cublaslt_us, 30.25);
 }
 
+TEST(GemmTuning, SourceRoundTripsAndDefaultsToMeasured) {
+  GemmTuning t;
+  t.source = "predicted";
+  t.device = "H200";
+  auto back = ParseGemmTuning(GemmTuningToJson(t), "tune.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->source, "predicted");
+  back = ParseGemmTuning(R"({"device": "d", "cublaslt": "1", "kernels": {}})", "old.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->source, "measured");
+}
+
+// A measured tuning holds on the GPU it was measured on; a predicted one on
+// any GPU of the model's family.
+TEST(GemmTuning, AppliesToItsGpu) {
+  GemmTuning measured;
+  measured.device = "NVIDIA H200";
+  EXPECT_TRUE(TuningAppliesTo(measured, "NVIDIA H200"));
+  EXPECT_FALSE(TuningAppliesTo(measured, "NVIDIA H200 NVL"));
+  EXPECT_FALSE(TuningAppliesTo(measured, "H200"));
+  GemmTuning predicted;
+  predicted.source = "predicted";
+  predicted.device = "H200";
+  EXPECT_TRUE(TuningAppliesTo(predicted, "NVIDIA H200"));
+  EXPECT_TRUE(TuningAppliesTo(predicted, "NVIDIA H200 NVL"));
+  EXPECT_FALSE(TuningAppliesTo(predicted, "NVIDIA H100 80GB HBM3"));
+  predicted.device = "A100-80GB";
+  EXPECT_TRUE(TuningAppliesTo(predicted, "NVIDIA A100-SXM4-80GB"));
+  EXPECT_FALSE(TuningAppliesTo(predicted, "NVIDIA H200"));
+  predicted.device = "";
+  EXPECT_FALSE(TuningAppliesTo(predicted, "NVIDIA H200"));
+}
+
 TEST(GemmTuning, ErrorsNameTheFileAndField) {
   auto error = [](const std::string& text) {
     auto t = ParseGemmTuning(text, "a/tune.json");
@@ -141,6 +192,8 @@ TEST(GemmTuning, ErrorsNameTheFileAndField) {
             "a/tune.json: kernels.k[0].impl: must be \"llmc\" or \"cublaslt\"");
   EXPECT_EQ(error(R"({"device": "d", "cublaslt": "1", "kernels": {"k": [{"max_rows": 8, "impl": "llmc"}, {"max_rows": 8, "impl": "llmc"}]}})"),
             "a/tune.json: kernels.k[1].max_rows: must ascend");
+  EXPECT_EQ(error(R"({"source": "guessed", "device": "d", "cublaslt": "", "kernels": {}})"),
+            "a/tune.json: source: must be \"measured\" or \"predicted\"");
 }
 
 }  // namespace

@@ -176,6 +176,7 @@ class CudaRunner : public StepRunner {
   std::unique_ptr<cuda::CublasLt> cublaslt_;  // destroyed before the device
   GemmPolicy gemm_policy_;
   std::string gemm_note_;
+  std::string gemm_tuning_source_;  // kTuned: the tune file's "measured" or "predicted"
   std::vector<std::array<cuda::CUfunction, 3>> gemm_functions_;  // per kernel: pre, epi, deq
   cuda::CUdeviceptr gemm_workspace_ = 0;
   size_t gemm_workspace_bytes_ = 0;

@@ -142,6 +142,8 @@ struct GemmPolicy {
   enum class Mode { kOwn, kCublasLt, kTuned } mode = Mode::kOwn;
   std::vector<std::vector<std::pair<int64_t, bool>>> tuned;
   bool UsesCublasLt(const ManifestCuda& cuda, size_t kernel, int64_t rows) const;
+  // At some row count.
+  bool MayUseCublasLt(const ManifestCuda& cuda, size_t kernel) const;
 };
 // Replaces, in each step entry whose kernel's GEMM `policy` gives to
 // cuBLASLt, the launches marked impl "llmc" by the GEMM's deq launch (only
