@@ -728,7 +728,8 @@ absl::Status BuildReport(const Artifact& artifact, const std::vector<ReportShape
   r.gemm_paths.assign(c.kernels.size(), std::vector<GemmPaths>(r.shapes.size()));
   for (size_t s = 0; s < r.shapes.size(); ++s) {
     StepTotal& t = r.steps.emplace_back();
-    absl::Status st = SelectLaunches(c, *parsed, r.shapes[s].vars, r.shapes[s].max_context, &selected);
+    absl::Status st = SelectLaunches(c, *parsed, r.shapes[s].vars, r.shapes[s].max_context,
+                                     kAttentionFillBlocksPerSm * r.device->sms, &selected);
     if (!st.ok()) {
       t.error = std::string(st.message());
       continue;

@@ -749,7 +749,9 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
       a.scratch = reinterpret_cast<float*>(uintptr_t(bindings_.scratch));
   }
   int64_t rows = vars.logits;
-  LLMC_RETURN_IF_ERROR(SelectLaunches(m.cuda, parsed_, vars, max_context, &selected_));
+  LLMC_RETURN_IF_ERROR(SelectLaunches(m.cuda, parsed_, vars, max_context,
+                                     kAttentionFillBlocksPerSm * device_->info().multiprocessors,
+                                     &selected_));
   ApplyGemmPolicy(m.cuda, gemm_policy_, vars, &selected_, &selected_scratch_);
   if (graph) {
     LLMC_RETURN_IF_ERROR(LaunchGraph(&info));

@@ -12,6 +12,26 @@ int64_t Align(int64_t n) { return (n + kStagingAlignInts - 1) / kStagingAlignInt
 
 void* DevicePointer(cuda::CUdeviceptr p) { return reinterpret_cast<void*>(uintptr_t(p)); }
 
+// The fewest of `vars.splits` with which every launch of a step entry that
+// runs and splits has `fill_blocks` blocks (0: all of them); one count for
+// the entry, so that a launch conditioned on `splits` agrees with the grids.
+int64_t FillSplits(const std::vector<ParsedLaunch>& launches, const LaunchVars& vars,
+                   int64_t fill_blocks) {
+  if (fill_blocks <= 0 || vars.splits <= 1) return vars.splits;
+  LaunchVars one = vars;
+  one.splits = 1;
+  int64_t splits = 1;
+  for (const ParsedLaunch& p : launches) {
+    bool split = false;
+    for (const GridExpr& g : p.grid) split |= g.var == LaunchVar::kSplits;
+    if (!split || !p.when.Holds(vars)) continue;
+    int64_t blocks = 1;
+    for (const GridExpr& g : p.grid) blocks *= std::max<int64_t>(1, g.Evaluate(one));
+    splits = std::max(splits, (fill_blocks + blocks - 1) / blocks);
+  }
+  return std::min(splits, vars.splits);
+}
+
 }  // namespace
 
 int64_t CudaActivationBytes(const std::string& dtype) {
@@ -220,7 +240,7 @@ int64_t SplitGemmTickets(const ManifestCuda& c,
 
 absl::Status SelectLaunches(const ManifestCuda& c,
                             const std::vector<std::vector<ParsedLaunch>>& parsed,
-                            const LaunchVars& step, int64_t max_context,
+                            const LaunchVars& step, int64_t max_context, int64_t fill_blocks,
                             std::vector<SelectedLaunch>* out) {
   out->clear();
   constexpr int64_t kMaxDim[3] = {(int64_t{1} << 31) - 1, 65535, 65535};
@@ -235,6 +255,7 @@ absl::Status SelectLaunches(const ManifestCuda& c,
     size_t k = size_t(c.steps[s].kernel);
     LaunchVars vars = step;
     vars.splits = AttentionSplits(max_context, c.kernels[k].split_keys);
+    vars.splits = FillSplits(parsed[k], vars, fill_blocks);
     for (size_t i = 0; i < parsed[k].size(); ++i) {
       const ParsedLaunch& p = parsed[k][i];
       if (!p.when.Holds(vars)) continue;

@@ -22,18 +22,24 @@ namespace cuda {
 //
 // paged_attention_decode: grid (splits, KvHeads, T), blockDim 32 * Warps.
 // The len = last - first + 1 keys of token t are cut into n splits of `keys`
-// keys each (the last one shorter), from len alone, so that a token's
-// result never depends on the rest of the batch:
-//   MaxSplits == 0: keys = SplitKeys, n = cdiv(len, SplitKeys);
-//   MaxSplits > 0:  n = min(cdiv(len, SplitKeys), MaxSplits),
+// keys each (the last one shorter), from len and the grid's splits C =
+// gridDim.x:
+//   MaxSplits == 0: n = cdiv(len, SplitKeys) splits of SplitKeys keys while
+//                   that is at most C, else C splits of cdiv(len, C);
+//   MaxSplits > 0:  n = min(cdiv(len, SplitKeys), MaxSplits, C),
 //                   keys = cdiv(len, n) (n splits exactly, as SplitKeys >=
 //                   MaxSplits): short contexts get one block per 64 keys
 //                   (SplitKeys 64), long ones MaxSplits blocks whose share
 //                   grows with the context, so the partials stay few.
-// The grid needs gridDim.x >= n for every token (the runtime's
-// cdiv(longest context, SplitKeys), capped at MaxSplits); blocks past a
-// token's n write empty partials (m = -1e30, l = 0, o = 0), which the
-// merge takes as exact zeros.
+// The runtime launches C = cdiv(longest context, SplitKeys) (the grid caps
+// it at MaxSplits), or fewer where the step's tokens and kv heads give
+// blocks enough to fill the GPU without splitting (AttentionSplits): a
+// split costs the block's setup, its partials and its share of the merge,
+// which at 256 sequences of 256 keys were most of the kernel's
+// instructions. So a token's splits depend on its batch where the batch is
+// large, as its GEMMs' summation order already does. Blocks past a token's
+// n write empty partials (m = -1e30, l = 0, o = 0), which the merge takes
+// as exact zeros.
 // Block (split, g, t) covers keys [first + split * keys, ... + keys) for the
 // G = Heads / KvHeads query heads sharing kv head g (each K/V row read once),
 // in rounds of 32 keys per warp dealt out 8 at a time (lanes 8j .. 8j + 7 of
@@ -107,11 +113,12 @@ __device__ __forceinline__ decode_split decode_split_of(const step_info& s, int 
   d.last = min(s.positions[t], s.context_lens[d.seq] - 1);
   d.first = window > 0 ? max(0, d.last - window + 1) : 0;
   const int len = max(0, d.last - d.first + 1);
-  if (MaxSplits == 0) {
+  const int want = (len + SplitKeys - 1) / SplitKeys, grid = static_cast<int>(gridDim.x);
+  if (MaxSplits == 0 && want <= grid) {
     d.keys = SplitKeys;
-    d.n = (len + SplitKeys - 1) / SplitKeys;
+    d.n = want;
   } else {
-    d.n = min((len + SplitKeys - 1) / SplitKeys, MaxSplits);
+    d.n = min(want, MaxSplits > 0 ? min(MaxSplits, grid) : grid);
     d.keys = d.n > 0 ? (len + d.n - 1) / d.n : SplitKeys;
   }
   return d;

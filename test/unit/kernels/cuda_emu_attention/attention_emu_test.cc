@@ -66,11 +66,14 @@ struct Shape {
 
 // One step through the decode kernel: sequence i has context ctx[i] and
 // its last qlen[i] positions as queries (1: decode; more: a short prefill
-// chunk, each token its own blocks); the cache blocks are shuffled. Returns
-// max |out - ref| / max |ref| over every (token, head) row.
+// chunk, each token its own blocks); the cache blocks are shuffled. The
+// grid has `grid_splits` splits (0: the runtime's most, cdiv(longest,
+// kSplitKeys) capped at kMaxSplits; fewer: as the runtime launches a step
+// whose tokens fill the GPU without them). Returns max |out - ref| / max
+// |ref| over every (token, head) row.
 double DecodeError(void (*entry)(const llmc_cuda_step_info, const llmc_cuda_args), const Shape& sh,
                    const std::vector<int>& ctx, int window, float q_gain, uint32_t seed,
-                   std::vector<int> qlen = {}) {
+                   std::vector<int> qlen = {}, int grid_splits = 0) {
   if (qlen.empty()) qlen.assign(ctx.size(), 1);
   const int S = int(ctx.size()), H = sh.heads, KvH = sh.kv_heads, D = sh.head_dim;
   int T = 0;
@@ -110,7 +113,8 @@ double DecodeError(void (*entry)(const llmc_cuda_step_info, const llmc_cuda_args
 
   int longest = 0;
   for (int c : ctx) longest = std::max(longest, c);
-  const int splits = std::min((longest + kSplitKeys - 1) / kSplitKeys, kMaxSplits);
+  const int splits =
+      grid_splits > 0 ? grid_splits : std::min((longest + kSplitKeys - 1) / kSplitKeys, kMaxSplits);
   // The runtime's scratch: header, counters (zero), partials.
   std::vector<float> scratch(4 + ((size_t(T) * H + 3) & ~size_t(3)) +
                              size_t(T) * H * splits * (D + 2));
@@ -189,6 +193,22 @@ TEST(CudaEmuDecodeAttention, TensorCoresMatchFloat64Bf16) {
   EXPECT_LT(DecodeError(emu_decode_mma_32_8_128_bf16, sh, {40, 1000}, 0, 1.0f, 5, {9, 16}), kTolBf16);
   // The FFMA kernel on the same inputs: the reference's own check.
   EXPECT_LT(DecodeError(emu_decode_ffma_32_8_128_bf16, sh, ctx, 0, 1.0f, 1), kTolBf16);
+}
+
+TEST(CudaEmuDecodeAttention, FewerSplitsThanTheContextGivesWidenEach) {
+  // The runtime's grid with fewer splits than a token's keys would take (1
+  // and 3 of at most 4): each split widens to cover them, on both kernels
+  // (a kernel that kept 64 keys a split would leave most keys unread).
+  const Shape sh{32, 8, 128, true};
+  const std::vector<int> ctx = {1, 70, 300, 1000};
+  for (int splits : {1, 3}) {
+    EXPECT_LT(DecodeError(emu_decode_mma_32_8_128_bf16, sh, ctx, 0, 1.0f, 6, {}, splits), kTolBf16)
+        << splits;
+    EXPECT_LT(DecodeError(emu_decode_ffma_32_8_128_bf16, sh, ctx, 0, 1.0f, 6, {}, splits), kTolBf16)
+        << splits;
+  }
+  EXPECT_LT(DecodeError(emu_decode_mma_32_8_128_bf16, sh, {40, 1000}, 100, 1.0f, 7, {9, 16}, 2),
+            kTolBf16);
 }
 
 TEST(CudaEmuDecodeAttention, PeakedScoresRescaleAcrossChunksF16) {

@@ -106,13 +106,13 @@ TEST(CudaStepPlan, PrefillKernelNeedsNoPartials) {
   auto parsed = ParseCudaLaunches(m.cuda);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   std::vector<SelectedLaunch> got;
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, prefill, 4096, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, prefill, 4096, 0, &got).ok());
   ASSERT_EQ(got.size(), 4u);  // embed, the prefill kernel, the GEMM head
   EXPECT_EQ(got[1].launch, 2u);
   EXPECT_EQ(got[1].grid, (std::array<unsigned, 3>{32, 4, 1}));
   // Three sequences, the longest query 17 tokens: still the prefill kernel.
   ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 20, .logits = 3, .queries = 17, .seqs = 3},
-                             100, &got)
+                             100, 0, &got)
                   .ok());
   EXPECT_EQ(got[1].launch, 2u);
   EXPECT_EQ(got[1].grid, (std::array<unsigned, 3>{1, 4, 3}));
@@ -281,7 +281,7 @@ TEST(CudaStepPlan, SelectsLaunchesByWhen) {
   std::vector<SelectedLaunch> got;
   // Decode over 1000 keys: 4 splits, so each attention adds its reduction;
   // one logits row takes the GEMV.
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 1, .logits = 1}, 1000, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 1, .logits = 1}, 1000, 0, &got).ok());
   ExpectLaunches(got, {{0, 0, {1, 1, 1}, 128},
                        {1, 0, {1, 2, 4}, 128},
                        {1, 1, {1, 4, 1}, 64},
@@ -291,13 +291,13 @@ TEST(CudaStepPlan, SelectsLaunchesByWhen) {
   EXPECT_EQ(got[1].splits, 4);
   EXPECT_EQ(got[0].splits, 1);
   // A prefill of 100 tokens with 100 logits rows: no splits, the GEMM.
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 100, .logits = 100}, 100, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 100, .logits = 100}, 100, 0, &got).ok());
   ExpectLaunches(got, {{0, 0, {100, 1, 1}, 128},
                        {1, 0, {100, 2, 1}, 128},
                        {2, 0, {100, 2, 1}, 128},
                        {3, 1, {2, 1, 1}, 128}});
   // The same chunk after 900 cached tokens: 4 splits and the reductions.
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 100, .logits = 1}, 1000, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 100, .logits = 1}, 1000, 0, &got).ok());
   ExpectLaunches(got, {{0, 0, {100, 1, 1}, 128},
                        {1, 0, {100, 2, 4}, 128},
                        {1, 1, {100, 4, 1}, 64},
@@ -305,11 +305,44 @@ TEST(CudaStepPlan, SelectsLaunchesByWhen) {
                        {2, 1, {100, 4, 1}, 64},
                        {3, 0, {1, 16, 1}, 256}});
   // The boundary of the GEMV: L = 8 and 9.
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 8, .logits = 8}, 8, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 8, .logits = 8}, 8, 0, &got).ok());
   EXPECT_EQ(got.back().launch, 0u);
   EXPECT_EQ(got.back().grid[0], 2u);
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 9, .logits = 9}, 9, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 9, .logits = 9}, 9, 0, &got).ok());
   EXPECT_EQ(got.back().launch, 1u);
+}
+
+TEST(CudaStepPlan, AttentionSplitsStopOnceTheBlocksFillTheGpu) {
+  Manifest m = TinyCudaManifest();
+  auto parsed = ParseCudaLaunches(m.cuda);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::vector<SelectedLaunch> got;
+  // Decode over 1000 keys needs 4 splits at most; one token's attention
+  // grid [T, 2, splits] has 2 blocks a split. 4 blocks fill: 2 splits, and
+  // the reduction (splits>1) still runs.
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 1, .logits = 1}, 1000, 4, &got).ok());
+  ExpectLaunches(got, {{0, 0, {1, 1, 1}, 128},
+                       {1, 0, {1, 2, 2}, 128},
+                       {1, 1, {1, 4, 1}, 64},
+                       {2, 0, {1, 2, 2}, 128},
+                       {2, 1, {1, 4, 1}, 64},
+                       {3, 0, {1, 16, 1}, 256}});
+  EXPECT_EQ(got[1].splits, 2);
+  EXPECT_EQ(got[2].splits, 2);  // the reduction's partials: the same count
+  // 2 blocks fill: one split, so no reduction either.
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 1, .logits = 1}, 1000, 2, &got).ok());
+  ExpectLaunches(got, {{0, 0, {1, 1, 1}, 128},
+                       {1, 0, {1, 2, 1}, 128},
+                       {2, 0, {1, 2, 1}, 128},
+                       {3, 0, {1, 16, 1}, 256}});
+  // 100 tokens of a chunk, 528 blocks (132 SMs x 4): 200 a split, so 3.
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 100, .logits = 1}, 1000,
+                             132 * kAttentionFillBlocksPerSm, &got)
+                  .ok());
+  EXPECT_EQ(got[1].grid, (std::array<unsigned, 3>{100, 2, 3}));
+  // More blocks than splitting every 256 keys gives: the 4 splits, no more.
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 1, .logits = 1}, 1000, 1000, &got).ok());
+  EXPECT_EQ(got[1].grid, (std::array<unsigned, 3>{1, 2, 4}));
 }
 
 TEST(CudaStepPlan, ACollectiveEntryIsOneLaunchInPlanOrder) {
@@ -320,7 +353,7 @@ TEST(CudaStepPlan, ACollectiveEntryIsOneLaunchInPlanOrder) {
   auto parsed = ParseCudaLaunches(m.cuda);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   std::vector<SelectedLaunch> got;
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 1, .logits = 1}, 10, &got).ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 1, .logits = 1}, 10, 0, &got).ok());
   ASSERT_EQ(got.size(), 5u);
   EXPECT_EQ(got[1].step, 1u);
   EXPECT_EQ(got[2].step, 2u);
@@ -343,8 +376,8 @@ TEST(CudaStepPlan, GridOutsideWhatCudaLaunches) {
   auto parsed = ParseCudaLaunches(m.cuda);
   ASSERT_TRUE(parsed.ok());
   std::vector<SelectedLaunch> got;
-  EXPECT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 65535, .logits = 1}, 65535, &got).ok());
-  absl::Status st = SelectLaunches(m.cuda, *parsed, {.tokens = 65536, .logits = 1}, 65536, &got);
+  EXPECT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 65535, .logits = 1}, 65535, 0, &got).ok());
+  absl::Status st = SelectLaunches(m.cuda, *parsed, {.tokens = 65536, .logits = 1}, 65536, 0, &got);
   EXPECT_EQ(st.message(),
             "CUDA launch llmc_cuda_embed of embed (step 0): grid dimension y = T is 65536, outside "
             "1 to 65535 (T 65536, L 1, Q 0, S 0, splits 1)");

@@ -28,7 +28,7 @@ std::vector<SelectedLaunch> Select(const Manifest& m, const GemmPolicy& policy, 
   auto parsed = ParseCudaLaunches(m.cuda);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
   std::vector<SelectedLaunch> got;
-  EXPECT_TRUE(SelectLaunches(m.cuda, *parsed, vars, 100, &got).ok());
+  EXPECT_TRUE(SelectLaunches(m.cuda, *parsed, vars, 100, 0, &got).ok());
   ApplyGemmPolicy(m.cuda, policy, vars, &got);
   return got;
 }

@@ -29,14 +29,22 @@ int64_t CudaActivationBytes(const std::string& dtype);
 int64_t CudaBufferBytes(const Manifest& m, size_t index, int64_t max_batch_tokens,
                         int64_t max_logits);
 
-// Flash-decoding: the `splits` of an attention kernel. A token of the
-// generated attention (paged_attention_decode) needs at most
-// cdiv(its context, split_keys) splits, so a step has cdiv(longest context,
-// split_keys) whatever its token count: fewer could leave keys unread. A
-// kernel whose splits grow their share of the keys past a cap launches
-// min(splits,cap) blocks (its grid says so). 1 for kernels that do not split
-// (split_keys 0).
+// Flash-decoding: the most `splits` an attention kernel takes. A token of
+// the generated attention (paged_attention_decode) uses at most cdiv(its
+// context, split_keys) splits, so a step needs no more than cdiv(longest
+// context, split_keys); with fewer (the grid's cap min(splits,cap), or
+// SelectLaunches' cut once the blocks fill the GPU) each split covers a
+// wider share of the keys. 1 for kernels that do not split (split_keys 0).
+// The scratch is sized by this count, which bounds every cut one.
 int64_t AttentionSplits(int64_t max_context, int64_t split_keys);
+
+// Blocks per SM that an attention launch reaches before it splits keys:
+// two waves of the decode kernel (2 blocks an SM at 190 registers). Past
+// that a split only adds its block's setup, partials and merge: at 256
+// sequences of 256 keys they were three quarters of the kernel's
+// instructions (docs/cuda.md). FlashAttention's heuristic stops splitting
+// at 0.8 waves; two leave the tail of unequal contexts room to even out.
+inline constexpr int64_t kAttentionFillBlocksPerSm = 4;
 
 // Where each of the batch's int32 arrays lies in the step's one upload, in
 // int32 elements from its start; every array starts on a 64-byte boundary.
@@ -125,12 +133,16 @@ struct SelectedLaunch {
 };
 // The launches of one step (`step`: its T, L, Q and S) of longest context
 // `max_context`, in plan order: every launch of each step entry whose `when`
-// holds, and each collective entry as one kCollective launch. Fills `out` (cleared first; reused
-// across steps so the hot path does not allocate). InvalidArgument when a grid dimension falls
-// outside what CUDA launches (x 1 to 2^31-1, y and z 1 to 65535).
+// holds, and each collective entry as one kCollective launch. An attention
+// launch whose grid has `splits` takes AttentionSplits' count, or fewer: the
+// fewest whose blocks reach `fill_blocks` (the GPU's SMs times
+// kAttentionFillBlocksPerSm; 0: no cut), at least 1. Fills `out` (cleared
+// first; reused across steps so the hot path does not allocate).
+// InvalidArgument when a grid dimension falls outside what CUDA launches
+// (x 1 to 2^31-1, y and z 1 to 65535).
 absl::Status SelectLaunches(const ManifestCuda& cuda,
                             const std::vector<std::vector<ParsedLaunch>>& parsed,
-                            const LaunchVars& step, int64_t max_context,
+                            const LaunchVars& step, int64_t max_context, int64_t fill_blocks,
                             std::vector<SelectedLaunch>* out);
 
 // Which kernels' GEMMs cuBLASLt runs (RunnerOptions.gemm): none (the
