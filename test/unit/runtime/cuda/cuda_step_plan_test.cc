@@ -336,9 +336,7 @@ TEST(CudaStepPlan, AttentionSplitsStopOnceTheBlocksFillTheGpu) {
                        {2, 0, {1, 2, 1}, 128},
                        {3, 0, {1, 16, 1}, 256}});
   // 100 tokens of a chunk, 528 blocks (132 SMs x 4): 200 a split, so 3.
-  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 100, .logits = 1}, 1000,
-                             132 * kAttentionFillBlocksPerSm, &got)
-                  .ok());
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 100, .logits = 1}, 1000, 528, &got).ok());
   EXPECT_EQ(got[1].grid, (std::array<unsigned, 3>{100, 2, 3}));
   // More blocks than splitting every 256 keys gives: the 4 splits, no more.
   ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 1, .logits = 1}, 1000, 1000, &got).ok());

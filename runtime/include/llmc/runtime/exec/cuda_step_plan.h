@@ -39,12 +39,13 @@ int64_t CudaBufferBytes(const Manifest& m, size_t index, int64_t max_batch_token
 int64_t AttentionSplits(int64_t max_context, int64_t split_keys);
 
 // Blocks per SM that an attention launch reaches before it splits keys:
-// two waves of the decode kernel (2 blocks an SM at 190 registers). Past
-// that a split only adds its block's setup, partials and merge: at 256
-// sequences of 256 keys they were three quarters of the kernel's
-// instructions (docs/cuda.md). FlashAttention's heuristic stops splitting
-// at 0.8 waves; two leave the tail of unequal contexts room to even out.
-inline constexpr int64_t kAttentionFillBlocksPerSm = 4;
+// a wave and a half of the decode kernel (2 blocks an SM at 190
+// registers). Past that a split only adds its block's setup, partials and
+// merge: at 256 sequences of 256 keys they were three quarters of the
+// kernel's instructions (docs/cuda.md). FlashAttention's heuristic stops
+// splitting at 0.8 waves; the report put 2, 3 and 4 within 2% of each
+// other on the 8B shape but for 4 sequences at 4,096 keys, where 3 was best.
+inline constexpr int64_t kAttentionFillBlocksPerSm = 3;
 
 // Where each of the batch's int32 arrays lies in the step's one upload, in
 // int32 elements from its start; every array starts on a 64-byte boundary.
