@@ -38,7 +38,7 @@ struct CudaEmitOptions {
   std::string activationType = "bf16"; // bf16 | f16 | f32 (buffers and KV cache)
   // Token counts up to this run the GEMV variant of a GEMM (f32 activations
   // always do: the tensor-core GEMM takes half/bf16).
-  int gemvMaxTokens = 8;
+  int gemvMaxTokens = 4;
   // Steps whose longest query (Q) exceeds this take the flash-attention
   // prefill kernel (half/bf16 activations, head_dim a multiple of 16 up to
   // 128); shorter ones the split (flash-decoding) kernel.

@@ -10,10 +10,10 @@
 // RUN: not llmc-opt %s "--llmc-select-gemv=kind=fast" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK-LABEL: func.func @step
-// CHECK: llm.fusion "q4_0_k256"{{.*}}llmc.gemv = {kind = "dp4a", max_tokens = 4 : i64, max_tokens_gemv = 8 : i64, rows_per_warp = 2 : i64, warps = 8 : i64}
-// CHECK: llm.fusion "q4_0_k16384"{{.*}}llmc.gemv = {kind = "dp4a", max_tokens = 2 : i64, max_tokens_gemv = 8 : i64, rows_per_warp = 2 : i64, warps = 8 : i64}
-// CHECK: llm.fusion "q8_0_k256"{{.*}}llmc.gemv = {kind = "dp4a", max_tokens = 4 : i64, max_tokens_gemv = 8 : i64, rows_per_warp = 1 : i64, warps = 8 : i64}
-// CHECK: llm.fusion "q4_0_k96"{{.*}}llmc.gemv = {kind = "fp", max_tokens = 4 : i64, max_tokens_gemv = 8 : i64, warps = 4 : i64}
+// CHECK: llm.fusion "q4_0_k256"{{.*}}llmc.gemv = {kind = "dp4a", max_tokens = 4 : i64, max_tokens_gemv = 4 : i64, rows_per_warp = 2 : i64, warps = 8 : i64}
+// CHECK: llm.fusion "q4_0_k16384"{{.*}}llmc.gemv = {kind = "dp4a", max_tokens = 2 : i64, max_tokens_gemv = 4 : i64, rows_per_warp = 2 : i64, warps = 8 : i64}
+// CHECK: llm.fusion "q8_0_k256"{{.*}}llmc.gemv = {kind = "dp4a", max_tokens = 4 : i64, max_tokens_gemv = 4 : i64, rows_per_warp = 1 : i64, warps = 8 : i64}
+// CHECK: llm.fusion "q4_0_k96"{{.*}}llmc.gemv = {kind = "fp", max_tokens = 4 : i64, max_tokens_gemv = 4 : i64, warps = 4 : i64}
 // CHECK: llm.fusion "f16_k256"{{.*}}llmc.gemv = {kind = "fp"
 // CHECK-NOT: llmc.gemv
 // CHECK: return

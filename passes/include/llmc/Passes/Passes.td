@@ -402,14 +402,15 @@ def SelectGemv : Pass<"llmc-select-gemv", "::mlir::ModuleOp"> {
     ```mlir
     %r = llm.fusion "layers.0.mlp.gate_up" (%h) {llmc.gemv = {kind = "dp4a",
         rows_per_warp = 4 : i64, warps = 8 : i64, max_tokens = 4 : i64,
-        max_tokens_gemv = 8 : i64}} : ...
+        max_tokens_gemv = 4 : i64}} : ...
     ```
 
     rows_per_warp: weight rows one warp reduces at a time (a gate/up pair
     counts two); warps: per block; max_tokens: tokens per pass over the
     weights of the several-token entry (a single token has its own entry);
     max_tokens_gemv: the token count up to which the GEMV runs instead of
-    the tensor-core GEMM.
+    the tensor-core GEMM (4: one pass of the several-token GEMV; past it
+    the GEMV reads the weights once a pass, the GEMM once).
   }];
   let options = [
     Option<"kind", "kind", "std::string", /*default=*/"\"auto\"",
