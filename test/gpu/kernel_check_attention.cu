@@ -314,19 +314,28 @@ struct TimingStep8b {
 };
 
 // Timing: decode attention of B sequences of C tokens each (8B shape
-// 32/8 x 128, bf16, one query per sequence, 32 splits at most as the
-// emitter's), the FFMA kernel and the tensor-core one, as GB/s of the K/V
-// bytes read (B * C * 8 * 128 * 2 * 2). Printed, not asserted.
+// 32/8 x 128, bf16, one query per sequence), the FFMA kernel and the
+// tensor-core one, as GB/s of the K/V bytes read (B * C * 8 * 128 * 2 * 2),
+// with the emitter's most splits (64 keys each, 32 at most) and with the
+// runtime's (the fewest whose blocks reach 3 per SM: SelectLaunches,
+// kAttentionFillBlocksPerSm), which the report predicts faster once B * 8
+// blocks fill the GPU. Printed, not asserted.
 void time_decode_attention(int B, int C) {
   using A = TimingStep8b::A;
   constexpr int Heads = TimingStep8b::Heads, KvHeads = TimingStep8b::KvHeads, D = TimingStep8b::D;
   const TimingStep8b in(std::vector<int>(B, C), std::vector<int>(B, 1), 4243);
-  const int splits = std::min((C + 63) / 64, 32);
+  const int most = std::min((C + 63) / 64, 32);
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int fill = std::min(most, std::max(1, (3 * sms + KvHeads * B - 1) / (KvHeads * B)));
   const size_t counters = (static_cast<size_t>(B) * Heads + 3) / 4 * 4;
-  DBuf<float> scratch(4 + counters + static_cast<size_t>(B) * Heads * splits * (D + 2));
+  DBuf<float> scratch(4 + counters + static_cast<size_t>(B) * Heads * most * (D + 2));
   CK(cudaMemset(scratch.p, 0, scratch.n * sizeof(float)));
   const float scale = static_cast<float>(1.0 / std::sqrt(double(D)));
   const double kv_bytes = double(B) * C * KvHeads * D * 2 * sizeof(A);
+  std::vector<int> split_counts = {most};
+  if (fill != most) split_counts.push_back(fill);
+  for (int splits : split_counts)
   for (int mma = 0; mma < 2; ++mma) {
     auto launch = [&] {
       // The counters go back to zero after each launch (the last block's),

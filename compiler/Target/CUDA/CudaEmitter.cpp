@@ -369,8 +369,9 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
                     .str();
   }
   // Splits: kSplitKeys keys each up to maxSplits, which the grid caps (the
-  // runtime's `splits` is cdiv(longest context, kSplitKeys)); past it the
-  // kernel widens its splits instead. maxSplits <= kSplitKeys keeps a token's
+  // runtime's `splits` is cdiv(longest context, kSplitKeys), or fewer once
+  // the step's blocks fill the GPU); past the grid's splits the kernel
+  // widens each split instead. maxSplits <= kSplitKeys keeps a token's
   // split count exact (docs/cuda.md). The last block of each kv head and
   // token merges the splits (no reduction launch).
   const int64_t maxSplits = std::clamp<int64_t>(kAttnBlocks / KvH, 4, kSplitKeys);

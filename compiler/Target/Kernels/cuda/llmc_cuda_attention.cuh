@@ -33,7 +33,8 @@ namespace cuda {
 //                   grows with the context, so the partials stay few.
 // The runtime launches C = cdiv(longest context, SplitKeys) (the grid caps
 // it at MaxSplits), or fewer where the step's tokens and kv heads give
-// blocks enough to fill the GPU without splitting (AttentionSplits): a
+// blocks enough to fill the GPU without splitting (SelectLaunches,
+// kAttentionFillBlocksPerSm in runtime/exec/cuda_step_plan.h): a
 // split costs the block's setup, its partials and its share of the merge,
 // which at 256 sequences of 256 keys were most of the kernel's
 // instructions. So a token's splits depend on its batch where the batch is
