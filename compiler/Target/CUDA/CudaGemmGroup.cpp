@@ -112,6 +112,18 @@ struct GemmTile {
   int64_t bm = 64, bn = 64, wm = 2, wn = 2, stages = 4;
   int64_t splits = 1; // blocks along K per output tile (split-K)
   int threads() const { return int(32 * wm * wn); }
+  // Trips of gemm_mma's main loop per warp and block. Unrolled (weights
+  // copied, or q4_0's decoded by steps: unrolledLoop below): whole rounds
+  // of `stages` 32-element steps of the block's split of K while every
+  // step of the round has its refill; the last (stages - 1 to 2 stages - 2)
+  // steps run in a loop of their own after it, counted once (kRounds in
+  // llmc_cuda_gemm.cuh). Otherwise one step a trip.
+  int64_t trips(int64_t K, bool unrolled) const {
+    const int64_t steps = K / 32 / splits;
+    if (!unrolled)
+      return steps;
+    return steps >= 2 * stages - 1 ? (steps - 2 * stages + 1) / stages + 1 : 0;
+  }
   std::string args() const { // gemm_tile's default of 1 split left out
     return llvm::formatv("{0}, {1}, {2}, {3}, {4}", bm, bn, wm, wn, stages).str() +
            (splits > 1 ? ", " + std::to_string(splits) : std::string());
@@ -495,6 +507,9 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
                           (wf == WeightFormat::f16 && actType == "f16") ||
                           (wf == WeightFormat::q4_0 && K % 64 == 0) ||
                           (wf == WeightFormat::q4_k && K % 256 == 0);
+  // gemm_mma's loop is unrolled over the ring's stages for copied weights
+  // and q4_0's step decoder (kUnroll: the other decoders spill so).
+  const bool unrolledLoop = leanDecode && wf != WeightFormat::q4_k;
   // One entry per tile: `small` up to large_from - 1 tokens, `large` above.
   auto gemmEntry = [&](StringRef suffix, std::string when, const GemmTile &t) {
     // Blocks per SM that __launch_bounds__ asks for: a warp tile of 64
@@ -532,11 +547,13 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
       g.variant += " splits=" + std::to_string(t.splits);
       g.split_floats = t.bm * t.bn;
     }
-    // The warps' trips over K are the same in all: split blocks share them.
-    // (A split's partials, written and read once, stay in L2 and are not
-    // counted as DRAM bytes.)
+    // The hot loop's trips in every warp of every split block (the steps
+    // after an unrolled loop's rounds are counted once a warp, as code
+    // outside it). A split's partials, written and read once, stay in L2
+    // and are not counted as DRAM bytes.
     gemvCost(g, wt, columns, K, rows, var, int(t.bm),
-             double((columns + perBlock - 1) / perBlock) * double(t.wm * t.wn) * double(K / 32));
+             double((columns + perBlock - 1) / perBlock) * double(t.wm * t.wn) *
+                 double(t.splits * t.trips(K, unrolledLoop)));
     // Token tiles are the grid's fastest dimension, so the blocks sharing a
     // weight tile run together and the weight comes from DRAM once per
     // launch, not once per tile of tokens (the trips stay per tile).

@@ -146,43 +146,46 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   // a thread's fixed slots, so that ptxas folds the rest into immediates.
   const shared_addr s0 = to_shared(smem);
   constexpr int kStageBytes = Tile::StageSlots * 16;
-  // This thread's activation chunks: where each starts (at step 0) and
-  // lands (in stage 0), held in registers (opaque) for the whole loop where
-  // there is room: word-decoded and raw weights, and 4-warp tiles (up to
-  // 168 registers at 3 blocks an SM). The float decoders' 8-warp tiles,
-  // at 128 registers, would spill; they recompute them instead.
+  // This thread's activation chunks: where each is at the start of the
+  // main loop's current round (a_at, advanced a round at a time, so that
+  // a step's copy is a_at plus an immediate), held in registers (opaque)
+  // for the whole loop where there is room: word-decoded and raw weights,
+  // and 4-warp tiles (up to 168 registers at 3 blocks an SM). The float
+  // decoders' 8-warp tiles, at 128 registers, would spill; they recompute
+  // them instead. Chunk j lands j * Threads slots past chunk 0 (its row is
+  // j * Threads / 4 on, a multiple of 8, so tile32_slot's swizzle is the
+  // same), so one register holds where all of them land.
   constexpr bool kKeepA = kRowDecode || kRaw || Tile::Threads <= 128;
-  const Act* a_from[AL];
-  shared_addr a_to[AL];
+  const Act* a_at[AL];
   bool a_ok[AL];
+  const int a_slot = tile32_slot(tid >> 2, tid & 3);
+  const shared_addr a_to = kKeepA ? opaque(s0 + a_slot * 16) : s0 + a_slot * 16;
 #pragma unroll
-  for (int j = 0; j < AL; ++j) {
-    const int i = tid + j * Tile::Threads;
-    if constexpr (kKeepA) {
-      a_from[j] = opaque(a_src(j, 0, a_ok[j]));
-      a_to[j] = opaque(s0 + tile32_slot(i >> 2, i & 3) * 16);
-    }
-  }
-  auto copy_stage = [&](int kt, int stage) { // the cp.async half of step kt's stage
+  for (int j = 0; j < AL; ++j)
+    if constexpr (kKeepA) a_at[j] = opaque(a_src(j, kb, a_ok[j]));
+  // Raw weights' chunks likewise: chunk j is j * kColStep rows past chunk
+  // 0, so one pointer holds them all (a chunk past NOut copies zeros from
+  // where it would be: cp.async reads nothing there).
+  const u8* b_at = kRaw ? opaque(brow(0) + Fmt::row_bytes(32 * kb) + (tid & 3) * 16) : nullptr;
+  // The cp.async half of step kt's stage; kt is ds steps past the round's
+  // start (a_at, b_at).
+  auto copy_stage = [&](int kt, int ds, int stage) {
     const shared_addr sa = s0 + stage * kStageBytes;
 #pragma unroll
     for (int j = 0; j < AL; ++j) {
       if constexpr (kKeepA) {
-        cp_async16(a_to[j] + stage * kStageBytes, a_from[j] + kt * 32, a_ok[j]);
+        cp_async16(a_to + stage * kStageBytes + j * Tile::Threads * 16, a_at[j] + ds * 32, a_ok[j]);
       } else {
-        const int i = tid + j * Tile::Threads;
         bool valid;
         const Act* src = a_src(j, kt, valid);
-        cp_async16(sa + tile32_slot(i >> 2, i & 3) * 16, src, valid);
+        cp_async16(sa + (a_slot + j * Tile::Threads) * 16, src, valid);
       }
     }
     if constexpr (kRaw) {
 #pragma unroll
-      for (int j = 0; j < BL; ++j) {
-        const int i = tid + j * Tile::Threads;
-        cp_async16(sa + (BM * 4 + tile32_slot(i >> 2, i & 3)) * 16,
-                   j < bvalid ? brow(j) + (kt * 32 + (i & 3) * 8) * 2 : w, j < bvalid);
-      }
+      for (int j = 0; j < BL; ++j)
+        cp_async16(sa + (BM * 4 + a_slot + j * Tile::Threads) * 16,
+                   b_at + Fmt::row_bytes(K) * j * kColStep + ds * 64, j < bvalid);
     }
   };
   // kRowDecode: a step's words are loaded (step_load) before the products
@@ -268,7 +271,7 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   // weights: only step 0, the loop decodes one step ahead).
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    if (s < KTS) copy_stage(kb + s, s);
+    if (s < KTS) copy_stage(kb + s, s, s);
     cp_async_commit();
   }
   if constexpr (!kRaw) {
@@ -276,17 +279,26 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     decode_stage(kb, smem);
   }
 
-  // The stage step kt reads, and the one step kt + S - 1 fills (step
-  // kt - 1's), rotating without a division.
-  int rd = 0, wr = S - 1;
-  for (int s = 0; s < KTS; ++s) {
+  // Step s of this split (kt = kb + s), u steps past the start of its
+  // round (a_at, b_at): its products read stage Rd = s % S; it refills
+  // stage (Rd + S - 1) % S, the one step s - 1 read, with step s + S - 1's
+  // copies, and decodes step s + 1's weights into stage (Rd + 1) % S.
+  // The main loop below is unrolled over a round of S steps, so that u and
+  // Rd are constants in every copy and every stage address is a thread's
+  // slot plus an immediate, every global one a round's pointer plus an
+  // immediate. (With the stage in a register, each ldmatrix, copy and
+  // store address cost an IMAD or two: about 30 of the q4_0 loop's 220
+  // instructions a step, SASS sm_90.) `checked`: whether steps s + 1 and
+  // s + S - 1 may be past the split's end.
+  auto step = [&](int s, int u, int Rd, bool checked) {
+    const int Wr = Rd == 0 ? S - 1 : Rd - 1, Next = Rd + 1 == S ? 0 : Rd + 1;
     const int kt = kb + s;
     cp_async_wait<S - 2>(); // this thread's copies of step kt have landed
     __syncthreads();        // everyone's, and step kt - 1's readers are done
-    if (s + S - 1 < KTS) copy_stage(kt + S - 1, wr);
+    if (!checked || s + S - 1 < KTS) copy_stage(kt + S - 1, u + S - 1, Wr);
     cp_async_commit();
-    if (s + 1 < KTS) load_words(kt + 1);
-    const int st = rd * kStageBytes;
+    if (!checked || s + 1 < KTS) load_words(kt + 1);
+    const int st = Rd * kStageBytes;
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk) { // the two k16 halves: chunks 2 kk, 2 kk + 1
       u32 a[MI][4], b[NI][2];
@@ -303,13 +315,37 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
 #pragma unroll
         for (int ni = 0; ni < NI; ++ni) detail::mma_op<Act>::run(acc[mi][ni], a[mi], b[ni]);
     }
-    rd = rd + 1 == S ? 0 : rd + 1;
     // Step kt + 1's decoded weights, into the stage it reads (filled with
     // activations by cp.async; its readers passed this step's barrier),
     // while other warps multiply.
     if constexpr (!kRaw)
-      if (s + 1 < KTS) decode_stage(kt + 1, smem + rd * Tile::StageSlots);
-    wr = wr + 1 == S ? 0 : wr + 1;
+      if (!checked || s + 1 < KTS) decode_stage(kt + 1, smem + Next * Tile::StageSlots);
+  };
+  // Rounds of S steps while all of a round's refills exist (s + S - 1 <
+  // KTS for its last step), then the remaining S - 1 to 2 S - 2 steps one
+  // at a time, their stage and checks computed at run time (unrolled too,
+  // they would add up to 2 S - 2 copies of the step, and spill). The float
+  // decoders (their 8-element groups decoded in registers the unrolled
+  // copies would share) spill when unrolled, and so does q4_K's step
+  // decoder on sm_80 (its float arithmetic, at 128 registers): they take
+  // every step that way.
+  constexpr bool kUnroll = kRaw || (kRowDecode && mmaw::step_decoder<Fmt>::unroll);
+  constexpr int kRounds = !kUnroll ? 0 : KTS >= 2 * S - 1 ? (KTS - 2 * S + 1) / S + 1 : 0;
+  constexpr int kRoundSteps = kRounds * S;
+#pragma unroll 1
+  for (int s0 = 0; s0 < kRoundSteps; s0 += S) {
+#pragma unroll
+    for (int u = 0; u < S; ++u) step(s0 + u, u, u, false);
+    if constexpr (kKeepA)
+#pragma unroll
+      for (int j = 0; j < AL; ++j) a_at[j] += S * 32;
+    if constexpr (kRaw) b_at += S * 64;
+  }
+  int rd = 0;
+#pragma unroll 1
+  for (int s = kRoundSteps; s < KTS; ++s) {
+    step(s, s - kRoundSteps, rd, true);
+    rd = rd + 1 == S ? 0 : rd + 1;
   }
   cp_async_wait<0>();
 
