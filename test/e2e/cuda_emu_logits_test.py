@@ -8,9 +8,9 @@ source for the CPU with test/cuda-emu/cuda_emu.h (CUDA keywords as C++, each
 thread of a block a fiber, warps in lock step at shuffles and mma.sync); the
 fake CUDA driver (test/unit/runtime/cuda/fake, FAKE_CUDA_KERNELS) runs each
 cuLaunchKernel of `llmc-rt logits --backend=cuda` through it. The logits of a
-prefill (the tensor-core GEMM path: T > 8) and of decode steps (the GEMV
-path) are compared with the float64 reference (test/reference) on the same
-weights. One case runs past 256 tokens of context, so attention splits and
+prefill (the tensor-core GEMM path: T > 4; one of 3 tokens, the
+several-token GEMV) and of decode steps (the GEMV path) are compared with the
+float64 reference (test/reference) on the same weights. One case runs past 256 tokens of context, so attention splits and
 their merge in the last block of each head run too; prefills past 128 tokens take
 the GEMM's 128-token tiles (one with gate/up rows enough for the 128 x 128,
 8-warp tile); prefills past 16 tokens take the
@@ -109,6 +109,13 @@ CASES = {
         ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "384", "--layers", "2", "--gguf-type", "q4_0"],
         "gguf", "bf16", 40, 3),
+    # A 3-token prefill: the several-token GEMV (2..4 tokens), its rows
+    # quantized once by the xq8 launch (gemv_q8_operand) and copied by every
+    # block (gemv_q8_staged), the LM head's gathered through logits_rows.
+    "llama-q4_0-prefill3-bf16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "384", "--layers", "2", "--gguf-type", "q4_0"],
+        "gguf", "bf16", 3, 2),
     # A down projection long in K (2,048: 64 steps of 32) and short in rows
     # (128): llmc-select-gemm-tiles splits its small tile's K 4 ways, so the
     # 40-token prefill runs the split-K GEMM and its ticketed reduction.

@@ -107,6 +107,10 @@ FailureOr<GemvVariant> gemvVariantOf(Operation *group, WeightFormat f, int64_t K
   return v;
 }
 
+// Bytes of a row gemv_q8_operand quantizes (q8_row_bytes in
+// llmc_cuda_gemv.cuh): K int8 and K / 32 pairs of floats, padded to 16.
+int64_t q8RowBytes(int64_t K) { return (K + K / 4 + 15) / 16 * 16; }
+
 // One tile of the tensor-core GEMM (gemm_tile in llmc_cuda_gemm.cuh).
 struct GemmTile {
   int64_t bm = 64, bn = 64, wm = 2, wn = 2, stages = 4;
@@ -416,13 +420,20 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     SmallVector<ManifestCudaLaunch, 2> gemvs;
     // maxT tokens per pass over `wrows` weight rows per warp (the several-
     // token entry holds half the rows: its accumulators need the registers).
-    auto q8Entry = [&](StringRef suffix, StringRef when, int maxT, int wrows) {
+    // `staged`: the rows come quantized from the `xq8` launch before it (in
+    // args.gemm_a) instead of being quantized in every block.
+    auto q8Entry = [&](StringRef suffix, StringRef when, int maxT, int wrows, bool staged) {
+      const std::string call =
+          staged ? llvm::formatv("  gemv_q8_staged<{0}, {1}, {2}, {3}, {4}, {5}>({6}, a.gemm_a, "
+                                 "{7}, epi);\n",
+                                 v.dot, columns, K, maxT, warps, wrows, tokens, w)
+                       .str()
+                 : llvm::formatv("  gemv_q8<{0}, {1}, {2}, {3}, {4}, {5}, act>({6}, {7}, {8}, "
+                                 "{9}, pro, epi);\n",
+                                 v.dot, columns, K, maxT, warps, wrows, tokens, xRows, x, w)
+                       .str();
       defs += entry(suffix, 32 * warps, 512 / (32 * warps), // at most 128 registers
-                    common + llvm::formatv("  gemv_q8<{0}, {1}, {2}, {3}, {4}, {5}, act>({6}, {7}, "
-                                           "{8}, {9}, pro, epi);\n",
-                                           v.dot, columns, K, maxT, warps, wrows, tokens,
-                                           xRows, x, w)
-                                 .str());
+                    common + call);
       const int perBlock = warps * wrows / rows;
       gemvs.push_back(launch(suffix, when, {cdiv(columns, perBlock), "1", "1"}, 32 * warps));
       gemvs.back().variant = llvm::formatv("gemv=dp4a rows_per_warp={0} warps={1} max_tokens={2}",
@@ -432,12 +443,41 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
       gemvCost(gemvs.back(), wt, columns, K, rows, var, maxT,
                double((columns + perBlock - 1) / perBlock) * warps * double(trips));
     };
-    q8Entry("gemv1", var + "<=1", 1, pairRows);
+    q8Entry("gemv1", var + "<=1", 1, pairRows, false);
     if (!mma || gemvMax > 1) {
       std::string when = var + ">1";
       if (mma)
         when += "&&" + var + "<=" + std::to_string(gemvMax);
-      q8Entry("gemv", when, v.maxTokens, std::max(rows, pairRows / 2));
+      // Several tokens: their rows quantized once, by a launch of their own
+      // (one block a row) into args.gemm_a, where every block of the GEMV
+      // quantized all of them (over half its instructions at 4 tokens).
+      // With 16-bit activations (args.gemm_a exists) and 16-byte rows of
+      // scales (K % 64).
+      const bool staged = mma && K % 64 == 0;
+      if (staged) {
+        // As many threads as the GEMV's blocks: the RMS norm's sum of
+        // squares then adds in gemv1's order, so a token's quantized row is
+        // the same bits at 1 and at 2..4 tokens a step.
+        const int threads = 32 * warps;
+        defs += entry("xq8", threads, 1,
+                      io.decls + llvm::formatv("  const auto pro = {0};\n  gemv_q8_operand<{1}, "
+                                               "{2}, act>({3}, {4}, {5}, pro, a.gemm_a);\n",
+                                               proInit, K, threads, tokens, xRows, x)
+                                     .str());
+        gemvs.push_back(launch("xq8", when, {var, "1", "1"}, threads));
+        ManifestCudaLaunch &q = gemvs.back();
+        q.variant = "the prologue and int8 quantization, once per row, into gemm_a";
+        // A row in (2 bytes an element) and out (q8RowBytes); the norm's
+        // weight (f32) from L2. No loop: the row's groups are unrolled.
+        (var == "L" ? q.cost.bytes.l : q.cost.bytes.t) = 2.0 * double(K) + double(q8RowBytes(K));
+        q.cost.bytes.c = 4.0 * double(K);
+        (var == "L" ? q.cost.flops.l : q.cost.flops.t) = 6.0 * double(K);
+        // args.gemm_a holds [rows, q8RowBytes(K)] bytes: operand_k counts
+        // activation elements (2 bytes).
+        gemm.operand_k = std::max<int64_t>(gemm.operand_k, (q8RowBytes(K) + 1) / 2);
+        gemm.operand_rows = var;
+      }
+      q8Entry("gemv", when, v.maxTokens, std::max(rows, pairRows / 2), staged);
     }
     launches.insert(launches.begin(), gemvs.begin(), gemvs.end());
     numGemv = gemvs.size();
@@ -490,7 +530,7 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     o.cost.bytes.c = 4.0 * double(K);
     (var == "L" ? o.cost.flops.l : o.cost.flops.t) = 4.0 * double(K);
     (var == "L" ? o.cost.trips.l : o.cost.trips.t) = 4.0 * double((K / 8 + 127) / 128);
-    gemm.operand_k = K;
+    gemm.operand_k = std::max(gemm.operand_k, K);
     gemm.operand_rows = var;
     gemmX = "static_cast<const act *>(a.gemm_a)";
     gemmRows = "nullptr";
@@ -610,8 +650,8 @@ void GemmGroupEmitter::cublasLtEntries(int64_t n, int64_t columns, int64_t K, St
     gemm.deq = (kSym + "_lt_deq").str();
   }
   for (ManifestCudaLaunch &l : launches)
-    if (llvm::any_of(std::initializer_list<StringRef>{"_gemv", "_gemv1", "_operand", "_gemm",
-                                                       "_gemm_l"},
+    if (llvm::any_of(std::initializer_list<StringRef>{"_gemv", "_gemv1", "_xq8", "_operand",
+                                                       "_gemm", "_gemm_l"},
                      [&](StringRef s) { return StringRef(l.symbol).ends_with(s); }))
       l.impl = "llmc"; // not the RoPE launches after them
 }

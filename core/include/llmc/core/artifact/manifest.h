@@ -209,10 +209,12 @@ struct ManifestCudaGemm {
   // For a weight not in the activation type: the entry that dequantizes it
   // into args.gemm_b ([n, k], activation type), cuBLASLt's B operand then.
   std::string deq;
-  // The kernel's own tensor-core GEMM with a fused prologue: a launch first
-  // writes its A operand, [operand_rows (T or L), operand_k], to
-  // args.gemm_a, which the runtime then allocates whatever runs the GEMM.
-  // Independent of n (0: none).
+  // What the kernel's own launches write to args.gemm_a, which the runtime
+  // then allocates whatever runs the GEMM: [operand_rows (T or L),
+  // operand_k] elements of the activation type. The tensor-core GEMM's A
+  // operand where a prologue is fused (operand_k = K), and the several-token
+  // GEMV's int8 rows (xq8: q8_row_bytes(K) bytes a row). Independent of n
+  // (0: none).
   int64_t operand_k = 0;
   std::string operand_rows;
 };
