@@ -115,22 +115,28 @@ int64_t q8RowBytes(int64_t K) { return (K + K / 4 + 15) / 16 * 16; }
 struct GemmTile {
   int64_t bm = 64, bn = 64, wm = 2, wn = 2, stages = 4;
   int64_t splits = 1; // blocks along K per output tile (split-K)
+  // gemm_tile's Unroll: the main loop unrolled over the ring's stages (set
+  // per entry by the emitter, where ptxas fits it without spills).
+  bool unroll = false;
   int threads() const { return int(32 * wm * wn); }
-  // Trips of gemm_mma's main loop per warp and block. Unrolled (weights
-  // copied, or q4_0's decoded by steps: unrolledLoop below): whole rounds
-  // of `stages` 32-element steps of the block's split of K while every
-  // step of the round has its refill; the last (stages - 1 to 2 stages - 2)
-  // steps run in a loop of their own after it, counted once (kRounds in
-  // llmc_cuda_gemm.cuh). Otherwise one step a trip.
-  int64_t trips(int64_t K, bool unrolled) const {
+  // Trips of gemm_mma's main loop per warp and block. Unrolled: whole
+  // rounds of `stages` 32-element steps of the block's split of K while
+  // every step of the round has its refill; the last (stages - 1 to
+  // 2 stages - 2) steps run in a loop of their own after it, counted once
+  // (kRounds in llmc_cuda_gemm.cuh). Otherwise one step a trip.
+  int64_t trips(int64_t K) const {
     const int64_t steps = K / 32 / splits;
-    if (!unrolled)
+    if (!unroll)
       return steps;
     return steps >= 2 * stages - 1 ? (steps - 2 * stages + 1) / stages + 1 : 0;
   }
-  std::string args() const { // gemm_tile's default of 1 split left out
-    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", bm, bn, wm, wn, stages).str() +
-           (splits > 1 ? ", " + std::to_string(splits) : std::string());
+  std::string args() const { // gemm_tile's defaults (1 split, rolled) left out
+    std::string a = llvm::formatv("{0}, {1}, {2}, {3}, {4}", bm, bn, wm, wn, stages).str();
+    if (splits > 1 || unroll)
+      a += ", " + std::to_string(splits);
+    if (unroll)
+      a += ", true";
+    return a;
   }
 };
 struct GemmTiles {
@@ -547,11 +553,9 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
                           (wf == WeightFormat::f16 && actType == "f16") ||
                           (wf == WeightFormat::q4_0 && K % 64 == 0) ||
                           (wf == WeightFormat::q4_k && K % 256 == 0);
-  // gemm_mma's loop is unrolled over the ring's stages for copied weights
-  // and q4_0's step decoder (kUnroll: the other decoders spill so).
-  const bool unrolledLoop = leanDecode && wf != WeightFormat::q4_k;
+
   // One entry per tile: `small` up to large_from - 1 tokens, `large` above.
-  auto gemmEntry = [&](StringRef suffix, std::string when, const GemmTile &t) {
+  auto gemmEntry = [&](StringRef suffix, std::string when, GemmTile t) {
     // Blocks per SM that __launch_bounds__ asks for: a warp tile of 64
     // accumulators and its fragments need about 128 registers (8 warps: 2
     // blocks). 4 warps: 4 blocks (128 registers) where the weights are
@@ -562,6 +566,14 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     // 5.11 -> 4.48 ms, its 2,048-token prefill 62.9 -> 53.4 ms.
     const int64_t accumulators = (t.bm / t.wm) * (t.bn / t.wn) / 32;
     const int minBlocks = t.threads() == 256 ? 2 : (accumulators < 64 || leanDecode) ? 4 : 3;
+    // The loop unrolled over the ring's stages (gemm_tile's Unroll), where
+    // ptxas fits it at those blocks without spills on sm_80 and sm_90:
+    // copied weights and q4_0's step decoder in every tile; q4_K's in the
+    // tiles of fewer than 64 accumulators a warp (64 x 64: 4 blocks) and
+    // the 8-warp one (2 blocks), not in 64 x 128 and 128 x 64, where its
+    // float arithmetic spills 8 to 20 bytes on sm_80. The float decoders
+    // spill unrolled everywhere.
+    t.unroll = leanDecode && (wf != WeightFormat::q4_k || accumulators < 64 || t.threads() == 256);
     // A split-K tile's partials go to the step scratch past its header
     // (kScratchHeaderFloats), its tickets to args.tickets.
     const std::string split =
@@ -583,6 +595,8 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     g.variant = llvm::formatv("gemm tile={0}x{1} warps={2}x{3} stages={4}", t.bm, t.bn, t.wm,
                               t.wn, t.stages)
                     .str();
+    if (t.unroll)
+      g.variant += " unrolled";
     if (t.splits > 1) {
       g.variant += " splits=" + std::to_string(t.splits);
       g.split_floats = t.bm * t.bn;
@@ -593,7 +607,7 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     // and are not counted as DRAM bytes.
     gemvCost(g, wt, columns, K, rows, var, int(t.bm),
              double((columns + perBlock - 1) / perBlock) * double(t.wm * t.wn) *
-                 double(t.splits * t.trips(K, unrolledLoop)));
+                 double(t.splits * t.trips(K)));
     // Token tiles are the grid's fastest dimension, so the blocks sharing a
     // weight tile run together and the weight comes from DRAM once per
     // launch, not once per tile of tokens (the trips stay per tile).

@@ -45,10 +45,15 @@ namespace cuda {
 // K (a 4,096-row projection at decode: 64 tiles for 132 SMs) still fills the
 // GPU; their sums meet in `split` (gemm_split).
 //===----------------------------------------------------------------------===//
-template <int BM_, int BN_, int WarpsM_, int WarpsN_, int Stages_, int KSplit_ = 1>
+template <int BM_, int BN_, int WarpsM_, int WarpsN_, int Stages_, int KSplit_ = 1,
+          bool Unroll_ = false>
 struct gemm_tile {
   static constexpr int BM = BM_, BN = BN_, WarpsM = WarpsM_, WarpsN = WarpsN_, Stages = Stages_;
   static constexpr int KSplit = KSplit_; // blocks along K per output tile (grid z)
+  // The main loop unrolled over the ring's stages (gemm_mma), for weights
+  // copied or decoded by steps; the emitter sets it where ptxas fits it
+  // without spills.
+  static constexpr bool Unroll = Unroll_;
   static constexpr int BK = 32, Threads = 32 * WarpsM * WarpsN;
   static constexpr int MI = BM / WarpsM / 16, NI = BN / WarpsN / 8;
   // 16-byte slots of one stage: the activation tile, then the weight tile.
@@ -326,10 +331,11 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   // at a time, their stage and checks computed at run time (unrolled too,
   // they would add up to 2 S - 2 copies of the step, and spill). The float
   // decoders (their 8-element groups decoded in registers the unrolled
-  // copies would share) spill when unrolled, and so does q4_K's step
-  // decoder on sm_80 (its float arithmetic, at 128 registers): they take
-  // every step that way.
-  constexpr bool kUnroll = kRaw || (kRowDecode && mmaw::step_decoder<Fmt>::unroll);
+  // copies would share) spill when unrolled: they take every step that
+  // way, as do the tiles the emitter leaves rolled (Tile::Unroll).
+  static_assert(!Tile::Unroll || kRaw || kRowDecode,
+                "gemm_mma: Unroll is for weights copied or decoded by steps");
+  constexpr bool kUnroll = Tile::Unroll;
   constexpr int kRounds = !kUnroll ? 0 : KTS >= 2 * S - 1 ? (KTS - 2 * S + 1) / S + 1 : 0;
   constexpr int kRoundSteps = kRounds * S;
 #pragma unroll 1

@@ -246,14 +246,8 @@ template <> struct of<fmt::q4_0> {
 // Formats the GEMM decodes a whole 32-element step of a row at a time
 // (step_rows, step_words, step_load, step_decode as q4_0's above): one
 // thread a tile row, or two.
-template <class Fmt> struct step_decoder {
-  static constexpr bool value = false, unroll = false;
-};
-template <> struct step_decoder<fmt::q4_0> : of<fmt::q4_0> {
-  // gemm_mma may unroll its loop over a ring's stages around this decoder
-  // (ptxas: no spills at 128 registers, sm_80 and sm_90).
-  static constexpr bool unroll = true;
-};
+template <class Fmt> struct step_decoder { static constexpr bool value = false; };
+template <> struct step_decoder<fmt::q4_0> : of<fmt::q4_0> {};
 
 // q4_K by steps: step kt is sub-block kt % 8 of super-block kt / 8, whose
 // 16-byte header (d, dmin, scales) and 32 quant bytes (low or high nibbles)
@@ -264,9 +258,6 @@ template <> struct step_decoder<fmt::q4_0> : of<fmt::q4_0> {
 // aligned.
 template <> struct step_decoder<fmt::q4_K> {
   static constexpr bool value = true;
-  // Unrolled over the ring's stages, gemm_mma spills at 128 registers on
-  // sm_80 (the float arithmetic of d sc q - dmin m).
-  static constexpr bool unroll = false;
   LLMC_HD static constexpr bool step_rows(int k) { return k % 256 == 0; }
   template <int Count> struct step_words {
     static_assert(Count == 2 || Count == 4, "q4_K decode_step: 2 or 4 groups");
