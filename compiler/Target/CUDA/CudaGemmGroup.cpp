@@ -595,12 +595,12 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     g.variant = llvm::formatv("gemm tile={0}x{1} warps={2}x{3} stages={4}", t.bm, t.bn, t.wm,
                               t.wn, t.stages)
                     .str();
-    if (t.unroll)
-      g.variant += " unrolled";
     if (t.splits > 1) {
       g.variant += " splits=" + std::to_string(t.splits);
       g.split_floats = t.bm * t.bn;
     }
+    if (t.unroll)
+      g.variant += " unrolled";
     // The hot loop's trips in every warp of every split block (the steps
     // after an unrolled loop's rounds are counted once a warp, as code
     // outside it). A split's partials, written and read once, stay in L2
