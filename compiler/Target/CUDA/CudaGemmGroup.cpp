@@ -124,11 +124,13 @@ struct GemmTile {
   // every step of the round has its refill; the last (stages - 1 to
   // 2 stages - 2) steps run in a loop of their own after it, counted once
   // (kRounds in llmc_cuda_gemm.cuh). Otherwise one step a trip.
+  // A split of fewer than 2 stages - 1 steps has no round: its one-step
+  // loop is the only one, run once a step.
   int64_t trips(int64_t K) const {
     const int64_t steps = K / 32 / splits;
-    if (!unroll)
+    if (!unroll || steps < 2 * stages - 1)
       return steps;
-    return steps >= 2 * stages - 1 ? (steps - 2 * stages + 1) / stages + 1 : 0;
+    return (steps - 2 * stages + 1) / stages + 1;
   }
   std::string args() const { // gemm_tile's defaults (1 split, rolled) left out
     std::string a = llvm::formatv("{0}, {1}, {2}, {3}, {4}", bm, bn, wm, wn, stages).str();
@@ -573,7 +575,14 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     // the 8-warp one (2 blocks), not in 64 x 128 and 128 x 64, where its
     // float arithmetic spills 8 to 20 bytes on sm_80. The float decoders
     // spill unrolled everywhere.
-    t.unroll = leanDecode && (wf != WeightFormat::q4_k || accumulators < 64 || t.threads() == 256);
+    // A step decoder needs one or two threads a tile row (kRowDecode:
+    // bn * 4 / threads of 4 or 2), which every tile llmc-select-gemm-tiles
+    // picks has; a hand-edited one may not.
+    const bool raw = wf == WeightFormat::bf16 || wf == WeightFormat::f16;
+    const int64_t chunksPerThread = t.bn * 4 / t.threads();
+    const bool stepDecoded = raw || chunksPerThread == 2 || chunksPerThread == 4;
+    t.unroll = leanDecode && stepDecoded &&
+               (wf != WeightFormat::q4_k || accumulators < 64 || t.threads() == 256);
     // A split-K tile's partials go to the step scratch past its header
     // (kScratchHeaderFloats), its tickets to args.tickets.
     const std::string split =
