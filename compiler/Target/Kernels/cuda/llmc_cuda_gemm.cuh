@@ -339,9 +339,9 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   constexpr int kRounds = !kUnroll ? 0 : KTS >= 2 * S - 1 ? (KTS - 2 * S + 1) / S + 1 : 0;
   constexpr int kRoundSteps = kRounds * S;
 #pragma unroll 1
-  for (int s0 = 0; s0 < kRoundSteps; s0 += S) {
+  for (int first = 0; first < kRoundSteps; first += S) { // a round's first step
 #pragma unroll
-    for (int u = 0; u < S; ++u) step(s0 + u, u, u, false);
+    for (int u = 0; u < S; ++u) step(first + u, u, u, false);
     if constexpr (kKeepA)
 #pragma unroll
       for (int j = 0; j < AL; ++j) a_at[j] += S * 32;
