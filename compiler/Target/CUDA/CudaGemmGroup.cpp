@@ -408,9 +408,9 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
   int gemvMax = io.options->gemvMaxTokens;
   bool mma = io.options->activationType != "f32";
   std::string var = tokens == "s.num_logits" ? "L" : "T";
-  std::string common = io.decls + llvm::formatv("  const auto pro = {0};\n  const {1}_epi epi{2};\n",
-                                                proInit, kSym, epiInit)
-                                      .str();
+  const std::string epiDecl = llvm::formatv("  const {0}_epi epi{1};\n", kSym, epiInit).str();
+  std::string common =
+      io.decls + llvm::formatv("  const auto pro = {0};\n", proInit).str() + epiDecl;
   FailureOr<GemvVariant> variant = gemvVariantOf(io.group, wt.getFormat(), K);
   if (failed(variant))
     return failure();
@@ -441,7 +441,7 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
                                  v.dot, columns, K, maxT, warps, wrows, tokens, xRows, x, w)
                        .str();
       defs += entry(suffix, 32 * warps, 512 / (32 * warps), // at most 128 registers
-                    common + call);
+                    (staged ? io.decls + epiDecl : common) + call); // staged: no prologue here
       const int perBlock = warps * wrows / rows;
       gemvs.push_back(launch(suffix, when, {cdiv(columns, perBlock), "1", "1"}, 32 * warps));
       gemvs.back().variant = llvm::formatv("gemv=dp4a rows_per_warp={0} warps={1} max_tokens={2}",
