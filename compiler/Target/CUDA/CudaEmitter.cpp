@@ -139,6 +139,7 @@ constexpr int kPrefillWarps = 8;
 // the launch's warps. Their derivations are beside each use.
 struct CostTerms {
   double bytesT = 0, bytesK = 0, bytesC = 0, flopsK = 0, tensorK = 0, tripsT = 0, tripsK = 0;
+  double peeledT = 0;  // of the trips, the peeled loop's, per token
 };
 void setCost(ManifestCudaLaunch &l, const CostTerms &c) {
   l.cost.bytes.t = c.bytesT;
@@ -148,6 +149,7 @@ void setCost(ManifestCudaLaunch &l, const CostTerms &c) {
   l.cost.tensor_flops.k = c.tensorK;
   l.cost.trips.t = c.tripsT;
   l.cost.trips.k = c.tripsK;
+  l.cost.peeled_trips.t = c.peeledT;
 }
 // Bytes of one activation element.
 double actBytes(const CudaEmitOptions &o) { return o.activationType == "f32" ? 4.0 : 2.0; }
@@ -476,11 +478,14 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
     } else if (sym.ends_with("_attn_prefill")) {
       // Tensor-core QK and PV per key and query head; each query tile of a
       // head (16 rows per warp) reads the K/V of the keys it attends; a
-      // warp's trip is one 64-key tile for its 16 rows.
+      // warp's trip is one 64-key tile for its 16 rows. The masked tiles
+      // run in the peeled loop: a causal prefill from position 0 masks the
+      // BM / 64 tiles at a query tile's diagonal, in each of its warps.
       c.bytesT = 2.0 * double(H) * double(D) * e;
       c.bytesK = 2.0 * double(H) * double(D) * e / (16.0 * kPrefillWarps);
       c.tensorK = 4.0 * double(H) * double(D);
       c.tripsK = 4.0 * double(H) / (64.0 * 64.0);
+      c.peeledT = double(H) * kPrefillWarps / 64.0;
     }
     setCost(l, c);
   }

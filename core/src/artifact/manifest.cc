@@ -199,7 +199,8 @@ absl::Status ReadCost(const Reader& r, const json& j, const std::string& f, Mani
   } forms[] = {{"bytes", &out->bytes},
                {"flops", &out->flops},
                {"tensor_flops", &out->tensor_flops},
-               {"trips", &out->trips}};
+               {"trips", &out->trips},
+               {"peeled_trips", &out->peeled_trips}};
   for (auto& [key, form] : forms)
     if (j.contains(key))
       if (absl::Status st = ReadCostForm(r, j[key], Field(f, key), form); !st.ok()) return st;
@@ -213,6 +214,10 @@ absl::Status ReadCost(const Reader& r, const json& j, const std::string& f, Mani
   if (out->tokens_per_pass < 0) return r.Error(Field(f, "tokens_per_pass"), "must be >= 0");
   if (out->trips.p != 0 && out->tokens_per_pass == 0)
     return r.Error(Field(f, "trips.P"), "needs tokens_per_pass");
+  if (out->peeled_trips.p != 0 && out->tokens_per_pass == 0)
+    return r.Error(Field(f, "peeled_trips.P"), "needs tokens_per_pass");
+  if (!out->peeled_trips.empty() && out->trips.empty())
+    return r.Error(Field(f, "peeled_trips"), "needs trips (the peeled ones are a part of them)");
   return absl::OkStatus();
 }
 
@@ -452,6 +457,7 @@ ojson CostToJson(const ManifestCudaCost& c) {
   if (!c.flops.empty()) j["flops"] = CostFormToJson(c.flops);
   if (!c.tensor_flops.empty()) j["tensor_flops"] = CostFormToJson(c.tensor_flops);
   if (!c.trips.empty()) j["trips"] = CostFormToJson(c.trips);
+  if (!c.peeled_trips.empty()) j["peeled_trips"] = CostFormToJson(c.peeled_trips);
   if (c.tokens_per_pass != 0) j["tokens_per_pass"] = c.tokens_per_pass;
   if (c.passes_of_logits) j["passes_of"] = "L";
   return j;

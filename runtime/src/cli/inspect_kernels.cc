@@ -1,5 +1,6 @@
 #include "inspect_kernels.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -46,7 +47,7 @@ struct ShapeResult {
   int64_t blocks = 0;
   bool has_cost = false;           // the manifest has its cost forms
   bool instructions_known = false; // the SASS was read: warp_instructions counts
-  double bytes = 0, flops = 0, tensor_flops = 0, trips = 0, warp_instructions = 0;
+  double bytes = 0, flops = 0, tensor_flops = 0, trips = 0, peeled_trips = 0, warp_instructions = 0;
   perf::Prediction prediction;
 };
 
@@ -121,6 +122,19 @@ ordered_json Num(double v) { return std::isfinite(v) ? ordered_json(v) : ordered
 
 // The shape's launch of one kernel launch: its work from the cost forms and
 // the SASS, and the model's time. `grid` is the runner's (SelectLaunches).
+// The loops a launch's trips count: its hot loop and, where the emitter
+// gives peeled trips, the peeled copy of it (the larger loop in the SASS,
+// so the hot loop is the next largest). Without a second loop, all trips
+// count on the largest.
+struct CountedLoops {
+  const SassLoop* main = nullptr;
+  const SassLoop* peeled = nullptr;
+};
+CountedLoops LoopsOf(const SassFunction& f, const ManifestCudaCost& cost) {
+  if (cost.peeled_trips.empty() || !f.next()) return {f.hot(), nullptr};
+  return {f.next(), f.hot()};
+}
+
 ShapeResult Evaluate(const perf::DeviceSpec& device, const LaunchView& v,
                      const std::array<unsigned, 3>& grid, const ReportShape& shape) {
   ShapeResult r;
@@ -150,13 +164,17 @@ ShapeResult Evaluate(const perf::DeviceSpec& device, const LaunchView& v,
     // around the hot loop (a GEMV's staging, an outer pass loop that runs
     // once at decode) runs once; other loops are counted once too, which
     // undercounts kernels with two long loops (docs/cuda.md).
+    // With a peeled copy, each loop runs its own share of the trips.
     const double warps = double(r.blocks) * double((v.l->block + 31) / 32);
-    const SassLoop* hot = m.sass->hot();
-    const double hot_body = hot ? double(hot->mix.instructions) : 0.0;
-    r.warp_instructions = r.trips * hot_body +
-                          warps * (double(m.sass->mix.instructions) - hot_body);
+    const CountedLoops loops = LoopsOf(*m.sass, cost);
+    const double hot_body = loops.main ? double(loops.main->mix.instructions) : 0.0;
+    const double peeled_body = loops.peeled ? double(loops.peeled->mix.instructions) : 0.0;
+    const double peeled = r.peeled_trips =
+        loops.peeled ? std::min(r.trips, EvaluateCost(cost.peeled_trips, shape.cost, cost)) : 0.0;
+    r.warp_instructions = (r.trips - peeled) * hot_body + peeled * peeled_body +
+                          warps * (double(m.sass->mix.instructions) - hot_body - peeled_body);
     r.instructions_known = true;
-    if (hot) work.load_bytes_per_warp_trip = 32.0 * double(hot->mix.global_load_bytes);
+    if (loops.main) work.load_bytes_per_warp_trip = 32.0 * double(loops.main->mix.global_load_bytes);
   }
   work.warp_instructions = r.warp_instructions;
   r.prediction = perf::Predict(device, res, work);
@@ -371,12 +389,16 @@ std::string RenderText(const Report& r) {
                             f.outside_loops,
                             FormatWidths(f.mix.global_loads), FormatWidths(f.mix.global_stores),
                             FormatWidths(f.mix.shared_loads), FormatWidths(f.mix.shared_stores));
-      if (const SassLoop* hot = f.hot())
+      const CountedLoops loops = LoopsOf(f, l.cost);
+      if (const SassLoop* hot = loops.main)
         absl::StrAppendFormat(&out, "           hot loop %d instr, %d B ld/trip: %s\n",
                               hot->mix.instructions, hot->mix.global_load_bytes,
                               FormatMix(hot->mix, 5));
       else
         absl::StrAppendFormat(&out, "           no loop\n");
+      if (const SassLoop* peeled = loops.peeled)
+        absl::StrAppendFormat(&out, "           peeled loop %d instr: %s\n",
+                              peeled->mix.instructions, FormatMix(peeled->mix, 5));
     }
     for (size_t s = 0; s < r.shapes.size(); ++s) {
       const ShapeResult& x = v.shapes[s];
@@ -494,11 +516,14 @@ std::string RenderJson(const Report& r) {
                              {"outside_loops", f.outside_loops},
                              {"loops", f.loops.size()},
                              {"mix", MixJson(f.mix)}};
-        if (const SassLoop* hot = f.hot())
-          sass["hot_loop"] = {{"start", hot->start}, {"end", hot->end}, {"depth", hot->depth},
-                              {"mix", MixJson(hot->mix)}};
-        else
-          sass["hot_loop"] = nullptr;
+        auto loop_json = [](const SassLoop* loop) {
+          return loop ? ordered_json{{"start", loop->start}, {"end", loop->end},
+                                     {"depth", loop->depth}, {"mix", MixJson(loop->mix)}}
+                      : ordered_json();
+        };
+        const CountedLoops loops = LoopsOf(f, l.cost);
+        sass["hot_loop"] = loop_json(loops.main);
+        if (loops.peeled) sass["peeled_loop"] = loop_json(loops.peeled);
         m["sass"] = std::move(sass);
       } else {
         m["sass"] = nullptr;
@@ -522,6 +547,7 @@ std::string RenderJson(const Report& r) {
           e["flops"] = x.flops;
           e["tensor_flops"] = x.tensor_flops;
           e["trips"] = x.trips;
+          e["peeled_trips"] = x.peeled_trips;  // of trips; 0 without a peeled loop
           e["warp_instructions"] = x.instructions_known ? ordered_json(x.warp_instructions)
                                                         : ordered_json();
           e["prediction"] = {{"seconds", Num(p.seconds)}, {"bound", p.bound},

@@ -100,10 +100,23 @@ void Analyze(SassFunction* f) {
   }
   for (const SassInstruction& i : code) f->mix.Add(i);
 
-  // Loops: one per backward-branch target, to its last back edge.
+  // Loops: one per backward-branch target, to its last back edge. An
+  // unconditional jump back over an unpredicated EXIT is no back edge: it
+  // returns from code ptxas laid out past the end (a shuffle's BRA.DIV
+  // fallback) into the loop that left for it. A loop's own body never runs
+  // into an unpredicated EXIT.
+  std::vector<int64_t> exits;
+  for (const SassInstruction& i : code)
+    if (i.predicate.empty() && OpcodeClass(i.opcode) == "EXIT") exits.push_back(i.address);
+  auto returns = [&](const SassInstruction& i) {
+    if (!i.predicate.empty()) return false;
+    for (int64_t x : exits)
+      if (x > i.target && x < i.address) return true;
+    return false;
+  };
   std::map<int64_t, int64_t> loop_end;  // start -> end
   for (const SassInstruction& i : code)
-    if (i.target >= 0 && i.target <= i.address && IsBranch(OpcodeClass(i.opcode))) {
+    if (i.target >= 0 && i.target <= i.address && IsBranch(OpcodeClass(i.opcode)) && !returns(i)) {
       int64_t& e = loop_end[i.target];
       e = std::max(e, i.address);
     }
@@ -121,12 +134,18 @@ void Analyze(SassFunction* f) {
       if (b.start <= a.start && a.end <= b.end) ++a.depth;        // b contains a
       if (a.start <= b.start && b.end <= a.end) a.innermost = false;  // a contains b
     }
-  for (size_t i = 0; i < f->loops.size(); ++i) {
-    const SassLoop& l = f->loops[i];
-    if (l.innermost && (f->hot_loop < 0 ||
-                        l.mix.instructions > f->loops[size_t(f->hot_loop)].mix.instructions))
-      f->hot_loop = int(i);
-  }
+  auto largest_innermost = [&](int other) {
+    int best = -1;
+    for (size_t i = 0; i < f->loops.size(); ++i) {
+      const SassLoop& l = f->loops[i];
+      if (l.innermost && int(i) != other &&
+          (best < 0 || l.mix.instructions > f->loops[size_t(best)].mix.instructions))
+        best = int(i);
+    }
+    return best;
+  };
+  f->hot_loop = largest_innermost(-1);
+  if (f->hot_loop >= 0) f->next_loop = largest_innermost(f->hot_loop);
   for (const SassInstruction& i : code) {
     bool inside = false;
     for (const SassLoop& l : f->loops) inside |= i.address >= l.start && i.address <= l.end;

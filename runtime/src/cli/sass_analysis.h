@@ -48,7 +48,9 @@ struct InstructionMix {
 };
 
 // A loop: the instructions from a backward branch's target to the branch
-// (with several back edges to one target, to the last of them).
+// (with several back edges to one target, to the last of them). An
+// unconditional branch back over an EXIT (an out-of-line path returning
+// into its loop) is not a back edge.
 struct SassLoop {
   int64_t start = 0, end = 0;  // addresses of the first and the last instruction
   int depth = 1;               // 1: outermost
@@ -65,9 +67,15 @@ struct SassFunction {
   InstructionMix mix;            // the whole function
   std::vector<SassLoop> loops;   // by start address
   int hot_loop = -1;             // into loops: the innermost with the most instructions; -1: none
+  // The innermost loop with the most instructions after hot_loop; -1: none.
+  // A kernel that peels its boundary iterations into a copy of its main
+  // loop (ManifestCudaCost::peeled_trips) has the copy as hot_loop and its
+  // main loop here.
+  int next_loop = -1;
   int64_t outside_loops = 0;     // instructions in no loop
 
   const SassLoop* hot() const { return hot_loop < 0 ? nullptr : &loops[size_t(hot_loop)]; }
+  const SassLoop* next() const { return next_loop < 0 ? nullptr : &loops[size_t(next_loop)]; }
 };
 
 // Every function of the text, in its order. InvalidArgument when the text

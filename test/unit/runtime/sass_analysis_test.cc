@@ -141,6 +141,38 @@ TEST(SassAnalysis, BackEdgesAndNesting) {
   EXPECT_EQ(f.padding, 0);
 }
 
+// ptxas lays a shuffle's divergent fallback (BRA.DIV) out past the EXIT and
+// jumps back into the loop from there: that unconditional back edge is no
+// loop (it would have made 0x40..0xa0, 7 instructions, the hot loop). The
+// second loop is next_loop, the one a peeled kernel's trips count.
+TEST(SassAnalysis, OutOfLineReturnIsNoLoop) {
+  const char* text = R"(
+    Function : k
+        /*0000*/                   MOV R0, RZ ;
+        /*0010*/                   LDS R1, [R0] ;
+        /*0020*/                   BRA.DIV UR5, 0x90 ;
+        /*0030*/                   SHFL.BFLY PT, R2, R1, 0x1, 0x1f ;
+        /*0040*/                   FADD R3, R2, R1 ;
+        /*0050*/               @P0 BRA 0x10 ;
+        /*0060*/                   LDS R4, [R0] ;
+        /*0070*/               @P1 BRA 0x60 ;
+        /*0080*/                   EXIT ;
+        /*0090*/                   WARPSYNC.ALL ;
+        /*00a0*/                   BRA 0x40 ;
+  )";
+  auto fs = ParseSass(text);
+  ASSERT_TRUE(fs.ok()) << fs.status();
+  const SassFunction& f = (*fs)[0];
+  ASSERT_EQ(f.loops.size(), 2u);
+  ASSERT_NE(f.hot(), nullptr);
+  EXPECT_EQ(f.hot()->start, 0x10);
+  EXPECT_EQ(f.hot()->end, 0x50);
+  ASSERT_NE(f.next(), nullptr);
+  EXPECT_EQ(f.next()->start, 0x60);
+  EXPECT_EQ(f.next()->mix.instructions, 2);
+  EXPECT_EQ(f.outside_loops, 4);  // MOV, EXIT and the fallback's two
+}
+
 TEST(SassAnalysis, MalformedInput) {
   EXPECT_FALSE(ParseSass("").ok());
   EXPECT_FALSE(ParseSass("garbage\n\x01\x02 /* */ ;;; @@ Function\n/*zz*/ FOO").ok());

@@ -517,21 +517,26 @@ __device__ void paged_attention_decode_mma(const step_info& s, const Act* __rest
 // per warp, as mma.sync A fragments) and streams the keys they may see
 // through shared memory, BN = 64 at a time: S = Q K^T and O += P V on tensor
 // cores (m16n8k16, f32 accumulators), the online softmax in base 2 between
-// them, causal and sliding-window masks only on the tiles that cross a row's
-// bounds. GQA: head h reads kv head h / (Heads / KvHeads).
+// them. GQA: head h reads kv head h / (Heads / KvHeads).
+//
+// Full and masked tiles run in two loops (FA2's masking steps): a tile
+// every row of the block sees whole (inside every row's causal bound and
+// window) needs no mask and no per-warp test, so the first loop, over the
+// full tiles, has neither; the second takes the tiles that cross a row's
+// bounds (for a causal prefill from position 0, the BM / BN + 1 or fewer
+// tiles at the diagonal; with a window, those at its start too), masks
+// them, and lets a warp whose 16 rows see none of a tile's keys skip its
+// math. The block's key range is the union of its rows'.
 //
 // The loads overlap the math with one buffer each for K and V (FA2's
-// order): V(j) is fetched by cp.async while S(j) is computed, K(j+1) while
-// the softmax and P V(j) run; two barriers per tile. B fragments come from
-// shared memory by ldmatrix (K) and ldmatrix.trans (V, kept [key][dim] as
-// the cache holds it). The rows are padded to D + 8 elements, an odd number
-// of 16-byte chunks, so the eight rows of every ldmatrix phase and of every
-// 16-byte store fall in distinct bank groups. A warp whose 16 rows see none
-// of a tile's keys (above the causal diagonal, or before a window) skips
-// its math for that tile; the block's key range is the union of its rows'.
-//
-// The cache rows of a tile (block table lookups) are computed once per tile
-// by BN threads into one of two offset buffers, a tile ahead of their use.
+// order): V(i) is fetched by cp.async while S(i) is computed, K(i+1) while
+// the softmax and P V(i) run; two barriers per tile. Each thread copies
+// CPT 16-byte chunks of one key row (TPR threads a row), so it finds its
+// row in the paged cache itself, a tile ahead: one block-table load and
+// no shared offsets. B fragments come from shared memory by ldmatrix (K)
+// and ldmatrix.trans (V, kept [key][dim] as the cache holds it). The rows
+// are padded to D + 8 elements, an odd number of 16-byte chunks, so the
+// eight rows of every ldmatrix phase fall in distinct bank groups.
 //
 // Launch: grid (Heads, cdiv(Q, BM), S) for Q the longest query of the step,
 // blockDim 32 * Warps. The query tiles run in reverse (blockIdx.y 0 is the
@@ -539,6 +544,16 @@ __device__ void paged_attention_decode_mma(const step_info& s, const Act* __rest
 // and the heads of one kv head run side by side and share its K/V in L2.
 // Blocks past their sequence's query exit at once.
 //===----------------------------------------------------------------------===//
+namespace detail {
+// Threads per K/V row of a prefill tile: the largest power of two that
+// divides the row's chunks and leaves every row a thread.
+__host__ __device__ constexpr int prefill_threads_per_row(int chunks, int threads, int rows) {
+  int t = 1;
+  while (chunks % (2 * t) == 0 && 2 * t * rows <= threads) t *= 2;
+  return t;
+}
+} // namespace detail
+
 template <int Heads, int KvHeads, int HeadDim, class Act, int Warps>
 __device__ void paged_attention_prefill(const step_info& s, const Act* __restrict__ q,
                                         const Act* __restrict__ kcache,
@@ -553,11 +568,11 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
   constexpr int BM = 16 * Warps, BN = 64, D = HeadDim, KW = KvHeads * HeadDim, G = Heads / KvHeads;
   constexpr int Threads = 32 * Warps, LD = D + 8;
   constexpr int KD = D / 16, NT = BN / 8, ND = D / 8;
-  constexpr int CPR = D / 8, Chunks = BN * CPR, PerThread = (Chunks + Threads - 1) / Threads;
+  constexpr int CPR = D / 8, TPR = detail::prefill_threads_per_row(CPR, Threads, BN),
+                CPT = CPR / TPR;
   __shared__ __align__(16) Act Ks[BN * LD]; // [key][dim]
   __shared__ __align__(16) Act Vs[BN * LD]; // [key][dim]
-  __shared__ i64 rowoff[2][BN];             // cache element of (key, kv head, dim 0)
-  __shared__ int bounds[Warps][2];
+  __shared__ int bounds[Warps][4];
   const int seq = blockIdx.z, head = blockIdx.x, kvh = head / G;
   const int qs0 = s.query_starts[seq], qlen = s.query_starts[seq + 1] - qs0;
   const int m0 = (gridDim.y - 1 - blockIdx.y) * BM;
@@ -574,16 +589,25 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
     last[i] = row[i] < qlen ? min(s.positions[qs0 + row[i]], ctx - 1) : -1;
     first[i] = row[i] < qlen && window > 0 ? max(0, last[i] - window + 1) : 0;
   }
-  // The warp's key range, then the block's.
+  // The warp's key range (the union of its rows'), and the keys all of its
+  // rows see (the intersection, over the rows of the query only), then the
+  // block's.
+  constexpr int kNone = 1 << 30;
+  int wfirst = min(row[0] < qlen ? first[0] : kNone, row[1] < qlen ? first[1] : kNone);
   int wlast = max(last[0], last[1]);
-  int wfirst = min(row[0] < qlen ? first[0] : 1 << 30, row[1] < qlen ? first[1] : 1 << 30);
+  int wall0 = max(row[0] < qlen ? first[0] : -1, row[1] < qlen ? first[1] : -1);
+  int wall1 = min(row[0] < qlen ? last[0] : kNone, row[1] < qlen ? last[1] : kNone);
   for (int o = 16; o > 0; o >>= 1) {
-    wlast = max(wlast, __shfl_xor_sync(0xffffffffu, wlast, o));
     wfirst = min(wfirst, __shfl_xor_sync(0xffffffffu, wfirst, o));
+    wlast = max(wlast, __shfl_xor_sync(0xffffffffu, wlast, o));
+    wall0 = max(wall0, __shfl_xor_sync(0xffffffffu, wall0, o));
+    wall1 = min(wall1, __shfl_xor_sync(0xffffffffu, wall1, o));
   }
   if (lane == 0) {
     bounds[warp][0] = wfirst;
     bounds[warp][1] = wlast;
+    bounds[warp][2] = wall0;
+    bounds[warp][3] = wall1;
   }
   // Q as A fragments, straight from global memory (zeros past the query).
   u32 qa[KD][4];
@@ -596,32 +620,51 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
                            : zero;
     }
   __syncthreads();
-  int klo = 1 << 30, khi = -1;
+  int klo = kNone, khi = -1, all0 = -1, all1 = kNone;
   for (int w = 0; w < Warps; ++w) {
     klo = min(klo, bounds[w][0]);
     khi = max(khi, bounds[w][1]);
+    all0 = max(all0, bounds[w][2]);
+    all1 = min(all1, bounds[w][3]);
   }
   const int tiles = khi >= klo ? (khi - klo) / BN + 1 : 0;
-
-  // Tile j's cache rows into rowoff[j & 1] (BN threads), and its K or V
-  // rows into shared memory (every thread, 16 bytes per cp.async). Keys past
-  // khi load key khi's row again: every row masks them (last <= khi), so
-  // their probabilities are exact zeros and their finite values never count.
-  auto offsets = [&](int j) {
-    if (tid < BN) {
-      const int key = min(klo + j * BN + tid, khi);
-      rowoff[j & 1][tid] =
-          (static_cast<i64>(btab[key / s.block_size]) * s.block_size + key % s.block_size) * KW +
-          kvh * D;
-    }
+  // Full tiles: klo + j * BN >= all0 and klo + j * BN + BN - 1 <= all1,
+  // j in [jf0, jf1). They run first, then the masked ones in key order.
+  const int jf0 = min(tiles, (all0 - klo + BN - 1) / BN);
+  const int jf1 = max(jf0, all1 - klo - BN + 1 >= 0 ? (all1 - klo - BN + 1) / BN + 1 : 0);
+  const int nfull = jf1 - jf0;
+  auto tile_key = [&](int i) {
+    const int mi = i - nfull;
+    return klo + (i < nfull ? jf0 + i : mi < jf0 ? mi : mi + nfull) * BN;
   };
-  auto load = [&](Act* dst, const Act* cache, int j) {
-    for (int p = 0; p < PerThread; ++p) {
-      const int c = tid + p * Threads;
-      if (Chunks % Threads != 0 && c >= Chunks) break;
-      const int r = c / CPR, ch = (c % CPR) * 8;
-      cp_async16(dst + r * LD + ch, cache + rowoff[j & 1][r] + ch, true);
+
+  // This thread's part of a tile's K or V rows: chunks ch0 .. ch0 + CPT - 1
+  // of row krow. Its cache element is found a tile ahead (block table and
+  // block_size division, by a float reciprocal corrected to exact). Keys
+  // past khi load key khi's row again: every row masks them (last <= khi),
+  // so their probabilities are exact zeros and their finite values never
+  // count.
+  const int krow = tid / TPR, ch0 = (tid % TPR) * CPT * 8;
+  const bool loads = krow < BN;
+  const int bs = s.block_size;
+  const float rbs = 1.0f / float(bs);
+  auto cache_elem = [&](int i) -> i64 {
+    const int key = min(tile_key(i) + krow, khi);
+    int b = static_cast<int>(float(key) * rbs), r = key - b * bs;
+    if (r < 0) {
+      --b;
+      r += bs;
+    } else if (r >= bs) {
+      ++b;
+      r -= bs;
     }
+    return (static_cast<i64>(btab[b]) * bs + r) * KW + kvh * D + ch0;
+  };
+  const int kslot = min(krow, BN - 1) * LD + ch0;
+  const shared_addr kdst = to_shared(Ks + kslot), vdst = to_shared(Vs + kslot);
+  auto load = [&](shared_addr dst, const Act* src) {
+    if (loads)
+      for (int c = 0; c < CPT; ++c) cp_async16(dst + c * 16, src + c * 8, true);
     cp_async_commit();
   };
 
@@ -635,19 +678,21 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
   const int kaddr = ((lane >> 4) * 8 + (lane & 7)) * LD + ((lane >> 3) & 1) * 8;
   const int vaddr = (((lane >> 3) & 1) * 8 + (lane & 7)) * LD + (lane >> 4) * 8;
 
+  i64 elem = 0;
   if (tiles > 0) {
-    offsets(0);
-    __syncthreads();
-    load(Ks, kcache, 0);
+    elem = loads ? cache_elem(0) : 0;
+    load(kdst, kcache + elem);
   }
-  for (int j = 0; j < tiles; ++j) {
-    const int kt = klo + j * BN;
+  // One tile, the i-th of the order above: Masked on the second loop.
+  auto tile = [&](int it, bool masked) {
+    const int kt = tile_key(it);
     cp_async_wait<0>();
-    __syncthreads(); // K(j) is in; every warp is past P V(j-1) and the V(j-1) load
-    load(Vs, vcache, j);
-    if (j + 1 < tiles) offsets(j + 1);
-    // Whether any of this warp's rows sees a key of the tile (warp-uniform).
-    const bool active = kt <= wlast && kt + BN - 1 >= wfirst;
+    __syncthreads(); // K(i) is in; every warp is past P V(i-1) and the V(i-1) load
+    load(vdst, vcache + elem);
+    if (loads && it + 1 < tiles) elem = cache_elem(it + 1);
+    // Whether any of this warp's rows sees a key of the tile (warp-uniform;
+    // in a full tile, every row of the query does).
+    const bool active = !masked || (kt <= wlast && kt + BN - 1 >= wfirst);
     float sc[NT][4];
     if (active) {
       // S = Q K^T: sc[n] covers keys kt + 8n .. 8n + 7.
@@ -663,11 +708,11 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
         }
     }
     cp_async_wait<0>();
-    __syncthreads(); // V(j) and the offsets of j + 1 are in; K(j) is consumed
-    if (j + 1 < tiles) load(Ks, kcache, j + 1);
-    if (!active) continue;
+    __syncthreads(); // V(i) is in; K(i) is consumed
+    if (it + 1 < tiles) load(kdst, kcache + elem);
+    if (!active) return;
     // Masks, only where a key of the tile is outside one of the two rows.
-    if (kt + BN - 1 > min(last[0], last[1]) || kt < max(first[0], first[1]))
+    if (masked && (kt + BN - 1 > min(last[0], last[1]) || kt < max(first[0], first[1])))
       for (int n = 0; n < NT; ++n)
         for (int i = 0; i < 4; ++i) {
           const int r = i >> 1, key = kt + n * 8 + t4 * 2 + (i & 1);
@@ -719,7 +764,10 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
         detail::mma_op<Act>::run(o[n + 1], pa, b1);
       }
     }
-  }
+  };
+  for (int i = 0; i < nfull; ++i) tile(i, false);
+  for (int i = nfull; i < tiles; ++i) tile(i, true);
+
   for (int r = 0; r < 2; ++r) {
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);

@@ -467,6 +467,38 @@ TEST(ManifestCuda, Launches) {
               }).ok());
 }
 
+// A launch's cost forms round-trip, the peeled loop's trips with them; the
+// peeled trips are a part of the trips, so they need them.
+TEST(ManifestCuda, CostForms) {
+  auto launch = [](Manifest& m) -> ManifestCudaLaunch& { return m.cuda.kernels[2].launches[0]; };
+  auto with_cost = [&](Manifest& m) {
+    launch(m).cost.bytes = {64, 2, 0, 0, 0, 0};
+    launch(m).cost.trips = {0, 0, 0, 0.25, 0, 0};
+    launch(m).cost.peeled_trips = {0, 4, 0, 0, 0, 0};
+  };
+  auto out = CudaRoundTrip(with_cost);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const ManifestCudaCost& c = out->cuda.kernels[2].launches[0].cost;
+  EXPECT_EQ(c.bytes.c, 64);
+  EXPECT_EQ(c.trips.k, 0.25);
+  EXPECT_EQ(c.peeled_trips.t, 4);
+  ExpectError(CudaRoundTrip([&](Manifest& m) {
+                with_cost(m);
+                launch(m).cost.trips = {};
+              }),
+              {"cuda.kernels[2].launches[0].cost.peeled_trips needs trips"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) {
+                with_cost(m);
+                launch(m).cost.peeled_trips.p = 1;
+              }),
+              {"cost.peeled_trips.P needs tokens_per_pass"});
+  ExpectError(CudaRoundTrip([&](Manifest& m) {
+                with_cost(m);
+                launch(m).cost.peeled_trips.t = -1;
+              }),
+              {"cost.peeled_trips.T must be a finite number >= 0"});
+}
+
 TEST(ManifestCuda, GeneratedGemmOperand) {
   // The generated GEMM's A operand (a fused prologue's output): its shape
   // round-trips without any cuBLASLt GEMM (n 0), and bad values are named.

@@ -1,11 +1,17 @@
-// Decode attention on tensor cores (paged_attention_decode_mma), run on the
-// CPU under emulation (test/cuda-emu) against a float64 loop: contexts long
-// enough that every warp of a split takes several 16-key chunks (its online
-// softmax across them, the masked tail chunk), windows, short prefill chunks
-// (several queries of one sequence), and peaked scores whose row maxima
-// jump past the first chunk (the lazy rescale of O). The
-// end-to-end emulated tests reach the kernel only with splits of at most 64
-// keys, one chunk per warp.
+// Attention on tensor cores, run on the CPU under emulation (test/cuda-emu)
+// against a float64 loop.
+//
+// Decode (paged_attention_decode_mma): contexts long enough that every warp
+// of a split takes several 16-key chunks (its online softmax across them,
+// the masked tail chunk), windows, short prefill chunks (several queries of
+// one sequence), and peaked scores whose row maxima jump past the first
+// chunk (the lazy rescale of O). The end-to-end emulated tests reach the
+// kernel only with splits of at most 64 keys, one chunk per warp.
+//
+// Prefill (paged_attention_prefill): its full-tile and masked-tile loops,
+// chunks continuing a context, windows, and K/V row copies shared by 1 to 4
+// threads.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -22,11 +28,14 @@ int llmc_emu_run(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, u
 void emu_decode_mma_32_8_128_bf16(const llmc_cuda_step_info s, const llmc_cuda_args a);
 void emu_decode_ffma_32_8_128_bf16(const llmc_cuda_step_info s, const llmc_cuda_args a);
 void emu_decode_mma_9_3_64_f16(const llmc_cuda_step_info s, const llmc_cuda_args a);
+void emu_prefill_32_8_128_bf16_w8(const llmc_cuda_step_info s, const llmc_cuda_args a);
+void emu_prefill_9_3_64_f16_w4(const llmc_cuda_step_info s, const llmc_cuda_args a);
+void emu_prefill_4_2_16_bf16_w8(const llmc_cuda_step_info s, const llmc_cuda_args a);
 }
 
 namespace {
 
-constexpr int kBlockSize = 16, kSplitKeys = 64, kMaxSplits = 4, kWarps = 4;
+constexpr int kSplitKeys = 64, kMaxSplits = 4, kWarps = 4;
 
 // 16-bit storage formats: round to nearest even, and back.
 uint16_t ToBf16(float f) {
@@ -62,23 +71,25 @@ float FromF16(uint16_t h) {
 struct Shape {
   int heads, kv_heads, head_dim;
   bool bf16;
+  int prefill_warps = 0;  // > 0: the flash-attention prefill kernel's grid
+  int block_size = 16;    // tokens per KV cache block
 };
 
-// One step through the decode kernel: sequence i has context ctx[i] and
+// One step through an attention kernel: sequence i has context ctx[i] and
 // its last qlen[i] positions as queries (1: decode; more: a short prefill
 // chunk, each token its own blocks); the cache blocks are shuffled. The
 // grid has `grid_splits` splits (0: the runtime's most, cdiv(longest,
 // kSplitKeys) capped at kMaxSplits; fewer: as the runtime launches a step
 // whose tokens fill the GPU without them). Returns max |out - ref| / max
 // |ref| over every (token, head) row.
-double DecodeError(void (*entry)(const llmc_cuda_step_info, const llmc_cuda_args), const Shape& sh,
+double AttentionError(void (*entry)(const llmc_cuda_step_info, const llmc_cuda_args), const Shape& sh,
                    const std::vector<int>& ctx, int window, float q_gain, uint32_t seed,
                    std::vector<int> qlen = {}, int grid_splits = 0) {
   if (qlen.empty()) qlen.assign(ctx.size(), 1);
   const int S = int(ctx.size()), H = sh.heads, KvH = sh.kv_heads, D = sh.head_dim;
   int T = 0;
   for (int n : qlen) T += n;
-  const int G = H / KvH;
+  const int G = H / KvH, kBlockSize = sh.block_size;
   auto to16 = [&](float f) { return sh.bf16 ? ToBf16(f) : ToF16(f); };
   auto from16 = [&](uint16_t b) { return sh.bf16 ? FromBf16(b) : FromF16(b); };
   std::mt19937 rng(seed);
@@ -139,7 +150,16 @@ double DecodeError(void (*entry)(const llmc_cuda_step_info, const llmc_cuda_args
   a.caches[1] = vc.data();
   a.scratch = scratch.data();
   void* params[2] = {&si, &a};
-  EXPECT_EQ(llmc_emu_run(reinterpret_cast<void*>(entry), splits, KvH, T, 32 * kWarps, 1, 1, params), 0);
+  if (sh.prefill_warps > 0) {
+    // (Heads, cdiv(longest query, 16 * warps), S): every query row in a block.
+    const int rows = 16 * sh.prefill_warps, longest_q = *std::max_element(qlen.begin(), qlen.end());
+    EXPECT_EQ(llmc_emu_run(reinterpret_cast<void*>(entry), H, (longest_q + rows - 1) / rows, S,
+                           32 * sh.prefill_warps, 1, 1, params),
+              0);
+  } else {
+    EXPECT_EQ(llmc_emu_run(reinterpret_cast<void*>(entry), splits, KvH, T, 32 * kWarps, 1, 1, params),
+              0);
+  }
 
   double worst = 0;
   for (int t = 0; t < T; ++t) {
@@ -186,13 +206,13 @@ TEST(CudaEmuDecodeAttention, TensorCoresMatchFloat64Bf16) {
   // 1, 15 and 16 keys (a partial chunk, one exact), 300 (5 splits capped to
   // 4), 1,000 (four splits of 250: four chunks per warp, the last masked).
   const std::vector<int> ctx = {1, 15, 16, 300, 1000};
-  EXPECT_LT(DecodeError(emu_decode_mma_32_8_128_bf16, sh, ctx, 0, 1.0f, 1), kTolBf16);
-  EXPECT_LT(DecodeError(emu_decode_mma_32_8_128_bf16, sh, ctx, 200, 1.0f, 2), kTolBf16);
+  EXPECT_LT(AttentionError(emu_decode_mma_32_8_128_bf16, sh, ctx, 0, 1.0f, 1), kTolBf16);
+  EXPECT_LT(AttentionError(emu_decode_mma_32_8_128_bf16, sh, ctx, 200, 1.0f, 2), kTolBf16);
   // Short prefill chunks through the decode kernel: 9 and 16 queries of
   // one sequence, each token with its own key range and splits.
-  EXPECT_LT(DecodeError(emu_decode_mma_32_8_128_bf16, sh, {40, 1000}, 0, 1.0f, 5, {9, 16}), kTolBf16);
+  EXPECT_LT(AttentionError(emu_decode_mma_32_8_128_bf16, sh, {40, 1000}, 0, 1.0f, 5, {9, 16}), kTolBf16);
   // The FFMA kernel on the same inputs: the reference's own check.
-  EXPECT_LT(DecodeError(emu_decode_ffma_32_8_128_bf16, sh, ctx, 0, 1.0f, 1), kTolBf16);
+  EXPECT_LT(AttentionError(emu_decode_ffma_32_8_128_bf16, sh, ctx, 0, 1.0f, 1), kTolBf16);
 }
 
 TEST(CudaEmuDecodeAttention, FewerSplitsThanTheContextGivesWidenEach) {
@@ -202,12 +222,12 @@ TEST(CudaEmuDecodeAttention, FewerSplitsThanTheContextGivesWidenEach) {
   const Shape sh{32, 8, 128, true};
   const std::vector<int> ctx = {1, 70, 300, 1000};
   for (int splits : {1, 3}) {
-    EXPECT_LT(DecodeError(emu_decode_mma_32_8_128_bf16, sh, ctx, 0, 1.0f, 6, {}, splits), kTolBf16)
+    EXPECT_LT(AttentionError(emu_decode_mma_32_8_128_bf16, sh, ctx, 0, 1.0f, 6, {}, splits), kTolBf16)
         << splits;
-    EXPECT_LT(DecodeError(emu_decode_ffma_32_8_128_bf16, sh, ctx, 0, 1.0f, 6, {}, splits), kTolBf16)
+    EXPECT_LT(AttentionError(emu_decode_ffma_32_8_128_bf16, sh, ctx, 0, 1.0f, 6, {}, splits), kTolBf16)
         << splits;
   }
-  EXPECT_LT(DecodeError(emu_decode_mma_32_8_128_bf16, sh, {40, 1000}, 100, 1.0f, 7, {9, 16}, 2),
+  EXPECT_LT(AttentionError(emu_decode_mma_32_8_128_bf16, sh, {40, 1000}, 100, 1.0f, 7, {9, 16}, 2),
             kTolBf16);
 }
 
@@ -216,8 +236,50 @@ TEST(CudaEmuDecodeAttention, PeakedScoresRescaleAcrossChunksF16) {
   // of one warp, so O is rescaled past the first chunk.
   const Shape sh{9, 3, 64, false};
   const std::vector<int> ctx = {7, 33, 700, 1000};
-  EXPECT_LT(DecodeError(emu_decode_mma_9_3_64_f16, sh, ctx, 0, 8.0f, 3), kTolF16);
-  EXPECT_LT(DecodeError(emu_decode_mma_9_3_64_f16, sh, ctx, 333, 8.0f, 4), kTolF16);
+  EXPECT_LT(AttentionError(emu_decode_mma_9_3_64_f16, sh, ctx, 0, 8.0f, 3), kTolF16);
+  EXPECT_LT(AttentionError(emu_decode_mma_9_3_64_f16, sh, ctx, 333, 8.0f, 4), kTolF16);
+}
+
+// Flash-attention prefill (paged_attention_prefill): whole prompts from
+// position 0 of lengths that are and are not multiples of the 64-key and
+// 128-row tiles (the full-tile loop, then the masked tiles at the
+// diagonal), a chunk continuing a 800-key context (its diagonal off the
+// tile grid: three masked tiles), and windows whose start falls inside
+// tiles (masked tiles before the full ones).
+TEST(CudaEmuPrefillAttention, FullAndMaskedTilesMatchFloat64Bf16) {
+  const Shape sh{32, 8, 128, true, 8};
+  const std::vector<int> ctx = {300, 17, 128, 129, 1000};
+  const std::vector<int> qlen = {300, 17, 128, 129, 200};
+  EXPECT_LT(AttentionError(emu_prefill_32_8_128_bf16_w8, sh, ctx, 0, 1.0f, 11, qlen), kTolBf16);
+  EXPECT_LT(AttentionError(emu_prefill_32_8_128_bf16_w8, sh, ctx, 100, 1.0f, 12, qlen), kTolBf16);
+  EXPECT_LT(AttentionError(emu_prefill_32_8_128_bf16_w8, sh, {700}, 57, 1.0f, 13, {700}), kTolBf16);
+}
+
+TEST(CudaEmuPrefillAttention, PeakedScoresAndFewerWarpsF16) {
+  // 4 warps (64-row query tiles, 2 threads a K/V row); scores x 8 move a
+  // row's maximum by more than 2^8 between tiles (O's lazy rescale).
+  const Shape sh{9, 3, 64, false, 4};
+  EXPECT_LT(AttentionError(emu_prefill_9_3_64_f16_w4, sh, {257, 64, 500}, 0, 8.0f, 14, {257, 64, 130}),
+            kTolF16);
+  EXPECT_LT(AttentionError(emu_prefill_9_3_64_f16_w4, sh, {257, 500}, 90, 8.0f, 15, {257, 130}), kTolF16);
+}
+
+TEST(CudaEmuPrefillAttention, NarrowHeadsLeaveThreadsWithoutRows) {
+  // head_dim 16: 2 chunks a row, 2 threads a row, 128 of 256 threads load.
+  const Shape sh{4, 2, 16, true, 8};
+  EXPECT_LT(AttentionError(emu_prefill_4_2_16_bf16_w8, sh, {333, 90}, 0, 1.0f, 16, {333, 41}), kTolBf16);
+}
+
+TEST(CudaEmuPrefillAttention, CacheBlocksOfAnySize) {
+  // A key's cache block and slot come from a float reciprocal of the block
+  // size corrected to exact. 1/61 rounds down in f32: the product alone
+  // would put keys 61, 122, ... in the block before theirs.
+  for (int bs : {61, 1}) {
+    const Shape sh{4, 2, 16, true, 8, bs};
+    EXPECT_LT(AttentionError(emu_prefill_4_2_16_bf16_w8, sh, {500, 90}, 0, 1.0f, 17, {500, 41}),
+              kTolBf16)
+        << bs;
+  }
 }
 
 }  // namespace

@@ -166,12 +166,18 @@ struct ManifestCostForm {
 //                 with the most instructions in the SASS) summed over the
 //                 launch's warps; the model multiplies them by that loop's
 //                 instruction count
+//   peeled_trips: of those trips, the ones a peeled copy of the loop runs
+//                 (the boundary iterations: attention's masked key tiles).
+//                 The copy is the larger loop in the SASS, so the hot loop
+//                 is then the second largest; the model counts each loop's
+//                 own trips. Empty: no peeled copy.
 struct ManifestCudaCost {
-  ManifestCostForm bytes, flops, tensor_flops, trips;
+  ManifestCostForm bytes, flops, tensor_flops, trips, peeled_trips;
   int64_t tokens_per_pass = 0;  // 0: no pass term
   bool passes_of_logits = false;  // passes count L's rows, not T's (an LM head)
   bool empty() const {
-    return bytes.empty() && flops.empty() && tensor_flops.empty() && trips.empty();
+    return bytes.empty() && flops.empty() && tensor_flops.empty() && trips.empty() &&
+           peeled_trips.empty();
   }
 };
 
