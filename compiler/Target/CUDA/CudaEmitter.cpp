@@ -477,14 +477,20 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
       c.tripsT = 4.0 * double(KvH);
     } else if (sym.ends_with("_attn_prefill")) {
       // Tensor-core QK and PV per key and query head; each query tile of a
-      // head (16 rows per warp) reads the K/V of the keys it attends; a
-      // warp's trip is one 64-key tile for its 16 rows. The masked tiles
-      // run in the peeled loop: a causal prefill from position 0 masks the
-      // BM / 64 tiles at a query tile's diagonal, in each of its warps.
+      // head (16 rows per warp) reads the K/V of the keys it attends. A
+      // trip is one 64-key tile in one warp: a warp's 16 rows attend K /
+      // 1,024 of them, and every warp runs its block's tiles, up to the
+      // last row's (causal from position 0: (BM - 16) / 2 more rows' worth
+      // a warp on average, (BM - 16) / (2 * 64 * 16) tiles a token). The
+      // masked tiles run in the peeled loop: a causal prefill from position
+      // 0 masks the BM / 64 tiles at a query tile's diagonal, in each of
+      // its warps.
+      constexpr double BM = 16.0 * kPrefillWarps;
       c.bytesT = 2.0 * double(H) * double(D) * e;
-      c.bytesK = 2.0 * double(H) * double(D) * e / (16.0 * kPrefillWarps);
+      c.bytesK = 2.0 * double(H) * double(D) * e / BM;
       c.tensorK = 4.0 * double(H) * double(D);
-      c.tripsK = 4.0 * double(H) / (64.0 * 64.0);
+      c.tripsK = double(H) / (64.0 * 16.0);
+      c.tripsT = double(H) * (BM - 16.0) / (2.0 * 64.0 * 16.0);
       c.peeledT = double(H) * kPrefillWarps / 64.0;
     }
     setCost(l, c);

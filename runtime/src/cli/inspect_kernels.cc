@@ -120,20 +120,26 @@ ordered_json OccupancyJson(const perf::Occupancy& o) {
 // A double for JSON: null when not finite (an unlaunchable kernel's time).
 ordered_json Num(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(); }
 
-// The shape's launch of one kernel launch: its work from the cost forms and
-// the SASS, and the model's time. `grid` is the runner's (SelectLaunches).
 // The loops a launch's trips count: its hot loop and, where the emitter
 // gives peeled trips, the peeled copy of it (the larger loop in the SASS,
-// so the hot loop is the next largest). Without a second loop, all trips
-// count on the largest.
+// so the hot loop is the next largest). The two must look like a loop and
+// its copy: disjoint, the main loop at least half the copy's size.
+// Otherwise (ptxas left no second copy, or another loop came second) all
+// trips count on the largest, as without peeled trips.
 struct CountedLoops {
   const SassLoop* main = nullptr;
   const SassLoop* peeled = nullptr;
 };
 CountedLoops LoopsOf(const SassFunction& f, const ManifestCudaCost& cost) {
-  if (cost.peeled_trips.empty() || !f.next()) return {f.hot(), nullptr};
-  return {f.next(), f.hot()};
+  const SassLoop *largest = f.hot(), *next = f.next();
+  const bool copy = !cost.peeled_trips.empty() && next &&
+                    2 * next->mix.instructions >= largest->mix.instructions &&
+                    (next->end < largest->start || largest->end < next->start);
+  return copy ? CountedLoops{next, largest} : CountedLoops{largest, nullptr};
 }
+
+// The shape's launch of one kernel launch: its work from the cost forms and
+// the SASS, and the model's time. `grid` is the runner's (SelectLaunches).
 
 ShapeResult Evaluate(const perf::DeviceSpec& device, const LaunchView& v,
                      const std::array<unsigned, 3>& grid, const ReportShape& shape) {

@@ -101,18 +101,14 @@ void Analyze(SassFunction* f) {
   for (const SassInstruction& i : code) f->mix.Add(i);
 
   // Loops: one per backward-branch target, to its last back edge. An
-  // unconditional jump back over an unpredicated EXIT is no back edge: it
-  // returns from code ptxas laid out past the end (a shuffle's BRA.DIV
-  // fallback) into the loop that left for it. A loop's own body never runs
-  // into an unpredicated EXIT.
-  std::vector<int64_t> exits;
+  // unconditional jump from past the function's last unpredicated EXIT to
+  // before it is no back edge: it returns from code ptxas laid out after
+  // the end (a shuffle's BRA.DIV fallback) into the loop that left for it.
+  int64_t last_exit = -1;
   for (const SassInstruction& i : code)
-    if (i.predicate.empty() && OpcodeClass(i.opcode) == "EXIT") exits.push_back(i.address);
+    if (i.predicate.empty() && OpcodeClass(i.opcode) == "EXIT") last_exit = i.address;
   auto returns = [&](const SassInstruction& i) {
-    if (!i.predicate.empty()) return false;
-    for (int64_t x : exits)
-      if (x > i.target && x < i.address) return true;
-    return false;
+    return i.predicate.empty() && last_exit >= 0 && i.address > last_exit && i.target < last_exit;
   };
   std::map<int64_t, int64_t> loop_end;  // start -> end
   for (const SassInstruction& i : code)

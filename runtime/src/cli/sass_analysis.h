@@ -49,8 +49,8 @@ struct InstructionMix {
 
 // A loop: the instructions from a backward branch's target to the branch
 // (with several back edges to one target, to the last of them). An
-// unconditional branch back over an EXIT (an out-of-line path returning
-// into its loop) is not a back edge.
+// unconditional branch from past the last EXIT back before it (an
+// out-of-line path returning into its loop) is not a back edge.
 struct SassLoop {
   int64_t start = 0, end = 0;  // addresses of the first and the last instruction
   int depth = 1;               // 1: outermost

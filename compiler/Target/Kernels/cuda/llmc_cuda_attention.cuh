@@ -638,13 +638,15 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
     return klo + (i < nfull ? jf0 + i : mi < jf0 ? mi : mi + nfull) * BN;
   };
 
-  // This thread's part of a tile's K or V rows: chunks ch0 .. ch0 + CPT - 1
-  // of row krow. Its cache element is found a tile ahead (block table and
-  // block_size division, by a float reciprocal corrected to exact). Keys
-  // past khi load key khi's row again: every row masks them (last <= khi),
-  // so their probabilities are exact zeros and their finite values never
-  // count.
-  const int krow = tid / TPR, ch0 = (tid % TPR) * CPT * 8;
+  // This thread's part of a tile's K or V rows: chunks j, j + TPR, ... of
+  // row krow (j = tid % TPR), so that the TPR threads of a row copy TPR
+  // adjacent chunks per cp.async (whole 32-byte sectors). Its cache
+  // element is found a tile ahead: block table and block_size division, by
+  // a float reciprocal corrected to exact (exact for keys below 2^24: the
+  // float key is exact, the product at most one off). Keys past khi load
+  // key khi's row again: every row masks them (last <= khi), so their
+  // probabilities are exact zeros and their finite values never count.
+  const int krow = tid / TPR, ch0 = (tid % TPR) * 8;
   const bool loads = krow < BN;
   const int bs = s.block_size;
   const float rbs = 1.0f / float(bs);
@@ -664,7 +666,7 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
   const shared_addr kdst = to_shared(Ks + kslot), vdst = to_shared(Vs + kslot);
   auto load = [&](shared_addr dst, const Act* src) {
     if (loads)
-      for (int c = 0; c < CPT; ++c) cp_async16(dst + c * 16, src + c * 8, true);
+      for (int c = 0; c < CPT; ++c) cp_async16(dst + c * TPR * 16, src + c * TPR * 8, true);
     cp_async_commit();
   };
 
