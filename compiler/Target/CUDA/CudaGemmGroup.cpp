@@ -571,10 +571,10 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     // The loop unrolled over the ring's stages (gemm_tile's Unroll), where
     // ptxas fits it at those blocks without spills on sm_80 and sm_90:
     // copied weights and q4_0's step decoder in every tile; q4_K's in the
-    // tiles of fewer than 64 accumulators a warp (64 x 64: 4 blocks) and
-    // the 8-warp one (2 blocks), not in 64 x 128 and 128 x 64, where its
-    // float arithmetic spills 8 to 20 bytes on sm_80. The float decoders
-    // spill unrolled everywhere.
+    // 4-warp tiles of a GEMM over T rows, not in the 8-warp 128 x 128 one
+    // (2 blocks) or the LM head's 64 x 128 (its gathered rows), which spill
+    // 8 to 44 bytes on sm_80 (8B shape). The float decoders spill unrolled
+    // everywhere.
     // A step decoder needs one or two threads a tile row (kRowDecode:
     // bn * 4 / threads of 4 or 2), which every tile llmc-select-gemm-tiles
     // picks has; a hand-edited one may not.
@@ -582,7 +582,7 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     const int64_t chunksPerThread = t.bn * 4 / t.threads();
     const bool stepDecoded = raw || chunksPerThread == 2 || chunksPerThread == 4;
     t.unroll = leanDecode && stepDecoded &&
-               (wf != WeightFormat::q4_k || accumulators < 64 || t.threads() == 256);
+               (wf != WeightFormat::q4_k || accumulators < 64 || (t.threads() == 128 && var == "T"));
     // A split-K tile's partials go to the step scratch past its header
     // (kScratchHeaderFloats), its tickets to args.tickets.
     const std::string split =

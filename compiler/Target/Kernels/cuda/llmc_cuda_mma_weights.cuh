@@ -104,7 +104,10 @@ template <class Act> LLMC_HD u32 fma2(u32 a, u32 b, u32 c) {
 #else
   // The toolkit has no host __hfma2: fmaf, then one rounding to Act. That
   // is the fused result whenever a * b + c is exact in float, as it is for
-  // scale2's operands (16 significant bits at most).
+  // scale2's operands (16 significant bits at most), and for q4_K's step
+  // decoder's unless D q and M are more than 2^12 (bf16) or 2^8 (f16)
+  // apart; then float rounds first, and the result may be one Act ulp off
+  // the device's (host/device parity only: within the tested bound).
   const typename P::T2 x = P::in(a), y = P::in(b), z = P::in(c);
   return P::out(typename P::T2(
       from_float<Act>(fmaf(to_float(x.x), to_float(y.x), to_float(z.x))),
@@ -252,10 +255,19 @@ template <> struct step_decoder<fmt::q4_0> : of<fmt::q4_0> {};
 // q4_K by steps: step kt is sub-block kt % 8 of super-block kt / 8, whose
 // 16-byte header (d, dmin, scales) and 32 quant bytes (low or high nibbles)
 // come in three 16-byte loads, its scale and min decoded once, where
-// decode8 takes a header and an 8-byte load for every 8 weights. The
-// weights are decode8's floats, d sc q - dmin m, packed the same way, so the
-// same bits. Rows of K % 256 == 0 (whole 144-byte super-blocks) are 16-byte
-// aligned.
+// decode8 takes a header and an 8-byte load for every 8 weights. Rows of
+// K % 256 == 0 (whole 144-byte super-blocks) are 16-byte aligned.
+//
+// The weights are w = D q - M, D = d sc and M = dmin m in float, in pair
+// arithmetic: the nibbles become exact Act pairs q as q4_0's do, then one
+// fused multiply-add a pair with D and -M rounded to Act. So, unlike q4_0,
+// not bit-exact with the float decoder: D and M carry Act's rounding
+// (2^-8 relative in bf16, 2^-11 in f16) into w, at most
+// eps (15 |D| + |M|) beyond w's own rounding (cuda_formats_test checks
+// that bound). In the float decoder the extract, int-to-float, multiply-add
+// and half a pack cost four instructions a weight; here two PRMTs, a
+// subtraction and a multiply-add a pair, two a weight, which is what lets
+// the 4-warp tiles' loop unroll without spills.
 template <> struct step_decoder<fmt::q4_K> {
   static constexpr bool value = true;
   LLMC_HD static constexpr bool step_rows(int k) { return k % 256 == 0; }
@@ -285,14 +297,13 @@ template <> struct step_decoder<fmt::q4_K> {
     const int sub = kt & 7;
     float d, m;
     fmt::k4_scale_min(sw.head, sub, &d, &m);
+    const u32 d2 = floats2<Act>(d, d), neg_m2 = floats2<Act>(-m, -m);
 #pragma unroll
     for (int c = 0; c < Count; ++c) {
-      const u32 lo = sw.q[2 * c], hi = sw.q[2 * c + 1];
-      float v[8];
+      u32 q[4];
+      nibbles8<Act, 0>(sw.q[2 * c], sw.q[2 * c + 1], 4 * (sub & 1), q);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = d * static_cast<float>(fmt::nib(lo, hi, i, 4 * (sub & 1))) - m;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) out[4 * c + i] = floats2<Act>(v[2 * i], v[2 * i + 1]);
+      for (int i = 0; i < 4; ++i) out[4 * c + i] = fma2<Act>(d2, q[i], neg_m2);
     }
   }
   template <class Act, int Count>

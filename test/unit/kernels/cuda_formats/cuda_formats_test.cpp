@@ -17,12 +17,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace llmc::cuda {
@@ -283,34 +285,71 @@ template <class Fmt, class Act> void groupWords(const u8* row, int g, u32 (&out)
   }
 }
 
+// An Act pair's two halves as floats.
+template <class Act> std::pair<float, float> pairFloats(u32 w) {
+  const typename mmaw::pair_type<Act>::T2 p = mmaw::pair_ops<Act>::in(w);
+  return {to_float(p.x), to_float(p.y)};
+}
+
 // decode_step (a whole 32-element step of a row) gives the group decoder's
 // words for every group it covers, at every step (q4_0: the block's offset
 // past a word alternates 0, 2 with kt; q4_K: all 8 sub-blocks of a
-// super-block), with 4 groups and with 2 (first 0 and 1).
+// super-block), with 4 groups and with 2 (first 0 and 1). q4_0's are the
+// same bits. q4_K's pair arithmetic (D and M rounded to Act) is within
+// eps (15 |D| + |M| + 2 |w|) of the float decoder's value w rounded to Act,
+// eps Act's relative rounding (2^-8 bf16, 2^-11 f16): D and M's roundings
+// plus both results' own. That stays below D, the step between
+// neighbouring quants, while M < 80 D in bf16 (most of the random
+// sub-blocks), so a wrong nibble, sub-block or scale fails.
 template <class Fmt, class Act> void checkStepDecoder(int k) {
   using W = mmaw::step_decoder<Fmt>;
+  constexpr bool exact = std::is_same<Fmt, fmt::q4_0>::value;
+  const double eps = std::is_same<Act, __half>::value ? 0x1p-11 : 0x1p-8;
   ASSERT_TRUE(W::step_rows(k));
   std::mt19937 rng(11 + k);
+  double worst = 0; // q4_K: the largest error as a share of its bound
   for (int trial = 0; trial < 20; ++trial) {
     std::vector<u8> bytes = randomRow<Fmt>(k, rng);
     std::vector<uint4> aligned((bytes.size() + 15) / 16 + 1); // 16-byte aligned, as the GEMM's rows
     std::memcpy(aligned.data(), bytes.data(), bytes.size());
     const u8* row = reinterpret_cast<const u8*>(aligned.data());
     for (int kt = 0; kt < k / 32; ++kt) {
+      double scales = 0; // q4_K: 15 |D| + |M|
+      if constexpr (!exact) {
+        float d, m;
+        fmt::k4_scale_min(row + (kt >> 3) * Fmt::block_bytes, kt & 7, &d, &m);
+        scales = 15.0 * std::fabs(d) + std::fabs(m);
+      }
+      auto expect = [&](u32 got, u32 want, const std::string& where) {
+        if constexpr (exact) {
+          EXPECT_EQ(got, want) << where;
+        } else {
+          const auto [g0, g1] = pairFloats<Act>(got);
+          const auto [w0, w1] = pairFloats<Act>(want);
+          const double bound = eps * (scales + 2.0 * std::max(std::fabs(w0), std::fabs(w1)));
+          const double err = std::max(std::fabs(double(g0) - w0), std::fabs(double(g1) - w1));
+          EXPECT_LE(err, bound) << where << ": got " << g0 << ", " << g1 << " want " << w0 << ", " << w1;
+          if (bound > 0) worst = std::max(worst, err / bound);
+        }
+      };
       u32 want[4][4], all[16];
       for (int g = 0; g < 4; ++g) groupWords<Fmt, Act>(row, 4 * kt + g, want[g]);
       W::template decode_step<Act, 4>(row, kt, 0, all);
       for (int g = 0; g < 4; ++g)
-        for (int i = 0; i < 4; ++i) ASSERT_EQ(all[4 * g + i], want[g][i]) << "kt " << kt << " group " << g;
+        for (int i = 0; i < 4; ++i)
+          expect(all[4 * g + i], want[g][i], "kt " + std::to_string(kt) + " group " + std::to_string(g));
       for (int first = 0; first < 2; ++first) {
         u32 two[8];
         W::template decode_step<Act, 2>(row, kt, first, two);
         for (int c = 0; c < 2; ++c)
           for (int i = 0; i < 4; ++i)
-            ASSERT_EQ(two[4 * c + i], want[first + 2 * c][i]) << "kt " << kt << " first " << first;
+            expect(two[4 * c + i], want[first + 2 * c][i],
+                   "kt " + std::to_string(kt) + " first " + std::to_string(first));
       }
+      if (::testing::Test::HasFailure()) return; // the first step that fails, not every one
     }
   }
+  if (!exact) EXPECT_GT(worst, 0.0) << "q4_K's pair decode was expected to differ from the float one somewhere";
 }
 
 TEST(CudaMmaWeightsOnHost, StepDecoderMatchesGroups) {
