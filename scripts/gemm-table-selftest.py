@@ -4,7 +4,7 @@ temporary folder: two `inspect --kernels --json` reports (q4_0 and bf16
 weights) with a prefill shape, an ncu CSV of the generated GEMMs (two
 metrics per launch, ncu's own ==PROF== lines, thousands separators) and one
 of a --gemm=cublaslt run (cuBLASLt's kernels between each kernel's operand
-and epilogue launches). Checks the TFLOP/s, the DRAM-to-weight ratio, the
+and epilogue launches). Checks the TFLOP/s, the DRAM-to-weight ratios (with and without the activations), the
 cuBLASLt ratio and the exit status on bad input. Needs no GPU and no build.
 
   scripts/gemm-table-selftest.py [-v]
@@ -99,9 +99,12 @@ with tempfile.TemporaryDirectory() as d:
         check("TFLOP/s", qkv[5] == "258" and gu[5] == "301", f"{qkv[5]} {gu[5]}")
         check("DRAM and weight MB", qkv[6] == "15.0" and qkv[7] == "14.2", f"{qkv[6]} {qkv[7]}")
         check("read / weight", qkv[8] == "1.06" and gu[8] == "1.06", f"{qkv[8]} {gu[8]}")
+        # With the 512 x 4096 bf16 activations (4.19 MB): 15.0 / 18.35 and
+        # 70 / 70.25.
+        check("read / (weight + act)", qkv[9] == "0.82" and gu[9] == "1.00", f"{qkv[9]} {gu[9]}")
         # cuBLASLt: QKV 80 us (its two kernels), gate/up 320: 0.80x each.
-        check("cuBLASLt us", qkv[9] == "80.0" and gu[9] == "320.0", f"{qkv[9]} {gu[9]}")
-        check("cuBLASLt / ours", qkv[11] == "0.80" and gu[11] == "0.80", f"{qkv[11]} {gu[11]}")
+        check("cuBLASLt us", qkv[10] == "80.0" and gu[10] == "320.0", f"{qkv[10]} {gu[10]}")
+        check("cuBLASLt / ours", qkv[12] == "0.80" and gu[12] == "0.80", f"{qkv[12]} {gu[12]}")
     rc, out, _ = run("--measured", own, "--predicted", q4, "--markdown")
     check("markdown, no peer", rc == 0 and "| linear 6144x4096 | q4_0 | 2 |" in out, out)
 
