@@ -140,7 +140,6 @@ CountedLoops LoopsOf(const SassFunction& f, const ManifestCudaCost& cost) {
 
 // The shape's launch of one kernel launch: its work from the cost forms and
 // the SASS, and the model's time. `grid` is the runner's (SelectLaunches).
-
 ShapeResult Evaluate(const perf::DeviceSpec& device, const LaunchView& v,
                      const std::array<unsigned, 3>& grid, const ReportShape& shape) {
   ShapeResult r;
