@@ -589,25 +589,25 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
     last[i] = row[i] < qlen ? min(s.positions[qs0 + row[i]], ctx - 1) : -1;
     first[i] = row[i] < qlen && window > 0 ? max(0, last[i] - window + 1) : 0;
   }
-  // The warp's key range (the union of its rows'), and the keys all of its
-  // rows see (the intersection, over the rows of the query only), then the
-  // block's.
+  // The warp's key range (the union of its rows': wfirst .. wlast), and the
+  // keys all of its rows see (the intersection, over the rows of the query
+  // only: wsee_from .. wsee_to), then the block's.
   constexpr int kNone = 1 << 30;
   int wfirst = min(row[0] < qlen ? first[0] : kNone, row[1] < qlen ? first[1] : kNone);
   int wlast = max(last[0], last[1]);
-  int wall0 = max(row[0] < qlen ? first[0] : -1, row[1] < qlen ? first[1] : -1);
-  int wall1 = min(row[0] < qlen ? last[0] : kNone, row[1] < qlen ? last[1] : kNone);
+  int wsee_from = max(row[0] < qlen ? first[0] : -1, row[1] < qlen ? first[1] : -1);
+  int wsee_to = min(row[0] < qlen ? last[0] : kNone, row[1] < qlen ? last[1] : kNone);
   for (int o = 16; o > 0; o >>= 1) {
     wfirst = min(wfirst, __shfl_xor_sync(0xffffffffu, wfirst, o));
     wlast = max(wlast, __shfl_xor_sync(0xffffffffu, wlast, o));
-    wall0 = max(wall0, __shfl_xor_sync(0xffffffffu, wall0, o));
-    wall1 = min(wall1, __shfl_xor_sync(0xffffffffu, wall1, o));
+    wsee_from = max(wsee_from, __shfl_xor_sync(0xffffffffu, wsee_from, o));
+    wsee_to = min(wsee_to, __shfl_xor_sync(0xffffffffu, wsee_to, o));
   }
   if (lane == 0) {
     bounds[warp][0] = wfirst;
     bounds[warp][1] = wlast;
-    bounds[warp][2] = wall0;
-    bounds[warp][3] = wall1;
+    bounds[warp][2] = wsee_from;
+    bounds[warp][3] = wsee_to;
   }
   // Q as A fragments, straight from global memory (zeros past the query).
   u32 qa[KD][4];
@@ -620,18 +620,18 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
                            : zero;
     }
   __syncthreads();
-  int klo = kNone, khi = -1, all0 = -1, all1 = kNone;
+  int klo = kNone, khi = -1, see_from = -1, see_to = kNone;
   for (int w = 0; w < Warps; ++w) {
     klo = min(klo, bounds[w][0]);
     khi = max(khi, bounds[w][1]);
-    all0 = max(all0, bounds[w][2]);
-    all1 = min(all1, bounds[w][3]);
+    see_from = max(see_from, bounds[w][2]);
+    see_to = min(see_to, bounds[w][3]);
   }
   const int tiles = khi >= klo ? (khi - klo) / BN + 1 : 0;
-  // Full tiles: klo + j * BN >= all0 and klo + j * BN + BN - 1 <= all1,
+  // Full tiles: klo + j * BN >= see_from and klo + j * BN + BN - 1 <= see_to,
   // j in [jf0, jf1). They run first, then the masked ones in key order.
-  const int jf0 = min(tiles, (all0 - klo + BN - 1) / BN);
-  const int jf1 = max(jf0, all1 - klo - BN + 1 >= 0 ? (all1 - klo - BN + 1) / BN + 1 : 0);
+  const int jf0 = min(tiles, (see_from - klo + BN - 1) / BN);
+  const int jf1 = max(jf0, see_to - klo - BN + 1 >= 0 ? (see_to - klo - BN + 1) / BN + 1 : 0);
   const int nfull = jf1 - jf0;
   auto tile_key = [&](int i) {
     const int mi = i - nfull;
@@ -685,7 +685,10 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
     elem = loads ? cache_elem(0) : 0;
     load(kdst, kcache + elem);
   }
-  // One tile, the i-th of the order above: Masked on the second loop.
+  // One tile, the it-th of the order above; `masked` on the second loop.
+  // It is a constant at each call: the lambda is inlined into both loops
+  // and each copy specialized (the SASS has the two loops, 519 and 644
+  // instructions at D = 128).
   auto tile = [&](int it, bool masked) {
     const int kt = tile_key(it);
     cp_async_wait<0>();
