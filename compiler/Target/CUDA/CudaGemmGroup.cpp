@@ -119,20 +119,25 @@ struct GemmTile {
   // per entry by the emitter, where ptxas fits it without spills).
   bool unroll = false;
   int threads() const { return int(32 * wm * wn); }
-  // Trips of gemm_mma's main loop per warp and block. Unrolled: whole
-  // rounds of `stages` 32-element steps of the block's split of K while
-  // every step of the round has its refill; the last (stages - 1 to
-  // 2 stages - 2) steps run in a loop of their own after it, counted once
-  // (kRounds in llmc_cuda_gemm.cuh). Otherwise one step a trip.
-  // A split of fewer than 2 stages - 1 steps has no round: its one-step
-  // loop is the only one, run once a step.
-  int64_t trips(int64_t K) const {
-    const int64_t steps = K / 32 / splits;
-    if (!unroll || steps < 2 * stages - 1)
-      return steps;
-    return (steps - 2 * stages + 1) / stages + 1;
+  // Trips of gemm_mma's loops per warp and block. Unrolled: whole rounds
+  // of `stages` 32-element steps of the block's split of K while every
+  // step of the round has its refill (kRounds in llmc_cuda_gemm.cuh), then
+  // the last (stages - 1 to 2 stages - 2) steps: unrolled too in tiles of
+  // up to 2 activation chunks a thread (kUnrollTail: no loop, their code
+  // runs once), else one a trip in a rolled copy of the step after the
+  // rounds (tailTrips: the peeled ones). Rolled: one step a trip. A split
+  // of fewer than 2 stages - 1 steps has no round: all its steps are the
+  // unrolled last ones, or the rolled loop's.
+  int64_t steps(int64_t K) const { return K / 32 / splits; }
+  bool unrollTail() const { return unroll && bm * 4 / threads() <= 2; }
+  int64_t rounds(int64_t K) const {
+    const int64_t n = steps(K);
+    return !unroll || n < 2 * stages - 1 ? 0 : (n - 2 * stages + 1) / stages + 1;
   }
-  std::string args() const { // gemm_tile's defaults (1 split, rolled) left out
+  int64_t tailTrips(int64_t K) const {
+    return unrollTail() ? 0 : steps(K) - rounds(K) * stages;
+  }
+  int64_t trips(int64_t K) const { return rounds(K) + tailTrips(K); }  std::string args() const { // gemm_tile's defaults (1 split, rolled) left out
     std::string a = llvm::formatv("{0}, {1}, {2}, {3}, {4}", bm, bn, wm, wn, stages).str();
     if (splits > 1 || unroll)
       a += ", " + std::to_string(splits);
@@ -610,13 +615,14 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     }
     if (t.unroll)
       g.variant += " unrolled";
-    // The hot loop's trips in every warp of every split block (the steps
-    // after an unrolled loop's rounds are counted once a warp, as code
-    // outside it). A split's partials, written and read once, stay in L2
-    // and are not counted as DRAM bytes.
-    gemvCost(g, wt, columns, K, rows, var, int(t.bm),
-             double((columns + perBlock - 1) / perBlock) * double(t.wm * t.wn) *
-                 double(t.splits * t.trips(K)));
+    // The loops' trips in every warp of every split block, the steps after
+    // an unrolled loop's rounds as its peeled copy's. A split's partials,
+    // written and read once, stay in L2 and are not counted as DRAM bytes.
+    const double warpsPerTile =
+        double((columns + perBlock - 1) / perBlock) * double(t.wm * t.wn) * double(t.splits);
+    gemvCost(g, wt, columns, K, rows, var, int(t.bm), warpsPerTile * double(t.trips(K)));
+    if (t.rounds(K) > 0 && t.tailTrips(K) > 0)
+      g.cost.peeled_trips.p = warpsPerTile * double(t.tailTrips(K));
     // Token tiles are the grid's fastest dimension, so the blocks sharing a
     // weight tile run together and the weight comes from DRAM once per
     // launch, not once per tile of tokens (the trips stay per tile).

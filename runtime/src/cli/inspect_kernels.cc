@@ -121,11 +121,13 @@ ordered_json OccupancyJson(const perf::Occupancy& o) {
 ordered_json Num(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(); }
 
 // The loops a launch's trips count: its hot loop and, where the emitter
-// gives peeled trips, the peeled copy of it (the larger loop in the SASS,
-// so the hot loop is the next largest). The two must look like a loop and
-// its copy: disjoint, the main loop at least half the copy's size.
-// Otherwise (ptxas left no second copy, or another loop came second) all
-// trips count on the largest, as without peeled trips.
+// gives peeled trips, the peeled copy of it: of the two largest innermost
+// loops in the SASS, the later one, which runs after the main loop (the
+// attention prefill's masked key tiles, larger than its main loop; the
+// GEMM's last steps after its unrolled rounds, smaller). The two must look
+// like a loop and its copy: disjoint, the smaller at least a quarter of
+// the larger. Otherwise (ptxas left no second copy, or another loop came
+// second) all trips count on the largest, as without peeled trips.
 struct CountedLoops {
   const SassLoop* main = nullptr;
   const SassLoop* peeled = nullptr;
@@ -133,9 +135,10 @@ struct CountedLoops {
 CountedLoops LoopsOf(const SassFunction& f, const ManifestCudaCost& cost) {
   const SassLoop *largest = f.hot(), *next = f.next();
   const bool copy = !cost.peeled_trips.empty() && next &&
-                    2 * next->mix.instructions >= largest->mix.instructions &&
+                    4 * next->mix.instructions >= largest->mix.instructions &&
                     (next->end < largest->start || largest->end < next->start);
-  return copy ? CountedLoops{next, largest} : CountedLoops{largest, nullptr};
+  if (!copy) return CountedLoops{largest, nullptr};
+  return next->start < largest->start ? CountedLoops{next, largest} : CountedLoops{largest, next};
 }
 
 // The shape's launch of one kernel launch: its work from the cost forms and

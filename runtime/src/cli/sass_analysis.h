@@ -68,9 +68,8 @@ struct SassFunction {
   std::vector<SassLoop> loops;   // by start address
   int hot_loop = -1;             // into loops: the innermost with the most instructions; -1: none
   // The innermost loop with the most instructions after hot_loop; -1: none.
-  // A kernel that peels its boundary iterations into a copy of its main
-  // loop (ManifestCudaCost::peeled_trips) has the copy as hot_loop and its
-  // main loop here.
+  // A kernel that peels iterations into a copy of its main loop
+  // (ManifestCudaCost::peeled_trips) has the two here and in hot_loop.
   int next_loop = -1;
   int64_t outside_loops = 0;     // instructions in no loop
 

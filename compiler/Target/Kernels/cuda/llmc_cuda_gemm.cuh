@@ -88,6 +88,13 @@ template <class Fmt, int Count> struct row_step_words {
 template <class Fmt> struct row_step_words<Fmt, 0> {
   struct type {};
 };
+// What such a format shares between the steps of a quartet (step_state).
+template <class Fmt, bool RowDecode> struct row_step_state {
+  using type = typename mmaw::step_decoder<Fmt>::step_state;
+};
+template <class Fmt> struct row_step_state<Fmt, false> {
+  struct type {};
+};
 // Weights whose bytes are already the activation type: copied, not decoded.
 template <class Fmt, class Act> struct raw_weight { static constexpr bool value = false; };
 template <> struct raw_weight<fmt::bf16, __nv_bfloat16> { static constexpr bool value = true; };
@@ -198,20 +205,45 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   // cover the loads' latency.
   using StepWords = typename detail::row_step_words<Fmt, kRowDecode ? BL : 0>::type;
   StepWords words{};
+  // The main loop (below): rounds of S steps while all of a round's
+  // refills exist (s + S - 1 < KTS for its last step), then the remaining
+  // S - 1 to 2 S - 2 steps. Those are unrolled too where there are
+  // registers for it: not in the 128-row tiles (four activation chunks a
+  // thread), which spill 8-24 B with them (q4_K, sm_80 and sm_90, 8B
+  // shape) and run long splits (prefill, no split-K: the rolled steps are
+  // 3% of 128). Rolled, the steps' stages and checks are computed at run
+  // time: about 40 more instructions a step (q4_K 64 x 64, SASS sm_90),
+  // which made them a third of a 16-step split's instructions. The float
+  // decoders (their 8-element groups decoded in registers the unrolled
+  // copies would share) spill when unrolled: they take every step rolled,
+  // as do the tiles the emitter leaves so (Tile::Unroll).
+  static_assert(!Tile::Unroll || kRaw || kRowDecode,
+                "gemm_mma: Unroll is for weights copied or decoded by steps");
+  constexpr bool kUnroll = Tile::Unroll, kUnrollTail = kUnroll && AL <= 2;
+  constexpr int kRounds = !kUnroll ? 0 : KTS >= 2 * S - 1 ? (KTS - 2 * S + 1) / S + 1 : 0;
+  constexpr int kRoundSteps = kRounds * S;
+  // What the decoder shares between a quartet's steps (step_decoder). A
+  // step's phase (kt % 4) is known at compile time in unrolled steps where
+  // kb and every round's first step are multiples of 4; -1 elsewhere. Not
+  // with 4 groups a thread (BL 4: the 64 x 128 tile), whose 128 registers
+  // have no room for the state across the products: q4_K's spills there
+  // (sm_90) and gains 7 of 668 instructions a round.
+  typename detail::row_step_state<Fmt, kRowDecode>::type quartet{};
+  constexpr bool kPhased = kUnroll && S % 4 == 0 && KTS % 4 == 0 && BL == 2;
   // A tile row past NOut decodes weight row 0 (wrow0): its products land in
   // columns the epilogue does not store, so it needs no branch.
-  auto load_words = [&](int kt) {
+  auto load_words = [&](int kt, int phase) {
     if constexpr (kRowDecode) {
-      mmaw::step_decoder<Fmt>::template step_load<BL>(wrow0, kt, my_first, words);
+      mmaw::step_decoder<Fmt>::template step_load<BL>(wrow0, kt, my_first, phase, words);
       if (my_first == 0 && kt + 2 * S < kb + KTS)
         prefetch_l2(wrow0 + Fmt::row_bytes(32 * (kt + 2 * S)));
     }
   };
-  auto decode_stage = [&](int kt, uint4* sa) { // a decoded weight's half of step kt
+  auto decode_stage = [&](int kt, int phase, uint4* sa) { // a decoded weight's half of step kt
     uint4* sb = sa + BM * 4;
-    if constexpr (kRowDecode) { // from `words`, loaded by load_words(kt)
+    if constexpr (kRowDecode) { // from `words`, loaded by load_words(kt, phase)
       u32 q[4 * BL];
-      mmaw::step_decoder<Fmt>::template step_decode<Act, BL>(words, kt, q);
+      mmaw::step_decoder<Fmt>::template step_decode<Act, BL>(words, kt, phase, quartet, q);
 #pragma unroll
       for (int c = 0; c < BL; ++c)
         sb[tile32_slot(my_row, my_first + c * kRowThreads)] =
@@ -280,8 +312,8 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     cp_async_commit();
   }
   if constexpr (!kRaw) {
-    load_words(kb);
-    decode_stage(kb, smem);
+    load_words(kb, kPhased ? 0 : -1);
+    decode_stage(kb, kPhased ? 0 : -1, smem);
   }
 
   // Step s of this split (kt = kb + s), u steps past the start of its
@@ -302,7 +334,11 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     __syncthreads();        // everyone's, and step kt - 1's readers are done
     if (!checked || s + S - 1 < KTS) copy_stage(kt + S - 1, u + S - 1, Wr);
     cp_async_commit();
-    if (!checked || s + 1 < KTS) load_words(kt + 1);
+    // Step kt + 1's phase: u + 1 steps past a multiple of S (of 4,
+    // kPhased) where u is a constant, in the rounds and the unrolled last
+    // steps; unknown in rolled ones.
+    const int phase = kPhased && (kUnrollTail || !checked) ? (u + 1) & 3 : -1;
+    if (!checked || s + 1 < KTS) load_words(kt + 1, phase);
     const int st = Rd * kStageBytes;
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk) { // the two k16 halves: chunks 2 kk, 2 kk + 1
@@ -324,34 +360,30 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     // activations by cp.async; its readers passed this step's barrier),
     // while other warps multiply.
     if constexpr (!kRaw)
-      if (!checked || s + 1 < KTS) decode_stage(kt + 1, smem + Next * Tile::StageSlots);
+      if (!checked || s + 1 < KTS) decode_stage(kt + 1, phase, smem + Next * Tile::StageSlots);
   };
-  // Rounds of S steps while all of a round's refills exist (s + S - 1 <
-  // KTS for its last step), then the remaining S - 1 to 2 S - 2 steps one
-  // at a time, their stage and checks computed at run time (unrolled too,
-  // they would add up to 2 S - 2 copies of the step, and spill). The float
-  // decoders (their 8-element groups decoded in registers the unrolled
-  // copies would share) spill when unrolled: they take every step that
-  // way, as do the tiles the emitter leaves rolled (Tile::Unroll).
-  static_assert(!Tile::Unroll || kRaw || kRowDecode,
-                "gemm_mma: Unroll is for weights copied or decoded by steps");
-  constexpr bool kUnroll = Tile::Unroll;
-  constexpr int kRounds = !kUnroll ? 0 : KTS >= 2 * S - 1 ? (KTS - 2 * S + 1) / S + 1 : 0;
-  constexpr int kRoundSteps = kRounds * S;
 #pragma unroll 1
   for (int first = 0; first < kRoundSteps; first += S) { // a round's first step
 #pragma unroll
     for (int u = 0; u < S; ++u) step(first + u, u, u, false);
+    // Opaque: the compiler would otherwise rewrite the pointers after the
+    // loop as their first values plus the loop's whole advance, and keep
+    // those first values in registers (spilled) through it.
     if constexpr (kKeepA)
 #pragma unroll
-      for (int j = 0; j < AL; ++j) a_at[j] += S * 32;
-    if constexpr (kRaw) b_at += S * 64;
+      for (int j = 0; j < AL; ++j) a_at[j] = opaque(a_at[j] + S * 32);
+    if constexpr (kRaw) b_at = opaque(b_at + S * 64);
   }
-  int rd = 0;
+  if constexpr (kUnrollTail) { // stages and checks are constants
+#pragma unroll
+    for (int s = kRoundSteps; s < KTS; ++s) step(s, s - kRoundSteps, s % S, true);
+  } else {
+    int rd = 0;
 #pragma unroll 1
-  for (int s = kRoundSteps; s < KTS; ++s) {
-    step(s, s - kRoundSteps, rd, true);
-    rd = rd + 1 == S ? 0 : rd + 1;
+    for (int s = kRoundSteps; s < KTS; ++s) {
+      step(s, s - kRoundSteps, rd, true);
+      rd = rd + 1 == S ? 0 : rd + 1;
+    }
   }
   cp_async_wait<0>();
 

@@ -200,9 +200,12 @@ template <> struct of<fmt::q4_0> {
     static_assert(Count == 2 || Count == 4, "q4_0 decode_step: 2 or 4 groups");
     u32 w[Count == 4 ? 5 : 4]; // the scale's word, then the words of qs the groups need
   };
+  // Nothing is shared between the steps of a quartet (see step_decoder):
+  // each block has its scale.
+  struct step_state {};
   template <int Count>
-  LLMC_HD static void step_load(const u8* row, int kt, int first, step_words<Count>& sw) {
-    (void)first; // Count 4 takes every group
+  LLMC_HD static void step_load(const u8* row, int kt, int first, int phase, step_words<Count>& sw) {
+    (void)first, (void)phase; // Count 4 takes every group
     const int off = kt * 18;
     const u32* w = reinterpret_cast<const u32*>(row + (off - (off & 2)));
     if constexpr (Count == 4) { // w[0 .. 4]: the block's 18 bytes and 2 beside them
@@ -215,7 +218,9 @@ template <> struct of<fmt::q4_0> {
     }
   }
   template <class Act, int Count>
-  LLMC_HD static void step_decode(const step_words<Count>& sw, int kt, u32 (&out)[4 * Count]) {
+  LLMC_HD static void step_decode(const step_words<Count>& sw, int kt, int phase, step_state& st,
+                                  u32 (&out)[4 * Count]) {
+    (void)phase, (void)st;
     const int s = (kt * 18) & 2;
     const u32 sel = s ? 0x7654u : 0x5432u; // bytes s + 2 .. s + 5 of a word pair
     const scale2<Act> d((sw.w[0] >> (8 * s)) & 0xffffu);
@@ -241,14 +246,22 @@ template <> struct of<fmt::q4_0> {
   template <class Act, int Count>
   LLMC_HD static void decode_step(const u8* row, int kt, int first, u32 (&out)[4 * Count]) {
     step_words<Count> sw;
-    step_load<Count>(row, kt, first, sw);
-    step_decode<Act, Count>(sw, kt, out);
+    step_state st;
+    step_load<Count>(row, kt, first, -1, sw);
+    step_decode<Act, Count>(sw, kt, -1, st, out);
   }
 };
 
 // Formats the GEMM decodes a whole 32-element step of a row at a time
-// (step_rows, step_words, step_load, step_decode as q4_0's above): one
-// thread a tile row, or two.
+// (step_rows, step_words, step_state, step_load, step_decode as q4_0's
+// above): one thread a tile row, or two.
+//
+// `phase` is kt % 4 where the caller knows it at compile time (an unrolled
+// loop over steps whose first is a multiple of 4), -1 where it does not.
+// A format may share work between the four steps of such a quartet through
+// `step_state`: what step_decode computes at phase 0 (or -1, where it
+// computes everything) and reads at phases 1 to 3. So the caller decodes a
+// quartet's steps in order, phase 0 first, with one step_state.
 template <class Fmt> struct step_decoder { static constexpr bool value = false; };
 template <> struct step_decoder<fmt::q4_0> : of<fmt::q4_0> {};
 
@@ -273,15 +286,24 @@ template <> struct step_decoder<fmt::q4_K> {
   LLMC_HD static constexpr bool step_rows(int k) { return k % 256 == 0; }
   template <int Count> struct step_words {
     static_assert(Count == 2 || Count == 4, "q4_K decode_step: 2 or 4 groups");
-    uint4 head;                   // d, dmin, scales[12]
+    uint4 head;                   // d, dmin, scales[12] (phase 0 or unknown)
     u32 q[Count == 4 ? 8 : 4];    // the groups' quant bytes
   };
+  // A quartet of steps is sub-blocks 0-3 or 4-7 of one super-block: its
+  // four 6-bit scales and mins, byte i for sub-block 4 h + i, and the
+  // super-block's d and dmin as floats. Unpacked from the header once a
+  // quartet, where k4_scale_min takes about 14 shifts and masks a step to
+  // unpack one (SASS sm_90), and the header's load is left to phase 0.
+  struct step_state {
+    u32 sc4, m4;
+    float d, dmin;
+  };
   template <int Count>
-  LLMC_HD static void step_load(const u8* row, int kt, int first, step_words<Count>& sw) {
+  LLMC_HD static void step_load(const u8* row, int kt, int first, int phase, step_words<Count>& sw) {
     (void)first; // Count 4 takes every group
     const u8* b = row + (kt >> 3) * fmt::q4_K::block_bytes;
     const u8* qs = b + 16 + 32 * ((kt & 7) >> 1); // this sub-block pair's 32 bytes
-    sw.head = *reinterpret_cast<const uint4*>(b);
+    if (phase <= 0) sw.head = *reinterpret_cast<const uint4*>(b);
     if constexpr (Count == 4) {
       const uint4 lo = *reinterpret_cast<const uint4*>(qs), hi = *reinterpret_cast<const uint4*>(qs + 16);
       sw.q[0] = lo.x, sw.q[1] = lo.y, sw.q[2] = lo.z, sw.q[3] = lo.w;
@@ -293,15 +315,38 @@ template <> struct step_decoder<fmt::q4_K> {
     }
   }
   template <class Act, int Count>
-  LLMC_HD static void step_decode(const step_words<Count>& sw, int kt, u32 (&out)[4 * Count]) {
-    const int sub = kt & 7;
+  LLMC_HD static void step_decode(const step_words<Count>& sw, int kt, int phase, step_state& st,
+                                  u32 (&out)[4 * Count]) {
     float d, m;
-    fmt::k4_scale_min(sw.head, sub, &d, &m);
+    if (phase < 0) { // the step alone
+      fmt::k4_scale_min(sw.head, kt & 7, &d, &m);
+    } else {
+      if (phase == 0) {
+        // k4_scale_min for the quartet's four sub-blocks at once (scales[0..3],
+        // [4..7], [8..11] are words y, z, w): 0-3 take 6 bits of the first
+        // two words' bytes; 4-7 the third's nibbles below the first two's
+        // top 2 bits.
+        const uint4& h = sw.head;
+        if (kt & 4) {
+          st.sc4 = (h.w & 0x0f0f0f0fu) | ((h.y >> 2) & 0x30303030u);
+          st.m4 = ((h.w >> 4) & 0x0f0f0f0fu) | ((h.z >> 2) & 0x30303030u);
+        } else {
+          st.sc4 = h.y & 0x3f3f3f3fu;
+          st.m4 = h.z & 0x3f3f3f3fu;
+        }
+        st.d = lo_f16(h.x);
+        st.dmin = hi_f16(h.x);
+      }
+      // Byte `phase` of each, zero-extended (one PRMT: byte 0 of 0 above it).
+      const u32 sel = 0x4440u | static_cast<u32>(phase);
+      d = st.d * static_cast<float>(byte_perm(st.sc4, 0u, sel));
+      m = st.dmin * static_cast<float>(byte_perm(st.m4, 0u, sel));
+    }
     const u32 d2 = floats2<Act>(d, d), neg_m2 = floats2<Act>(-m, -m);
 #pragma unroll
     for (int c = 0; c < Count; ++c) {
       u32 q[4];
-      nibbles8<Act, 0>(sw.q[2 * c], sw.q[2 * c + 1], 4 * (sub & 1), q);
+      nibbles8<Act, 0>(sw.q[2 * c], sw.q[2 * c + 1], 4 * (kt & 1), q);
 #pragma unroll
       for (int i = 0; i < 4; ++i) out[4 * c + i] = fma2<Act>(d2, q[i], neg_m2);
     }
@@ -309,8 +354,9 @@ template <> struct step_decoder<fmt::q4_K> {
   template <class Act, int Count>
   LLMC_HD static void decode_step(const u8* row, int kt, int first, u32 (&out)[4 * Count]) {
     step_words<Count> sw;
-    step_load<Count>(row, kt, first, sw);
-    step_decode<Act, Count>(sw, kt, out);
+    step_state st;
+    step_load<Count>(row, kt, first, -1, sw);
+    step_decode<Act, Count>(sw, kt, -1, st, out);
   }
 };
 

@@ -313,6 +313,7 @@ template <class Fmt, class Act> void checkStepDecoder(int k) {
     std::vector<uint4> aligned((bytes.size() + 15) / 16 + 1); // 16-byte aligned, as the GEMM's rows
     std::memcpy(aligned.data(), bytes.data(), bytes.size());
     const u8* row = reinterpret_cast<const u8*>(aligned.data());
+    typename W::step_state state{}; // kept across a quartet's steps, as the GEMM's loop does
     for (int kt = 0; kt < k / 32; ++kt) {
       double scales = 0; // q4_K: 15 |D| + |M|
       if constexpr (!exact) {
@@ -346,10 +347,27 @@ template <class Fmt, class Act> void checkStepDecoder(int k) {
             expect(two[4 * c + i], want[first + 2 * c][i],
                    "kt " + std::to_string(kt) + " first " + std::to_string(first));
       }
+      // The GEMM's unrolled loops decode with the phase kt % 4 known and
+      // what phase 0 shares kept in one step_state: the same bits as the
+      // step decoded alone. The words of phases 1-3 carry no header (a
+      // stale one here, so that reading it fails).
+      {
+        typename W::template step_words<4> sw;
+        W::template step_load<4>(row, kt, 0, kt & 3, sw);
+        if constexpr (!exact) {
+          if (kt & 3) sw.head = make_uint4(0x3c003c00u, 0x3c003c00u, 0x01010101u, 0x02020202u);
+        }
+        u32 phased[16];
+        W::template step_decode<Act, 4>(sw, kt, kt & 3, state, phased);
+        for (int i = 0; i < 16; ++i)
+          EXPECT_EQ(phased[i], all[i]) << "kt " << kt << " word " << i << ", phase " << (kt & 3);
+      }
       if (::testing::Test::HasFailure()) return; // the first step that fails, not every one
     }
   }
-  if (!exact) EXPECT_GT(worst, 0.0) << "q4_K's pair decode was expected to differ from the float one somewhere";
+  if (!exact) {
+    EXPECT_GT(worst, 0.0) << "q4_K's pair decode was expected to differ from the float one somewhere";
+  }
 }
 
 TEST(CudaMmaWeightsOnHost, StepDecoderMatchesGroups) {

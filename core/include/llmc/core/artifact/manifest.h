@@ -167,10 +167,10 @@ struct ManifestCostForm {
 //                 launch's warps; the model multiplies them by that loop's
 //                 instruction count
 //   peeled_trips: of those trips, the ones a peeled copy of the loop runs
-//                 (the boundary iterations: attention's masked key tiles).
-//                 The copy is the larger loop in the SASS, so the hot loop
-//                 is then the second largest; the model counts each loop's
-//                 own trips. Empty: no peeled copy.
+//                 after it (attention's masked key tiles; the GEMM's steps
+//                 after its unrolled rounds). The copy is the later of the
+//                 two largest loops in the SASS; the model counts each
+//                 loop's own trips. Empty: no peeled copy.
 struct ManifestCudaCost {
   ManifestCostForm bytes, flops, tensor_flops, trips, peeled_trips;
   int64_t tokens_per_pass = 0;  // 0: no pass term
