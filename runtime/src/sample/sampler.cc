@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "llmc/core/status_macros.h"
+#include "llmc_cuda_philox.cuh"
 
 namespace llmc {
 namespace {
@@ -69,6 +70,10 @@ inline void HeapOffer(std::vector<Candidate>& heap, size_t k, Candidate c) {
 
 }  // namespace
 
+uint64_t sample_internal::DrawBits(uint64_t seed, uint64_t index) {
+  return philox::draw_bits(seed, index);
+}
+
 absl::StatusOr<Sampler> Sampler::Create(const SamplingParams& params, SamplerScratch* scratch) {
   LLMC_RETURN_IF_ERROR(params.Validate());
   return Sampler(params, scratch);
@@ -76,7 +81,7 @@ absl::StatusOr<Sampler> Sampler::Create(const SamplingParams& params, SamplerScr
 
 Sampler::Sampler(const SamplingParams& params, SamplerScratch* scratch)
     : params_(params),
-      rng_(params.seed),
+      draws_(0),
       owned_scratch_(scratch ? nullptr : std::make_unique<SamplerScratch>()),
       scratch_(scratch ? scratch : owned_scratch_.get()) {}
 
@@ -341,12 +346,13 @@ int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> 
   if (logits.empty()) return -1;
   BuildPenalties(logits, previous_tokens);
   int32_t token = 0;
+  // The n-th token's draw is Philox's output for (seed, n), greedy or not,
+  // whatever survives: a function of the request alone.
+  const uint64_t index = draws_++;
   if (params_.temperature <= 0) {
     token = Greedy(logits);
   } else {
-    // One draw per token whatever survives, so that the n-th token always
-    // uses the n-th random number.
-    const double u = sample_internal::UnitInterval(rng_());
+    const double u = sample_internal::UnitInterval(sample_internal::DrawBits(params_.seed, index));
     const double sum = Prepare(logits);
     const std::vector<Candidate>& cand = scratch_->candidates;
     const std::vector<double>& weights = scratch_->weights;

@@ -27,10 +27,12 @@
 // - Greedy (temperature 0) is the argmax of the penalized logits, ties to the
 //   lowest id; the truncations cannot change it, so they are skipped.
 //
-// Randomness: every non-greedy Sample() consumes exactly one 64-bit output
-// of the sequence's std::mt19937_64 (whose output the C++ standard fixes),
-// turned into a double in [0, 1) by our own arithmetic, never by
-// <random>'s implementation-defined distributions. The draw walks the
+// Randomness: the n-th Sample() of a sampler (n from 0, greedy calls
+// counted) draws 64 bits from Philox-4x32-10 keyed by the seed, at counter
+// n (llmc_cuda_philox.cuh, the device sampler's generator too), turned into
+// a double in [0, 1) by our own arithmetic. A token's draw is thus a
+// function of the request's seed and the token's index in its output,
+// never of its batch-mates or of the order rows are sampled in. The draw walks the
 // survivors in an order that depends only on logits and ids (with top-k:
 // descending logit, then id; without: id order, or for top-p, groups of
 // descending logit ranges), and every selection uses a strict total order,
@@ -54,7 +56,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <span>
 #include <vector>
 
@@ -97,6 +98,9 @@ struct Candidate {
 
 // [0, 1) from the top 53 bits: exact in a double, the same on every machine.
 inline double UnitInterval(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+// The 64 random bits of draw `index` of seed `seed` (philox::draw_bits).
+uint64_t DrawBits(uint64_t seed, uint64_t index);
 
 }  // namespace sample_internal
 
@@ -163,7 +167,7 @@ class Sampler {
   void ComputeLogprobs(std::span<const float> logits, int32_t token, SampleResult* out);
 
   SamplingParams params_;
-  std::mt19937_64 rng_;
+  uint64_t draws_;  // Sample() calls so far: the next draw's Philox counter
   std::unique_ptr<SamplerScratch> owned_scratch_;
   SamplerScratch* scratch_;
 };

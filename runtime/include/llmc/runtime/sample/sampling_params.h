@@ -49,9 +49,10 @@ struct SamplingParams {
   // too).
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
-  // Seeds the sequence's std::mt19937_64: the same seed, logits and params
-  // give the same tokens on any machine. The engine picks a fresh seed for
-  // a request that gave none.
+  // Keys the sequence's draws (Philox-4x32-10, counter = the token's index
+  // in the output): the same seed, logits and params give the same tokens
+  // on any machine and in any batch. The engine picks a fresh seed for a
+  // request that gave none.
   uint64_t seed = 0;
   // Most tokens to generate; -1: no limit (EOS, a stop string or the end of
   // the context ends the sequence).
