@@ -313,7 +313,7 @@ template <class Fmt, class Act> void checkStepDecoder(int k) {
     std::vector<uint4> aligned((bytes.size() + 15) / 16 + 1); // 16-byte aligned, as the GEMM's rows
     std::memcpy(aligned.data(), bytes.data(), bytes.size());
     const u8* row = reinterpret_cast<const u8*>(aligned.data());
-    typename W::step_state state{}; // kept across a quartet's steps, as the GEMM's loop does
+    typename W::step_state state{}, halves[2]{}; // kept across a quartet's steps, as the GEMM's loop does
     for (int kt = 0; kt < k / 32; ++kt) {
       double scales = 0; // q4_K: 15 |D| + |M|
       if constexpr (!exact) {
@@ -361,6 +361,21 @@ template <class Fmt, class Act> void checkStepDecoder(int k) {
         W::template step_decode<Act, 4>(sw, kt, kt & 3, state, phased);
         for (int i = 0; i < 16; ++i)
           EXPECT_EQ(phased[i], all[i]) << "kt " << kt << " word " << i << ", phase " << (kt & 3);
+        // Two groups a thread (the 64-row tiles' case), each half of the
+        // row with its own state, as two threads hold them.
+        for (int first = 0; first < 2; ++first) {
+          typename W::template step_words<2> sw2;
+          W::template step_load<2>(row, kt, first, kt & 3, sw2);
+          if constexpr (!exact) {
+            if (kt & 3) sw2.head = make_uint4(0x3c003c00u, 0x3c003c00u, 0x01010101u, 0x02020202u);
+          }
+          u32 two[8];
+          W::template step_decode<Act, 2>(sw2, kt, kt & 3, halves[first], two);
+          for (int c = 0; c < 2; ++c)
+            for (int i = 0; i < 4; ++i)
+              EXPECT_EQ(two[4 * c + i], all[4 * (first + 2 * c) + i])
+                  << "kt " << kt << " first " << first << ", phase " << (kt & 3);
+        }
       }
       if (::testing::Test::HasFailure()) return; // the first step that fails, not every one
     }
