@@ -137,7 +137,8 @@ struct GemmTile {
   int64_t tailTrips(int64_t K) const {
     return unrollTail() ? 0 : steps(K) - rounds(K) * stages;
   }
-  int64_t trips(int64_t K) const { return rounds(K) + tailTrips(K); }  std::string args() const { // gemm_tile's defaults (1 split, rolled) left out
+  int64_t trips(int64_t K) const { return rounds(K) + tailTrips(K); }
+  std::string args() const { // gemm_tile's defaults (1 split, rolled) left out
     std::string a = llvm::formatv("{0}, {1}, {2}, {3}, {4}", bm, bn, wm, wn, stages).str();
     if (splits > 1 || unroll)
       a += ", " + std::to_string(splits);

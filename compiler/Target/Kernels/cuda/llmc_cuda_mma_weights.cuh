@@ -259,9 +259,10 @@ template <> struct of<fmt::q4_0> {
 // `phase` is kt % 4 where the caller knows it at compile time (an unrolled
 // loop over steps whose first is a multiple of 4), -1 where it does not.
 // A format may share work between the four steps of such a quartet through
-// `step_state`: what step_decode computes at phase 0 (or -1, where it
-// computes everything) and reads at phases 1 to 3. So the caller decodes a
-// quartet's steps in order, phase 0 first, with one step_state.
+// `step_state`: what step_decode computes at phase 0 and reads at phases 1
+// to 3 (at -1 it decodes the step from its own words alone). So the caller
+// decodes a quartet's steps in order, phase 0 first, with one step_state,
+// and step_load skips what phases 1 to 3 do not read.
 template <class Fmt> struct step_decoder { static constexpr bool value = false; };
 template <> struct step_decoder<fmt::q4_0> : of<fmt::q4_0> {};
 
