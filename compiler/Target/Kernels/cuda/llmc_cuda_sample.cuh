@@ -1,0 +1,77 @@
+// llmc CUDA kernel library: sampling on the device.
+//
+// The device half of the sampler (issue 27: only token ids cross PCIe, not
+// a step's logits). Each kernel gives, row for row, the token the host
+// sampler (runtime/src/sample/sampler.cc) picks from the same f32 logits.
+// So far: greedy. The random draws will come from llmc_cuda_philox.cuh, the
+// host sampler's generator too.
+//
+// Part of llmc_cuda_kernels.cuh, the header generated kernels include; see
+// README.md beside it for the library as a whole.
+#ifndef LLMC_CUDA_SAMPLE_CUH_
+#define LLMC_CUDA_SAMPLE_CUH_
+
+#include "llmc_cuda_common.cuh"
+#include "llmc_cuda_philox.cuh"
+
+namespace llmc {
+namespace cuda {
+
+namespace detail {
+// A logit as the host sampler reads it: NaN is masked (-inf), +inf the
+// largest float, so that a row's best is a number.
+__device__ __forceinline__ float sample_clean(float v) {
+  if (v != v) return -__int_as_float(0x7f800000);
+  return fminf(v, 3.402823466e38f);
+}
+// (value, id) with the higher value first, then the lower id: the host's
+// greedy order (a strict total order, so any reduction tree agrees).
+__device__ __forceinline__ bool sample_better(float v, int id, float bv, int bid) {
+  return v > bv || (v == bv && id < bid);
+}
+} // namespace detail
+
+// Greedy: ids[r] = the argmax of row r of `logits` (rows of `vocab` f32,
+// `stride` floats apart), ties to the lowest id, NaN never chosen unless
+// nothing else is, a row of nothing but -inf and NaN gives 0, as the host
+// sampler's Greedy. Launch: one block of Threads (a multiple of 32, up to
+// 1024) a row, grid (rows). Each thread scans ids tid, tid + Threads, ...
+// (coalesced), then the block reduces (value, id) pairs in that order.
+template <int Threads>
+__device__ void sample_argmax_rows(const float* __restrict__ logits, long long stride, int vocab,
+                                   int* __restrict__ ids) {
+  static_assert(Threads % 32 == 0 && Threads <= 1024, "sample_argmax_rows: whole warps, at most 1024");
+  __shared__ float best_v[Threads / 32];
+  __shared__ int best_id[Threads / 32];
+  const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const float* x = logits + row * stride;
+  float bv = -__int_as_float(0x7f800000);
+  int bid = 0x7fffffff;
+  for (int i = tid; i < vocab; i += Threads) {
+    const float v = detail::sample_clean(x[i]);
+    if (detail::sample_better(v, i, bv, bid)) bv = v, bid = i;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int oid = __shfl_xor_sync(0xffffffffu, bid, o);
+    if (detail::sample_better(ov, oid, bv, bid)) bv = ov, bid = oid;
+  }
+  if (lane == 0) best_v[warp] = bv, best_id[warp] = bid;
+  __syncthreads();
+  if (warp == 0) {
+    bv = lane < Threads / 32 ? best_v[lane] : -__int_as_float(0x7f800000);
+    bid = lane < Threads / 32 ? best_id[lane] : 0x7fffffff;
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int oid = __shfl_xor_sync(0xffffffffu, bid, o);
+      if (detail::sample_better(ov, oid, bv, bid)) bv = ov, bid = oid;
+    }
+    // A row of nothing above -inf ties everywhere: id 0, as the host's.
+    if (lane == 0) ids[row] = bid;
+  }
+}
+
+} // namespace cuda
+} // namespace llmc
+
+#endif // LLMC_CUDA_SAMPLE_CUH_
