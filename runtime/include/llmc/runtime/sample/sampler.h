@@ -29,15 +29,15 @@
 //
 // Randomness: the n-th Sample() of a sampler (n from 0, greedy calls
 // counted) draws 64 bits from Philox-4x32-10 keyed by the seed, at counter
-// n (llmc_cuda_philox.cuh, the device sampler's generator too), turned into
-// a double in [0, 1) by our own arithmetic. A token's draw is thus a
+// n (llmc_cuda_philox.cuh, which device sampling kernels share), turned
+// into a double in [0, 1) by our own arithmetic. A token's draw is thus a
 // function of the request's seed and the token's index in its output,
-// never of its batch-mates or of the order rows are sampled in. The draw walks the
-// survivors in an order that depends only on logits and ids (with top-k:
-// descending logit, then id; without: id order, or for top-p, groups of
-// descending logit ranges), and every selection uses a strict total order,
-// so the same seed gives the same tokens everywhere, up to last-bit
-// differences of expf between C libraries.
+// never of its batch-mates or of the order rows are sampled in. The draw
+// walks the survivors in an order that depends only on logits and ids
+// (with top-k: descending logit, then id; without: id order, or for top-p,
+// groups of descending logit ranges), and every selection uses a strict
+// total order, so the same seed gives the same tokens everywhere, up to
+// last-bit differences of expf between C libraries.
 //
 // Cost, vocabulary V: one pass over the logits for top-k with k <= 1024 (a
 // k-entry heap; the logits are not copied), plus O(k log k); a larger k
