@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -152,6 +153,30 @@ absl::StatusOr<std::unique_ptr<Module>> CudaDevice::LoadPtx(absl::string_view pt
   uint32_t bits = uint32_t(uintptr_t(values[5]));
   std::memcpy(&m->jit_ms_, &bits, sizeof bits);
   return m;
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  if (this != &o) {
+    this->~PinnedBuffer();
+    api_ = std::exchange(o.api_, nullptr);
+    data_ = std::exchange(o.data_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ != nullptr) api_->cuMemFreeHost(data_);  // nothing to report from a destructor
+  data_ = nullptr;
+}
+
+absl::StatusOr<PinnedBuffer> CudaDevice::AllocPinned(size_t bytes) {
+  void* p = nullptr;
+  CUresult r = api_->cuMemAllocHost(&p, bytes);
+  if (absl::Status st = api_->Check(r, absl::StrFormat("cuMemAllocHost_v2(%d bytes)", bytes));
+      !st.ok())
+    return st;
+  return PinnedBuffer(api_, p, bytes);
 }
 
 absl::Status CudaDevice::CopyToDevice(CUdeviceptr dst, const void* src, size_t bytes) {

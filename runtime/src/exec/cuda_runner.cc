@@ -250,7 +250,8 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     LLMC_ASSIGN_OR_RETURN(llmc_cuda_args args, PackArgs(m, s, bind));
     runner->args_.push_back(args);
   }
-  runner->logits_.resize(size_t(o.max_logits * runner->vocab_));
+  LLMC_ASSIGN_OR_RETURN(runner->logits_,
+                        runner->device_->AllocPinned(size_t(o.max_logits * runner->vocab_) * sizeof(float)));
   LLMC_RETURN_IF_ERROR(runner->device_->Synchronize());
   return runner;
 }
@@ -637,7 +638,12 @@ absl::Status CudaRunner::RunCollective(size_t step, const llmc_cuda_step_info& i
 absl::Status CudaRunner::RunTransfer(const CudaTransfer& t, const llmc_cuda_step_info& info) {
   const size_t bytes = size_t(info.num_tokens * t.row_bytes);
   if (bytes == 0) return absl::OkStatus();
-  transfer_host_.resize(std::max(transfer_host_.size(), bytes));
+  if (bytes > transfer_host_.bytes()) {  // the last transfer synchronized: nothing in flight
+    absl::StatusOr<cuda::PinnedBuffer> grown =
+        device_->AllocPinned(std::max(bytes, 2 * transfer_host_.bytes()));
+    if (!grown.ok()) return grown.status();
+    transfer_host_ = *std::move(grown);
+  }
   const cuda::CUdeviceptr rows = bindings_.buffers[t.buffer];
   auto failed = [&](const absl::Status& st) {
     return absl::Status(st.code(), absl::StrCat(st.message(), " in ", t.Describe()));
@@ -728,10 +734,12 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
     DropGraphs();  // they read the old area
     LLMC_RETURN_IF_ERROR(Grow(staging_bytes, "the step's inputs", &staging_, &staging_bytes_));
   }
-  staging_host_.resize(size_t(layout.total));
-  PackStaging(batch, layout, staging_host_.data());
-  LLMC_RETURN_IF_ERROR(device_->CopyToDevice(staging_, staging_host_.data(),
-                                             staging_host_.size() * sizeof(int32_t)));
+  if (staging_bytes > staging_host_.bytes()) {  // the last step's upload is over (Synchronize)
+    LLMC_ASSIGN_OR_RETURN(staging_host_,
+                          device_->AllocPinned(std::max(staging_bytes, 2 * staging_host_.bytes())));
+  }
+  PackStaging(batch, layout, staging_host_.as<int32_t>());
+  LLMC_RETURN_IF_ERROR(device_->CopyToDevice(staging_, staging_host_.data(), staging_bytes));
   llmc_cuda_step_info info = MakeStepInfo(batch, layout, staging_, options_.block_size);
 
   int64_t max_context = 0;
@@ -773,7 +781,7 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
   LLMC_RETURN_IF_ERROR(device_->Synchronize());
   if (!event_kernels_.empty()) LLMC_RETURN_IF_ERROR(ReadProfile());
   if (m.logits_buffer < 0) return nullptr;
-  return logits_.data();
+  return logits_.as<float>();
 }
 
 }  // namespace llmc

@@ -365,6 +365,32 @@ TEST_F(CudaRunnerTest, ReturnsTheLogitsRowsTheDeviceHolds) {
   EXPECT_EQ(Read(Launches().back().info.block_tables, 64), std::vector<int>(64, 5));
 }
 
+// A step's host copies are one upload of its inputs and one download of
+// its logits, both from page-locked memory: a pageable buffer would make the
+// driver stage the copy and the host wait for it (issue 27).
+TEST_F(CudaRunnerTest, StepCopiesOnlyFromPageLockedMemory) {
+  ASSERT_TRUE(Open().ok());
+  EXPECT_GE(query_("pinned_allocs"), 1);  // the logits, at load
+  const long pageable = query_("pageable_copies");
+  const long long down = query_("d2h_bytes");
+  StepBatch b = Sequence(0, 12);
+  b.logits_rows = {3, 11};
+  ASSERT_TRUE(runner_->Step(b).ok());
+  EXPECT_EQ(query_("pageable_copies"), pageable);
+  EXPECT_EQ(query_("d2h_bytes") - down, 2 * 64 * long(sizeof(float)));  // 2 rows of the vocabulary
+  // A batch that outgrows the staging area gets a larger page-locked one.
+  StepBatch many = Sequence(0, 1);
+  many.max_blocks = 64;
+  many.block_tables.assign(64, 5);
+  const long pinned = query_("pinned_allocs");
+  ASSERT_TRUE(runner_->Step(many).ok());
+  EXPECT_GT(query_("pinned_allocs"), pinned);
+  EXPECT_EQ(query_("pageable_copies"), pageable);
+  // Closing the runner frees them all.
+  runner_.reset();
+  EXPECT_EQ(query_("pinned_live"), 0);
+}
+
 TEST_F(CudaRunnerTest, SplitKGemmGetsZeroedTicketsAndScratchForItsPartials) {
   // The LM head's GEMM split 4 ways along K (64 x 64 floats per block):
   // without such a launch no tickets; with it, zeroed tickets for the

@@ -64,6 +64,29 @@ class Module {
   float jit_ms_ = 0;
 };
 
+// Page-locked host memory (cuMemAllocHost), freed with the buffer: copies
+// from and to it are truly asynchronous, where a pageable buffer makes the
+// driver stage each copy and wait for it. Empty until allocated.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const DriverApi* api, void* data, size_t bytes) : api_(api), data_(data), bytes_(bytes) {}
+  PinnedBuffer(PinnedBuffer&& o) noexcept { *this = std::move(o); }
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer();
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  template <class T> T* as() const { return static_cast<T*>(data_); }
+
+ private:
+  const DriverApi* api_ = nullptr;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 struct CudaDeviceOptions {
   int ordinal = 0;
   size_t pool_slab_bytes = size_t(256) << 20;
@@ -91,6 +114,8 @@ class CudaDevice {
   // kernels.ptx") names the module in errors, which carry the JIT's error log.
   absl::StatusOr<std::unique_ptr<Module>> LoadPtx(absl::string_view ptx, const std::string& name);
 
+  // `bytes` of page-locked host memory (the context must be current).
+  absl::StatusOr<PinnedBuffer> AllocPinned(size_t bytes);
   // Stream-ordered copies (the host memory must stay valid until Synchronize).
   absl::Status CopyToDevice(CUdeviceptr dst, const void* src, size_t bytes);
   absl::Status CopyToHost(void* dst, CUdeviceptr src, size_t bytes);

@@ -64,6 +64,9 @@ namespace llmc::cuda {
     "cuLaunchKernelEx", nullptr, false)                                                          \
   X(cuMemAlloc, CUresult, (CUdeviceptr*, size_t), "cuMemAlloc_v2", nullptr, true)                \
   X(cuMemFree, CUresult, (CUdeviceptr), "cuMemFree_v2", nullptr, true)                           \
+  /* Page-locked host memory: copies from and to it run asynchronously. */                      \
+  X(cuMemAllocHost, CUresult, (void**, size_t), "cuMemAllocHost_v2", "cuMemAllocHost", true)     \
+  X(cuMemFreeHost, CUresult, (void*), "cuMemFreeHost", nullptr, true)                            \
   X(cuMemcpyHtoD, CUresult, (CUdeviceptr, const void*, size_t), "cuMemcpyHtoD_v2", nullptr, true) \
   X(cuMemcpyDtoH, CUresult, (void*, CUdeviceptr, size_t), "cuMemcpyDtoH_v2", nullptr, true)      \
   X(cuMemcpyDtoD, CUresult, (CUdeviceptr, CUdeviceptr, size_t), "cuMemcpyDtoD_v2", nullptr, true) \

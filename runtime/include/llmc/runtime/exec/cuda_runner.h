@@ -162,8 +162,9 @@ class CudaRunner : public StepRunner {
   std::vector<std::vector<ParsedLaunch>> parsed_;         // per cuda kernel, per launch
   std::vector<std::vector<cuda::CUfunction>> functions_;  // likewise
   std::vector<llmc_cuda_args> args_;                      // per cuda step, packed at load
-  // The step's staging: host copy and device area (grown when a batch needs more).
-  std::vector<int32_t> staging_host_;
+  // The step's staging: host copy (page-locked, so that its upload is one
+  // asynchronous copy) and device area, grown when a batch needs more.
+  cuda::PinnedBuffer staging_host_;
   cuda::CUdeviceptr staging_ = 0;
   size_t staging_bytes_ = 0;
   size_t scratch_bytes_ = 0;  // of bindings_.scratch
@@ -171,7 +172,7 @@ class CudaRunner : public StepRunner {
   std::vector<SelectedLaunch> selected_scratch_;  // ApplyGemmPolicy's, reused
   std::vector<Graph> graphs_;  // with options_.cuda_graphs; destroyed before the device
   uint64_t steps_ = 0;         // Step calls, for the graphs' last use
-  std::vector<float> logits_;  // [max_logits, vocab], what Step returns
+  cuda::PinnedBuffer logits_;  // [max_logits, vocab] f32, page-locked: what Step returns
   // cuBLASLt GEMMs.
   std::unique_ptr<cuda::CublasLt> cublaslt_;  // destroyed before the device
   GemmPolicy gemm_policy_;
@@ -194,7 +195,7 @@ class CudaRunner : public StepRunner {
   // Pipeline stages (empty otherwise).
   std::vector<CudaTransfer> transfers_;
   std::vector<int> transfer_of_step_;  // per cuda step: into transfers_, or -1
-  std::vector<char> transfer_host_;    // the rows on their way through host memory
+  cuda::PinnedBuffer transfer_host_;  // the rows on their way through (page-locked) host memory
   bool capturing_ = false;             // a graph capture is under way (no events recorded)
 };
 

@@ -68,6 +68,12 @@ struct State {
   int stream_stuck = 0;  // cuStreamQuery and later events say "not ready" (a hung collective)
   std::map<uintptr_t, size_t> allocations;  // live cuMemAlloc blocks: start -> bytes
   int copies_2d = 0;                        // cuMemcpy2DAsync_v2 calls
+  std::map<uintptr_t, size_t> pinned;       // live cuMemAllocHost blocks: start -> bytes
+  int pinned_allocs = 0;                    // cuMemAllocHost calls so far
+  // Asynchronous host copies (cuMemcpy{HtoD,DtoH}Async) whose host side is
+  // not page-locked: a real driver stages them and makes the host wait.
+  int pageable_copies = 0;
+  long long h2d_bytes = 0, d2h_bytes = 0;   // asynchronous host copies' bytes
 } g;
 // An event: whether the stream was stuck when it was recorded.
 struct FakeEvent {
@@ -111,6 +117,11 @@ API long fake_cuda_query(const char* key) {
   if (k == "capture_violations") return g.capture_violations;
   if (k == "stream_stuck") return g.stream_stuck;
   if (k == "copies_2d") return g.copies_2d;
+  if (k == "pinned_allocs") return g.pinned_allocs;
+  if (k == "pinned_live") return long(g.pinned.size());
+  if (k == "pageable_copies") return g.pageable_copies;
+  if (k == "h2d_bytes") return long(g.h2d_bytes);
+  if (k == "d2h_bytes") return long(g.d2h_bytes);
   return -1;
 }
 // Bytes of device memory from `p` to the end of the allocation holding it;
@@ -377,10 +388,38 @@ API CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t 
   std::memcpy(reinterpret_cast<void*>(uintptr_t(d)), reinterpret_cast<void*>(uintptr_t(s)), n);
   return 0;
 }
+API CUresult cuMemAllocHost_v2(void** p, size_t bytes) {
+  REFUSE_DURING_CAPTURE();
+  void* m = std::malloc(bytes > 0 ? bytes : 1);
+  if (!m) return 2;
+  ++g.pinned_allocs;
+  g.pinned[uintptr_t(m)] = bytes;
+  *p = m;
+  return 0;
+}
+API CUresult cuMemFreeHost(void* p) {
+  REFUSE_DURING_CAPTURE();
+  if (g.pinned.erase(uintptr_t(p)) == 0) return 1;  // CUDA_ERROR_INVALID_VALUE: not ours
+  std::free(p);
+  return 0;
+}
+namespace {
+// Whether [p, p + n) lies in one page-locked block.
+bool Pinned(const void* p, size_t n) {
+  auto it = g.pinned.upper_bound(uintptr_t(p));
+  if (it == g.pinned.begin()) return false;
+  --it;
+  return uintptr_t(p) + n <= it->first + it->second;
+}
+}  // namespace
 API CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void* s, size_t n, void*) {
+  if (!Pinned(s, n)) ++g.pageable_copies;
+  g.h2d_bytes += (long long)n;
   return cuMemcpyHtoD_v2(d, s, n);
 }
 API CUresult cuMemcpyDtoHAsync_v2(void* d, unsigned long long s, size_t n, void*) {
+  if (!Pinned(d, n)) ++g.pageable_copies;
+  g.d2h_bytes += (long long)n;
   return cuMemcpyDtoH_v2(d, s, n);
 }
 API CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void*) {
