@@ -157,7 +157,7 @@ absl::StatusOr<std::unique_ptr<Module>> CudaDevice::LoadPtx(absl::string_view pt
 
 PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
   if (this != &o) {
-    this->~PinnedBuffer();
+    Free();
     api_ = std::exchange(o.api_, nullptr);
     data_ = std::exchange(o.data_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
@@ -165,9 +165,10 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
   return *this;
 }
 
-PinnedBuffer::~PinnedBuffer() {
+void PinnedBuffer::Free() {
   if (data_ != nullptr) api_->cuMemFreeHost(data_);  // nothing to report from a destructor
   data_ = nullptr;
+  bytes_ = 0;
 }
 
 absl::StatusOr<PinnedBuffer> CudaDevice::AllocPinned(size_t bytes) {

@@ -250,8 +250,8 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     LLMC_ASSIGN_OR_RETURN(llmc_cuda_args args, PackArgs(m, s, bind));
     runner->args_.push_back(args);
   }
-  LLMC_ASSIGN_OR_RETURN(runner->logits_,
-                        runner->device_->AllocPinned(size_t(o.max_logits * runner->vocab_) * sizeof(float)));
+  LLMC_ASSIGN_OR_RETURN(runner->logits_, runner->device_->AllocPinned(
+                                             size_t(o.max_logits * runner->vocab_) * sizeof(float)));
   LLMC_RETURN_IF_ERROR(runner->device_->Synchronize());
   return runner;
 }
@@ -734,7 +734,10 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
     DropGraphs();  // they read the old area
     LLMC_RETURN_IF_ERROR(Grow(staging_bytes, "the step's inputs", &staging_, &staging_bytes_));
   }
-  if (staging_bytes > staging_host_.bytes()) {  // the last step's upload is over (Synchronize)
+  if (staging_bytes > staging_host_.bytes()) {
+    // No upload may still read the old area (a step that failed midway
+    // left its stream unsynchronized).
+    LLMC_RETURN_IF_ERROR(device_->Synchronize());
     LLMC_ASSIGN_OR_RETURN(staging_host_,
                           device_->AllocPinned(std::max(staging_bytes, 2 * staging_host_.bytes())));
   }

@@ -70,18 +70,20 @@ class Module {
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
-  PinnedBuffer(const DriverApi* api, void* data, size_t bytes) : api_(api), data_(data), bytes_(bytes) {}
+  PinnedBuffer(const DriverApi* api, void* data, size_t bytes)
+      : api_(api), data_(data), bytes_(bytes) {}
   PinnedBuffer(PinnedBuffer&& o) noexcept { *this = std::move(o); }
   PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer();
+  ~PinnedBuffer() { Free(); }
 
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   template <class T> T* as() const { return static_cast<T*>(data_); }
 
  private:
+  void Free();
   const DriverApi* api_ = nullptr;
   void* data_ = nullptr;
   size_t bytes_ = 0;
