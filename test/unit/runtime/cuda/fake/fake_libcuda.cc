@@ -399,7 +399,8 @@ API CUresult cuMemAllocHost_v2(void** p, size_t bytes) {
 }
 API CUresult cuMemFreeHost(void* p) {
   REFUSE_DURING_CAPTURE();
-  if (g.pinned.erase(uintptr_t(p)) == 0) return 1;  // CUDA_ERROR_INVALID_VALUE: not ours
+  // Freed whether or not a "reset" forgot it since, as cuMemFree_v2 does.
+  g.pinned.erase(uintptr_t(p));
   std::free(p);
   return 0;
 }
