@@ -29,6 +29,14 @@ __device__ __forceinline__ float sample_clean(float v) {
 __device__ __forceinline__ bool sample_better(float v, int id, float bv, int bid) {
   return v > bv || (v == bv && id < bid);
 }
+// The warp's best (value, id) in every lane.
+__device__ __forceinline__ void sample_warp_best(float& bv, int& bid) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int oid = __shfl_xor_sync(0xffffffffu, bid, o);
+    if (sample_better(ov, oid, bv, bid)) bv = ov, bid = oid;
+  }
+}
 } // namespace detail
 
 // Greedy: ids[r] = the argmax of row r of `logits` (rows of `vocab` f32,
@@ -51,21 +59,13 @@ __device__ void sample_argmax_rows(const float* __restrict__ logits, long long s
     const float v = detail::sample_clean(x[i]);
     if (detail::sample_better(v, i, bv, bid)) bv = v, bid = i;
   }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-    const int oid = __shfl_xor_sync(0xffffffffu, bid, o);
-    if (detail::sample_better(ov, oid, bv, bid)) bv = ov, bid = oid;
-  }
+  detail::sample_warp_best(bv, bid);
   if (lane == 0) best_v[warp] = bv, best_id[warp] = bid;
   __syncthreads();
   if (warp == 0) {
     bv = lane < Threads / 32 ? best_v[lane] : -__int_as_float(0x7f800000);
     bid = lane < Threads / 32 ? best_id[lane] : 0x7fffffff;
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-      const int oid = __shfl_xor_sync(0xffffffffu, bid, o);
-      if (detail::sample_better(ov, oid, bv, bid)) bv = ov, bid = oid;
-    }
+    detail::sample_warp_best(bv, bid);
     // A row of nothing above -inf ties everywhere: id 0, as the host's.
     if (lane == 0) ids[row] = bid;
   }
