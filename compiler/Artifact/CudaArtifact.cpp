@@ -82,6 +82,7 @@ absl::Status buildCudaArtifact(mlir::ModuleOp module, const CudaArtifactOptions 
     LLMC_RETURN_IF_ERROR(writeArtifactFile(dir + "/kernels/" + arch + "/kernels.ptx", text));
   }
   cuda.kernels = std::move(plan.kernels);
+  cuda.samplers = std::move(plan.samplers);
   LLMC_ASSIGN_OR_RETURN(cuda.steps, toManifestSteps(plan.launches, weightIndex));
   return absl::OkStatus();
 }

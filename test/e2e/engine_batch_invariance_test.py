@@ -27,7 +27,9 @@ top-2 gap must be under 1e-2 of the logit range, and a sampled request's
 random draw must lie within 1e-2 of probability of an edge of the interval
 it picks. Each such case is printed. The batched run is repeated with
 --cuda-graphs (decode-only steps replayed from captured graphs): the same
-tokens and logprobs to the bit.
+tokens and logprobs to the bit; that run also picks the greedy requests'
+tokens on the host from copied logits (--no-device-greedy), where the
+others ran the device sampler.
 
 With --tp N the synthetic models are compiled for N tensor-parallel ranks
 and every run goes through `mpirun -np N`: rank 0's engine schedules, the
@@ -314,18 +316,22 @@ def check_cuda_emu(args, exe, work):
     ok = compare(f"{name} [cuda, emulated]", [r["id"] for r in reqs], batched, alone, 64,
                  emu_near_tie(exe, art, reqs, work, env))
     # The batched run again with decode-only steps replayed from captured
-    # CUDA graphs: the same tokens and logprobs to the bit.
+    # CUDA graphs, and the greedy requests' tokens picked on the host from
+    # copied logits instead of by the device sampler: the same tokens and
+    # logprobs to the bit (each step's logits are the same bits).
     graphs, _ = run_engine(exe, art, reqs, work, "emu-graphs",
-                           cuda + ["--cuda-graphs", "--max-batch-tokens", "64", "--max-seqs", "64",
-                                   "--kv-blocks", str(quarter)], env)
+                           cuda + ["--cuda-graphs", "--no-device-greedy", "--max-batch-tokens",
+                                   "64", "--max-seqs", "64", "--kv-blocks", str(quarter)], env)
     ids = [r["id"] for r in reqs]
     g_by_id = by_request(f"{name} [cuda, emulated] --cuda-graphs", "graphs", graphs, ids)
     b_by_id = by_request(f"{name} [cuda, emulated]", "batched", batched, ids)
     same = g_by_id is not None and b_by_id is not None and all(
         (g_by_id[i]["token_ids"], g_by_id[i]["logprobs"]) ==
         (b_by_id[i]["token_ids"], b_by_id[i]["logprobs"]) for i in map(str, ids))
-    print(f"{'PASS' if same else 'FAIL'} {name} [cuda, emulated] --cuda-graphs: engine steps with "
-          f"graph replay give {'the same' if same else 'DIFFERENT'} tokens and logprobs", flush=True)
+    print(f"{'PASS' if same else 'FAIL'} {name} [cuda, emulated] --cuda-graphs "
+          f"--no-device-greedy: engine steps with graph replay and greedy tokens picked on the "
+          f"host give {'the same' if same else 'DIFFERENT'} tokens and logprobs as without",
+          flush=True)
     return ok and same
 
 

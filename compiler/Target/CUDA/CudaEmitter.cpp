@@ -590,6 +590,31 @@ std::string actTypeName(StringRef t) {
   return "float";
 }
 
+// The device sampler's entries (cuda_abi.h) over the step's logits, whose
+// rows are the vocabulary wide (@step's result, [rows, vocab] f32).
+LogicalResult emitSamplers(func::FuncOp step, CudaKernelPlan &plan) {
+  auto logits = step.getNumResults() == 1
+                    ? dyn_cast<RankedTensorType>(step.getFunctionType().getResult(0))
+                    : RankedTensorType();
+  if (!logits || logits.getRank() != 2 || ShapedType::isDynamic(logits.getDimSize(1)))
+    return step.emitError() << "CUDA codegen: the device sampler needs @step's logits as "
+                               "tensor<?xVOCABxf32>";
+  constexpr int kThreads = 256;
+  ManifestCudaSampler greedy{"greedy", "llmc_sample_greedy", kThreads};
+  plan.source += llvm::formatv(
+      "// The device sampler: greedy picks over the logits (cuda_abi.h), one block a pick.\n"
+      "extern \"C\" __global__ void __launch_bounds__({0})\n"
+      "{1}(llmc_cuda_step_info s, llmc_cuda_args a) {{\n"
+      "  sample_greedy_picks<{0}, LLMC_CUDA_MAX_PICK_MASKED>(\n"
+      "      static_cast<const float *>(a.buffers[0]), {2},\n"
+      "      static_cast<const llmc_cuda_pick *>(a.buffers[1]),\n"
+      "      static_cast<const int *>(a.buffers[2]), static_cast<int *>(a.buffers[3]));\n"
+      "}\n",
+      kThreads, greedy.symbol, logits.getDimSize(1));
+  plan.samplers.push_back(std::move(greedy));
+  return success();
+}
+
 } // namespace
 
 FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions &options) {
@@ -669,6 +694,8 @@ FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions
   // Collectives run between the kernels, in plan order (NCCL, in the runtime).
   auto emitCollective = [&](const KernelLaunch &launch) { plan.launches.push_back(launch); };
   if (failed(forEachPlannedGroup(planned->step, emitGroup, emitCollective, "CUDA codegen")))
+    return failure();
+  if (planned->logitsBuffer >= 0 && failed(emitSamplers(planned->step, plan)))
     return failure();
   return plan;
 }

@@ -17,6 +17,9 @@
 //   attention       the K/V cache write, the flash-decoding split pass, and
 //                   the reduction of the splits (when there are several).
 //   others          embedding, RMS norm, RoPE, elementwise: one block a token.
+// Where the step has logits, the device sampler's entries follow (greedy
+// picks over the logits rows, one block a pick), for the runtime to launch
+// after the step so that only token ids leave the GPU.
 // Groups with identical code share a kernel; only the bindings differ.
 //
 //===----------------------------------------------------------------------===//
@@ -49,6 +52,9 @@ struct CudaKernelPlan {
   std::string source;                        // kernels.cu
   std::vector<ManifestCudaKernel> kernels;
   std::vector<KernelLaunch> launches;
+  // The device sampler's entries over the logits (cuda_abi.h); none on a
+  // pipeline stage before the last, which has no logits.
+  std::vector<ManifestCudaSampler> samplers;
 };
 
 // Fails with a diagnostic naming the first op the CUDA templates cannot run.

@@ -333,9 +333,17 @@ absl::Status ParseCuda(const Reader& r, const json& c, ManifestCuda* out) {
                        return absl::OkStatus();
                      });
   if (!st.ok()) return st;
-  return r.ReadObjects(c, f, "steps", &out->steps,
-                       [&](const json& s, const std::string& sf, ManifestStep* step) {
-                         return ParseStep(r, s, sf, step);
+  st = r.ReadObjects(c, f, "steps", &out->steps,
+                     [&](const json& s, const std::string& sf, ManifestStep* step) {
+                       return ParseStep(r, s, sf, step);
+                     });
+  if (!st.ok() || !c.contains("samplers")) return st;
+  return r.ReadObjects(c, f, "samplers", &out->samplers,
+                       [&](const json& s, const std::string& sf, ManifestCudaSampler* sampler) {
+                         LLMC_READ(r, s, sf, "kind", &sampler->kind);
+                         LLMC_READ(r, s, sf, "symbol", &sampler->symbol);
+                         LLMC_READ(r, s, sf, "block", &sampler->block);
+                         return absl::OkStatus();
                        });
 }
 
@@ -514,6 +522,12 @@ ojson CudaToJson(const ManifestCuda& c, ojson steps) {
   j["modules"] = std::move(modules);
   j["kernels"] = std::move(kernels);
   j["steps"] = std::move(steps);
+  if (!c.samplers.empty()) {
+    ojson samplers = ojson::array();
+    for (const ManifestCudaSampler& s : c.samplers)
+      samplers.push_back({{"kind", s.kind}, {"symbol", s.symbol}, {"block", s.block}});
+    j["samplers"] = std::move(samplers);
+  }
   return j;
 }
 

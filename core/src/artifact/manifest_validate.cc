@@ -521,6 +521,7 @@ class Validator {
       return Error("cuda.cuda_abi_version", absl::StrCat("must be >= 1, got ", c.cuda_abi_version));
     if (auto st = CudaModules(); !st.ok()) return st;
     if (auto st = CudaKernels(); !st.ok()) return st;
+    if (auto st = CudaSamplers(); !st.ok()) return st;
     // Collectives are checked as the host plan's are (the runtime's CUDA
     // executor refuses a partitioned artifact until it speaks NCCL).
     if (auto st = StepList("cuda.steps", c.steps, "cuda.kernels", c.kernels.size()); !st.ok())
@@ -538,6 +539,26 @@ class Validator {
       if (s.caches.size() > 1)
         return Error(f + ".caches", absl::StrCat("has ", s.caches.size(),
                                                  " entries; a launch binds one layer's K and V"));
+    }
+    return absl::OkStatus();
+  }
+
+  // The device sampler's entries: known kinds, each once, and launchable
+  // blocks (whole warps, at most 1024 threads).
+  absl::Status CudaSamplers() {
+    const std::vector<ManifestCudaSampler>& samplers = m_.cuda.samplers;
+    for (size_t i = 0; i < samplers.size(); ++i) {
+      const ManifestCudaSampler& s = samplers[i];
+      std::string f = Indexed("cuda.samplers", i);
+      if (s.kind != "greedy")
+        return Error(f + ".kind", absl::StrCat("'", s.kind, "' is not a sampler kind (greedy)"));
+      for (size_t j = 0; j < i; ++j)
+        if (samplers[j].kind == s.kind)
+          return Error(f + ".kind", absl::StrCat("'", s.kind, "' has an earlier entry too"));
+      if (s.symbol.empty()) return Error(f + ".symbol", "is empty");
+      if (s.block < 32 || s.block > 1024 || s.block % 32 != 0)
+        return Error(f + ".block", absl::StrCat("must be a multiple of 32 in [32, 1024], got ",
+                                                s.block));
     }
     return absl::OkStatus();
   }

@@ -102,6 +102,11 @@ void AppendCudaSection(const Artifact& artifact, bool steps, std::string* out) {
                             k.gemm.pre, k.gemm.rows, k.gemm.n, k.gemm.k, k.gemm.rows, k.gemm.epi,
                             k.gemm.columns, k.gemm.rows);
   }
+  for (const ManifestCudaSampler& s : c.samplers)
+    absl::StrAppendFormat(out,
+                          "cuda sampler  %s: %s [picks, 1, 1] x %d after the step, over the "
+                          "logits; only the picked ids come back\n",
+                          s.kind, s.symbol, s.block);
   if (steps)
     for (size_t i = 0; i < c.steps.size(); ++i)
       absl::StrAppendFormat(out, "  cuda step %4d: c%d %s\n", i, c.steps[i].kernel,

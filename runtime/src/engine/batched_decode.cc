@@ -8,6 +8,7 @@
 #include "absl/types/span.h"
 #include "llmc/runtime/engine/generator.h"
 #include "llmc/core/status_macros.h"
+#include "llmc/runtime/sample/sampler.h"
 
 namespace llmc {
 
@@ -43,7 +44,7 @@ absl::StatusOr<double> Generator::TimeBatchedDecode(std::span<const std::vector<
   } free_on_exit{kv_.get(), &ids};
   const int64_t vocab = runner_->vocab_size();
   auto argmax = [&](const float* row) {
-    return int32_t(std::max_element(row, row + vocab) - row);
+    return GreedyToken(std::span<const float>(row, size_t(vocab)), {});
   };
   // Prefill each sequence on its own (untimed): its last logits give its
   // first decode token.
@@ -77,9 +78,10 @@ absl::StatusOr<double> Generator::TimeBatchedDecode(std::span<const std::vector<
       LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> slot, kv_->SlotMapping(id, first, 1));
       LLMC_ASSIGN_OR_RETURN(absl::Span<const int32_t> table, kv_->block_table(id));
       b.AddLogitsRow(b.AddSequence(absl::MakeConstSpan(&next[size_t(s)], 1), first, slot, table));
+      b.PickLastRow({});  // only the token comes back (a GPU picks it on the device)
     }
-    LLMC_ASSIGN_OR_RETURN(const float* logits, runner_->Step(b.Finish()));
-    for (int64_t s = 0; s < n; ++s) next[size_t(s)] = argmax(logits + s * vocab);
+    LLMC_ASSIGN_OR_RETURN(StepOutput out, runner_->Step(b.Finish()));
+    std::copy(out.tokens, out.tokens + n, next.begin());
     if (tokens)
       for (int64_t s = 0; s < n; ++s) (*tokens)[size_t(s)].push_back(next[size_t(s)]);
   }

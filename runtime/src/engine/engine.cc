@@ -64,6 +64,14 @@ absl::StatusOr<RequestId> Engine::AddRequest(std::vector<int32_t> prompt,
   auto live = std::unique_ptr<Live>(
       new Live{params, Sampler(params, &scratch_), StopChecker(params, model_.eos_ids),
                IncrementalDetokenizer(*model_.tokenizer, context), RequestUsage{}, false});
+  // What a runner's pick (StepBatch::picks) gives: the greedy token of the
+  // raw logits, the end-of-generation ids masked with ignore_eos.
+  const bool penalized = params.repeat_last_n != 0 &&
+                         (params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f ||
+                          params.frequency_penalty != 0.0f);
+  live->runner_picks = options_.runner_picks && params.temperature == 0.0f &&
+                       params.logprobs == 0 && !penalized &&
+                       (!params.ignore_eos || int64_t(model_.eos_ids.size()) <= kMaxPickMaskedIds);
   live->usage.prompt_tokens = int32_t(context.size());
   live_.emplace(id, std::move(live));
   ++stats_.requests_added;
@@ -97,8 +105,9 @@ absl::Status Engine::Abort(RequestId id) {
   return absl::OkStatus();
 }
 
-absl::Status Engine::BuildBatch(const SchedulerOutput& out) {
+absl::Status Engine::BuildBatch(const SchedulerOutput& out, std::vector<bool>* picked) {
   batch_.Clear();
+  picked->clear();
   for (const ScheduledChunk& c : out.chunks) {
     LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> slots,
                           kv_->SlotMapping(c.id, c.first_position, c.num_tokens));
@@ -106,7 +115,13 @@ absl::Status Engine::BuildBatch(const SchedulerOutput& out) {
     const int32_t row =
         batch_.AddSequence(scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens),
                            c.first_position, slots, table);
-    if (c.sample) batch_.AddLogitsRow(row + c.num_tokens - 1);
+    if (!c.sample) continue;
+    batch_.AddLogitsRow(row + c.num_tokens - 1);
+    const Live& r = *live_.at(c.id);
+    picked->push_back(r.runner_picks);
+    if (r.runner_picks)
+      batch_.PickLastRow(r.params.ignore_eos ? absl::Span<const int32_t>(model_.eos_ids)
+                                             : absl::Span<const int32_t>());
   }
   // A step of prefill chunks only still asks for one row, never read: a
   // @step computes at least one row of logits (a launch with a zero grid is
@@ -117,23 +132,28 @@ absl::Status Engine::BuildBatch(const SchedulerOutput& out) {
   return absl::OkStatus();
 }
 
-absl::Status Engine::SampleNext(RequestId id, const float* logits,
+absl::Status Engine::SampleNext(RequestId id, const float* logits, const int32_t* picked,
                                 std::vector<RequestOutput>& outputs) {
   Live& r = *live_.at(id);
   if (!r.admitted) {
     r.admitted = true;
     r.usage.cached_prompt_tokens = scheduler_->num_cached_prompt_tokens(id);
   }
-  const std::span<const float> row = MaskTokens(
-      std::span<const float>(logits, size_t(model_.runner->vocab_size())),
-      r.params.ignore_eos ? std::span<const int32_t>(model_.eos_ids) : std::span<const int32_t>(),
-      &masked_);
   absl::Span<const int32_t> context = scheduler_->tokens(id);
   SampleResult sampled;
   const bool want_logprobs = r.params.logprobs > 0;
-  const int32_t token =
-      r.sampler.Sample(row, std::span<const int32_t>(context.data(), context.size()),
-                       want_logprobs ? &sampled : nullptr);
+  int32_t token = -1;
+  if (picked != nullptr) {
+    token = *picked;
+  } else {
+    const std::span<const float> row =
+        MaskTokens(std::span<const float>(logits, size_t(model_.runner->vocab_size())),
+                   r.params.ignore_eos ? std::span<const int32_t>(model_.eos_ids)
+                                       : std::span<const int32_t>(),
+                   &masked_);
+    token = r.sampler.Sample(row, std::span<const int32_t>(context.data(), context.size()),
+                             want_logprobs ? &sampled : nullptr);
+  }
   ++r.usage.completion_tokens;
   ++stats_.output_tokens;
   FinishReason reason = r.stop.AppendToken(token, r.detok.Append(token));
@@ -196,32 +216,37 @@ absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
     if (!kv_->pending_copies().empty())
       return absl::InternalError(
           "engine: the KV cache asks for block copies (copy on write), which no runner does yet");
-    LLMC_RETURN_IF_ERROR(BuildBatch(next));
+    std::vector<bool> picked;
+    LLMC_RETURN_IF_ERROR(BuildBatch(next, &picked));
     stats_.step_tokens_max = std::max<int64_t>(stats_.step_tokens_max, next.num_tokens);
     CountKvWaste();
     if (absl::Status st = model_.runner->Submit(batch_.batch()); !st.ok()) {
       FailStep(next, st, outputs);
       break;
     }
-    in_flight_.push_back(std::move(next));
+    in_flight_.push_back({std::move(next), std::move(picked)});
   }
   if (in_flight_.empty()) return outputs;
-  last_ = std::move(in_flight_.front());
+  InFlight step = std::move(in_flight_.front());
   in_flight_.pop_front();
-  absl::StatusOr<const float*> logits = model_.runner->Collect();
-  if (!logits.ok()) {
-    FailStep(last_, logits.status(), outputs);
+  last_ = std::move(step.schedule);
+  absl::StatusOr<StepOutput> result = model_.runner->Collect();
+  if (!result.ok()) {
+    FailStep(last_, result.status(), outputs);
     return outputs;
   }
   LLMC_RETURN_IF_ERROR(scheduler_->CompleteStep(last_));
   const int64_t vocab = model_.runner->vocab_size();
-  int64_t row = 0;
+  size_t row = 0, pick = 0;
   for (const ScheduledChunk& c : last_.chunks) {
     if (!c.sample) continue;
+    const bool picked = step.picked[row];
     // A request aborted while its step was in flight has no next token.
     if (live_.count(c.id) != 0)
-      LLMC_RETURN_IF_ERROR(SampleNext(c.id, *logits + row * vocab, outputs));
+      LLMC_RETURN_IF_ERROR(SampleNext(c.id, result->logits + int64_t(row) * vocab,
+                                      picked ? result->tokens + pick : nullptr, outputs));
     ++row;
+    pick += picked;
   }
   if (options_.check_invariants) LLMC_RETURN_IF_ERROR(scheduler_->CheckInvariants());
   return outputs;

@@ -49,7 +49,8 @@ absl::StatusOr<const float*> Generator::Forward(RequestId id, std::span<const in
   b.Clear();
   b.AddSequence(absl::MakeConstSpan(tokens.data(), tokens.size()), first, slots, table);
   for (int32_t r : rows) b.AddLogitsRow(r);
-  return runner_->Step(b.Finish());
+  LLMC_ASSIGN_OR_RETURN(StepOutput out, runner_->Step(b.Finish()));
+  return out.logits;
 }
 
 absl::StatusOr<GenerationResult> Generator::Generate(

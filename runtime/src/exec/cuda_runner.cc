@@ -252,6 +252,11 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   }
   LLMC_ASSIGN_OR_RETURN(runner->logits_, runner->device_->AllocPinned(
                                              size_t(o.max_logits * runner->vocab_) * sizeof(float)));
+  if (runner->greedy_) {
+    const size_t bytes = size_t(o.max_logits) * sizeof(int32_t);
+    LLMC_RETURN_IF_ERROR(runner->Allocate(bytes, "the picked token ids", &runner->device_picked_));
+    LLMC_ASSIGN_OR_RETURN(runner->picked_, runner->device_->AllocPinned(bytes));
+  }
   LLMC_RETURN_IF_ERROR(runner->device_->Synchronize());
   return runner;
 }
@@ -355,6 +360,12 @@ absl::Status CudaRunner::LoadModule() {
     for (const ManifestCudaLaunch& l : m.cuda.kernels[k].launches) {
       LLMC_ASSIGN_OR_RETURN(cuda::CUfunction fn, module_->Function(l.symbol));
       functions_[k].push_back(fn);
+    }
+  // Only the last pipeline stage has logits to pick from.
+  for (const ManifestCudaSampler& s : m.cuda.samplers)
+    if (s.kind == "greedy" && m.logits_buffer >= 0) {
+      LLMC_ASSIGN_OR_RETURN(greedy_, module_->Function(s.symbol));
+      greedy_block_ = s.block;
     }
   return absl::OkStatus();
 }
@@ -504,6 +515,44 @@ absl::Status CudaRunner::Launch(const SelectedLaunch& sel, llmc_cuda_step_info* 
       r, absl::StrFormat("cuLaunchKernel(%s, grid [%d, %d, %d] x %d) of CUDA step %d (%s)", symbol,
                          sel.grid[0], sel.grid[1], sel.grid[2], sel.block, sel.step,
                          c.steps[sel.step].name));
+}
+
+absl::Status CudaRunner::LaunchPicks(const StepBatch& batch, const StagingLayout& layout,
+                                     const llmc_cuda_step_info& info) {
+  const Manifest& m = artifact_->manifest();
+  llmc_cuda_step_info picks = info;
+  picks.num_logits = int(batch.picks.size());
+  llmc_cuda_args args{};
+  args.buffers[0] = reinterpret_cast<void*>(uintptr_t(bindings_.buffers[size_t(m.logits_buffer)]));
+  args.buffers[1] = reinterpret_cast<void*>(uintptr_t(staging_ + layout.picks * sizeof(int32_t)));
+  args.buffers[2] =
+      reinterpret_cast<void*>(uintptr_t(staging_ + layout.masked_ids * sizeof(int32_t)));
+  args.buffers[3] = reinterpret_cast<void*>(uintptr_t(device_picked_));
+  void* params[] = {&picks, &args};
+  const cuda::DriverApi& api = device_->api();
+  const unsigned grid = unsigned(batch.picks.size());
+  cuda::CUresult r = api.cuLaunchKernel(greedy_, grid, 1, 1, unsigned(greedy_block_), 1, 1, 0,
+                                        device_->stream(), params, nullptr);
+  if (r != cuda::kCudaSuccess)
+    return api.Check(r, absl::StrFormat("cuLaunchKernel of the greedy sampler (%d picks)", grid));
+  return device_->CopyToHost(picked_.data(), device_picked_, batch.picks.size() * sizeof(int32_t));
+}
+
+absl::Status CudaRunner::CopyUnpickedRows(const StepBatch& batch, int64_t rows) {
+  const cuda::CUdeviceptr logits = bindings_.buffers[size_t(artifact_->manifest().logits_buffer)];
+  const size_t row_bytes = size_t(vocab_) * sizeof(float);
+  size_t next_pick = 0;
+  for (int64_t begin = 0; begin < rows;) {
+    // Rows [begin, end) until the next picked one, in one copy.
+    const int64_t end = next_pick < batch.picks.size() ? batch.picks[next_pick].row : rows;
+    if (end > begin)
+      LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.as<float>() + begin * vocab_,
+                                               logits + size_t(begin) * row_bytes,
+                                               size_t(end - begin) * row_bytes));
+    begin = end + 1;
+    ++next_pick;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CudaRunner::LaunchProfiled(llmc_cuda_step_info* info) {
@@ -714,7 +763,7 @@ absl::Status CudaRunner::WaitForCollectives(bool graph) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
+absl::StatusOr<StepOutput> CudaRunner::Step(const StepBatch& batch) {
   LLMC_RETURN_IF_ERROR(
       ValidateStepBatch(batch, {options_.max_batch_tokens, options_.max_logits, options_.num_blocks,
                                 options_.block_size, vocab_}));
@@ -772,19 +821,27 @@ absl::StatusOr<const float*> CudaRunner::Step(const StepBatch& batch) {
     for (const SelectedLaunch& sel : selected_) LLMC_RETURN_IF_ERROR(Launch(sel, &info));
   }
 
-  // A pipeline stage before the last has no logits.
-  if (m.logits_buffer >= 0)
+  // A pipeline stage before the last has no logits. The picks' rows stay on
+  // the device where it picks them.
+  const bool device_picks = greedy_ != nullptr && !batch.picks.empty();
+  if (device_picks) {
+    LLMC_RETURN_IF_ERROR(LaunchPicks(batch, layout, info));
+    LLMC_RETURN_IF_ERROR(CopyUnpickedRows(batch, rows));
+  } else if (m.logits_buffer >= 0) {
     LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.data(),
                                              bindings_.buffers[size_t(m.logits_buffer)],
                                              size_t(rows * vocab_) * sizeof(float)));
+  }
   // A partitioned step waits with a deadline: a peer that died or hangs
   // would otherwise leave this stream (and Synchronize) waiting forever.
   if (nccl_) LLMC_RETURN_IF_ERROR(WaitForCollectives(graph));
   // Errors of the launches surface here (the driver reports them late).
   LLMC_RETURN_IF_ERROR(device_->Synchronize());
   if (!event_kernels_.empty()) LLMC_RETURN_IF_ERROR(ReadProfile());
-  if (m.logits_buffer < 0) return nullptr;
-  return logits_.as<float>();
+  if (m.logits_buffer < 0) return StepOutput{};
+  if (device_picks) return StepOutput{logits_.as<float>(), picked_.as<int32_t>()};
+  PickOnHost(batch, logits_.as<float>(), vocab_, &host_picked_);
+  return StepOutput{logits_.as<float>(), host_picked_.data()};
 }
 
 }  // namespace llmc

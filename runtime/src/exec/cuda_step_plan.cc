@@ -1,6 +1,7 @@
 #include "llmc/runtime/exec/cuda_step_plan.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
@@ -56,6 +57,16 @@ int64_t AttentionSplits(int64_t max_context, int64_t split_keys) {
   return std::max<int64_t>(1, (max_context + split_keys - 1) / split_keys);
 }
 
+// A RowPick is staged as the device's llmc_cuda_pick, byte for byte.
+constexpr size_t kIntsPerPick = sizeof(llmc_cuda_pick) / sizeof(int32_t);
+static_assert(sizeof(RowPick) == sizeof(llmc_cuda_pick) &&
+                  offsetof(RowPick, row) == offsetof(llmc_cuda_pick, row) &&
+                  offsetof(RowPick, mask_begin) == offsetof(llmc_cuda_pick, mask_begin) &&
+                  offsetof(RowPick, mask_count) == offsetof(llmc_cuda_pick, mask_count),
+              "RowPick and llmc_cuda_pick differ");
+static_assert(kMaxPickMaskedIds == LLMC_CUDA_MAX_PICK_MASKED,
+              "the batch's and the device's mask limits differ");
+
 StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns) {
   StagingLayout l;
   l.block_columns = std::max(block_columns, b.max_blocks);
@@ -71,6 +82,8 @@ StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns) {
   place(&l.block_tables, size_t(b.num_seqs() * l.block_columns));
   place(&l.slot_mapping, b.slot_mapping.size());
   place(&l.logits_rows, b.logits_rows.size());
+  place(&l.picks, b.picks.size() * kIntsPerPick);
+  place(&l.masked_ids, b.masked_ids.size());
   l.total = at;
   return l;
 }
@@ -97,6 +110,9 @@ void PackStaging(const StepBatch& b, const StagingLayout& l, int32_t* out) {
   }
   put(l.slot_mapping, b.slot_mapping);
   put(l.logits_rows, b.logits_rows);
+  if (!b.picks.empty())
+    std::memcpy(out + l.picks, b.picks.data(), b.picks.size() * sizeof(llmc_cuda_pick));
+  put(l.masked_ids, b.masked_ids);
 }
 
 llmc_cuda_step_info MakeStepInfo(const StepBatch& b, const StagingLayout& l,

@@ -137,7 +137,7 @@ absl::Status HostRunner::Validate(const StepBatch& b) const {
                                options_.block_size, vocab_});
 }
 
-absl::StatusOr<const float*> HostRunner::Step(const StepBatch& batch) {
+absl::StatusOr<StepOutput> HostRunner::Step(const StepBatch& batch) {
   LLMC_RETURN_IF_ERROR(Validate(batch));
   llmc_host_step_info info{};
   info.num_tokens = batch.num_tokens();
@@ -166,8 +166,10 @@ absl::StatusOr<const float*> HostRunner::Step(const StepBatch& batch) {
   }
   // A pipeline stage before the last sent its hidden state on instead.
   const int64_t logits = artifact_->manifest().logits_buffer;
-  if (logits < 0) return nullptr;
-  return buffers_[size_t(logits)].data();
+  if (logits < 0) return StepOutput{};
+  const float* rows = buffers_[size_t(logits)].data();
+  PickOnHost(batch, rows, vocab_, &picked_);
+  return StepOutput{rows, picked_.data()};
 }
 
 }  // namespace llmc

@@ -73,7 +73,7 @@ std::string PipelineRunner::ExecutionSummary() const {
 
 int64_t PipelineRunner::max_steps_in_flight() const { return world_->rank() == 0 ? pp_ : 1; }
 
-absl::StatusOr<const float*> PipelineRunner::Step(const StepBatch& batch) {
+absl::StatusOr<StepOutput> PipelineRunner::Step(const StepBatch& batch) {
   LLMC_RETURN_IF_ERROR(Submit(batch));
   return Collect();
 }
@@ -83,7 +83,8 @@ absl::Status PipelineRunner::Submit(const StepBatch& batch) {
   const bool sends_logits = world_->rank() == last_stage_rank_;
   std::vector<MicroBatch> parts = SplitStepBatch(batch, MicroBatchesFor(batch.num_tokens(), pp_));
   for (const MicroBatch& part : parts) {
-    LLMC_ASSIGN_OR_RETURN(const float* logits, stage_->Step(part.batch));
+    LLMC_ASSIGN_OR_RETURN(StepOutput out, stage_->Step(part.batch));
+    const float* logits = out.logits;
     if (!sends_logits) continue;
     if (logits == nullptr)
       return absl::InternalError("pipeline: the last stage's step returned no logits");
@@ -92,17 +93,20 @@ absl::Status PipelineRunner::Submit(const StepBatch& batch) {
                                       Communicator::Channel::kActivations));
   }
   if (world_->rank() == 0) {
-    std::vector<std::vector<int64_t>>& rows = in_flight_.emplace_back();
-    for (MicroBatch& part : parts) rows.push_back(std::move(part.logits_index));
+    InFlight& step = in_flight_.emplace_back();
+    for (MicroBatch& part : parts) step.parts.push_back(std::move(part.logits_index));
+    step.picks.picks = batch.picks;
+    step.picks.masked_ids = batch.masked_ids;
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<const float*> PipelineRunner::Collect() {
-  if (world_->rank() != 0) return nullptr;
+absl::StatusOr<StepOutput> PipelineRunner::Collect() {
+  if (world_->rank() != 0) return StepOutput{};
   if (in_flight_.empty())
     return absl::FailedPreconditionError("pipeline: Collect without a submitted step");
-  const std::vector<std::vector<int64_t>> parts = std::move(in_flight_.front());
+  const InFlight step = std::move(in_flight_.front());
+  const std::vector<std::vector<int64_t>>& parts = step.parts;
   in_flight_.pop_front();
   // The logits of each micro-batch, from the last stage, in the batch's order.
   const int64_t vocab = stage_->vocab_size();
@@ -120,7 +124,8 @@ absl::StatusOr<const float*> PipelineRunner::Collect() {
         std::memcpy(logits_.data() + at * vocab, part_.data() + i * vocab,
                     size_t(vocab) * sizeof(float));
   }
-  return logits_.data();
+  PickOnHost(step.picks, logits_.data(), vocab, &picked_);
+  return StepOutput{logits_.data(), picked_.data()};
 }
 
 }  // namespace llmc

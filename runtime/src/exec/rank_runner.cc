@@ -100,7 +100,7 @@ absl::Status LeaderRunner::Submit(const StepBatch& batch) {
   return inner_->Submit(batch);
 }
 
-absl::StatusOr<const float*> LeaderRunner::Step(const StepBatch& batch) {
+absl::StatusOr<StepOutput> LeaderRunner::Step(const StepBatch& batch) {
   LLMC_RETURN_IF_ERROR(Submit(batch));
   return Collect();
 }
@@ -110,7 +110,7 @@ absl::Status RunFollowerRank(StepRunner& runner, Communicator& comm) {
   for (;;) {
     LLMC_ASSIGN_OR_RETURN(bool step, ReceiveBatch(batch, comm));
     if (!step) return absl::OkStatus();
-    absl::StatusOr<const float*> logits = runner.Step(batch);
+    absl::StatusOr<StepOutput> logits = runner.Step(batch);
     if (!logits.ok())
       return absl::Status(logits.status().code(),
                           absl::StrFormat("rank %d: %s", comm.rank(), logits.status().message()));

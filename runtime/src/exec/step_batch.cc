@@ -45,6 +45,22 @@ absl::Status ValidateStepBatch(const StepBatch& b, const StepLimits& limits) {
   for (int32_t tok : b.tokens)
     if (tok < 0 || tok >= limits.vocab_size)
       return bad(absl::StrFormat("token id %d outside the vocabulary", tok));
+  for (size_t j = 0; j < b.picks.size(); ++j) {
+    const RowPick& p = b.picks[j];
+    if (p.row < 0 || p.row >= rows)
+      return bad(absl::StrFormat("pick %d: row %d is not one of the %d logits rows", j, p.row, rows));
+    if (j > 0 && p.row <= b.picks[j - 1].row)
+      return bad(absl::StrFormat("pick %d: rows must ascend, row %d follows row %d", j, p.row,
+                                 b.picks[j - 1].row));
+    if (p.mask_count < 0 || p.mask_count > kMaxPickMaskedIds || p.mask_begin < 0 ||
+        int64_t(p.mask_begin) + p.mask_count > int64_t(b.masked_ids.size()))
+      return bad(absl::StrFormat(
+          "pick %d: masked ids [%d, +%d) are not within the %d given (at most %d a pick)", j,
+          p.mask_begin, p.mask_count, b.masked_ids.size(), kMaxPickMaskedIds));
+  }
+  for (int32_t id : b.masked_ids)
+    if (id < 0 || id >= limits.vocab_size)
+      return bad(absl::StrFormat("masked token id %d outside the vocabulary", id));
   return absl::OkStatus();
 }
 
@@ -57,7 +73,24 @@ void StepBatchBuilder::Clear() {
   batch_.max_blocks = 0;
   batch_.slot_mapping.clear();
   batch_.logits_rows.clear();
+  batch_.picks.clear();
+  batch_.masked_ids.clear();
   tables_.clear();
+}
+
+void StepBatchBuilder::PickLastRow(absl::Span<const int32_t> masked) {
+  StepBatch& b = batch_;
+  const int32_t row = int32_t(b.logits_rows.size()) - 1;
+  const auto count = int32_t(masked.size());
+  // Picks that mask the same ids (every ignore_eos request: the model's
+  // end-of-generation ids) share the range at the end of masked_ids.
+  const auto tail = int32_t(b.masked_ids.size()) - count;
+  if (count == 0 || (tail >= 0 && absl::MakeConstSpan(b.masked_ids).subspan(size_t(tail)) == masked)) {
+    b.picks.push_back({row, count == 0 ? 0 : tail, count});
+    return;
+  }
+  b.picks.push_back({row, int32_t(b.masked_ids.size()), count});
+  b.masked_ids.insert(b.masked_ids.end(), masked.begin(), masked.end());
 }
 
 int32_t StepBatchBuilder::AddSequence(absl::Span<const int32_t> tokens, int32_t first,

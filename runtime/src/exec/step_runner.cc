@@ -8,8 +8,20 @@
 #include "llmc/runtime/exec/cuda_runner.h"
 #include "llmc/runtime/exec/host_runner.h"
 #include "llmc/runtime/exec/rank_device.h"
+#include "llmc/runtime/sample/sampler.h"
 
 namespace llmc {
+
+void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
+                std::vector<int32_t>* tokens) {
+  tokens->resize(batch.picks.size());
+  for (size_t j = 0; j < batch.picks.size(); ++j) {
+    const RowPick& p = batch.picks[j];
+    (*tokens)[j] = GreedyToken(
+        std::span<const float>(logits + int64_t(p.row) * vocab, size_t(vocab)),
+        std::span<const int32_t>(batch.masked_ids.data() + p.mask_begin, size_t(p.mask_count)));
+  }
+}
 
 Communicator* RankWorld(const RunnerOptions& options) {
   return options.pipeline ? options.pipeline : options.communicator;

@@ -419,6 +419,19 @@ void Sampler::ComputeLogprobs(std::span<const float> logits, int32_t token, Samp
     out->top_logprobs.push_back({c.id, static_cast<float>(c.logit - log_z)});
 }
 
+int32_t GreedyToken(std::span<const float> logits, std::span<const int32_t> masked) {
+  float best = kNegInf;
+  int32_t best_id = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float v = Clean(logits[i]);
+    if (!(v > best)) continue;  // strict: the first (lowest) id wins ties
+    if (std::find(masked.begin(), masked.end(), int32_t(i)) != masked.end()) continue;
+    best = v;
+    best_id = int32_t(i);
+  }
+  return best_id;
+}
+
 std::span<const float> MaskTokens(std::span<const float> logits, std::span<const int32_t> masked,
                                   std::vector<float>* scratch) {
   if (masked.empty()) return logits;

@@ -3,8 +3,9 @@
 // The device half of the sampler (issue 27: only token ids cross PCIe, not
 // a step's logits). Each kernel gives, row for row, the token the host
 // sampler (runtime/src/sample/sampler.cc) picks from the same f32 logits.
-// So far: greedy. The random draws will come from llmc_cuda_philox.cuh, the
-// host sampler's generator too.
+// So far: greedy picks, which the runtime launches after a step's LM head
+// (cuda_abi.h's sampler entries). The random draws will come from
+// llmc_cuda_philox.cuh, the host sampler's generator too.
 //
 // Part of llmc_cuda_kernels.cuh, the header generated kernels include; see
 // README.md beside it for the library as a whole.
@@ -39,24 +40,26 @@ __device__ __forceinline__ void sample_warp_best(float& bv, int& bid) {
 }
 } // namespace detail
 
-// Greedy: ids[r] = the argmax of row r of `logits` (rows of `vocab` f32,
-// `stride` floats apart), ties to the lowest id, NaN never chosen unless
-// nothing else is, a row of nothing but -inf and NaN gives 0, as the host
-// sampler's Greedy. Launch: one block of Threads (a multiple of 32, up to
-// 1024) a row, grid (rows). Each thread scans ids tid, tid + Threads, ...
-// (coalesced), then the block reduces (value, id) pairs in that order.
+// The best (value, id) of one row of `vocab` f32 logits, in thread 0 of
+// the block (Threads of them: whole warps, up to 1024): the host sampler's
+// greedy choice (GreedyToken). Ties go to the lowest id, NaN is never
+// chosen unless nothing else is, the `num_masked` ids of `masked` (shared
+// memory) count as -inf, and a row of nothing above -inf gives 0 (every id
+// ties). Each thread scans ids tid, tid + Threads, ... (coalesced), then the
+// block reduces (value, id) pairs in that order.
 template <int Threads>
-__device__ void sample_argmax_rows(const float* __restrict__ logits, long long stride, int vocab,
-                                   int* __restrict__ ids) {
-  static_assert(Threads % 32 == 0 && Threads <= 1024, "sample_argmax_rows: whole warps, at most 1024");
+__device__ int sample_argmax_block(const float* __restrict__ x, int vocab, const int* masked,
+                                   int num_masked) {
+  static_assert(Threads % 32 == 0 && Threads <= 1024, "sample_argmax_block: whole warps, at most 1024");
   __shared__ float best_v[Threads / 32];
   __shared__ int best_id[Threads / 32];
-  const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const float* x = logits + row * stride;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   float bv = -__int_as_float(0x7f800000);
   int bid = 0x7fffffff;
   for (int i = tid; i < vocab; i += Threads) {
-    const float v = detail::sample_clean(x[i]);
+    float v = detail::sample_clean(x[i]);
+    for (int m = 0; m < num_masked; ++m)
+      if (masked[m] == i) v = -__int_as_float(0x7f800000);
     if (detail::sample_better(v, i, bv, bid)) bv = v, bid = i;
   }
   detail::sample_warp_best(bv, bid);
@@ -66,9 +69,25 @@ __device__ void sample_argmax_rows(const float* __restrict__ logits, long long s
     bv = lane < Threads / 32 ? best_v[lane] : -__int_as_float(0x7f800000);
     bid = lane < Threads / 32 ? best_id[lane] : 0x7fffffff;
     detail::sample_warp_best(bv, bid);
-    // A row of nothing above -inf ties everywhere: id 0, as the host's.
-    if (lane == 0) ids[row] = bid;
   }
+  return bid;
+}
+
+// Greedy picks (the ABI's greedy sampler, cuda_abi.h): block p picks the
+// token of row picks[p].row of `logits` ([rows, vocab] f32), never one of
+// masked[picks[p].mask_begin, + mask_count) (at most MaxMasked), into
+// ids[p]. Launch: grid (picks), Threads threads.
+template <int Threads, int MaxMasked, class Pick>
+__device__ void sample_greedy_picks(const float* __restrict__ logits, int vocab,
+                                    const Pick* __restrict__ picks, const int* __restrict__ masked,
+                                    int* __restrict__ ids) {
+  __shared__ int mask[MaxMasked];
+  const Pick p = picks[blockIdx.x];
+  const int num_masked = p.mask_count < MaxMasked ? p.mask_count : MaxMasked;
+  for (int m = threadIdx.x; m < num_masked; m += Threads) mask[m] = masked[p.mask_begin + m];
+  __syncthreads();
+  const int id = sample_argmax_block<Threads>(logits + (long long)p.row * vocab, vocab, mask, num_masked);
+  if (threadIdx.x == 0) ids[blockIdx.x] = id;
 }
 
 } // namespace cuda

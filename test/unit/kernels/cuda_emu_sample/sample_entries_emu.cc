@@ -8,15 +8,18 @@
 using namespace llmc::cuda;
 
 namespace {
-// buffers: logits (f32 rows), ids (int per row), vocab (int), stride (long long).
-template <int Threads> void argmax(const llmc_cuda_args& a) {
-  sample_argmax_rows<Threads>(static_cast<const float*>(a.buffers[0]),
-                              *static_cast<const long long*>(a.buffers[3]),
-                              *static_cast<const int*>(a.buffers[2]), static_cast<int*>(a.buffers[1]));
+// The ABI's greedy sampler (cuda_abi.h), as the generated entry binds it;
+// the vocabulary comes in a.buffers[4] here (the generated entry has it as
+// a constant).
+template <int Threads> void greedy(const llmc_cuda_args& a) {
+  sample_greedy_picks<Threads, LLMC_CUDA_MAX_PICK_MASKED>(
+      static_cast<const float*>(a.buffers[0]), *static_cast<const int*>(a.buffers[4]),
+      static_cast<const llmc_cuda_pick*>(a.buffers[1]), static_cast<const int*>(a.buffers[2]),
+      static_cast<int*>(a.buffers[3]));
 }
 } // namespace
 
 extern "C" {
-void emu_argmax_256(const llmc_cuda_step_info, const llmc_cuda_args a) { argmax<256>(a); }
-void emu_argmax_32(const llmc_cuda_step_info, const llmc_cuda_args a) { argmax<32>(a); }
+void emu_greedy_256(const llmc_cuda_step_info, const llmc_cuda_args a) { greedy<256>(a); }
+void emu_greedy_32(const llmc_cuda_step_info, const llmc_cuda_args a) { greedy<32>(a); }
 }

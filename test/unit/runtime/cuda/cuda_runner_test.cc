@@ -235,7 +235,7 @@ TEST_F(CudaRunnerTest, PrefillStepLaunchesThePlanWithItsBindings) {
   StepBatch b = Sequence(0, 3);
   auto logits = runner_->Step(b);
   ASSERT_TRUE(logits.ok()) << logits.status();
-  for (int i = 0; i < 64; ++i) EXPECT_EQ((*logits)[i], 0.f);  // zeroed, and no kernel ran
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(logits->logits[i], 0.f);  // zeroed, and no kernel ran
 
   std::vector<FakeCudaLaunch> l = Launches();
   // T = 3, one split (3 keys of 256 per split): no reductions; L = 1: the GEMV.
@@ -352,7 +352,7 @@ TEST_F(CudaRunnerTest, ReturnsTheLogitsRowsTheDeviceHolds) {
   for (int i = 0; i < 2 * 64; ++i) device_logits[i] = float(i) * 0.5f;
   auto logits = runner_->Step(b);
   ASSERT_TRUE(logits.ok());
-  for (int i = 0; i < 2 * 64; ++i) ASSERT_EQ((*logits)[i], float(i) * 0.5f) << i;
+  for (int i = 0; i < 2 * 64; ++i) ASSERT_EQ(logits->logits[i], float(i) * 0.5f) << i;
   // The second step reused the staging area and the bindings.
   std::vector<FakeCudaLaunch> again = Launches();
   ASSERT_EQ(again.size(), 2 * l.size());
@@ -430,7 +430,115 @@ TEST_F(CudaRunnerTest, BadBatchIsRefusedBeforeAnyLaunch) {
   ExpectError(runner_->Step(b), {"step batch: token id 64 outside the vocabulary"});
   b = Sequence(0, 17);
   ExpectError(runner_->Step(b), {"step batch: 17 tokens; the runner takes 1 to 16"});
+  b = Sequence(0, 3);
+  b.logits_rows = {0, 2};
+  b.picks = {{1, 0, 0}, {0, 0, 0}};
+  ExpectError(runner_->Step(b), {"step batch: pick 1: rows must ascend, row 0 follows row 1"});
+  b.picks = {{2, 0, 0}};
+  ExpectError(runner_->Step(b), {"step batch: pick 0: row 2 is not one of the 2 logits rows"});
+  b.picks = {{1, 0, 2}};
+  b.masked_ids = {5};
+  ExpectError(runner_->Step(b), {"step batch: pick 0: masked ids [0, +2) are not within the 1"});
+  b.picks = {{1, 0, 1}};
+  b.masked_ids = {64};
+  ExpectError(runner_->Step(b), {"step batch: masked token id 64 outside the vocabulary"});
   EXPECT_EQ(count_(), 0);
+}
+
+// A step of 12 tokens, 5 logits rows, rows 0, 2 and 3 picked (one with two
+// masked ids, one with one), 1 and 4 left as logits.
+StepBatch PickedStep() {
+  StepBatch b;
+  for (int32_t i = 0; i < 12; ++i) {
+    b.tokens.push_back(3 + i);
+    b.positions.push_back(i);
+    b.slot_mapping.push_back(i);
+  }
+  b.query_starts = {0, 12};
+  b.context_lens = {12};
+  b.max_blocks = 1;
+  b.block_tables = {0};
+  b.logits_rows = {1, 3, 5, 8, 11};
+  b.picks = {{0, 0, 0}, {2, 0, 2}, {3, 2, 1}};
+  b.masked_ids = {7, 9, 63};
+  return b;
+}
+
+TEST_F(CudaRunnerTest, GreedyPicksRunOnTheDeviceAndOnlyTheirIdsComeBack) {
+  ASSERT_TRUE(Open([](Manifest& m) {
+                m.cuda.samplers = {{"greedy", "llmc_sample_greedy", 256}};
+              }).ok());
+  ASSERT_TRUE(runner_->picks_on_device());
+  const StepBatch b = PickedStep();
+  const long pageable = query_("pageable_copies");
+  const long long down = query_("d2h_bytes");
+  std::vector<FakeCudaLaunch> l = StepLaunches(b);
+  ASSERT_GE(l.size(), 2u);
+  // After the step's kernels, one block a pick over the logits buffer, to
+  // which the LM head (the last kernel) wrote.
+  const FakeCudaLaunch& pick = l.back();
+  EXPECT_STREQ(pick.symbol, "llmc_sample_greedy");
+  EXPECT_EQ(pick.grid[0], 3u);
+  EXPECT_EQ(pick.block[0], 256u);
+  EXPECT_EQ(pick.info.num_logits, 3);
+  float* device_logits = static_cast<float*>(l[l.size() - 2].args.buffers[1]);
+  EXPECT_EQ(pick.args.buffers[0], device_logits);
+  // The picks and masked ids as staged (llmc_cuda_pick, cuda_abi.h).
+  const auto* staged = static_cast<const llmc_cuda_pick*>(pick.args.buffers[1]);
+  for (size_t j = 0; j < b.picks.size(); ++j) {
+    EXPECT_EQ(staged[j].row, b.picks[j].row);
+    EXPECT_EQ(staged[j].mask_begin, b.picks[j].mask_begin);
+    EXPECT_EQ(staged[j].mask_count, b.picks[j].mask_count);
+  }
+  const auto* masked = static_cast<const int32_t*>(pick.args.buffers[2]);
+  EXPECT_EQ(std::vector<int32_t>(masked, masked + 3), b.masked_ids);
+  // Down came the two unpicked rows and three ids, from page-locked memory.
+  EXPECT_EQ(query_("d2h_bytes") - down, 2 * 64 * long(sizeof(float)) + 3 * long(sizeof(int32_t)));
+  EXPECT_EQ(query_("pageable_copies"), pageable);
+
+  // The fake runs no kernel: what the device holds is what comes back.
+  for (int i = 0; i < 5 * 64; ++i) device_logits[i] = float(i) * 0.25f;
+  int32_t* device_ids = static_cast<int32_t*>(pick.args.buffers[3]);
+  device_ids[0] = 17, device_ids[1] = 23, device_ids[2] = 42;
+  auto out = runner_->Step(b);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(std::vector<int32_t>(out->tokens, out->tokens + 3), (std::vector<int32_t>{17, 23, 42}));
+  for (int row : {1, 4})
+    for (int i = 0; i < 64; ++i)
+      ASSERT_EQ(out->logits[row * 64 + i], device_logits[row * 64 + i]) << row << " " << i;
+}
+
+TEST_F(CudaRunnerTest, WithoutTheDeviceSamplerThePicksAreMadeOnTheHost) {
+  // An artifact without cuda.samplers: every row comes back, and the picks
+  // are the host's greedy tokens of the rows, masks applied.
+  ASSERT_TRUE(Open().ok());
+  ASSERT_FALSE(runner_->picks_on_device());
+  const StepBatch b = PickedStep();
+  std::vector<FakeCudaLaunch> l = StepLaunches(b);
+  ASSERT_FALSE(l.empty());
+  EXPECT_STRNE(l.back().symbol, "llmc_sample_greedy");
+  float* device_logits = static_cast<float*>(l.back().args.buffers[1]);
+  for (int i = 0; i < 5 * 64; ++i) device_logits[i] = float((i * 37) % 64);
+  device_logits[2 * 64 + 7] = device_logits[2 * 64 + 9] = 100.f;  // masked: lose
+  device_logits[2 * 64 + 8] = 99.f;
+  device_logits[3 * 64 + 63] = 100.f;
+  const long long down = query_("d2h_bytes");
+  auto out = runner_->Step(b);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(query_("d2h_bytes") - down, 5 * 64 * long(sizeof(float)));
+  std::vector<int32_t> want;
+  for (const RowPick& p : b.picks) {
+    int32_t best = 0;
+    for (int32_t v = 0; v < 64; ++v) {
+      const bool masked = std::find(b.masked_ids.begin() + p.mask_begin,
+                                    b.masked_ids.begin() + p.mask_begin + p.mask_count,
+                                    v) != b.masked_ids.begin() + p.mask_begin + p.mask_count;
+      if (!masked && device_logits[p.row * 64 + v] > device_logits[p.row * 64 + best]) best = v;
+    }
+    want.push_back(best);
+  }
+  EXPECT_EQ(want[1], 8);
+  EXPECT_EQ(std::vector<int32_t>(out->tokens, out->tokens + 3), want);
 }
 
 TEST_F(CudaRunnerTest, GemmChoices) {
@@ -531,7 +639,7 @@ TEST_F(CudaRunnerTest, DecodeStepsReplayACapturedGraph) {
   for (int i = 0; i < 64; ++i) device_logits[i] = float(i) + 0.5f;
   auto logits = runner_->Step(Decode({62}));
   ASSERT_TRUE(logits.ok());
-  for (int i = 0; i < 64; ++i) ASSERT_EQ((*logits)[i], float(i) + 0.5f) << i;
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(logits->logits[i], float(i) + 0.5f) << i;
 
   // The runner destroys its graphs.
   EXPECT_EQ(query_("graphs"), 1);

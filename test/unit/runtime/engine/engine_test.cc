@@ -34,7 +34,7 @@ struct Req {
 // Runs `reqs` through one engine, all submitted at once.
 std::vector<Result> RunAll(const std::vector<Req>& reqs, const FakeModelOptions& model,
                            EngineOptions options, EngineStats* stats = nullptr,
-                           int64_t* max_in_flight = nullptr) {
+                           int64_t* max_in_flight = nullptr, int64_t* picks = nullptr) {
   options.check_invariants = true;
   FakeRunner* runner = nullptr;  // owned by the engine: read before it goes
   auto engine = Engine::Create(FakeModel(model, &runner), options);
@@ -65,6 +65,7 @@ std::vector<Result> RunAll(const std::vector<Req>& reqs, const FakeModelOptions&
   EXPECT_FALSE((*engine)->has_unfinished());
   if (stats) *stats = (*engine)->stats();
   if (max_in_flight) *max_in_flight = runner->max_in_flight_seen_;
+  if (picks) *picks = runner->picks_seen_;
   return results;
 }
 
@@ -122,6 +123,45 @@ TEST(EngineTest, BatchedChunkedPreemptedRequestsGetTheirAloneTokens) {
     EXPECT_EQ(batched[i].final.reason, alone[i].final.reason) << i;
     EXPECT_EQ(batched[i].final.usage.completion_tokens, int(batched[i].tokens.size()));
   }
+}
+
+// Greedy requests without penalties or logprobs have their tokens picked by
+// the runner (StepBatch::picks; the fake leaves NaN in those rows' logits,
+// as a GPU copies none back): the same tokens and text as sampling every
+// row on the host, one pick per token of exactly those requests.
+TEST(EngineTest, RunnerPicksGiveTheHostSamplersTokens) {
+  std::vector<Req> reqs = MixedRequests(40, 13);
+  int64_t eligible = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SamplingParams& p = reqs[i].params;
+    if (p.temperature != 0) continue;
+    if (i % 8 == 1) p.logprobs = 2;             // logprobs: sampled here
+    if (i % 8 == 3) p.repetition_penalty = 1.3f;  // penalties: sampled here
+  }
+  FakeModelOptions small;
+  small.num_blocks = 40;
+  small.block_size = 4;
+  small.max_batch_tokens = 24;
+  EngineOptions o;
+  o.max_seqs = 12;
+  int64_t picks = -1, host_picks = -1;
+  EngineOptions host = o;
+  host.runner_picks = false;
+  const std::vector<Result> on_host = RunAll(reqs, small, host, nullptr, nullptr, &host_picks);
+  const std::vector<Result> picked = RunAll(reqs, small, o, nullptr, nullptr, &picks);
+  ASSERT_EQ(picked.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(picked[i].tokens, on_host[i].tokens) << "request " << i;
+    EXPECT_EQ(picked[i].text, on_host[i].text) << "request " << i;
+    const SamplingParams& p = reqs[i].params;
+    if (p.temperature == 0 && p.logprobs == 0 && p.repetition_penalty == 1.0f)
+      eligible += int64_t(picked[i].tokens.size());
+    // Logprobs still come with every token of a request that asked.
+    if (p.logprobs > 0) EXPECT_EQ(picked[i].final.logprobs.size(), 1u) << i;
+  }
+  EXPECT_EQ(host_picks, 0);
+  EXPECT_GT(eligible, 40);
+  EXPECT_EQ(picks, eligible);
 }
 
 // A runner with several steps in flight (pipeline stages): the engine

@@ -3,12 +3,16 @@
 // for a row are a function of the row's whole context, read back through
 // the block table from the cache slots the engine assigned, so a wrong slot
 // mapping, block table, prefix-cache hit or recompute after preemption
-// changes the tokens that come out.
+// changes the tokens that come out. It picks the tokens of the batch's
+// picks as a GPU runner would (StepBatch::picks) and leaves NaN in their
+// logits rows, so that an engine reading a picked row's logits goes wrong.
 #ifndef LLMC_TEST_UNIT_RUNTIME_ENGINE_FAKE_MODEL_H_
 #define LLMC_TEST_UNIT_RUNTIME_ENGINE_FAKE_MODEL_H_
 
 #include <cstdint>
+#include <algorithm>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -34,7 +38,7 @@ class FakeRunner : public StepRunner {
         max_logits_(max_logits),
         cache_(size_t(num_blocks * block_size), -1) {}
 
-  absl::StatusOr<const float*> Step(const StepBatch& b) override {
+  absl::StatusOr<StepOutput> Step(const StepBatch& b) override {
     ++steps_;
     if (fail_at_step_ == steps_) return absl::InternalError("fake runner: injected failure");
     if (auto st = ValidateStepBatch(
@@ -64,7 +68,12 @@ class FakeRunner : public StepRunner {
       out[best] = 6.f;
       out[2 + (best + 5) % 22] = 5.f;
     }
-    return logits_.data();
+    PickOnHost(b, logits_.data(), kFakeVocab, &picked_);
+    picks_seen_ += int64_t(b.picks.size());
+    for (const RowPick& p : b.picks)
+      std::fill_n(logits_.data() + p.row * kFakeVocab, kFakeVocab,
+                  std::numeric_limits<float>::quiet_NaN());
+    return StepOutput{logits_.data(), picked_.data()};
   }
 
   // Several steps in flight, as a pipeline's stages hold them: a step runs
@@ -72,20 +81,21 @@ class FakeRunner : public StepRunner {
   // would, and its logits wait to be collected.
   int64_t max_steps_in_flight() const override { return steps_in_flight_; }
   absl::Status Submit(const StepBatch& b) override {
-    absl::StatusOr<const float*> logits = Step(b);
-    if (logits.ok())
-      submitted_.push_back(std::vector<float>(*logits, *logits + logits_.size()));
+    absl::StatusOr<StepOutput> out = Step(b);
+    if (out.ok())
+      submitted_.push_back(Output{std::vector<float>(out->logits, out->logits + logits_.size()),
+                                  picked_});
     else
-      submitted_.push_back(logits.status());
+      submitted_.push_back(out.status());
     max_in_flight_seen_ = std::max(max_in_flight_seen_, int64_t(submitted_.size()));
     return absl::OkStatus();
   }
-  absl::StatusOr<const float*> Collect() override {
+  absl::StatusOr<StepOutput> Collect() override {
     if (submitted_.empty()) return absl::FailedPreconditionError("fake runner: nothing submitted");
     collected_ = std::move(submitted_.front());
     submitted_.pop_front();
     if (!collected_.ok()) return collected_.status();
-    return collected_->data();
+    return StepOutput{collected_->logits.data(), collected_->picked.data()};
   }
   int64_t block_size() const override { return block_size_; }
   int64_t num_blocks() const override { return num_blocks_; }
@@ -101,13 +111,19 @@ class FakeRunner : public StepRunner {
   int64_t max_tokens_seen_ = 0;
   int64_t steps_in_flight_ = 1;
   int64_t max_in_flight_seen_ = 0;
+  int64_t picks_seen_ = 0;  // StepBatch picks over all steps
 
  private:
+  struct Output {
+    std::vector<float> logits;
+    std::vector<int32_t> picked;
+  };
   int64_t num_blocks_, block_size_, max_batch_tokens_, max_logits_;
   std::vector<int32_t> cache_;
   std::vector<float> logits_;
-  std::deque<absl::StatusOr<std::vector<float>>> submitted_;
-  absl::StatusOr<std::vector<float>> collected_;
+  std::vector<int32_t> picked_;
+  std::deque<absl::StatusOr<Output>> submitted_;
+  absl::StatusOr<Output> collected_;
 };
 
 inline std::unique_ptr<Tokenizer> FakeTokenizer() {

@@ -23,8 +23,9 @@ extern "C" {
  * dequantized weight of a cuBLASLt GEMM over quantized weights. 6: `gemm_a`
  * also holds the generated tensor-core GEMM's A operand (the manifest's
  * operand_k), not only cuBLASLt's. 7: `tickets`, and `scratch` also holds a
- * split-K GEMM's partials (a launch's split_floats per block). */
-#define LLMC_CUDA_ABI_VERSION 7
+ * split-K GEMM's partials (a launch's split_floats per block). 8: the
+ * device sampler's entries (manifest cuda.samplers) and llmc_cuda_pick. */
+#define LLMC_CUDA_ABI_VERSION 8
 
 /* Most bindings of one kind a launch may have. */
 #define LLMC_CUDA_MAX_BUFFERS 12
@@ -73,6 +74,23 @@ typedef struct llmc_cuda_args {
    * some launch has split_floats. */
   int* tickets;
 } llmc_cuda_args;
+
+/* The device sampler. Its entries (manifest cuda.samplers; "greedy" so far)
+ * take the same two parameters, bound otherwise: s.num_logits is the count
+ * of picks (grid x; one block a pick) and
+ *   a.buffers[0]  the step's logits, f32 [rows, vocab] (the logits buffer)
+ *   a.buffers[1]  the picks, llmc_cuda_pick [num_logits]
+ *   a.buffers[2]  the masked token ids the picks' ranges index (int)
+ *   a.buffers[3]  the picked token ids, int [num_logits] (written)
+ * The vocabulary is the entry's own constant. */
+typedef struct llmc_cuda_pick {
+  int row;        /* the logits row it reads */
+  int mask_begin; /* ids [mask_begin, mask_begin + mask_count) of */
+  int mask_count; /* a.buffers[2] never win */
+} llmc_cuda_pick;
+
+/* Most masked ids of one pick (they are staged in shared memory). */
+#define LLMC_CUDA_MAX_PICK_MASKED 64
 
 #ifdef __cplusplus
 }

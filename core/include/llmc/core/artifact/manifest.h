@@ -236,6 +236,15 @@ struct ManifestCudaKernel {
   ManifestCudaGemm gemm;
 };
 
+// An entry of the device sampler (cuda_abi.h): the runtime launches it
+// after a step, grid (picks), `block` threads, so that only the picked
+// token ids leave the GPU.
+struct ManifestCudaSampler {
+  std::string kind;  // "greedy"
+  std::string symbol;
+  int64_t block = 256;
+};
+
 // ptxas -v's numbers for one entry function of one module.
 struct ManifestPtxasEntry {
   std::string symbol;
@@ -263,6 +272,7 @@ struct ManifestCuda {
   std::vector<ManifestCudaModule> modules;
   std::vector<ManifestCudaKernel> kernels;
   std::vector<ManifestStep> steps;  // `kernel` indexes `kernels` above
+  std::vector<ManifestCudaSampler> samplers;  // none without logits (a stage before the last)
 };
 
 struct Manifest {

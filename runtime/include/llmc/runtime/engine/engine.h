@@ -55,6 +55,11 @@ struct EngineOptions {
   // pipeline's stages), 1 to run one step at a time (to measure what the
   // overlap gains).
   int32_t max_steps_in_flight = 0;
+  // The runner picks the tokens of greedy requests without penalties or
+  // logprobs itself (StepBatch::picks; a GPU on the device), so only their
+  // ids leave it; false samples every row here from its logits (tests
+  // compare the two).
+  bool runner_picks = true;
 };
 
 struct RequestUsage {
@@ -148,11 +153,21 @@ class Engine {
     IncrementalDetokenizer detok;
     RequestUsage usage;
     bool admitted = false;
+    bool runner_picks = false;  // the runner picks its tokens (EngineOptions::runner_picks)
+  };
+  // A step submitted to the runner: what was scheduled, and which of its
+  // sampled chunks the runner picks (in the chunks' order).
+  struct InFlight {
+    SchedulerOutput schedule;
+    std::vector<bool> picked;
   };
 
-  absl::Status BuildBatch(const SchedulerOutput& out);
-  // Samples request `id`'s next token from `row` into a new output.
-  absl::Status SampleNext(RequestId id, const float* row, std::vector<RequestOutput>& outputs);
+  absl::Status BuildBatch(const SchedulerOutput& out, std::vector<bool>* picked);
+  // Request `id`'s next token: sampled here from `row` when `picked` is
+  // null, else *picked; then appended, detokenized and stop-checked into a
+  // new output.
+  absl::Status SampleNext(RequestId id, const float* row, const int32_t* picked,
+                          std::vector<RequestOutput>& outputs);
   // Ends `id` with an output carrying `reason` (and `status` for kError).
   void EndRequest(RequestId id, FinishReason reason, absl::Status status,
                   std::vector<RequestOutput>& outputs);
@@ -171,7 +186,7 @@ class Engine {
   SchedulerOutput last_;
   // Steps submitted to the runner and not yet collected, oldest first (at
   // most runner.max_steps_in_flight(): one, or a pipeline's stages).
-  std::deque<SchedulerOutput> in_flight_;
+  std::deque<InFlight> in_flight_;
   StepBatchBuilder batch_;
   SamplerScratch scratch_;
   std::vector<float> masked_;

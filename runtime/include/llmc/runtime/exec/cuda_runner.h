@@ -75,7 +75,13 @@ class CudaRunner : public StepRunner {
       std::unique_ptr<cuda::CudaDevice> device);
   ~CudaRunner() override;
 
-  absl::StatusOr<const float*> Step(const StepBatch& batch) override;
+  // Runs @step once. The picks run on the device where the artifact has
+  // the greedy sampler (cuda.samplers): only their token ids are copied
+  // back, and only the other rows' logits. Otherwise every row's logits
+  // come back and the picks are made on the host.
+  absl::StatusOr<StepOutput> Step(const StepBatch& batch) override;
+  // Whether the picks run on the device (the artifact has the sampler).
+  bool picks_on_device() const { return greedy_ != nullptr; }
 
   int64_t block_size() const override { return options_.block_size; }
   int64_t num_blocks() const override { return options_.num_blocks; }
@@ -112,6 +118,13 @@ class CudaRunner : public StepRunner {
   absl::Status UploadWeights();
   absl::Status LoadModule();
   absl::Status Launch(const SelectedLaunch& launch, llmc_cuda_step_info* info);
+  // The greedy sampler over the step's logits for `batch.picks` (staged at
+  // `layout`), the ids to device_picked_.
+  absl::Status LaunchPicks(const StepBatch& batch, const StagingLayout& layout,
+                           const llmc_cuda_step_info& info);
+  // The logits rows of `rows` that no pick takes, to logits_ (the picks'
+  // rows ascend).
+  absl::Status CopyUnpickedRows(const StepBatch& batch, int64_t rows);
   // Loads cuBLASLt and allocates its operands when options_.gemm asks for it
   // (sets gemm_policy_, or gemm_note_ saying why the generated GEMMs stay).
   absl::Status SetUpGemms();
@@ -173,6 +186,13 @@ class CudaRunner : public StepRunner {
   std::vector<Graph> graphs_;  // with options_.cuda_graphs; destroyed before the device
   uint64_t steps_ = 0;         // Step calls, for the graphs' last use
   cuda::PinnedBuffer logits_;  // [max_logits, vocab] f32, page-locked: what Step returns
+  // The device sampler (null: the artifact has none) and its picked ids:
+  // on the device [max_logits] and, page-locked, on the host.
+  cuda::CUfunction greedy_ = nullptr;
+  int64_t greedy_block_ = 0;
+  cuda::CUdeviceptr device_picked_ = 0;
+  cuda::PinnedBuffer picked_;
+  std::vector<int32_t> host_picked_;  // the picks made on the host instead
   // cuBLASLt GEMMs.
   std::unique_ptr<cuda::CublasLt> cublaslt_;  // destroyed before the device
   GemmPolicy gemm_policy_;

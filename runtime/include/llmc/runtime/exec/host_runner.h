@@ -28,9 +28,8 @@ class HostRunner : public StepRunner {
                                                             const RunnerOptions& options);
   ~HostRunner() override;
 
-  // Runs @step once. Returns the logits, [batch.logits_rows.size(), vocab],
-  // valid until the next call.
-  absl::StatusOr<const float*> Step(const StepBatch& batch) override;
+  // Runs @step once; the picks are made from the host logits.
+  absl::StatusOr<StepOutput> Step(const StepBatch& batch) override;
 
   int64_t block_size() const override { return options_.block_size; }
   int64_t num_blocks() const override { return options_.num_blocks; }
@@ -61,6 +60,7 @@ class HostRunner : public StepRunner {
     size_t bytes = 0;
   };
   std::vector<CacheRegion> caches_;
+  std::vector<int32_t> picked_;  // the last step's picks
   // Per step entry, the pointer arrays its launch passes (rebuilt once), or
   // the collective it runs (a tensor-parallel plan).
   struct Launch {

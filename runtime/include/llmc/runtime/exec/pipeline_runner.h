@@ -59,12 +59,13 @@ class PipelineRunner : public StepRunner {
   ~PipelineRunner() override;
 
   // Rank 0 returns the whole batch's logits; other ranks return null.
-  absl::StatusOr<const float*> Step(const StepBatch& batch) override;
+  absl::StatusOr<StepOutput> Step(const StepBatch& batch) override;
   // Rank 0 keeps up to pp steps in flight: Submit runs stage 0's part of a
   // step (its sends return at once) and Collect receives the oldest step's
   // logits from the last stage, which by then may be running the next.
   absl::Status Submit(const StepBatch& batch) override;
-  absl::StatusOr<const float*> Collect() override;
+  // Rank 0 makes the step's picks from the collected logits.
+  absl::StatusOr<StepOutput> Collect() override;
   int64_t max_steps_in_flight() const override;
 
   int64_t block_size() const override { return stage_->block_size(); }
@@ -82,10 +83,15 @@ class PipelineRunner : public StepRunner {
   Communicator* world_;
   int64_t pp_, stage_index_;
   int last_stage_rank_;  // the last stage's TP rank 0: it sends rank 0 the logits
-  // Rank 0: each submitted step's micro-batches' logits_index, oldest
-  // first, for Collect.
-  std::deque<std::vector<std::vector<int64_t>>> in_flight_;
+  // Rank 0: each submitted step's micro-batches' logits_index, and its
+  // picks, oldest first, for Collect.
+  struct InFlight {
+    std::vector<std::vector<int64_t>> parts;
+    StepBatch picks;  // only picks and masked_ids
+  };
+  std::deque<InFlight> in_flight_;
   std::vector<float> logits_;  // rank 0: the collected step's
+  std::vector<int32_t> picked_;
   std::vector<float> part_;    // rank 0: one micro-batch's, as received
 };
 

@@ -26,10 +26,10 @@ class LeaderRunner : public StepRunner {
       : inner_(std::move(inner)), comm_(comm) {}
   ~LeaderRunner() override;
 
-  absl::StatusOr<const float*> Step(const StepBatch& batch) override;
+  absl::StatusOr<StepOutput> Step(const StepBatch& batch) override;
   // Sends the batch to the followers, then submits it to `inner`.
   absl::Status Submit(const StepBatch& batch) override;
-  absl::StatusOr<const float*> Collect() override { return inner_->Collect(); }
+  absl::StatusOr<StepOutput> Collect() override { return inner_->Collect(); }
   int64_t max_steps_in_flight() const override { return inner_->max_steps_in_flight(); }
 
   int64_t block_size() const override { return inner_->block_size(); }

@@ -12,6 +12,22 @@
 
 namespace llmc {
 
+// A logits row whose token the runner picks itself, so that the token id is
+// all of the row that leaves it (a GPU runner's logits stay on the device).
+// The pick is greedy: the argmax of the row, ties to the lowest id, NaN
+// masked and +inf the largest float, exactly the host Sampler's greedy
+// choice with no penalties (GreedyToken, sampler.h).
+struct RowPick {
+  int32_t row = 0;  // an index into logits_rows
+  // masked_ids[mask_begin, mask_begin + mask_count) never win (-inf), as
+  // --ignore-eos masks the end-of-generation tokens.
+  int32_t mask_begin = 0;
+  int32_t mask_count = 0;
+};
+
+// The most ids one pick may mask (a GPU runner keeps them in shared memory).
+inline constexpr int32_t kMaxPickMaskedIds = 64;
+
 struct StepBatch {
   std::vector<int32_t> tokens;        // [T]
   std::vector<int32_t> positions;     // [T]
@@ -21,6 +37,10 @@ struct StepBatch {
   int64_t max_blocks = 0;
   std::vector<int32_t> slot_mapping;  // [T]
   std::vector<int32_t> logits_rows;   // rows of `tokens` whose logits are wanted
+  // Rows whose token the runner picks (ascending, distinct rows); the others
+  // come back as logits. See RowPick.
+  std::vector<RowPick> picks;
+  std::vector<int32_t> masked_ids;  // what picks mask, by range
 
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_seqs() const { return int64_t(context_lens.size()); }
@@ -41,6 +61,9 @@ class StepBatchBuilder {
   int32_t AddSequence(absl::Span<const int32_t> tokens, int32_t first,
                       absl::Span<const int32_t> slots, absl::Span<const int32_t> table);
   void AddLogitsRow(int32_t row) { batch_.logits_rows.push_back(row); }
+  // Has the runner pick the token of the last logits row added, never
+  // choosing one of `masked`.
+  void PickLastRow(absl::Span<const int32_t> masked);
   const StepBatch& Finish();
   const StepBatch& batch() const { return batch_; }
 

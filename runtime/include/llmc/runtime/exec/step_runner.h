@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "llmc/runtime/artifact/artifact.h"
@@ -56,28 +57,38 @@ struct RunnerOptions {
   Communicator* pipeline = nullptr;
 };
 
+// What a step gives back, on the host, valid until the runner's next Step
+// or Collect.
+struct StepOutput {
+  // f32 [batch.logits_rows.size(), vocab]: row i the logits of
+  // logits_rows[i]. A picked row's (batch.picks) is not filled: its token
+  // is all that leaves the runner. Null on a pipeline stage before the last.
+  const float* logits = nullptr;
+  // [batch.picks.size()]: the token of each pick, in the picks' order.
+  const int32_t* tokens = nullptr;
+};
+
 class StepRunner {
  public:
   virtual ~StepRunner() = default;
 
-  // Runs @step once. Returns the logits on the host, f32
-  // [batch.logits_rows.size(), vocab], valid until the next call.
-  virtual absl::StatusOr<const float*> Step(const StepBatch& batch) = 0;
+  // Runs @step once.
+  virtual absl::StatusOr<StepOutput> Step(const StepBatch& batch) = 0;
 
   // Several steps in flight, for a pipeline whose stages each run another
   // step: Submit starts a step (the caller may reuse `batch` at once), and
-  // Collect returns the logits of the oldest step not yet collected, valid
-  // until the next Collect or Step. Up to max_steps_in_flight() steps may be
-  // submitted before the first is collected; their requests must differ
-  // (a request's next step needs the token its last one gives). The
-  // default runs the step at Submit and reports its outcome at Collect.
+  // Collect returns the output of the oldest step not yet collected. Up to
+  // max_steps_in_flight() steps may be submitted before the first is
+  // collected; their requests must differ (a request's next step needs the
+  // token its last one gives). The default runs the step at Submit and
+  // reports its outcome at Collect.
   virtual int64_t max_steps_in_flight() const { return 1; }
   virtual absl::Status Submit(const StepBatch& batch) {
     submitted_ = Step(batch);
     return absl::OkStatus();
   }
-  virtual absl::StatusOr<const float*> Collect() {
-    absl::StatusOr<const float*> out = std::move(submitted_);
+  virtual absl::StatusOr<StepOutput> Collect() {
+    absl::StatusOr<StepOutput> out = std::move(submitted_);
     submitted_ = absl::FailedPreconditionError("Collect: no step was submitted");
     return out;
   }
@@ -96,9 +107,16 @@ class StepRunner {
   virtual std::string ExecutionSummary() const = 0;
 
  private:
-  absl::StatusOr<const float*> submitted_ =
+  absl::StatusOr<StepOutput> submitted_ =
       absl::FailedPreconditionError("Collect: no step was submitted");
 };
+
+// The picks of `batch` made on the host from `logits` (StepOutput's layout:
+// [logits_rows.size(), vocab]), into `tokens` (resized to the picks'
+// count): for a runner whose logits are on the host anyway, or that has no
+// device pick.
+void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
+                std::vector<int32_t>* tokens);
 
 // The world this rank's runner belongs to: the pipeline's (all stages) or
 // the tensor-parallel group's; null for a process of its own.

@@ -172,6 +172,13 @@ class Sampler {
   SamplerScratch* scratch_;
 };
 
+// The greedy token of one row: the argmax of `logits` with every id of
+// `masked` at -inf, ties to the lowest id, NaN masked and +inf the largest
+// float; 0 when nothing is above -inf. What Sampler::Sample gives a greedy
+// request without penalties from MaskTokens(logits, masked), without the
+// copy; the device's greedy pick (llmc_cuda_sample.cuh) matches it.
+int32_t GreedyToken(std::span<const float> logits, std::span<const int32_t> masked);
+
 // `logits` with every id of `masked` set to -inf, as llama.cpp's
 // --ignore-eos masks the end-of-generation tokens (a logit bias of -inf):
 // the text goes on as if the model had never wanted to stop. Returns
