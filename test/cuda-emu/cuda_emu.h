@@ -123,6 +123,11 @@ inline int __float_as_int(float f) {
   memcpy(&i, &f, 4);
   return i;
 }
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  memcpy(&u, &f, 4);
+  return u;
+}
 inline float __uint_as_float(unsigned u) {
   float f;
   memcpy(&f, &u, 4);

@@ -600,18 +600,18 @@ LogicalResult emitSamplers(func::FuncOp step, CudaKernelPlan &plan) {
     return step.emitError() << "CUDA codegen: the device sampler needs @step's logits as "
                                "tensor<?xVOCABxf32>";
   constexpr int kThreads = 256;
-  ManifestCudaSampler greedy{"greedy", "llmc_sample_greedy", kThreads};
+  ManifestCudaSampler sampler{"sample", "llmc_sample", kThreads};
   plan.source += llvm::formatv(
-      "// The device sampler: greedy picks over the logits (cuda_abi.h), one block a pick.\n"
+      "// The device sampler over the logits (cuda_abi.h), one block a pick.\n"
       "extern \"C\" __global__ void __launch_bounds__({0})\n"
       "{1}(llmc_cuda_step_info s, llmc_cuda_args a) {{\n"
-      "  sample_greedy_picks<{0}, LLMC_CUDA_MAX_PICK_MASKED>(\n"
+      "  sample_picks<{0}, LLMC_CUDA_MAX_PICK_MASKED, LLMC_CUDA_MAX_PICK_TOP_K>(\n"
       "      static_cast<const float *>(a.buffers[0]), {2},\n"
       "      static_cast<const llmc_cuda_pick *>(a.buffers[1]),\n"
       "      static_cast<const int *>(a.buffers[2]), static_cast<int *>(a.buffers[3]));\n"
       "}\n",
-      kThreads, greedy.symbol, logits.getDimSize(1));
-  plan.samplers.push_back(std::move(greedy));
+      kThreads, sampler.symbol, logits.getDimSize(1));
+  plan.samplers.push_back(std::move(sampler));
   return success();
 }
 

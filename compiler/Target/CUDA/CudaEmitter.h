@@ -17,8 +17,8 @@
 //   attention       the K/V cache write, the flash-decoding split pass, and
 //                   the reduction of the splits (when there are several).
 //   others          embedding, RMS norm, RoPE, elementwise: one block a token.
-// Where the step has logits, the device sampler's entries follow (greedy
-// picks over the logits rows, one block a pick), for the runtime to launch
+// Where the step has logits, the device sampler's entry follows (greedy
+// picks and seeded draws over the logits rows, one block a pick), for the runtime to launch
 // after the step so that only token ids leave the GPU.
 // Groups with identical code share a kernel; only the bindings differ.
 //

@@ -550,8 +550,8 @@ class Validator {
     for (size_t i = 0; i < samplers.size(); ++i) {
       const ManifestCudaSampler& s = samplers[i];
       std::string f = Indexed("cuda.samplers", i);
-      if (s.kind != "greedy")
-        return Error(f + ".kind", absl::StrCat("'", s.kind, "' is not a sampler kind (greedy)"));
+      if (s.kind != "sample")
+        return Error(f + ".kind", absl::StrCat("'", s.kind, "' is not a sampler kind (sample)"));
       for (size_t j = 0; j < i; ++j)
         if (samplers[j].kind == s.kind)
           return Error(f + ".kind", absl::StrCat("'", s.kind, "' has an earlier entry too"));

@@ -25,7 +25,7 @@ struct EngineFlags {
   int64_t kv_blocks = 0;
   double gpu_memory_fraction = 0.9;
   int64_t steps_in_flight = 0;
-  bool device_greedy = true;
+  bool device_sampling = true;
 
   void Register(FlagSet& flags, RunnerFlags& runner) {
     flags.AddInt("max-batch-tokens", &runner.batch,
@@ -45,10 +45,10 @@ struct EngineFlags {
     flags.AddInt("steps-in-flight", &steps_in_flight,
                  "most engine steps in flight at once (0: as many as the runner takes, one per "
                  "pipeline stage; 1: one at a time)");
-    flags.AddBool("device-greedy", &device_greedy,
-                  "the runner picks the tokens of greedy requests without penalties or logprobs "
-                  "(a GPU on the device: only their ids leave it); --no-device-greedy samples "
-                  "every token on the host from its copied logits");
+    flags.AddBool("device-sampling", &device_sampling,
+                  "the runner picks the tokens of requests without penalties or logprobs "
+                  "(greedy, or top-p with a top-k; a GPU on the device: only their ids leave it); "
+                  "--no-device-sampling samples every token on the host from its copied logits");
   }
 
   // Checks the values and fills the KV-cache size into `load`.
@@ -85,7 +85,7 @@ struct EngineFlags {
     engine.max_seqs = int32_t(max_seqs);
     engine.long_prefill_token_threshold = int32_t(long_prefill_token_threshold);
     engine.enable_prefix_caching = prefix_cache;
-    engine.runner_picks = device_greedy;
+    engine.runner_picks = device_sampling;
     return absl::OkStatus();
   }
 };

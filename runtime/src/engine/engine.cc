@@ -64,14 +64,16 @@ absl::StatusOr<RequestId> Engine::AddRequest(std::vector<int32_t> prompt,
   auto live = std::unique_ptr<Live>(
       new Live{params, Sampler(params, &scratch_), StopChecker(params, model_.eos_ids),
                IncrementalDetokenizer(*model_.tokenizer, context), RequestUsage{}, false});
-  // What a runner's pick (StepBatch::picks) gives: the greedy token of the
-  // raw logits, the end-of-generation ids masked with ignore_eos.
+  // What a runner's pick (StepBatch::picks) gives: the token this
+  // request's sampler would give without penalties, the end-of-generation
+  // ids masked with ignore_eos.
   const bool penalized = params.repeat_last_n != 0 &&
                          (params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f ||
                           params.frequency_penalty != 0.0f);
-  live->runner_picks = options_.runner_picks && params.temperature == 0.0f &&
-                       params.logprobs == 0 && !penalized &&
-                       (!params.ignore_eos || int64_t(model_.eos_ids.size()) <= kMaxPickMaskedIds);
+  live->runner_picks =
+      options_.runner_picks && params.logprobs == 0 && !penalized &&
+      PickSupports(params.temperature, params.top_k, params.top_p, vocab) &&
+      (!params.ignore_eos || int64_t(model_.eos_ids.size()) <= kMaxPickMaskedIds);
   live->usage.prompt_tokens = int32_t(context.size());
   live_.emplace(id, std::move(live));
   ++stats_.requests_added;
@@ -119,9 +121,19 @@ absl::Status Engine::BuildBatch(const SchedulerOutput& out, std::vector<bool>* p
     batch_.AddLogitsRow(row + c.num_tokens - 1);
     const Live& r = *live_.at(c.id);
     picked->push_back(r.runner_picks);
-    if (r.runner_picks)
-      batch_.PickLastRow(r.params.ignore_eos ? absl::Span<const int32_t>(model_.eos_ids)
-                                             : absl::Span<const int32_t>());
+    if (!r.runner_picks) continue;
+    RowPick pick;
+    pick.temperature = r.params.temperature;
+    pick.top_k = r.params.top_k;
+    pick.top_p = r.params.top_p;
+    pick.min_p = r.params.min_p;
+    pick.seed = r.params.seed;
+    // The token's index in the output: the draw counter its sampler would
+    // use (one Sample() a token).
+    pick.draw = uint64_t(r.usage.completion_tokens);
+    batch_.PickLastRow(r.params.ignore_eos ? absl::Span<const int32_t>(model_.eos_ids)
+                                           : absl::Span<const int32_t>(),
+                       pick);
   }
   // A step of prefill chunks only still asks for one row, never read: a
   // @step computes at least one row of logits (a launch with a zero grid is

@@ -252,7 +252,7 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
   }
   LLMC_ASSIGN_OR_RETURN(runner->logits_, runner->device_->AllocPinned(
                                              size_t(o.max_logits * runner->vocab_) * sizeof(float)));
-  if (runner->greedy_) {
+  if (runner->sampler_) {
     const size_t bytes = size_t(o.max_logits) * sizeof(int32_t);
     LLMC_RETURN_IF_ERROR(runner->Allocate(bytes, "the picked token ids", &runner->device_picked_));
     LLMC_ASSIGN_OR_RETURN(runner->picked_, runner->device_->AllocPinned(bytes));
@@ -363,9 +363,9 @@ absl::Status CudaRunner::LoadModule() {
     }
   // Only the last pipeline stage has logits to pick from.
   for (const ManifestCudaSampler& s : m.cuda.samplers)
-    if (s.kind == "greedy" && m.logits_buffer >= 0) {
-      LLMC_ASSIGN_OR_RETURN(greedy_, module_->Function(s.symbol));
-      greedy_block_ = s.block;
+    if (s.kind == "sample" && m.logits_buffer >= 0) {
+      LLMC_ASSIGN_OR_RETURN(sampler_, module_->Function(s.symbol));
+      sampler_block_ = s.block;
     }
   return absl::OkStatus();
 }
@@ -531,10 +531,10 @@ absl::Status CudaRunner::LaunchPicks(const StepBatch& batch, const StagingLayout
   void* params[] = {&picks, &args};
   const cuda::DriverApi& api = device_->api();
   const unsigned grid = unsigned(batch.picks.size());
-  cuda::CUresult r = api.cuLaunchKernel(greedy_, grid, 1, 1, unsigned(greedy_block_), 1, 1, 0,
+  cuda::CUresult r = api.cuLaunchKernel(sampler_, grid, 1, 1, unsigned(sampler_block_), 1, 1, 0,
                                         device_->stream(), params, nullptr);
   if (r != cuda::kCudaSuccess)
-    return api.Check(r, absl::StrFormat("cuLaunchKernel of the greedy sampler (%d picks)", grid));
+    return api.Check(r, absl::StrFormat("cuLaunchKernel of the device sampler (%d picks)", grid));
   return device_->CopyToHost(picked_.data(), device_picked_, batch.picks.size() * sizeof(int32_t));
 }
 
@@ -823,7 +823,7 @@ absl::StatusOr<StepOutput> CudaRunner::Step(const StepBatch& batch) {
 
   // A pipeline stage before the last has no logits. The picks' rows stay on
   // the device where it picks them.
-  const bool device_picks = greedy_ != nullptr && !batch.picks.empty();
+  const bool device_picks = sampler_ != nullptr && !batch.picks.empty();
   if (device_picks) {
     LLMC_RETURN_IF_ERROR(LaunchPicks(batch, layout, info));
     LLMC_RETURN_IF_ERROR(CopyUnpickedRows(batch, rows));

@@ -62,10 +62,17 @@ constexpr size_t kIntsPerPick = sizeof(llmc_cuda_pick) / sizeof(int32_t);
 static_assert(sizeof(RowPick) == sizeof(llmc_cuda_pick) &&
                   offsetof(RowPick, row) == offsetof(llmc_cuda_pick, row) &&
                   offsetof(RowPick, mask_begin) == offsetof(llmc_cuda_pick, mask_begin) &&
-                  offsetof(RowPick, mask_count) == offsetof(llmc_cuda_pick, mask_count),
+                  offsetof(RowPick, mask_count) == offsetof(llmc_cuda_pick, mask_count) &&
+                  offsetof(RowPick, top_k) == offsetof(llmc_cuda_pick, top_k) &&
+                  offsetof(RowPick, temperature) == offsetof(llmc_cuda_pick, temperature) &&
+                  offsetof(RowPick, top_p) == offsetof(llmc_cuda_pick, top_p) &&
+                  offsetof(RowPick, min_p) == offsetof(llmc_cuda_pick, min_p) &&
+                  offsetof(RowPick, seed) == offsetof(llmc_cuda_pick, seed) &&
+                  offsetof(RowPick, draw) == offsetof(llmc_cuda_pick, draw),
               "RowPick and llmc_cuda_pick differ");
-static_assert(kMaxPickMaskedIds == LLMC_CUDA_MAX_PICK_MASKED,
-              "the batch's and the device's mask limits differ");
+static_assert(kMaxPickMaskedIds == LLMC_CUDA_MAX_PICK_MASKED &&
+                  kMaxPickTopK == LLMC_CUDA_MAX_PICK_TOP_K,
+              "the batch's and the device's pick limits differ");
 
 StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns) {
   StagingLayout l;

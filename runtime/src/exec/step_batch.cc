@@ -57,6 +57,16 @@ absl::Status ValidateStepBatch(const StepBatch& b, const StepLimits& limits) {
       return bad(absl::StrFormat(
           "pick %d: masked ids [%d, +%d) are not within the %d given (at most %d a pick)", j,
           p.mask_begin, p.mask_count, b.masked_ids.size(), kMaxPickMaskedIds));
+    if (!(p.temperature >= 0 && p.temperature <= 1e30f) || !(p.top_p > 0 && p.top_p <= 1) ||
+        !(p.min_p >= 0 && p.min_p <= 1))
+      return bad(absl::StrFormat(
+          "pick %d: temperature %g, top_p %g, min_p %g out of range (>= 0, (0, 1], [0, 1])", j,
+          p.temperature, p.top_p, p.min_p));
+    if (!PickSupports(p.temperature, p.top_k, p.top_p, limits.vocab_size))
+      return bad(absl::StrFormat(
+          "pick %d: top_k %d with top_p %g is not a pick a runner makes (top-p needs a top-k "
+          "of 1 to %d)",
+          j, p.top_k, p.top_p, kMaxPickTopK));
   }
   for (int32_t id : b.masked_ids)
     if (id < 0 || id >= limits.vocab_size)
@@ -78,19 +88,27 @@ void StepBatchBuilder::Clear() {
   tables_.clear();
 }
 
-void StepBatchBuilder::PickLastRow(absl::Span<const int32_t> masked) {
+void StepBatchBuilder::PickLastRow(absl::Span<const int32_t> masked, RowPick pick) {
   StepBatch& b = batch_;
-  const int32_t row = int32_t(b.logits_rows.size()) - 1;
-  const auto count = int32_t(masked.size());
+  pick.row = int32_t(b.logits_rows.size()) - 1;
+  pick.mask_count = int32_t(masked.size());
   // Picks that mask the same ids (every ignore_eos request: the model's
   // end-of-generation ids) share the range at the end of masked_ids.
-  const auto tail = int32_t(b.masked_ids.size()) - count;
-  if (count == 0 || (tail >= 0 && absl::MakeConstSpan(b.masked_ids).subspan(size_t(tail)) == masked)) {
-    b.picks.push_back({row, count == 0 ? 0 : tail, count});
-    return;
+  const auto tail = int32_t(b.masked_ids.size()) - pick.mask_count;
+  if (pick.mask_count == 0 ||
+      (tail >= 0 && absl::MakeConstSpan(b.masked_ids).subspan(size_t(tail)) == masked)) {
+    pick.mask_begin = pick.mask_count == 0 ? 0 : tail;
+  } else {
+    pick.mask_begin = int32_t(b.masked_ids.size());
+    b.masked_ids.insert(b.masked_ids.end(), masked.begin(), masked.end());
   }
-  b.picks.push_back({row, int32_t(b.masked_ids.size()), count});
-  b.masked_ids.insert(b.masked_ids.end(), masked.begin(), masked.end());
+  b.picks.push_back(pick);
+}
+
+bool PickSupports(float temperature, int32_t top_k, float top_p, int64_t vocab) {
+  if (!(temperature > 0)) return true;
+  if (top_k > 0 && top_k < vocab) return top_k <= kMaxPickTopK;
+  return !(top_p < 1.0f);
 }
 
 int32_t StepBatchBuilder::AddSequence(absl::Span<const int32_t> tokens, int32_t first,

@@ -14,12 +14,30 @@ namespace llmc {
 
 void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
                 std::vector<int32_t>* tokens) {
+  thread_local SamplerScratch scratch;
+  thread_local std::vector<float> masked_row;
   tokens->resize(batch.picks.size());
   for (size_t j = 0; j < batch.picks.size(); ++j) {
     const RowPick& p = batch.picks[j];
-    (*tokens)[j] = GreedyToken(
-        std::span<const float>(logits + int64_t(p.row) * vocab, size_t(vocab)),
-        std::span<const int32_t>(batch.masked_ids.data() + p.mask_begin, size_t(p.mask_count)));
+    const std::span<const float> row(logits + int64_t(p.row) * vocab, size_t(vocab));
+    const std::span<const int32_t> masked(batch.masked_ids.data() + p.mask_begin,
+                                          size_t(p.mask_count));
+    if (!(p.temperature > 0)) {
+      (*tokens)[j] = GreedyToken(row, masked);
+      continue;
+    }
+    // The request's own sampler would draw this token: no penalties (the
+    // engine samples a penalized request itself), its draw at p.draw.
+    SamplingParams params;
+    params.temperature = p.temperature;
+    params.top_k = p.top_k;
+    params.top_p = p.top_p;
+    params.min_p = p.min_p;
+    params.repeat_last_n = 0;
+    params.seed = p.seed;
+    Sampler sampler(params, &scratch);
+    sampler.SetDrawIndex(p.draw);
+    (*tokens)[j] = sampler.Sample(MaskTokens(row, masked, &masked_row), {});
   }
 }
 

@@ -55,6 +55,53 @@ void ForEachLogit(std::span<const float> logits, std::span<const Candidate> pena
   for (; i < logits.size(); ++i) fn(static_cast<int32_t>(i), Clean(logits[i]));
 }
 
+// The chunked order of a draw over survivors in id order (sampler.h's
+// kDrawChunks): survivor i belongs to chunk id / chunk_size; a chunk's
+// weight is the sum of its survivors' in id order, the total the sum of the
+// chunks' in chunk order. The device sampler sums the same way, one thread
+// a chunk.
+double ChunkSums(std::span<const Candidate> cand, std::span<const double> weights, size_t vocab,
+                 std::vector<double>* chunk_sums) {
+  const size_t chunk = sample_internal::DrawChunkSize(vocab);
+  chunk_sums->assign(sample_internal::kDrawChunks, 0.0);
+  for (size_t i = 0; i < cand.size(); ++i)
+    (*chunk_sums)[static_cast<size_t>(cand[i].id) / chunk] += weights[i];
+  double sum = 0;
+  for (double c : *chunk_sums) sum += c;
+  return sum;
+}
+
+// The token at `target` (in [0, sum)) of the chunked order: the first
+// chunk with weight whose running total passes target, then inside it the
+// first survivor whose running sum passes what is left; when rounding
+// leaves a walk short, the last chunk or survivor with weight.
+int32_t ChunkedDraw(std::span<const Candidate> cand, std::span<const double> weights, size_t vocab,
+                    std::span<const double> chunk_sums, double target) {
+  const size_t chunk = sample_internal::DrawChunkSize(vocab);
+  // The chunk the target falls in; when rounding leaves it past every
+  // chunk, the last chunk with weight.
+  size_t c = 0;
+  double acc = 0, before = 0;
+  for (size_t k = 0; k < chunk_sums.size(); ++k) {
+    if (chunk_sums[k] <= 0) continue;
+    c = k;
+    before = acc;
+    if (target < acc + chunk_sums[k]) break;
+    acc += chunk_sums[k];
+  }
+  acc = before;
+  const double left = target - acc;
+  int32_t token = 0;
+  double run = 0;
+  for (size_t i = 0; i < cand.size(); ++i) {
+    if (static_cast<size_t>(cand[i].id) / chunk != c || weights[i] <= 0) continue;
+    run += weights[i];
+    token = cand[i].id;
+    if (left < run) break;
+  }
+  return token;
+}
+
 // Keeps the k best candidates offered so far in `heap`, whose front is the
 // worst of them.
 inline void HeapOffer(std::vector<Candidate>& heap, size_t k, Candidate c) {
@@ -220,12 +267,14 @@ double Sampler::Prepare(std::span<const float> logits) {
   // Temperature, then the (unnormalized) softmax the draw uses.
   const float temperature = params_.temperature;
   weights.resize(cand.size());
+  for (size_t i = 0; i < cand.size(); ++i)
+    weights[i] = std::exp((cand[i].logit - max_logit) / temperature);
+  // Survivors in id order (no top-p reordered them) are summed and walked
+  // by chunks of the vocabulary, as the device sampler does.
+  scratch_->id_order = !sorted && !(params_.top_p < 1.0f && cand.size() > 1);
+  if (scratch_->id_order) return ChunkSums(cand, weights, logits.size(), &scratch_->chunk_sums);
   double sum = 0;
-  for (size_t i = 0; i < cand.size(); ++i) {
-    const double w = std::exp((cand[i].logit - max_logit) / temperature);
-    weights[i] = w;
-    sum += w;
-  }
+  for (double w : weights) sum += w;
   return sum;
 }
 
@@ -356,7 +405,9 @@ int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> 
     const double sum = Prepare(logits);
     const std::vector<Candidate>& cand = scratch_->candidates;
     const std::vector<double>& weights = scratch_->weights;
-    if (sum > 0) {
+    if (sum > 0 && scratch_->id_order) {
+      token = ChunkedDraw(cand, weights, logits.size(), scratch_->chunk_sums, u * sum);
+    } else if (sum > 0) {
       const double target = u * sum;
       double acc = 0;
       for (size_t i = 0; i < cand.size(); ++i) {

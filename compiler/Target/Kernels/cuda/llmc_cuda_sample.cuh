@@ -3,9 +3,14 @@
 // The device half of the sampler (issue 27: only token ids cross PCIe, not
 // a step's logits). Each kernel gives, row for row, the token the host
 // sampler (runtime/src/sample/sampler.cc) picks from the same f32 logits.
-// So far: greedy picks, which the runtime launches after a step's LM head
-// (cuda_abi.h's sampler entries). The random draws will come from
-// llmc_cuda_philox.cuh, the host sampler's generator too.
+// The runtime launches them after a step's LM head (cuda_abi.h's sampler
+// entry), one block a pick: greedy, and seeded draws with temperature,
+// top-k (up to MaxTopK), top-p over the top-k and min-p, or temperature and
+// min-p over the whole vocabulary. A draw's random number comes from
+// llmc_cuda_philox.cuh, the host sampler's generator, and every sum runs in
+// the host's order, so a seeded request gives the same tokens on either
+// side, up to last-bit differences of expf and logf between the GPU's and
+// the C library's.
 //
 // Part of llmc_cuda_kernels.cuh, the header generated kernels include; see
 // README.md beside it for the library as a whole.
@@ -73,20 +78,289 @@ __device__ int sample_argmax_block(const float* __restrict__ x, int vocab, const
   return bid;
 }
 
-// Greedy picks (the ABI's greedy sampler, cuda_abi.h): block p picks the
-// token of row picks[p].row of `logits` ([rows, vocab] f32), never one of
-// masked[picks[p].mask_begin, + mask_count) (at most MaxMasked), into
-// ids[p]. Launch: grid (picks), Threads threads.
-template <int Threads, int MaxMasked, class Pick>
-__device__ void sample_greedy_picks(const float* __restrict__ logits, int vocab,
-                                    const Pick* __restrict__ picks, const int* __restrict__ masked,
-                                    int* __restrict__ ids) {
+namespace detail {
+// The order-preserving key of a cleaned logit: a larger logit has a larger
+// key; -0 and +0, which compare equal, share one.
+__device__ __forceinline__ unsigned sample_key(float v) {
+  const unsigned u = __float_as_uint(v + 0.0f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+// Logit i of a row as the host sampler sees it: cleaned, and -inf for a
+// masked id.
+__device__ __forceinline__ float sample_value(const float* x, int i, const int* masked,
+                                              int num_masked) {
+  for (int m = 0; m < num_masked; ++m)
+    if (masked[m] == i) return -__int_as_float(0x7f800000);
+  return sample_clean(x[i]);
+}
+// Exclusive prefix sum of one int a thread, in thread order; `scan` is
+// Threads + 1 ints of shared memory, scan[Threads] the total afterwards.
+// Thread 0 adds up: a few hundred adds, outside every loop over the row.
+template <int Threads>
+__device__ int sample_block_scan(int x, int* scan) {
+  scan[threadIdx.x] = x;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int run = 0;
+    for (int t = 0; t < Threads; ++t) {
+      const int v = scan[t];
+      scan[t] = run;
+      run += v;
+    }
+    scan[Threads] = run;
+  }
+  __syncthreads();
+  return scan[threadIdx.x];
+}
+// The block's largest of one float a thread (all threads get it).
+template <int Threads>
+__device__ float sample_block_max(float v, float* scratch) {
+  v = warp_max(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = scratch[0];
+  for (int w = 1; w < Threads / 32; ++w) v = fmaxf(v, scratch[w]);
+  return v;
+}
+
+struct sample_cand {
+  float v;
+  int id;
+};
+__device__ __forceinline__ bool sample_cand_better(const sample_cand& a, const sample_cand& b) {
+  return sample_better(a.v, a.id, b.v, b.id);
+}
+
+// The host's draw over top-k survivors sorted best first (Sampler::Prepare
+// and Sample with `sorted`), one thread: top-p's prefix, min-p's prefix,
+// then the weights' running sum against u times their total. Every float
+// op and double sum in the host's order.
+template <class Pick>
+__device__ int sample_sorted_draw(const sample_cand* cand, int n, const Pick& p, double u) {
+  if (n == 0) return 0;
+  const float max_logit = cand[0].v;
+  if (p.top_p < 1.0f && n > 1) {
+    double mass = 0;
+    for (int i = 0; i < n; ++i) mass += (double)expf(cand[i].v - max_logit);
+    const double target = (double)p.top_p * mass;
+    double cum = 0;
+    for (int i = 0; i < n; ++i) {
+      cum += (double)expf(cand[i].v - max_logit);
+      if (cum >= target) {
+        n = i + 1;
+        break;
+      }
+    }
+  }
+  if (p.min_p > 0) {  // sorted: the survivors are a prefix
+    const float threshold = max_logit + logf(p.min_p);
+    int keep = 0;
+    while (keep < n && !(cand[keep].v < threshold)) ++keep;
+    n = keep;
+  }
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += (double)expf((cand[i].v - max_logit) / p.temperature);
+  if (!(sum > 0)) return 0;
+  const double target = u * sum;
+  double acc = 0;
+  int token = 0;
+  for (int i = 0; i < n; ++i) {
+    const double w = (double)expf((cand[i].v - max_logit) / p.temperature);
+    if (w <= 0) continue;
+    acc += w;
+    token = cand[i].id;  // the last positive one if rounding leaves acc short
+    if (target < acc) break;
+  }
+  return token;
+}
+
+// Top-k (1 <= k < vocab, k <= MaxTopK) then the sorted draw. The k-th best
+// key by a radix select (4 passes of 8 bits, histograms in shared memory),
+// the survivors gathered in id order (all keys above it, and the lowest
+// ids of the keys equal to it, as the host's heap keeps), sorted best first
+// by a bitonic sort; thread 0 draws. Returns the token in thread 0.
+template <int Threads, int MaxTopK, class Pick>
+__device__ int sample_top_k(const float* x, int vocab, const int* masked, int num_masked,
+                            const Pick& p, double u) {
+  static_assert((MaxTopK & (MaxTopK - 1)) == 0, "sample_top_k: MaxTopK a power of 2");
+  __shared__ int hist[256];
+  __shared__ int scan[Threads + 1];
+  __shared__ unsigned select[2];  // the key prefix so far; ranks still wanted
+  __shared__ sample_cand cand[MaxTopK];
+  const int tid = threadIdx.x;
+  const int k = p.top_k < MaxTopK ? p.top_k : MaxTopK;
+  // Each thread's ids: one contiguous run, so the gather below keeps id order.
+  const int run = (vocab + Threads - 1) / Threads;
+  const int lo = tid * run < vocab ? tid * run : vocab;
+  const int hi = lo + run < vocab ? lo + run : vocab;
+  int mine = 0;
+  for (int i = lo; i < hi; ++i) mine += sample_value(x, i, masked, num_masked) != -__int_as_float(0x7f800000);
+  sample_block_scan<Threads>(mine, scan);
+  const int candidates = scan[Threads];
+  __syncthreads();
+  const bool all = candidates <= k;
+  unsigned kth = 0;
+  int ties = 0;
+  if (!all) {
+    if (tid == 0) select[0] = 0, select[1] = unsigned(k);
+    unsigned covered = 0;  // the key bits select[0] has settled
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int b = tid; b < 256; b += Threads) hist[b] = 0;
+      __syncthreads();
+      const unsigned prefix = select[0];
+      for (int i = lo; i < hi; ++i) {
+        const float v = sample_value(x, i, masked, num_masked);
+        if (v == -__int_as_float(0x7f800000)) continue;
+        const unsigned key = sample_key(v);
+        if ((key & covered) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1);
+      }
+      __syncthreads();
+      if (tid == 0) {
+        unsigned want = select[1], above = 0;
+        int b = 255;
+        for (; b > 0 && above + unsigned(hist[b]) < want; --b) above += unsigned(hist[b]);
+        select[0] = prefix | (unsigned(b) << shift);
+        select[1] = want - above;
+      }
+      covered |= 255u << shift;
+      __syncthreads();
+    }
+    kth = select[0];
+    ties = int(select[1]);
+  }
+  // Gather: this thread's keys above the k-th, and its ties while the
+  // lowest-id ties still want some.
+  int above = 0, tied = 0;
+  for (int i = lo; i < hi; ++i) {
+    const float v = sample_value(x, i, masked, num_masked);
+    if (v == -__int_as_float(0x7f800000)) continue;
+    const unsigned key = sample_key(v);
+    above += all || key > kth;
+    tied += !all && key == kth;
+  }
+  const int ties_before = sample_block_scan<Threads>(tied, scan);
+  __syncthreads();
+  int take_ties = ties - ties_before;
+  take_ties = take_ties < 0 ? 0 : (take_ties > tied ? tied : take_ties);
+  int at = sample_block_scan<Threads>(above + take_ties, scan);
+  const int n = scan[Threads];
+  for (int i = lo; i < hi; ++i) {
+    const float v = sample_value(x, i, masked, num_masked);
+    if (v == -__int_as_float(0x7f800000)) continue;
+    const unsigned key = sample_key(v);
+    bool keep = all || key > kth;
+    if (!keep && key == kth && take_ties > 0) keep = true, --take_ties;
+    if (keep) cand[at++] = sample_cand{v, i};
+  }
+  // Bitonic sort of the survivors, best first; the padding sorts last.
+  int size = 1;
+  while (size < n) size <<= 1;
+  for (int i = n + tid; i < size; i += Threads) cand[i] = sample_cand{-__int_as_float(0x7f800000), 0x7fffffff};
+  __syncthreads();
+  for (int span = 2; span <= size; span <<= 1) {
+    for (int stride = span >> 1; stride > 0; stride >>= 1) {
+      for (int i = tid; i < size; i += Threads) {
+        const int j = i ^ stride;
+        if (j <= i) continue;
+        const sample_cand a = cand[i], b = cand[j];
+        const bool best_first = (i & span) == 0;
+        if (best_first ? sample_cand_better(b, a) : sample_cand_better(a, b)) cand[i] = b, cand[j] = a;
+      }
+      __syncthreads();
+    }
+  }
+  return tid == 0 ? sample_sorted_draw(cand, n, p, u) : 0;
+}
+
+// Temperature and min-p over the whole vocabulary (no top-k, no top-p): the
+// survivors in id order, summed and walked by 256 chunks of the vocabulary
+// as the host sampler does (sampler.h's kDrawChunks), one thread a chunk;
+// thread 0 finds the chunk and walks it. Returns the token in thread 0.
+template <int Threads, class Pick>
+__device__ int sample_chunked(const float* x, int vocab, const int* masked, int num_masked,
+                              const Pick& p, double u) {
+  constexpr int kChunks = 256;
+  __shared__ double part[kChunks];
+  __shared__ float scratch[Threads / 32];
+  float m = -__int_as_float(0x7f800000);
+  for (int i = threadIdx.x; i < vocab; i += Threads) m = fmaxf(m, sample_value(x, i, masked, num_masked));
+  const float max_logit = sample_block_max<Threads>(m, scratch);
+  if (max_logit == -__int_as_float(0x7f800000)) return 0;  // nothing to draw
+  const bool min_p = p.min_p > 0;
+  const float threshold = min_p ? max_logit + logf(p.min_p) : 0.0f;
+  const int chunk = (vocab + kChunks - 1) / kChunks;
+  // The weight of id i, or 0 for one that does not survive.
+  auto weight = [&](int i) -> double {
+    const float v = sample_value(x, i, masked, num_masked);
+    if (v == -__int_as_float(0x7f800000) || (min_p && v < threshold)) return 0.0;
+    return (double)expf((v - max_logit) / p.temperature);
+  };
+  for (int c = threadIdx.x; c < kChunks; c += Threads) {
+    double s = 0;
+    const int end = (c + 1) * chunk < vocab ? (c + 1) * chunk : vocab;
+    for (int i = c * chunk; i < end; ++i) s += weight(i);
+    part[c] = s;
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return 0;
+  double sum = 0;
+  for (int c = 0; c < kChunks; ++c) sum += part[c];
+  if (!(sum > 0)) return 0;
+  const double target = u * sum;
+  // The chunk the target falls in (past every chunk by rounding: the last
+  // with weight), then the survivor in it.
+  int c = 0;
+  double acc = 0, before = 0;
+  for (int k = 0; k < kChunks; ++k) {
+    if (part[k] <= 0) continue;
+    c = k;
+    before = acc;
+    if (target < acc + part[k]) break;
+    acc += part[k];
+  }
+  const double left = target - before;
+  const int end = (c + 1) * chunk < vocab ? (c + 1) * chunk : vocab;
+  double run = 0;
+  int token = 0;
+  for (int i = c * chunk; i < end; ++i) {
+    const double w = weight(i);
+    if (w <= 0) continue;
+    run += w;
+    token = i;
+    if (left < run) break;
+  }
+  return token;
+}
+} // namespace detail
+
+// The ABI's sampler (cuda_abi.h): block p picks the token of row
+// picks[p].row of `logits` ([rows, vocab] f32) into ids[p], never one of
+// masked[picks[p].mask_begin, + mask_count) (at most MaxMasked): greedy at
+// temperature 0, else a seeded draw (Philox at (seed, draw)) with top-k up
+// to MaxTopK (and top-p, min-p over its survivors) or, without top-k,
+// temperature and min-p (top-p without top-k is left to the host). Every
+// choice is the host sampler's (sampler.h) from the same logits. Launch:
+// grid (picks), Threads threads.
+template <int Threads, int MaxMasked, int MaxTopK, class Pick>
+__device__ void sample_picks(const float* __restrict__ logits, int vocab,
+                             const Pick* __restrict__ picks, const int* __restrict__ masked,
+                             int* __restrict__ ids) {
   __shared__ int mask[MaxMasked];
   const Pick p = picks[blockIdx.x];
   const int num_masked = p.mask_count < MaxMasked ? p.mask_count : MaxMasked;
   for (int m = threadIdx.x; m < num_masked; m += Threads) mask[m] = masked[p.mask_begin + m];
   __syncthreads();
-  const int id = sample_argmax_block<Threads>(logits + (long long)p.row * vocab, vocab, mask, num_masked);
+  const float* x = logits + (long long)p.row * vocab;
+  int id;
+  if (!(p.temperature > 0)) {
+    id = sample_argmax_block<Threads>(x, vocab, mask, num_masked);
+  } else {
+    const double u = philox::unit_interval(philox::draw_bits(p.seed, p.draw));
+    id = p.top_k > 0 && p.top_k < vocab
+             ? detail::sample_top_k<Threads, MaxTopK>(x, vocab, mask, num_masked, p, u)
+             : detail::sample_chunked<Threads>(x, vocab, mask, num_masked, p, u);
+  }
   if (threadIdx.x == 0) ids[blockIdx.x] = id;
 }
 

@@ -596,24 +596,24 @@ TEST(ManifestCuda, ModulesAndSection) {
   ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.cuda_abi_version = 0; }),
               {"cuda.cuda_abi_version must be >= 1, got 0"});
   ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.samplers = {{"beam", "s", 256}}; }),
-              {"cuda.samplers[0].kind 'beam' is not a sampler kind (greedy)"});
+              {"cuda.samplers[0].kind 'beam' is not a sampler kind (sample)"});
   ExpectError(CudaRoundTrip([](Manifest& m) {
-                m.cuda.samplers = {{"greedy", "s", 256}, {"greedy", "t", 256}};
+                m.cuda.samplers = {{"sample", "s", 256}, {"sample", "t", 256}};
               }),
-              {"cuda.samplers[1].kind 'greedy' has an earlier entry too"});
-  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.samplers = {{"greedy", "s", 100}}; }),
+              {"cuda.samplers[1].kind 'sample' has an earlier entry too"});
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.samplers = {{"sample", "s", 100}}; }),
               {"cuda.samplers[0].block must be a multiple of 32 in [32, 1024], got 100"});
-  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.samplers = {{"greedy", "", 256}}; }),
+  ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.samplers = {{"sample", "", 256}}; }),
               {"cuda.samplers[0].symbol is empty"});
   {
     // The samplers round-trip; a manifest without them (a stage before the
     // last) has none.
     auto with = CudaRoundTrip(
-        [](Manifest& m) { m.cuda.samplers = {{"greedy", "llmc_sample_greedy", 128}}; });
+        [](Manifest& m) { m.cuda.samplers = {{"sample", "llmc_sample", 128}}; });
     ASSERT_TRUE(with.ok()) << with.status();
     ASSERT_EQ(with->cuda.samplers.size(), 1u);
-    EXPECT_EQ(with->cuda.samplers[0].kind, "greedy");
-    EXPECT_EQ(with->cuda.samplers[0].symbol, "llmc_sample_greedy");
+    EXPECT_EQ(with->cuda.samplers[0].kind, "sample");
+    EXPECT_EQ(with->cuda.samplers[0].symbol, "llmc_sample");
     EXPECT_EQ(with->cuda.samplers[0].block, 128);
     auto without = CudaRoundTrip([](Manifest&) {});
     ASSERT_TRUE(without.ok());

@@ -8,11 +8,11 @@
 using namespace llmc::cuda;
 
 namespace {
-// The ABI's greedy sampler (cuda_abi.h), as the generated entry binds it;
+// The ABI's sampler (cuda_abi.h), as the generated entry binds it;
 // the vocabulary comes in a.buffers[4] here (the generated entry has it as
 // a constant).
-template <int Threads> void greedy(const llmc_cuda_args& a) {
-  sample_greedy_picks<Threads, LLMC_CUDA_MAX_PICK_MASKED>(
+template <int Threads> void sample(const llmc_cuda_args& a) {
+  sample_picks<Threads, LLMC_CUDA_MAX_PICK_MASKED, LLMC_CUDA_MAX_PICK_TOP_K>(
       static_cast<const float*>(a.buffers[0]), *static_cast<const int*>(a.buffers[4]),
       static_cast<const llmc_cuda_pick*>(a.buffers[1]), static_cast<const int*>(a.buffers[2]),
       static_cast<int*>(a.buffers[3]));
@@ -20,6 +20,6 @@ template <int Threads> void greedy(const llmc_cuda_args& a) {
 } // namespace
 
 extern "C" {
-void emu_greedy_256(const llmc_cuda_step_info, const llmc_cuda_args a) { greedy<256>(a); }
-void emu_greedy_32(const llmc_cuda_step_info, const llmc_cuda_args a) { greedy<32>(a); }
+void emu_sample_256(const llmc_cuda_step_info, const llmc_cuda_args a) { sample<256>(a); }
+void emu_sample_32(const llmc_cuda_step_info, const llmc_cuda_args a) { sample<32>(a); }
 }

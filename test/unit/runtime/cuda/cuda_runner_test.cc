@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 
 #include "core/artifact/artifact_test_util.h"
+#include "llmc/runtime/sample/sampler.h"
 #include "fake/fake_libcuda.h"
 
 namespace llmc {
@@ -432,21 +433,33 @@ TEST_F(CudaRunnerTest, BadBatchIsRefusedBeforeAnyLaunch) {
   ExpectError(runner_->Step(b), {"step batch: 17 tokens; the runner takes 1 to 16"});
   b = Sequence(0, 3);
   b.logits_rows = {0, 2};
-  b.picks = {{1, 0, 0}, {0, 0, 0}};
+  auto pick = [](int32_t row, int32_t mask_begin, int32_t mask_count) {
+    RowPick p;
+    p.row = row, p.mask_begin = mask_begin, p.mask_count = mask_count;
+    return p;
+  };
+  b.picks = {pick(1, 0, 0), pick(0, 0, 0)};
   ExpectError(runner_->Step(b), {"step batch: pick 1: rows must ascend, row 0 follows row 1"});
-  b.picks = {{2, 0, 0}};
+  b.picks = {pick(2, 0, 0)};
   ExpectError(runner_->Step(b), {"step batch: pick 0: row 2 is not one of the 2 logits rows"});
-  b.picks = {{1, 0, 2}};
+  b.picks = {pick(1, 0, 2)};
   b.masked_ids = {5};
   ExpectError(runner_->Step(b), {"step batch: pick 0: masked ids [0, +2) are not within the 1"});
-  b.picks = {{1, 0, 1}};
+  b.picks = {pick(1, 0, 1)};
   b.masked_ids = {64};
   ExpectError(runner_->Step(b), {"step batch: masked token id 64 outside the vocabulary"});
+  b.masked_ids = {5};
+  b.picks[0].temperature = 0.7f, b.picks[0].top_p = 0.9f;
+  ExpectError(runner_->Step(b), {"step batch: pick 0: top_k 0 with top_p 0.9 is not a pick a "
+                                 "runner makes (top-p needs a top-k of 1 to 1024)"});
+  b.picks[0].top_p = 1.5f;
+  ExpectError(runner_->Step(b), {"step batch: pick 0: temperature 0.7, top_p 1.5, min_p 0 out of range"});
   EXPECT_EQ(count_(), 0);
 }
 
 // A step of 12 tokens, 5 logits rows, rows 0, 2 and 3 picked (one with two
-// masked ids, one with one), 1 and 4 left as logits.
+// masked ids and a seeded draw, one with one masked id), 1 and 4 left as
+// logits.
 StepBatch PickedStep() {
   StepBatch b;
   for (int32_t i = 0; i < 12; ++i) {
@@ -459,14 +472,19 @@ StepBatch PickedStep() {
   b.max_blocks = 1;
   b.block_tables = {0};
   b.logits_rows = {1, 3, 5, 8, 11};
-  b.picks = {{0, 0, 0}, {2, 0, 2}, {3, 2, 1}};
+  b.picks.resize(3);
+  b.picks[0].row = 0;
+  b.picks[1].row = 2, b.picks[1].mask_count = 2;
+  b.picks[1].temperature = 0.7f, b.picks[1].top_k = 40, b.picks[1].top_p = 0.9f;
+  b.picks[1].min_p = 0.05f, b.picks[1].seed = 0x123456789abcdefull, b.picks[1].draw = 77;
+  b.picks[2].row = 3, b.picks[2].mask_begin = 2, b.picks[2].mask_count = 1;
   b.masked_ids = {7, 9, 63};
   return b;
 }
 
-TEST_F(CudaRunnerTest, GreedyPicksRunOnTheDeviceAndOnlyTheirIdsComeBack) {
+TEST_F(CudaRunnerTest, PicksRunOnTheDeviceAndOnlyTheirIdsComeBack) {
   ASSERT_TRUE(Open([](Manifest& m) {
-                m.cuda.samplers = {{"greedy", "llmc_sample_greedy", 256}};
+                m.cuda.samplers = {{"sample", "llmc_sample", 256}};
               }).ok());
   ASSERT_TRUE(runner_->picks_on_device());
   const StepBatch b = PickedStep();
@@ -477,7 +495,7 @@ TEST_F(CudaRunnerTest, GreedyPicksRunOnTheDeviceAndOnlyTheirIdsComeBack) {
   // After the step's kernels, one block a pick over the logits buffer, to
   // which the LM head (the last kernel) wrote.
   const FakeCudaLaunch& pick = l.back();
-  EXPECT_STREQ(pick.symbol, "llmc_sample_greedy");
+  EXPECT_STREQ(pick.symbol, "llmc_sample");
   EXPECT_EQ(pick.grid[0], 3u);
   EXPECT_EQ(pick.block[0], 256u);
   EXPECT_EQ(pick.info.num_logits, 3);
@@ -489,6 +507,12 @@ TEST_F(CudaRunnerTest, GreedyPicksRunOnTheDeviceAndOnlyTheirIdsComeBack) {
     EXPECT_EQ(staged[j].row, b.picks[j].row);
     EXPECT_EQ(staged[j].mask_begin, b.picks[j].mask_begin);
     EXPECT_EQ(staged[j].mask_count, b.picks[j].mask_count);
+    EXPECT_EQ(staged[j].top_k, b.picks[j].top_k);
+    EXPECT_EQ(staged[j].temperature, b.picks[j].temperature);
+    EXPECT_EQ(staged[j].top_p, b.picks[j].top_p);
+    EXPECT_EQ(staged[j].min_p, b.picks[j].min_p);
+    EXPECT_EQ(staged[j].seed, b.picks[j].seed);
+    EXPECT_EQ(staged[j].draw, b.picks[j].draw);
   }
   const auto* masked = static_cast<const int32_t*>(pick.args.buffers[2]);
   EXPECT_EQ(std::vector<int32_t>(masked, masked + 3), b.masked_ids);
@@ -510,34 +534,33 @@ TEST_F(CudaRunnerTest, GreedyPicksRunOnTheDeviceAndOnlyTheirIdsComeBack) {
 
 TEST_F(CudaRunnerTest, WithoutTheDeviceSamplerThePicksAreMadeOnTheHost) {
   // An artifact without cuda.samplers: every row comes back, and the picks
-  // are the host's greedy tokens of the rows, masks applied.
+  // are the host sampler's tokens of the rows, masks applied.
   ASSERT_TRUE(Open().ok());
   ASSERT_FALSE(runner_->picks_on_device());
   const StepBatch b = PickedStep();
   std::vector<FakeCudaLaunch> l = StepLaunches(b);
   ASSERT_FALSE(l.empty());
-  EXPECT_STRNE(l.back().symbol, "llmc_sample_greedy");
+  EXPECT_STRNE(l.back().symbol, "llmc_sample");
   float* device_logits = static_cast<float*>(l.back().args.buffers[1]);
-  for (int i = 0; i < 5 * 64; ++i) device_logits[i] = float((i * 37) % 64);
-  device_logits[2 * 64 + 7] = device_logits[2 * 64 + 9] = 100.f;  // masked: lose
-  device_logits[2 * 64 + 8] = 99.f;
-  device_logits[3 * 64 + 63] = 100.f;
+  for (int i = 0; i < 5 * 64; ++i) device_logits[i] = float((i * 37) % 64) * 0.1f;
+  device_logits[3 * 64 + 63] = 100.f;  // masked: loses
   const long long down = query_("d2h_bytes");
   auto out = runner_->Step(b);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(query_("d2h_bytes") - down, 5 * 64 * long(sizeof(float)));
   std::vector<int32_t> want;
+  std::vector<float> scratch;
   for (const RowPick& p : b.picks) {
-    int32_t best = 0;
-    for (int32_t v = 0; v < 64; ++v) {
-      const bool masked = std::find(b.masked_ids.begin() + p.mask_begin,
-                                    b.masked_ids.begin() + p.mask_begin + p.mask_count,
-                                    v) != b.masked_ids.begin() + p.mask_begin + p.mask_count;
-      if (!masked && device_logits[p.row * 64 + v] > device_logits[p.row * 64 + best]) best = v;
-    }
-    want.push_back(best);
+    SamplingParams params;
+    params.temperature = p.temperature, params.top_k = p.top_k, params.top_p = p.top_p;
+    params.min_p = p.min_p, params.seed = p.seed, params.repeat_last_n = 0;
+    Sampler sampler(params);
+    sampler.SetDrawIndex(p.draw);
+    const std::span<const float> row(device_logits + p.row * 64, 64);
+    const std::span<const int32_t> mask(b.masked_ids.data() + p.mask_begin, size_t(p.mask_count));
+    want.push_back(sampler.Sample(MaskTokens(row, mask, &scratch), {}));
   }
-  EXPECT_EQ(want[1], 8);
+  EXPECT_NE(want[2], 63);
   EXPECT_EQ(std::vector<int32_t>(out->tokens, out->tokens + 3), want);
 }
 

@@ -125,18 +125,19 @@ TEST(EngineTest, BatchedChunkedPreemptedRequestsGetTheirAloneTokens) {
   }
 }
 
-// Greedy requests without penalties or logprobs have their tokens picked by
-// the runner (StepBatch::picks; the fake leaves NaN in those rows' logits,
-// as a GPU copies none back): the same tokens and text as sampling every
-// row on the host, one pick per token of exactly those requests.
+// Requests without penalties or logprobs have their tokens picked by the
+// runner (StepBatch::picks: greedy, and seeded draws whose top-p comes with
+// a top-k; the fake leaves NaN in those rows' logits, as a GPU copies none
+// back): the same tokens and text as sampling every row here, one pick per
+// token of exactly those requests.
 TEST(EngineTest, RunnerPicksGiveTheHostSamplersTokens) {
-  std::vector<Req> reqs = MixedRequests(40, 13);
-  int64_t eligible = 0;
+  std::vector<Req> reqs = MixedRequests(48, 13);
   for (size_t i = 0; i < reqs.size(); ++i) {
     SamplingParams& p = reqs[i].params;
-    if (p.temperature != 0) continue;
-    if (i % 8 == 1) p.logprobs = 2;             // logprobs: sampled here
+    if (i % 8 == 1) p.logprobs = 2;               // logprobs: sampled here
     if (i % 8 == 3) p.repetition_penalty = 1.3f;  // penalties: sampled here
+    if (i % 8 == 4) p.top_k = 5, p.top_p = 0.8f, p.min_p = 0.1f;  // top-k, top-p, min-p: picked
+    if (i % 8 == 6) p.top_p = 0.8f;               // top-p without top-k: sampled here
   }
   FakeModelOptions small;
   small.num_blocks = 40;
@@ -150,17 +151,21 @@ TEST(EngineTest, RunnerPicksGiveTheHostSamplersTokens) {
   const std::vector<Result> on_host = RunAll(reqs, small, host, nullptr, nullptr, &host_picks);
   const std::vector<Result> picked = RunAll(reqs, small, o, nullptr, nullptr, &picks);
   ASSERT_EQ(picked.size(), reqs.size());
+  int64_t eligible = 0, sampled_picks = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {
     EXPECT_EQ(picked[i].tokens, on_host[i].tokens) << "request " << i;
     EXPECT_EQ(picked[i].text, on_host[i].text) << "request " << i;
     const SamplingParams& p = reqs[i].params;
-    if (p.temperature == 0 && p.logprobs == 0 && p.repetition_penalty == 1.0f)
+    const bool top_p_alone = p.top_p < 1 && p.top_k <= 0;
+    if (p.logprobs == 0 && p.repetition_penalty == 1.0f && !top_p_alone) {
       eligible += int64_t(picked[i].tokens.size());
+      if (p.temperature > 0) sampled_picks += int64_t(picked[i].tokens.size());
+    }
     // Logprobs still come with every token of a request that asked.
     if (p.logprobs > 0) EXPECT_EQ(picked[i].final.logprobs.size(), 1u) << i;
   }
   EXPECT_EQ(host_picks, 0);
-  EXPECT_GT(eligible, 40);
+  EXPECT_GT(sampled_picks, 40);
   EXPECT_EQ(picks, eligible);
 }
 

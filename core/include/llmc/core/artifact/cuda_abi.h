@@ -24,8 +24,9 @@ extern "C" {
  * also holds the generated tensor-core GEMM's A operand (the manifest's
  * operand_k), not only cuBLASLt's. 7: `tickets`, and `scratch` also holds a
  * split-K GEMM's partials (a launch's split_floats per block). 8: the
- * device sampler's entries (manifest cuda.samplers) and llmc_cuda_pick. */
-#define LLMC_CUDA_ABI_VERSION 8
+ * device sampler's entries (manifest cuda.samplers) and llmc_cuda_pick. 9:
+ * a pick carries its sampling parameters and Philox seed and counter. */
+#define LLMC_CUDA_ABI_VERSION 9
 
 /* Most bindings of one kind a launch may have. */
 #define LLMC_CUDA_MAX_BUFFERS 12
@@ -75,8 +76,8 @@ typedef struct llmc_cuda_args {
   int* tickets;
 } llmc_cuda_args;
 
-/* The device sampler. Its entries (manifest cuda.samplers; "greedy" so far)
- * take the same two parameters, bound otherwise: s.num_logits is the count
+/* The device sampler. Its entry (manifest cuda.samplers, kind "sample")
+ * takes the same two parameters, bound otherwise: s.num_logits is the count
  * of picks (grid x; one block a pick) and
  *   a.buffers[0]  the step's logits, f32 [rows, vocab] (the logits buffer)
  *   a.buffers[1]  the picks, llmc_cuda_pick [num_logits]
@@ -87,10 +88,24 @@ typedef struct llmc_cuda_pick {
   int row;        /* the logits row it reads */
   int mask_begin; /* ids [mask_begin, mask_begin + mask_count) of */
   int mask_count; /* a.buffers[2] never win */
+  /* The host sampler's parameters (sampling_params.h): temperature 0 is
+   * greedy; top_k in [1, LLMC_CUDA_MAX_PICK_TOP_K] and below the vocabulary
+   * keeps the k best, which top_p and min_p then cut; without top-k only
+   * min_p may cut (top_p 1). */
+  int top_k;
+  float temperature;
+  float top_p;
+  float min_p;
+  int reserved;
+  unsigned long long seed; /* Philox-4x32-10's key */
+  unsigned long long draw; /* and counter: the token's index in the output */
 } llmc_cuda_pick;
 
 /* Most masked ids of one pick (they are staged in shared memory). */
 #define LLMC_CUDA_MAX_PICK_MASKED 64
+/* The largest top-k a pick may ask (its survivors are sorted in shared
+ * memory). */
+#define LLMC_CUDA_MAX_PICK_TOP_K 1024
 
 #ifdef __cplusplus
 }

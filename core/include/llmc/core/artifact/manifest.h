@@ -240,7 +240,7 @@ struct ManifestCudaKernel {
 // after a step, grid (picks), `block` threads, so that only the picked
 // token ids leave the GPU.
 struct ManifestCudaSampler {
-  std::string kind;  // "greedy"
+  std::string kind;  // "sample": greedy picks and seeded draws
   std::string symbol;
   int64_t block = 256;
 };

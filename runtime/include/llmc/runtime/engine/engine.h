@@ -55,10 +55,10 @@ struct EngineOptions {
   // pipeline's stages), 1 to run one step at a time (to measure what the
   // overlap gains).
   int32_t max_steps_in_flight = 0;
-  // The runner picks the tokens of greedy requests without penalties or
-  // logprobs itself (StepBatch::picks; a GPU on the device), so only their
-  // ids leave it; false samples every row here from its logits (tests
-  // compare the two).
+  // The runner picks the tokens of requests without penalties or logprobs
+  // itself (StepBatch::picks, PickSupports: greedy, or a draw whose top-p
+  // comes with a top-k; a GPU on the device), so only their ids leave it;
+  // false samples every row here from its logits (tests compare the two).
   bool runner_picks = true;
 };
 

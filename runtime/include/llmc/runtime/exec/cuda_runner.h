@@ -76,12 +76,12 @@ class CudaRunner : public StepRunner {
   ~CudaRunner() override;
 
   // Runs @step once. The picks run on the device where the artifact has
-  // the greedy sampler (cuda.samplers): only their token ids are copied
+  // the device sampler (cuda.samplers): only their token ids are copied
   // back, and only the other rows' logits. Otherwise every row's logits
   // come back and the picks are made on the host.
   absl::StatusOr<StepOutput> Step(const StepBatch& batch) override;
   // Whether the picks run on the device (the artifact has the sampler).
-  bool picks_on_device() const { return greedy_ != nullptr; }
+  bool picks_on_device() const { return sampler_ != nullptr; }
 
   int64_t block_size() const override { return options_.block_size; }
   int64_t num_blocks() const override { return options_.num_blocks; }
@@ -118,7 +118,7 @@ class CudaRunner : public StepRunner {
   absl::Status UploadWeights();
   absl::Status LoadModule();
   absl::Status Launch(const SelectedLaunch& launch, llmc_cuda_step_info* info);
-  // The greedy sampler over the step's logits for `batch.picks` (staged at
+  // The device sampler over the step's logits for `batch.picks` (staged at
   // `layout`), the ids to device_picked_.
   absl::Status LaunchPicks(const StepBatch& batch, const StagingLayout& layout,
                            const llmc_cuda_step_info& info);
@@ -188,8 +188,8 @@ class CudaRunner : public StepRunner {
   cuda::PinnedBuffer logits_;  // [max_logits, vocab] f32, page-locked: what Step returns
   // The device sampler (null: the artifact has none) and its picked ids:
   // on the device [max_logits] and, page-locked, on the host.
-  cuda::CUfunction greedy_ = nullptr;
-  int64_t greedy_block_ = 0;
+  cuda::CUfunction sampler_ = nullptr;
+  int64_t sampler_block_ = 0;
   cuda::CUdeviceptr device_picked_ = 0;
   cuda::PinnedBuffer picked_;
   std::vector<int32_t> host_picked_;  // the picks made on the host instead

@@ -14,19 +14,37 @@ namespace llmc {
 
 // A logits row whose token the runner picks itself, so that the token id is
 // all of the row that leaves it (a GPU runner's logits stay on the device).
-// The pick is greedy: the argmax of the row, ties to the lowest id, NaN
-// masked and +inf the largest float, exactly the host Sampler's greedy
-// choice with no penalties (GreedyToken, sampler.h).
+// The pick is the host Sampler's choice without penalties (sampler.h):
+// greedy at temperature 0 (the argmax, ties to the lowest id, NaN masked
+// and +inf the largest float), else a draw of Philox-4x32-10 at (seed,
+// draw) after top-k, top-p and min-p. Top-p needs a top-k of at most
+// kMaxPickTopK (below the vocabulary): PickSupports says what a runner
+// picks.
 struct RowPick {
   int32_t row = 0;  // an index into logits_rows
   // masked_ids[mask_begin, mask_begin + mask_count) never win (-inf), as
   // --ignore-eos masks the end-of-generation tokens.
   int32_t mask_begin = 0;
   int32_t mask_count = 0;
+  int32_t top_k = 0;
+  float temperature = 0;
+  float top_p = 1;
+  float min_p = 0;
+  int32_t reserved = 0;
+  uint64_t seed = 0;
+  uint64_t draw = 0;  // the token's index in the request's output
 };
 
 // The most ids one pick may mask (a GPU runner keeps them in shared memory).
 inline constexpr int32_t kMaxPickMaskedIds = 64;
+// The largest top-k of a pick (a GPU runner sorts the survivors in shared
+// memory).
+inline constexpr int32_t kMaxPickTopK = 1024;
+
+// Whether a pick with these parameters is one a runner makes, over a
+// vocabulary of `vocab`: greedy, top-k up to kMaxPickTopK (with any top-p
+// and min-p), or no top-p without a top-k.
+bool PickSupports(float temperature, int32_t top_k, float top_p, int64_t vocab);
 
 struct StepBatch {
   std::vector<int32_t> tokens;        // [T]
@@ -61,9 +79,10 @@ class StepBatchBuilder {
   int32_t AddSequence(absl::Span<const int32_t> tokens, int32_t first,
                       absl::Span<const int32_t> slots, absl::Span<const int32_t> table);
   void AddLogitsRow(int32_t row) { batch_.logits_rows.push_back(row); }
-  // Has the runner pick the token of the last logits row added, never
+  // Has the runner pick the token of the last logits row added, with
+  // `pick`'s parameters (its row and mask range are filled in here), never
   // choosing one of `masked`.
-  void PickLastRow(absl::Span<const int32_t> masked);
+  void PickLastRow(absl::Span<const int32_t> masked, RowPick pick = {});
   const StepBatch& Finish();
   const StepBatch& batch() const { return batch_; }
 

@@ -113,8 +113,8 @@ class StepRunner {
 
 // The picks of `batch` made on the host from `logits` (StepOutput's layout:
 // [logits_rows.size(), vocab]), into `tokens` (resized to the picks'
-// count): for a runner whose logits are on the host anyway, or that has no
-// device pick.
+// count), by the host Sampler: for a runner whose logits are on the host
+// anyway, or that has no device sampler.
 void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
                 std::vector<int32_t>* tokens);
 

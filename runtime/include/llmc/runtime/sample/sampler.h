@@ -34,10 +34,12 @@
 // function of the request's seed and the token's index in its output,
 // never of its batch-mates or of the order rows are sampled in. The draw
 // walks the survivors in an order that depends only on logits and ids
-// (with top-k: descending logit, then id; without: id order, or for top-p,
-// groups of descending logit ranges), and every selection uses a strict
-// total order, so the same seed gives the same tokens everywhere, up to
-// last-bit differences of expf between C libraries.
+// (with top-k: descending logit, then id; without: id order, summed and
+// walked by chunks of the vocabulary as the device sampler does
+// (kDrawChunks), or for top-p, groups of descending logit ranges), and
+// every selection uses a strict total order, so the same seed gives the
+// same tokens everywhere, up to last-bit differences of exp between C
+// libraries.
 //
 // Cost, vocabulary V: one pass over the logits for top-k with k <= 1024 (a
 // k-entry heap; the logits are not copied), plus O(k log k); a larger k
@@ -96,6 +98,13 @@ struct Candidate {
   int32_t id;
 };
 
+// A draw over survivors left in id order (no top-k sort, no top-p) sums
+// and walks them by kDrawChunks contiguous chunks of the vocabulary, each
+// DrawChunkSize(vocab) ids: the device sampler's order, one thread a chunk,
+// so both give the same token from the same weights.
+inline constexpr size_t kDrawChunks = 256;
+inline size_t DrawChunkSize(size_t vocab) { return (vocab + kDrawChunks - 1) / kDrawChunks; }
+
 // [0, 1) from the top 53 bits: exact in a double, the same on every machine.
 inline double UnitInterval(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
@@ -123,6 +132,8 @@ class SamplerScratch {
   std::vector<double> bucket_masses;
   std::vector<float> values;    // large top-k threshold
   std::vector<double> weights;  // final draw weights
+  std::vector<double> chunk_sums;  // the weights by chunk (id order)
+  bool id_order = false;           // the survivors are in id order: chunked draw
 };
 
 class Sampler {
@@ -153,6 +164,10 @@ class Sampler {
                     std::vector<TokenProb>* out);
 
   const SamplingParams& params() const { return params_; }
+  // The draw counter of the next Sample() (the token's index in the
+  // output): for one token of a request whose earlier ones were sampled
+  // elsewhere (a runner's pick, PickOnHost).
+  void SetDrawIndex(uint64_t index) { draws_ = index; }
 
  private:
   void BuildPenalties(std::span<const float> logits, std::span<const int32_t> previous);
