@@ -95,8 +95,9 @@ def workload(vocab, n, max_prompt, seed, sampled=True, max_output=120):
             else rng.randint(1, max_prompt)
         req = {"id": i, "prompt_token_ids": [rng.randrange(2, vocab) for _ in range(length)],
                "max_tokens": rng.randint(1, max_output), "temperature": 0, "ignore_eos": True}
-        # Half ask for logprobs (compared to the bit); the others' tokens the
-        # runner picks itself (on a GPU, the device sampler).
+        # Half ask for logprobs (compared to the bit). The runner picks every
+        # request's token itself (on a GPU, the device sampler), and the
+        # logprobs asked for.
         if i % 4 < 2:
             req["logprobs"] = 1
         if sampled and i % 2:

@@ -30,6 +30,11 @@ a GPU machine, over the payload scripts/gpu-payload.sh built without one).
    (--gemm=cublaslt, launch by launch and as CUDA graphs), then `llmc tune`
    times both and --gemm=auto follows its tune.json; all against the
    float64 reference.
+   The engine then runs 32 mixed requests (greedy, top-k with top-p and
+   min-p, temperature alone; half with logprobs) on each synthetic model
+   with the device sampler and again sampling on the host from copied
+   logits (--no-device-sampling): greedy tokens equal, seeded draws equal
+   but for at most one last-bit boundary case, logprobs within 1e-5.
 2. Speed. `llmc-rt bench --json` on the GPU for the dummy-weight artifacts:
    prefill at 512 and 2048 tokens, decode of 1, 8, 64 and 256 sequences
    together (--seqs); decode bandwidth = bytes of weights read per step
@@ -408,6 +413,61 @@ def check_vs_host(pl, out):
         explain_top1(gpu, host, 32, "host")
 
 
+def check_device_sampling(pl, out):
+    """The engine on each synthetic model, 32 mixed requests (greedy, top-k
+    with top-p and min-p, temperature alone; half with 3 logprobs), once
+    with the device sampler (the default) and once sampling on the host
+    from copied logits (--no-device-sampling). The logits are the same bits,
+    so greedy tokens must agree exactly; a seeded draw may differ only where
+    the GPU's expf and the C library's differ in the last bit at a boundary
+    of the draw (printed, at most 1 request in 32); logprobs within 1e-5."""
+    print("--- correctness: the device sampler vs the host sampler (engine, 32 mixed requests)")
+    for name, art, _ in pl.synth_refs():
+        vocab = manifest(art)["model"]["vocab_size"]
+        rng = np.random.default_rng(11)
+        reqs = []
+        for i in range(32):
+            req = {"id": i, "prompt_token_ids": rng.integers(2, vocab, 1 + i % 9).tolist(),
+                   "max_tokens": 24, "ignore_eos": True, "temperature": 0}
+            if i % 3 == 1:
+                req.update(temperature=0.8, top_k=40, top_p=0.9, min_p=0.05, seed=500 + i)
+            elif i % 3 == 2:
+                req.update(temperature=1.1, top_k=0, top_p=1.0, min_p=0.0, seed=900 + i)
+            if i % 2:
+                req["logprobs"] = 3
+            reqs.append(req)
+        prompts = os.path.join(art, "..sampling.jsonl")
+        with open(prompts, "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in reqs)
+        results = []
+        for extra in ([], ["--no-device-sampling"]):
+            path = os.path.join(art, "..sampling.out.jsonl")
+            run([pl.rt, "run", art, "--backend", "cuda", "--no-verify", "--prompts-file", prompts,
+                 "-o", path] + extra, pl.env)
+            results.append({str(r["id"]): r for r in map(json.loads, open(path))})
+            os.remove(path)
+        os.remove(prompts)
+        device, host = results
+        greedy_bad, drawn_differ, lp_err = 0, 0, 0.0
+        for r in reqs:
+            d, h = device[str(r["id"])], host[str(r["id"])]
+            if d["token_ids"] != h["token_ids"]:
+                if r["temperature"] == 0:
+                    greedy_bad += 1
+                else:
+                    drawn_differ += 1
+                    print(f"  {name} request {r['id']}: a seeded draw differs "
+                          f"({d['token_ids'][:6]} vs {h['token_ids'][:6]})")
+                continue
+            for a, b in zip(d.get("logprobs", []), h.get("logprobs", [])):
+                lp_err = max(lp_err, abs(a["logprob"] - b["logprob"]))
+        good = greedy_bad == 0 and drawn_differ <= 1 and lp_err <= 1e-5
+        out.ok &= good
+        print(f"{'PASS' if good else 'FAIL'} {name}: device vs host sampler: {greedy_bad} greedy "
+              f"requests differ (bound 0), {drawn_differ} seeded ones (bound 1), logprobs within "
+              f"{lp_err:.1e} (bound 1e-5)")
+
+
 def decode_weight_bytes(m):
     # Bytes a decode step reads: every weight, except an untied
     # embedding table (one row per token).
@@ -519,6 +579,7 @@ def main():
     if pl.backend == "cuda":
         check_pdl(pl, out)
         check_cublaslt(pl, out)
+        check_device_sampling(pl, out)
     check_vs_host(pl, out)
     if not args.no_timing:
         bench_dummy_shapes(pl)

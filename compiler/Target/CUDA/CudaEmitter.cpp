@@ -605,10 +605,12 @@ LogicalResult emitSamplers(func::FuncOp step, CudaKernelPlan &plan) {
       "// The device sampler over the logits (cuda_abi.h), one block a pick.\n"
       "extern \"C\" __global__ void __launch_bounds__({0})\n"
       "{1}(llmc_cuda_step_info s, llmc_cuda_args a) {{\n"
-      "  sample_picks<{0}, LLMC_CUDA_MAX_PICK_MASKED, LLMC_CUDA_MAX_PICK_TOP_K>(\n"
+      "  sample_picks<{0}, LLMC_CUDA_MAX_PICK_MASKED, LLMC_CUDA_MAX_PICK_TOP_K,\n"
+      "               LLMC_CUDA_MAX_PICK_LOGPROBS>(\n"
       "      static_cast<const float *>(a.buffers[0]), {2},\n"
       "      static_cast<const llmc_cuda_pick *>(a.buffers[1]),\n"
-      "      static_cast<const int *>(a.buffers[2]), static_cast<int *>(a.buffers[3]));\n"
+      "      static_cast<const int *>(a.buffers[2]), static_cast<int *>(a.buffers[3]),\n"
+      "      static_cast<llmc_cuda_logprob *>(a.buffers[4]));\n"
       "}\n",
       kThreads, sampler.symbol, logits.getDimSize(1));
   plan.samplers.push_back(std::move(sampler));

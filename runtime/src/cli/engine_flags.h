@@ -46,8 +46,9 @@ struct EngineFlags {
                  "most engine steps in flight at once (0: as many as the runner takes, one per "
                  "pipeline stage; 1: one at a time)");
     flags.AddBool("device-sampling", &device_sampling,
-                  "the runner picks the tokens of requests without penalties or logprobs "
-                  "(greedy, or top-p with a top-k; a GPU on the device: only their ids leave it); "
+                  "the runner picks the tokens (and logprobs) of requests without penalties "
+                  "(greedy, or top-p with a top-k; a GPU on the device: only ids and logprobs "
+                  "leave it); "
                   "--no-device-sampling samples every token on the host from its copied logits");
   }
 

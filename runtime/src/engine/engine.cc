@@ -71,7 +71,7 @@ absl::StatusOr<RequestId> Engine::AddRequest(std::vector<int32_t> prompt,
                          (params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f ||
                           params.frequency_penalty != 0.0f);
   live->runner_picks =
-      options_.runner_picks && params.logprobs == 0 && !penalized &&
+      options_.runner_picks && params.logprobs <= kMaxPickLogprobs && !penalized &&
       PickSupports(params.temperature, params.top_k, params.top_p, vocab) &&
       (!params.ignore_eos || int64_t(model_.eos_ids.size()) <= kMaxPickMaskedIds);
   live->usage.prompt_tokens = int32_t(context.size());
@@ -127,6 +127,7 @@ absl::Status Engine::BuildBatch(const SchedulerOutput& out, std::vector<bool>* p
     pick.top_k = r.params.top_k;
     pick.top_p = r.params.top_p;
     pick.min_p = r.params.min_p;
+    pick.logprobs = r.params.logprobs;
     pick.seed = r.params.seed;
     // The token's index in the output: the draw counter its sampler would
     // use (one Sample() a token).
@@ -145,6 +146,7 @@ absl::Status Engine::BuildBatch(const SchedulerOutput& out, std::vector<bool>* p
 }
 
 absl::Status Engine::SampleNext(RequestId id, const float* logits, const int32_t* picked,
+                                const PickLogprob* picked_logprobs,
                                 std::vector<RequestOutput>& outputs) {
   Live& r = *live_.at(id);
   if (!r.admitted) {
@@ -157,6 +159,13 @@ absl::Status Engine::SampleNext(RequestId id, const float* logits, const int32_t
   int32_t token = -1;
   if (picked != nullptr) {
     token = *picked;
+    if (want_logprobs) {  // the runner's: the token's, then the N best
+      sampled.token = token;
+      sampled.logprob = picked_logprobs[0].logprob;
+      for (int i = 1; i <= r.params.logprobs; ++i)
+        if (picked_logprobs[i].token >= 0)
+          sampled.top_logprobs.push_back({picked_logprobs[i].token, picked_logprobs[i].logprob});
+    }
   } else {
     const std::span<const float> row =
         MaskTokens(std::span<const float>(logits, size_t(model_.runner->vocab_size())),
@@ -230,13 +239,15 @@ absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
           "engine: the KV cache asks for block copies (copy on write), which no runner does yet");
     std::vector<bool> picked;
     LLMC_RETURN_IF_ERROR(BuildBatch(next, &picked));
+    std::vector<int32_t> logprob_begin;
+    for (const RowPick& p : batch_.batch().picks) logprob_begin.push_back(p.logprob_begin);
     stats_.step_tokens_max = std::max<int64_t>(stats_.step_tokens_max, next.num_tokens);
     CountKvWaste();
     if (absl::Status st = model_.runner->Submit(batch_.batch()); !st.ok()) {
       FailStep(next, st, outputs);
       break;
     }
-    in_flight_.push_back({std::move(next), std::move(picked)});
+    in_flight_.push_back({std::move(next), std::move(picked), std::move(logprob_begin)});
   }
   if (in_flight_.empty()) return outputs;
   InFlight step = std::move(in_flight_.front());
@@ -255,8 +266,9 @@ absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
     const bool picked = step.picked[row];
     // A request aborted while its step was in flight has no next token.
     if (live_.count(c.id) != 0)
-      LLMC_RETURN_IF_ERROR(SampleNext(c.id, result->logits + int64_t(row) * vocab,
-                                      picked ? result->tokens + pick : nullptr, outputs));
+      LLMC_RETURN_IF_ERROR(SampleNext(
+          c.id, result->logits + int64_t(row) * vocab, picked ? result->tokens + pick : nullptr,
+          picked ? result->logprobs + step.logprob_begin[pick] : nullptr, outputs));
     ++row;
     pick += picked;
   }

@@ -256,6 +256,11 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     const size_t bytes = size_t(o.max_logits) * sizeof(int32_t);
     LLMC_RETURN_IF_ERROR(runner->Allocate(bytes, "the picked token ids", &runner->device_picked_));
     LLMC_ASSIGN_OR_RETURN(runner->picked_, runner->device_->AllocPinned(bytes));
+    const size_t lp_bytes =
+        size_t(o.max_logits) * size_t(1 + kMaxPickLogprobs) * sizeof(PickLogprob);
+    LLMC_RETURN_IF_ERROR(
+        runner->Allocate(lp_bytes, "the picks' logprobs", &runner->device_logprobs_));
+    LLMC_ASSIGN_OR_RETURN(runner->logprobs_, runner->device_->AllocPinned(lp_bytes));
   }
   LLMC_RETURN_IF_ERROR(runner->device_->Synchronize());
   return runner;
@@ -528,6 +533,7 @@ absl::Status CudaRunner::LaunchPicks(const StepBatch& batch, const StagingLayout
   args.buffers[2] =
       reinterpret_cast<void*>(uintptr_t(staging_ + layout.masked_ids * sizeof(int32_t)));
   args.buffers[3] = reinterpret_cast<void*>(uintptr_t(device_picked_));
+  args.buffers[4] = reinterpret_cast<void*>(uintptr_t(device_logprobs_));
   void* params[] = {&picks, &args};
   const cuda::DriverApi& api = device_->api();
   const unsigned grid = unsigned(batch.picks.size());
@@ -535,7 +541,13 @@ absl::Status CudaRunner::LaunchPicks(const StepBatch& batch, const StagingLayout
                                         device_->stream(), params, nullptr);
   if (r != cuda::kCudaSuccess)
     return api.Check(r, absl::StrFormat("cuLaunchKernel of the device sampler (%d picks)", grid));
-  return device_->CopyToHost(picked_.data(), device_picked_, batch.picks.size() * sizeof(int32_t));
+  LLMC_RETURN_IF_ERROR(
+      device_->CopyToHost(picked_.data(), device_picked_, batch.picks.size() * sizeof(int32_t)));
+  // Only the logprobs the picks asked for.
+  if (const int64_t entries = batch.num_logprob_entries(); entries > 0)
+    LLMC_RETURN_IF_ERROR(device_->CopyToHost(logprobs_.data(), device_logprobs_,
+                                             size_t(entries) * sizeof(PickLogprob)));
+  return absl::OkStatus();
 }
 
 absl::Status CudaRunner::CopyUnpickedRows(const StepBatch& batch, int64_t rows) {
@@ -839,9 +851,10 @@ absl::StatusOr<StepOutput> CudaRunner::Step(const StepBatch& batch) {
   LLMC_RETURN_IF_ERROR(device_->Synchronize());
   if (!event_kernels_.empty()) LLMC_RETURN_IF_ERROR(ReadProfile());
   if (m.logits_buffer < 0) return StepOutput{};
-  if (device_picks) return StepOutput{logits_.as<float>(), picked_.as<int32_t>()};
-  PickOnHost(batch, logits_.as<float>(), vocab_, &host_picked_);
-  return StepOutput{logits_.as<float>(), host_picked_.data()};
+  if (device_picks)
+    return StepOutput{logits_.as<float>(), picked_.as<int32_t>(), logprobs_.as<PickLogprob>()};
+  PickOnHost(batch, logits_.as<float>(), vocab_, &host_picked_, &host_logprobs_);
+  return StepOutput{logits_.as<float>(), host_picked_.data(), host_logprobs_.data()};
 }
 
 }  // namespace llmc

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "llmc/runtime/exec/step_runner.h"
 
 namespace llmc {
 namespace {
@@ -67,11 +68,18 @@ static_assert(sizeof(RowPick) == sizeof(llmc_cuda_pick) &&
                   offsetof(RowPick, temperature) == offsetof(llmc_cuda_pick, temperature) &&
                   offsetof(RowPick, top_p) == offsetof(llmc_cuda_pick, top_p) &&
                   offsetof(RowPick, min_p) == offsetof(llmc_cuda_pick, min_p) &&
+                  offsetof(RowPick, logprobs) == offsetof(llmc_cuda_pick, logprobs) &&
+                  offsetof(RowPick, logprob_begin) == offsetof(llmc_cuda_pick, logprob_begin) &&
                   offsetof(RowPick, seed) == offsetof(llmc_cuda_pick, seed) &&
                   offsetof(RowPick, draw) == offsetof(llmc_cuda_pick, draw),
               "RowPick and llmc_cuda_pick differ");
+static_assert(sizeof(PickLogprob) == sizeof(llmc_cuda_logprob) &&
+                  offsetof(PickLogprob, token) == offsetof(llmc_cuda_logprob, token) &&
+                  offsetof(PickLogprob, logprob) == offsetof(llmc_cuda_logprob, logprob),
+              "PickLogprob and llmc_cuda_logprob differ");
 static_assert(kMaxPickMaskedIds == LLMC_CUDA_MAX_PICK_MASKED &&
-                  kMaxPickTopK == LLMC_CUDA_MAX_PICK_TOP_K,
+                  kMaxPickTopK == LLMC_CUDA_MAX_PICK_TOP_K &&
+                  kMaxPickLogprobs == LLMC_CUDA_MAX_PICK_LOGPROBS,
               "the batch's and the device's pick limits differ");
 
 StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns) {

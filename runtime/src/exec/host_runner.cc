@@ -168,8 +168,8 @@ absl::StatusOr<StepOutput> HostRunner::Step(const StepBatch& batch) {
   const int64_t logits = artifact_->manifest().logits_buffer;
   if (logits < 0) return StepOutput{};
   const float* rows = buffers_[size_t(logits)].data();
-  PickOnHost(batch, rows, vocab_, &picked_);
-  return StepOutput{rows, picked_.data()};
+  PickOnHost(batch, rows, vocab_, &picked_, &picked_logprobs_);
+  return StepOutput{rows, picked_.data(), picked_logprobs_.data()};
 }
 
 }  // namespace llmc

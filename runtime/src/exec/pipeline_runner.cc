@@ -124,8 +124,8 @@ absl::StatusOr<StepOutput> PipelineRunner::Collect() {
         std::memcpy(logits_.data() + at * vocab, part_.data() + i * vocab,
                     size_t(vocab) * sizeof(float));
   }
-  PickOnHost(step.picks, logits_.data(), vocab, &picked_);
-  return StepOutput{logits_.data(), picked_.data()};
+  PickOnHost(step.picks, logits_.data(), vocab, &picked_, &picked_logprobs_);
+  return StepOutput{logits_.data(), picked_.data(), picked_logprobs_.data()};
 }
 
 }  // namespace llmc

@@ -62,6 +62,13 @@ absl::Status ValidateStepBatch(const StepBatch& b, const StepLimits& limits) {
       return bad(absl::StrFormat(
           "pick %d: temperature %g, top_p %g, min_p %g out of range (>= 0, (0, 1], [0, 1])", j,
           p.temperature, p.top_p, p.min_p));
+    const int32_t begin = j == 0 ? 0
+                                 : b.picks[j - 1].logprob_begin + PickLogprobEntries(b.picks[j - 1]);
+    if (p.logprobs < 0 || p.logprobs > kMaxPickLogprobs || p.logprob_begin != begin)
+      return bad(absl::StrFormat(
+          "pick %d: %d logprobs from entry %d; a pick asks 0 to %d, after the picks before it "
+          "(entry %d)",
+          j, p.logprobs, p.logprob_begin, kMaxPickLogprobs, begin));
     if (!PickSupports(p.temperature, p.top_k, p.top_p, limits.vocab_size))
       return bad(absl::StrFormat(
           "pick %d: top_k %d with top_p %g is not a pick a runner makes (top-p needs a top-k "
@@ -92,6 +99,7 @@ void StepBatchBuilder::PickLastRow(absl::Span<const int32_t> masked, RowPick pic
   StepBatch& b = batch_;
   pick.row = int32_t(b.logits_rows.size()) - 1;
   pick.mask_count = int32_t(masked.size());
+  pick.logprob_begin = int32_t(b.num_logprob_entries());
   // Picks that mask the same ids (every ignore_eos request: the model's
   // end-of-generation ids) share the range at the end of masked_ids.
   const auto tail = int32_t(b.masked_ids.size()) - pick.mask_count;

@@ -13,22 +13,25 @@
 namespace llmc {
 
 void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
-                std::vector<int32_t>* tokens) {
+                std::vector<int32_t>* tokens, std::vector<PickLogprob>* logprobs) {
   thread_local SamplerScratch scratch;
   thread_local std::vector<float> masked_row;
+  thread_local SampleResult result;
   tokens->resize(batch.picks.size());
+  logprobs->assign(size_t(batch.num_logprob_entries()), PickLogprob{});
   for (size_t j = 0; j < batch.picks.size(); ++j) {
     const RowPick& p = batch.picks[j];
     const std::span<const float> row(logits + int64_t(p.row) * vocab, size_t(vocab));
     const std::span<const int32_t> masked(batch.masked_ids.data() + p.mask_begin,
                                           size_t(p.mask_count));
-    if (!(p.temperature > 0)) {
+    if (!(p.temperature > 0) && p.logprobs == 0) {
       (*tokens)[j] = GreedyToken(row, masked);
       continue;
     }
     // The request's own sampler would draw this token: no penalties (the
     // engine samples a penalized request itself), its draw at p.draw.
     SamplingParams params;
+    params.logprobs = p.logprobs;
     params.temperature = p.temperature;
     params.top_k = p.top_k;
     params.top_p = p.top_p;
@@ -37,7 +40,12 @@ void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
     params.seed = p.seed;
     Sampler sampler(params, &scratch);
     sampler.SetDrawIndex(p.draw);
-    (*tokens)[j] = sampler.Sample(MaskTokens(row, masked, &masked_row), {});
+    (*tokens)[j] = sampler.Sample(MaskTokens(row, masked, &masked_row), {}, &result);
+    if (p.logprobs == 0) continue;
+    PickLogprob* out = logprobs->data() + p.logprob_begin;
+    out[0] = {result.token, result.logprob};
+    for (size_t i = 0; i < result.top_logprobs.size() && i < size_t(p.logprobs); ++i)
+      out[1 + i] = {result.top_logprobs[i].token, result.top_logprobs[i].logprob};
   }
 }
 

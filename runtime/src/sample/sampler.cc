@@ -461,8 +461,16 @@ void Sampler::ComputeLogprobs(std::span<const float> logits, int32_t token, Samp
     out->logprob = kNegInf;
     return;
   }
+  // Summed by the chunks of a draw (kDrawChunks), as the device sampler
+  // sums, one thread a chunk.
+  const size_t chunk = sample_internal::DrawChunkSize(logits.size());
   double sum = 0;
-  for (float v : logits) sum += std::exp(Clean(v) - max_logit);
+  for (size_t begin = 0; begin < logits.size(); begin += chunk) {
+    double part = 0;
+    for (size_t i = begin; i < std::min(logits.size(), begin + chunk); ++i)
+      part += std::exp(Clean(logits[i]) - max_logit);
+    sum += part;
+  }
   const double log_z = static_cast<double>(max_logit) + std::log(sum);
   out->logprob = static_cast<float>(Clean(logits[static_cast<size_t>(token)]) - log_z);
   std::sort(top.begin(), top.end(), Better);

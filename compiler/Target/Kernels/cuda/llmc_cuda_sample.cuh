@@ -112,9 +112,13 @@ __device__ int sample_block_scan(int x, int* scan) {
   __syncthreads();
   return scan[threadIdx.x];
 }
-// The block's largest of one float a thread (all threads get it).
+// The largest logit of a row as sample_value reads it (all threads get
+// it; -inf when nothing is above).
 template <int Threads>
-__device__ float sample_block_max(float v, float* scratch) {
+__device__ float sample_row_max(const float* x, int vocab, const int* masked, int num_masked) {
+  __shared__ float scratch[Threads / 32];
+  float v = -__int_as_float(0x7f800000);
+  for (int i = threadIdx.x; i < vocab; i += Threads) v = fmaxf(v, sample_value(x, i, masked, num_masked));
   v = warp_max(v);
   __syncthreads();
   if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
@@ -123,6 +127,11 @@ __device__ float sample_block_max(float v, float* scratch) {
   for (int w = 1; w < Threads / 32; ++w) v = fmaxf(v, scratch[w]);
   return v;
 }
+
+// The chunks a draw over survivors in id order is summed and walked by,
+// and a log-softmax's normalizer summed by: 256 runs of contiguous ids,
+// one thread each (sampler.h's kDrawChunks, which the host sums by too).
+constexpr int kSampleChunks = 256;
 
 struct sample_cand {
   float v;
@@ -175,21 +184,22 @@ __device__ int sample_sorted_draw(const sample_cand* cand, int n, const Pick& p,
   return token;
 }
 
-// Top-k (1 <= k < vocab, k <= MaxTopK) then the sorted draw. The k-th best
-// key by a radix select (4 passes of 8 bits, histograms in shared memory),
-// the survivors gathered in id order (all keys above it, and the lowest
-// ids of the keys equal to it, as the host's heap keeps), sorted best first
-// by a bitonic sort; thread 0 draws. Returns the token in thread 0.
-template <int Threads, int MaxTopK, class Pick>
-__device__ int sample_top_k(const float* x, int vocab, const int* masked, int num_masked,
-                            const Pick& p, double u) {
-  static_assert((MaxTopK & (MaxTopK - 1)) == 0, "sample_top_k: MaxTopK a power of 2");
+// The k best tokens above -inf (1 <= k <= MaxTopK), best first, into
+// `cand` (MaxTopK entries of shared memory); returns how many (fewer than
+// k where fewer are above -inf) to every thread. The k-th best key by a
+// radix select (4 passes of 8 bits, histograms in shared memory), the
+// survivors gathered in id order (all keys above it, and the lowest ids of
+// the keys equal to it, as the host's heap keeps), sorted by a bitonic
+// sort.
+template <int Threads, int MaxTopK>
+__device__ int sample_select_top(const float* x, int vocab, const int* masked, int num_masked,
+                                 int k, sample_cand* cand) {
+  static_assert((MaxTopK & (MaxTopK - 1)) == 0, "sample_select_top: MaxTopK a power of 2");
   __shared__ int hist[256];
   __shared__ int scan[Threads + 1];
   __shared__ unsigned select[2];  // the key prefix so far; ranks still wanted
-  __shared__ sample_cand cand[MaxTopK];
   const int tid = threadIdx.x;
-  const int k = p.top_k < MaxTopK ? p.top_k : MaxTopK;
+  k = k < MaxTopK ? k : MaxTopK;
   // Each thread's ids: one contiguous run, so the gather below keeps id order.
   const int run = (vocab + Threads - 1) / Threads;
   const int lo = tid * run < vocab ? tid * run : vocab;
@@ -270,7 +280,7 @@ __device__ int sample_top_k(const float* x, int vocab, const int* masked, int nu
       __syncthreads();
     }
   }
-  return tid == 0 ? sample_sorted_draw(cand, n, p, u) : 0;
+  return n;
 }
 
 // Temperature and min-p over the whole vocabulary (no top-k, no top-p): the
@@ -280,23 +290,19 @@ __device__ int sample_top_k(const float* x, int vocab, const int* masked, int nu
 template <int Threads, class Pick>
 __device__ int sample_chunked(const float* x, int vocab, const int* masked, int num_masked,
                               const Pick& p, double u) {
-  constexpr int kChunks = 256;
-  __shared__ double part[kChunks];
-  __shared__ float scratch[Threads / 32];
-  float m = -__int_as_float(0x7f800000);
-  for (int i = threadIdx.x; i < vocab; i += Threads) m = fmaxf(m, sample_value(x, i, masked, num_masked));
-  const float max_logit = sample_block_max<Threads>(m, scratch);
+  __shared__ double part[kSampleChunks];
+  const float max_logit = sample_row_max<Threads>(x, vocab, masked, num_masked);
   if (max_logit == -__int_as_float(0x7f800000)) return 0;  // nothing to draw
   const bool min_p = p.min_p > 0;
   const float threshold = min_p ? max_logit + logf(p.min_p) : 0.0f;
-  const int chunk = (vocab + kChunks - 1) / kChunks;
+  const int chunk = (vocab + kSampleChunks - 1) / kSampleChunks;
   // The weight of id i, or 0 for one that does not survive.
   auto weight = [&](int i) -> double {
     const float v = sample_value(x, i, masked, num_masked);
     if (v == -__int_as_float(0x7f800000) || (min_p && v < threshold)) return 0.0;
     return (double)expf((v - max_logit) / p.temperature);
   };
-  for (int c = threadIdx.x; c < kChunks; c += Threads) {
+  for (int c = threadIdx.x; c < kSampleChunks; c += Threads) {
     double s = 0;
     const int end = (c + 1) * chunk < vocab ? (c + 1) * chunk : vocab;
     for (int i = c * chunk; i < end; ++i) s += weight(i);
@@ -305,14 +311,18 @@ __device__ int sample_chunked(const float* x, int vocab, const int* masked, int 
   __syncthreads();
   if (threadIdx.x != 0) return 0;
   double sum = 0;
-  for (int c = 0; c < kChunks; ++c) sum += part[c];
+  // Rolled: unrolled, ptxas for sm_80 keeps all 256 partials in
+  // registers and spills them.
+#pragma unroll 1
+  for (int c = 0; c < kSampleChunks; ++c) sum += part[c];
   if (!(sum > 0)) return 0;
   const double target = u * sum;
   // The chunk the target falls in (past every chunk by rounding: the last
   // with weight), then the survivor in it.
   int c = 0;
   double acc = 0, before = 0;
-  for (int k = 0; k < kChunks; ++k) {
+#pragma unroll 1
+  for (int k = 0; k < kSampleChunks; ++k) {
     if (part[k] <= 0) continue;
     c = k;
     before = acc;
@@ -332,6 +342,45 @@ __device__ int sample_chunked(const float* x, int vocab, const int* masked, int 
   }
   return token;
 }
+// The raw log-softmax's logprobs of a pick (Sampler::ComputeLogprobs):
+// out[0] the token's, out[1..n] the n best tokens above -inf, best first
+// (token -1 past the last), by thread 0. The normalizer sums exp by the
+// chunks of a draw, one thread a chunk, as the host does. `cand`: MaxTopK
+// entries of shared memory.
+template <int Threads, int MaxTopK, class Logprob>
+__device__ void sample_logprobs(const float* x, int vocab, const int* masked, int num_masked,
+                                int token, int n, sample_cand* cand, Logprob* out) {
+  __shared__ double part[kSampleChunks];
+  const float max_logit = sample_row_max<Threads>(x, vocab, masked, num_masked);
+  if (max_logit == -__int_as_float(0x7f800000)) {  // everything masked: no distribution
+    if (threadIdx.x == 0) {
+      out[0].token = token, out[0].logprob = -__int_as_float(0x7f800000);
+      for (int i = 1; i <= n; ++i) out[i].token = -1, out[i].logprob = 0;
+    }
+    return;
+  }
+  const int chunk = (vocab + kSampleChunks - 1) / kSampleChunks;
+  for (int c = threadIdx.x; c < kSampleChunks; c += Threads) {
+    double s = 0;
+    const int end = (c + 1) * chunk < vocab ? (c + 1) * chunk : vocab;
+    for (int i = c * chunk; i < end; ++i) s += (double)expf(sample_value(x, i, masked, num_masked) - max_logit);
+    part[c] = s;
+  }
+  const int best = sample_select_top<Threads, MaxTopK>(x, vocab, masked, num_masked, n, cand);
+  if (threadIdx.x != 0) return;
+  double sum = 0;
+  // Rolled: unrolled, ptxas for sm_80 keeps all 256 partials in
+  // registers and spills them.
+#pragma unroll 1
+  for (int c = 0; c < kSampleChunks; ++c) sum += part[c];
+  const double log_z = (double)max_logit + log(sum);
+  out[0].token = token;
+  out[0].logprob = (float)((double)sample_value(x, token, masked, num_masked) - log_z);
+  for (int i = 0; i < n; ++i) {
+    out[1 + i].token = i < best ? cand[i].id : -1;
+    out[1 + i].logprob = i < best ? (float)((double)cand[i].v - log_z) : 0.0f;
+  }
+}
 } // namespace detail
 
 // The ABI's sampler (cuda_abi.h): block p picks the token of row
@@ -339,14 +388,19 @@ __device__ int sample_chunked(const float* x, int vocab, const int* masked, int 
 // masked[picks[p].mask_begin, + mask_count) (at most MaxMasked): greedy at
 // temperature 0, else a seeded draw (Philox at (seed, draw)) with top-k up
 // to MaxTopK (and top-p, min-p over its survivors) or, without top-k,
-// temperature and min-p (top-p without top-k is left to the host). Every
-// choice is the host sampler's (sampler.h) from the same logits. Launch:
-// grid (picks), Threads threads.
-template <int Threads, int MaxMasked, int MaxTopK, class Pick>
+// temperature and min-p (top-p without top-k is left to the host); then,
+// when the pick asks (at most MaxLogprobs), its logprobs into
+// lps[picks[p].logprob_begin ...]. Every choice and logprob is the host
+// sampler's (sampler.h) from the same logits. Launch: grid (picks), Threads
+// threads.
+template <int Threads, int MaxMasked, int MaxTopK, int MaxLogprobs, class Pick, class Logprob>
 __device__ void sample_picks(const float* __restrict__ logits, int vocab,
                              const Pick* __restrict__ picks, const int* __restrict__ masked,
-                             int* __restrict__ ids) {
+                             int* __restrict__ ids, Logprob* __restrict__ lps) {
+  static_assert(MaxLogprobs <= MaxTopK, "sample_picks: the logprobs' best come from the top-k select");
   __shared__ int mask[MaxMasked];
+  __shared__ detail::sample_cand cand[MaxTopK];
+  __shared__ int chosen;
   const Pick p = picks[blockIdx.x];
   const int num_masked = p.mask_count < MaxMasked ? p.mask_count : MaxMasked;
   for (int m = threadIdx.x; m < num_masked; m += Threads) mask[m] = masked[p.mask_begin + m];
@@ -357,9 +411,20 @@ __device__ void sample_picks(const float* __restrict__ logits, int vocab,
     id = sample_argmax_block<Threads>(x, vocab, mask, num_masked);
   } else {
     const double u = philox::unit_interval(philox::draw_bits(p.seed, p.draw));
-    id = p.top_k > 0 && p.top_k < vocab
-             ? detail::sample_top_k<Threads, MaxTopK>(x, vocab, mask, num_masked, p, u)
-             : detail::sample_chunked<Threads>(x, vocab, mask, num_masked, p, u);
+    if (p.top_k > 0 && p.top_k < vocab) {
+      const int n = detail::sample_select_top<Threads, MaxTopK>(x, vocab, mask, num_masked, p.top_k, cand);
+      id = threadIdx.x == 0 ? detail::sample_sorted_draw(cand, n, p, u) : 0;
+    } else {
+      id = detail::sample_chunked<Threads>(x, vocab, mask, num_masked, p, u);
+    }
+  }
+  if (p.logprobs > 0) {  // the same for the whole block
+    if (threadIdx.x == 0) chosen = id;
+    __syncthreads();
+    id = chosen;
+    const int n = p.logprobs < MaxLogprobs ? p.logprobs : MaxLogprobs;
+    detail::sample_logprobs<Threads, MaxTopK>(x, vocab, mask, num_masked, id, n, cand,
+                                              lps + p.logprob_begin);
   }
   if (threadIdx.x == 0) ids[blockIdx.x] = id;
 }

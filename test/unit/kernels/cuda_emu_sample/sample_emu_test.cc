@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -45,11 +46,17 @@ using Entry = void (*)(const llmc_cuda_step_info, const llmc_cuda_args);
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// The device's ids for `picks` of `rows` rows of `vocab` logits.
+// The device's ids for `picks` of `rows` rows of `vocab` logits (and the
+// logprobs they ask, into `logprobs` when given).
 std::vector<int> DevicePicks(Entry entry, unsigned threads, const std::vector<float>& logits,
                              int vocab, const std::vector<llmc_cuda_pick>& picks,
-                             const std::vector<int>& masked) {
+                             const std::vector<int>& masked,
+                             std::vector<llmc_cuda_logprob>* logprobs = nullptr) {
   std::vector<int> ids(picks.size(), -1);
+  std::vector<llmc_cuda_logprob> lps;
+  for (const llmc_cuda_pick& k : picks)
+    lps.resize(std::max(lps.size(), size_t(k.logprob_begin + (k.logprobs ? 1 + k.logprobs : 0))),
+               llmc_cuda_logprob{-7, 99.0f});
   llmc_cuda_step_info si{};
   si.num_logits = int(picks.size());
   llmc_cuda_args a{};
@@ -57,11 +64,13 @@ std::vector<int> DevicePicks(Entry entry, unsigned threads, const std::vector<fl
   a.buffers[1] = const_cast<llmc_cuda_pick*>(picks.data());
   a.buffers[2] = const_cast<int*>(masked.data());
   a.buffers[3] = ids.data();
-  a.buffers[4] = &vocab;
+  a.buffers[4] = lps.data();
+  a.buffers[5] = &vocab;
   void* params[2] = {&si, &a};
   EXPECT_EQ(llmc_emu_run(reinterpret_cast<void*>(entry), unsigned(picks.size()), 1, 1, threads, 1,
                          1, params),
             0);
+  if (logprobs) *logprobs = lps;
   return ids;
 }
 
@@ -167,10 +176,12 @@ TEST(CudaEmuSample, GreedyPicksAreTheHostSamplersGreedy) {
 }
 
 // The host Sampler's token for each pick: greedy as above, else a sampler
-// of the pick's parameters at its draw index, no penalties.
+// of the pick's parameters at its draw index, no penalties (and its
+// logprobs, into `results` when given).
 std::vector<int> HostSample(const std::vector<float>& logits, int vocab,
                             const std::vector<llmc_cuda_pick>& picks,
-                            const std::vector<int>& masked) {
+                            const std::vector<int>& masked,
+                            std::vector<SampleResult>* results = nullptr) {
   std::vector<int> ids;
   std::vector<float> scratch;
   for (const llmc_cuda_pick& k : picks) {
@@ -181,11 +192,14 @@ std::vector<int> HostSample(const std::vector<float>& logits, int vocab,
     p.min_p = k.min_p;
     p.repeat_last_n = 0;
     p.seed = k.seed;
+    p.logprobs = k.logprobs;
     Sampler sampler(p);
     sampler.SetDrawIndex(k.draw);
     const std::span<const float> row(logits.data() + size_t(k.row) * size_t(vocab), size_t(vocab));
     const std::span<const int32_t> mask(masked.data() + k.mask_begin, size_t(k.mask_count));
-    ids.push_back(sampler.Sample(MaskTokens(row, mask, &scratch), {}));
+    SampleResult r;
+    ids.push_back(sampler.Sample(MaskTokens(row, mask, &scratch), {}, &r));
+    if (results) results->push_back(std::move(r));
   }
   return ids;
 }
@@ -234,6 +248,78 @@ TEST(CudaEmuSample, SeededDrawsAreTheHostSamplersTokens) {
       different += host[j] != host[j - (j > 0)];
     }
     EXPECT_GT(different, int(picks.size()) / 4) << "the draws hardly vary: a weak check";
+  }
+}
+
+// Logprobs (the raw log-softmax's: the token's and the N best) come from
+// the same block as the pick: the host Sampler's SampleResult to the bit
+// (token -1 where a row has fewer tokens above -inf), and a float64
+// log-softmax within 1e-5; an all-masked row gives -inf and no best.
+TEST(CudaEmuSample, LogprobsAreTheHostSamplersAndTheLogSoftmax) {
+  std::mt19937 rng(99);
+  for (int vocab : {300, 128256}) {
+    const int rows = 6;
+    std::vector<float> x = TwistedRows(rows, vocab, rng);
+    // Row 4: three tokens above -inf, fewer than the 5 best asked.
+    for (int i = 0; i < vocab; ++i) x[size_t(4 * vocab + i)] = i % 100 == 7 ? float(i % 3) : -kInf;
+    // Row 5: nothing above -inf (NaN and -inf only).
+    std::vector<int> masked = {1, 2};
+    std::vector<llmc_cuda_pick> picks;
+    int begin = 0;
+    const int asks[] = {1, 5, 20};
+    for (int r = 0; r < rows; ++r)
+      for (int variant = 0; variant < 3; ++variant) {
+        llmc_cuda_pick k{};
+        k.row = r;
+        k.logprobs = asks[variant];
+        k.logprob_begin = begin;
+        k.top_p = 1.0f;
+        begin += 1 + k.logprobs;
+        k.mask_count = r == 2 ? 2 : 0;
+        if (variant > 0) k.temperature = 0.9f, k.top_k = variant == 1 ? 40 : 0, k.seed = 5, k.draw = uint64_t(r);
+        picks.push_back(k);
+      }
+    std::vector<llmc_cuda_logprob> lps;
+    const std::vector<int> device = DevicePicks(emu_sample_256, 256, x, vocab, picks, masked, &lps);
+    std::vector<SampleResult> host;
+    EXPECT_EQ(device, HostSample(x, vocab, picks, masked, &host));
+    for (size_t j = 0; j < picks.size(); ++j) {
+      const llmc_cuda_pick& k = picks[j];
+      const llmc_cuda_logprob* got = lps.data() + k.logprob_begin;
+      const SampleResult& want = host[j];
+      const std::string where = "vocab " + std::to_string(vocab) + ", pick " + std::to_string(j);
+      EXPECT_EQ(got[0].token, device[j]) << where;
+      EXPECT_EQ(got[0].logprob, want.logprob) << where;
+      for (int i = 0; i < k.logprobs; ++i) {
+        const bool listed = size_t(i) < want.top_logprobs.size();
+        EXPECT_EQ(got[1 + i].token, listed ? want.top_logprobs[size_t(i)].token : -1) << where << " best " << i;
+        if (listed) EXPECT_EQ(got[1 + i].logprob, want.top_logprobs[size_t(i)].logprob) << where;
+      }
+      // Against float64: log p = v - max - log(sum exp(v - max)) over the
+      // row as masked.
+      const float* row = x.data() + size_t(k.row) * size_t(vocab);
+      std::vector<double> v(static_cast<size_t>(vocab));
+      double top = -std::numeric_limits<double>::infinity();
+      for (int i = 0; i < vocab; ++i) {
+        const bool m = std::find(masked.begin() + k.mask_begin,
+                                 masked.begin() + k.mask_begin + k.mask_count, i) !=
+                       masked.begin() + k.mask_begin + k.mask_count;
+        const float c = std::isnan(row[i]) || m ? -kInf : std::min(row[i], std::numeric_limits<float>::max());
+        v[size_t(i)] = c;
+        top = std::max(top, double(c));
+      }
+      if (std::isinf(top)) {
+        EXPECT_TRUE(std::isinf(got[0].logprob) && got[0].logprob < 0) << where;
+        EXPECT_EQ(got[1].token, -1) << where;
+        continue;
+      }
+      double z = 0;
+      for (double e : v) z += std::exp(e - top);
+      const double log_z = top + std::log(z);
+      EXPECT_NEAR(got[0].logprob, v[size_t(got[0].token)] - log_z, 1e-5) << where;
+      for (int i = 0; i < k.logprobs && got[1 + i].token >= 0; ++i)
+        EXPECT_NEAR(got[1 + i].logprob, v[size_t(got[1 + i].token)] - log_z, 1e-5) << where;
+    }
   }
 }
 

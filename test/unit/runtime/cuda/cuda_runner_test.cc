@@ -58,7 +58,8 @@ class CudaRunnerTest : public ::testing::Test {
   // (replacing one opened before).
   absl::Status Open(const std::function<void(Manifest&)>& edit = nullptr,
                     const std::string& target = "sm_90", bool cuda_graphs = false,
-                    const std::string& gemm = "llmc", bool pdl = false) {
+                    const std::string& gemm = "llmc", bool pdl = false,
+                    int64_t max_batch_tokens = 16) {
     runner_.reset();
     artifact_.reset();
     std::filesystem::remove_all(dir_);
@@ -73,7 +74,7 @@ class CudaRunnerTest : public ::testing::Test {
     auto device = cuda::CudaDevice::Open(device_options, api_.get());
     if (!device.ok()) return device.status();
     RunnerOptions o;
-    o.max_batch_tokens = 16;
+    o.max_batch_tokens = max_batch_tokens;
     o.block_size = 16;
     o.num_blocks = 64;
     o.cuda_graphs = cuda_graphs;
@@ -454,12 +455,14 @@ TEST_F(CudaRunnerTest, BadBatchIsRefusedBeforeAnyLaunch) {
                                  "runner makes (top-p needs a top-k of 1 to 1024)"});
   b.picks[0].top_p = 1.5f;
   ExpectError(runner_->Step(b), {"step batch: pick 0: temperature 0.7, top_p 1.5, min_p 0 out of range"});
+  b.picks[0].top_p = 1.0f, b.picks[0].logprobs = 21;
+  ExpectError(runner_->Step(b), {"step batch: pick 0: 21 logprobs from entry 0; a pick asks 0 to 20"});
   EXPECT_EQ(count_(), 0);
 }
 
 // A step of 12 tokens, 5 logits rows, rows 0, 2 and 3 picked (one with two
-// masked ids and a seeded draw, one with one masked id), 1 and 4 left as
-// logits.
+// masked ids and a seeded draw, one with one masked id and 3 logprobs), 1
+// and 4 left as logits.
 StepBatch PickedStep() {
   StepBatch b;
   for (int32_t i = 0; i < 12; ++i) {
@@ -478,6 +481,7 @@ StepBatch PickedStep() {
   b.picks[1].temperature = 0.7f, b.picks[1].top_k = 40, b.picks[1].top_p = 0.9f;
   b.picks[1].min_p = 0.05f, b.picks[1].seed = 0x123456789abcdefull, b.picks[1].draw = 77;
   b.picks[2].row = 3, b.picks[2].mask_begin = 2, b.picks[2].mask_count = 1;
+  b.picks[2].logprobs = 3;  // 4 entries: the token's and the 3 best
   b.masked_ids = {7, 9, 63};
   return b;
 }
@@ -516,20 +520,58 @@ TEST_F(CudaRunnerTest, PicksRunOnTheDeviceAndOnlyTheirIdsComeBack) {
   }
   const auto* masked = static_cast<const int32_t*>(pick.args.buffers[2]);
   EXPECT_EQ(std::vector<int32_t>(masked, masked + 3), b.masked_ids);
-  // Down came the two unpicked rows and three ids, from page-locked memory.
-  EXPECT_EQ(query_("d2h_bytes") - down, 2 * 64 * long(sizeof(float)) + 3 * long(sizeof(int32_t)));
+  // Down came the two unpicked rows, three ids and the 4 logprobs asked
+  // for, from page-locked memory.
+  EXPECT_EQ(query_("d2h_bytes") - down, 2 * 64 * long(sizeof(float)) + 3 * long(sizeof(int32_t)) +
+                                            4 * long(sizeof(PickLogprob)));
   EXPECT_EQ(query_("pageable_copies"), pageable);
 
   // The fake runs no kernel: what the device holds is what comes back.
   for (int i = 0; i < 5 * 64; ++i) device_logits[i] = float(i) * 0.25f;
   int32_t* device_ids = static_cast<int32_t*>(pick.args.buffers[3]);
   device_ids[0] = 17, device_ids[1] = 23, device_ids[2] = 42;
+  auto* device_logprobs = static_cast<llmc_cuda_logprob*>(pick.args.buffers[4]);
+  for (int i = 0; i < 4; ++i) device_logprobs[i] = {60 + i, -0.5f * float(i)};
   auto out = runner_->Step(b);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(std::vector<int32_t>(out->tokens, out->tokens + 3), (std::vector<int32_t>{17, 23, 42}));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(out->logprobs[i].token, 60 + i);
+    EXPECT_EQ(out->logprobs[i].logprob, -0.5f * float(i));
+  }
   for (int row : {1, 4})
     for (int i = 0; i < 64; ++i)
       ASSERT_EQ(out->logits[row * 64 + i], device_logits[row * 64 + i]) << row << " " << i;
+}
+
+TEST_F(CudaRunnerTest, ADecodeStepOf256PicksCopiesOnlyIdsAndTheLogprobsAskedFor) {
+  // Issue 27's bound: a decode step of 256 sequences, every token picked on
+  // the device, half of them with 2 logprobs: down come 256 ids and 128 x 3
+  // logprob entries, nothing else, and nothing from pageable memory.
+  ASSERT_TRUE(Open([](Manifest& m) { m.cuda.samplers = {{"sample", "llmc_sample", 256}}; },
+                   "sm_90", false, "llmc", false, 256)
+                  .ok());
+  StepBatchBuilder builder;
+  builder.Clear();
+  const std::vector<int32_t> table = {3};
+  for (int32_t s = 0; s < 256; ++s) {
+    const std::vector<int32_t> token = {int32_t(2 + s % 60)}, slot = {3 * 16 + s % 16};
+    builder.AddLogitsRow(builder.AddSequence(token, s % 16, slot, table));
+    RowPick pick;
+    pick.temperature = s % 3 == 0 ? 0.0f : 0.8f;
+    pick.top_k = s % 3 == 1 ? 40 : 0;
+    pick.seed = uint64_t(s);
+    pick.logprobs = s % 2 ? 2 : 0;
+    builder.PickLastRow({}, pick);
+  }
+  const StepBatch& b = builder.Finish();
+  const long pageable = query_("pageable_copies");
+  const long long down = query_("d2h_bytes");
+  auto out = runner_->Step(b);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(query_("d2h_bytes") - down,
+            256 * long(sizeof(int32_t)) + 128 * 3 * long(sizeof(PickLogprob)));
+  EXPECT_EQ(query_("pageable_copies"), pageable);
 }
 
 TEST_F(CudaRunnerTest, WithoutTheDeviceSamplerThePicksAreMadeOnTheHost) {
@@ -554,11 +596,19 @@ TEST_F(CudaRunnerTest, WithoutTheDeviceSamplerThePicksAreMadeOnTheHost) {
     SamplingParams params;
     params.temperature = p.temperature, params.top_k = p.top_k, params.top_p = p.top_p;
     params.min_p = p.min_p, params.seed = p.seed, params.repeat_last_n = 0;
-    Sampler sampler(params);
-    sampler.SetDrawIndex(p.draw);
     const std::span<const float> row(device_logits + p.row * 64, 64);
     const std::span<const int32_t> mask(b.masked_ids.data() + p.mask_begin, size_t(p.mask_count));
-    want.push_back(sampler.Sample(MaskTokens(row, mask, &scratch), {}));
+    params.logprobs = p.logprobs;
+    Sampler with_logprobs(params);
+    with_logprobs.SetDrawIndex(p.draw);
+    SampleResult r;
+    want.push_back(with_logprobs.Sample(MaskTokens(row, mask, &scratch), {}, &r));
+    if (p.logprobs == 0) continue;
+    EXPECT_EQ(out->logprobs[p.logprob_begin].token, r.token);
+    EXPECT_EQ(out->logprobs[p.logprob_begin].logprob, r.logprob);
+    ASSERT_EQ(r.top_logprobs.size(), size_t(p.logprobs));
+    for (int i = 0; i < p.logprobs; ++i)
+      EXPECT_EQ(out->logprobs[p.logprob_begin + 1 + i].token, r.top_logprobs[size_t(i)].token);
   }
   EXPECT_NE(want[2], 63);
   EXPECT_EQ(std::vector<int32_t>(out->tokens, out->tokens + 3), want);

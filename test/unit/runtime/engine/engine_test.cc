@@ -125,16 +125,16 @@ TEST(EngineTest, BatchedChunkedPreemptedRequestsGetTheirAloneTokens) {
   }
 }
 
-// Requests without penalties or logprobs have their tokens picked by the
-// runner (StepBatch::picks: greedy, and seeded draws whose top-p comes with
-// a top-k; the fake leaves NaN in those rows' logits, as a GPU copies none
-// back): the same tokens and text as sampling every row here, one pick per
-// token of exactly those requests.
+// Requests without penalties have their tokens (and logprobs) picked by
+// the runner (StepBatch::picks: greedy, and seeded draws whose top-p comes
+// with a top-k; the fake leaves NaN in those rows' logits, as a GPU copies
+// none back): the same tokens, text and logprobs as sampling every row
+// here, one pick per token of exactly those requests.
 TEST(EngineTest, RunnerPicksGiveTheHostSamplersTokens) {
   std::vector<Req> reqs = MixedRequests(48, 13);
   for (size_t i = 0; i < reqs.size(); ++i) {
     SamplingParams& p = reqs[i].params;
-    if (i % 8 == 1) p.logprobs = 2;               // logprobs: sampled here
+    if (i % 8 == 1) p.logprobs = 2;               // logprobs: picked with them
     if (i % 8 == 3) p.repetition_penalty = 1.3f;  // penalties: sampled here
     if (i % 8 == 4) p.top_k = 5, p.top_p = 0.8f, p.min_p = 0.1f;  // top-k, top-p, min-p: picked
     if (i % 8 == 6) p.top_p = 0.8f;               // top-p without top-k: sampled here
@@ -157,12 +157,23 @@ TEST(EngineTest, RunnerPicksGiveTheHostSamplersTokens) {
     EXPECT_EQ(picked[i].text, on_host[i].text) << "request " << i;
     const SamplingParams& p = reqs[i].params;
     const bool top_p_alone = p.top_p < 1 && p.top_k <= 0;
-    if (p.logprobs == 0 && p.repetition_penalty == 1.0f && !top_p_alone) {
+    if (p.repetition_penalty == 1.0f && !top_p_alone) {
       eligible += int64_t(picked[i].tokens.size());
       if (p.temperature > 0) sampled_picks += int64_t(picked[i].tokens.size());
     }
-    // Logprobs still come with every token of a request that asked.
-    if (p.logprobs > 0) EXPECT_EQ(picked[i].final.logprobs.size(), 1u) << i;
+    // Logprobs come with every token of a request that asked, as the
+    // sampler gives them.
+    if (p.logprobs == 0) continue;
+    ASSERT_EQ(picked[i].final.logprobs.size(), 1u) << i;
+    ASSERT_EQ(on_host[i].final.logprobs.size(), 1u) << i;
+    const SampleResult &a = picked[i].final.logprobs[0], &b = on_host[i].final.logprobs[0];
+    EXPECT_EQ(a.token, b.token) << i;
+    EXPECT_EQ(a.logprob, b.logprob) << i;
+    ASSERT_EQ(a.top_logprobs.size(), b.top_logprobs.size()) << i;
+    for (size_t t = 0; t < a.top_logprobs.size(); ++t) {
+      EXPECT_EQ(a.top_logprobs[t].token, b.top_logprobs[t].token) << i;
+      EXPECT_EQ(a.top_logprobs[t].logprob, b.top_logprobs[t].logprob) << i;
+    }
   }
   EXPECT_EQ(host_picks, 0);
   EXPECT_GT(sampled_picks, 40);

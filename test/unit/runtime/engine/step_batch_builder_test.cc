@@ -46,7 +46,9 @@ TEST(StepBatchBuilderTest, PicksShareTheRangeOfEqualMasks) {
     row[1] = 9, row[2] = 8, row[3] = 7, row[0] = 6;
   }
   std::vector<int32_t> tokens;
-  PickOnHost(batch, logits.data(), 16, &tokens);
+  std::vector<PickLogprob> logprobs;
+  PickOnHost(batch, logits.data(), 16, &tokens, &logprobs);
+  EXPECT_TRUE(logprobs.empty());
   EXPECT_EQ(tokens, (std::vector<int32_t>{3, 1, 3, 1}));
 
   b.Clear();

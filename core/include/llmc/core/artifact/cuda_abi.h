@@ -25,7 +25,8 @@ extern "C" {
  * operand_k), not only cuBLASLt's. 7: `tickets`, and `scratch` also holds a
  * split-K GEMM's partials (a launch's split_floats per block). 8: the
  * device sampler's entries (manifest cuda.samplers) and llmc_cuda_pick. 9:
- * a pick carries its sampling parameters and Philox seed and counter. */
+ * a pick carries its sampling parameters and Philox seed and counter, and
+ * the logprobs it asks for (a.buffers[4]). */
 #define LLMC_CUDA_ABI_VERSION 9
 
 /* Most bindings of one kind a launch may have. */
@@ -83,6 +84,10 @@ typedef struct llmc_cuda_args {
  *   a.buffers[1]  the picks, llmc_cuda_pick [num_logits]
  *   a.buffers[2]  the masked token ids the picks' ranges index (int)
  *   a.buffers[3]  the picked token ids, int [num_logits] (written)
+ *   a.buffers[4]  the logprobs the picks ask for, llmc_cuda_logprob: a pick
+ *                 with logprobs N > 0 writes 1 + N of them from its
+ *                 logprob_begin, its token's then the N best (best first;
+ *                 token -1 where fewer exist) (written)
  * The vocabulary is the entry's own constant. */
 typedef struct llmc_cuda_pick {
   int row;        /* the logits row it reads */
@@ -96,10 +101,22 @@ typedef struct llmc_cuda_pick {
   float temperature;
   float top_p;
   float min_p;
+  /* The raw log-softmax's top-N (0: none), written from logprob_begin. */
+  int logprobs;
+  int logprob_begin;
   int reserved;
   unsigned long long seed; /* Philox-4x32-10's key */
   unsigned long long draw; /* and counter: the token's index in the output */
 } llmc_cuda_pick;
+
+/* One logprob a pick gives: a token and its raw log-softmax. */
+typedef struct llmc_cuda_logprob {
+  int token;
+  float logprob;
+} llmc_cuda_logprob;
+
+/* The most top logprobs a pick may ask (OpenAI's top_logprobs limit). */
+#define LLMC_CUDA_MAX_PICK_LOGPROBS 20
 
 /* Most masked ids of one pick (they are staged in shared memory). */
 #define LLMC_CUDA_MAX_PICK_MASKED 64

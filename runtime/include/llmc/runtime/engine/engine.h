@@ -55,9 +55,10 @@ struct EngineOptions {
   // pipeline's stages), 1 to run one step at a time (to measure what the
   // overlap gains).
   int32_t max_steps_in_flight = 0;
-  // The runner picks the tokens of requests without penalties or logprobs
-  // itself (StepBatch::picks, PickSupports: greedy, or a draw whose top-p
-  // comes with a top-k; a GPU on the device), so only their ids leave it;
+  // The runner picks the tokens of requests without penalties itself
+  // (StepBatch::picks, PickSupports: greedy, or a draw whose top-p comes
+  // with a top-k; their logprobs too; a GPU on the device), so only their
+  // ids and logprobs leave it;
   // false samples every row here from its logits (tests compare the two).
   bool runner_picks = true;
 };
@@ -160,13 +161,16 @@ class Engine {
   struct InFlight {
     SchedulerOutput schedule;
     std::vector<bool> picked;
+    std::vector<int32_t> logprob_begin;  // per pick: its first StepOutput::logprobs entry
   };
 
   absl::Status BuildBatch(const SchedulerOutput& out, std::vector<bool>* picked);
   // Request `id`'s next token: sampled here from `row` when `picked` is
-  // null, else *picked; then appended, detokenized and stop-checked into a
+  // null, else *picked (and its logprobs, when asked, from
+  // `picked_logprobs`); then appended, detokenized and stop-checked into a
   // new output.
   absl::Status SampleNext(RequestId id, const float* row, const int32_t* picked,
+                          const PickLogprob* picked_logprobs,
                           std::vector<RequestOutput>& outputs);
   // Ends `id` with an output carrying `reason` (and `status` for kError).
   void EndRequest(RequestId id, FinishReason reason, absl::Status status,

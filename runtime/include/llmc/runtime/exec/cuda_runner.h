@@ -119,7 +119,8 @@ class CudaRunner : public StepRunner {
   absl::Status LoadModule();
   absl::Status Launch(const SelectedLaunch& launch, llmc_cuda_step_info* info);
   // The device sampler over the step's logits for `batch.picks` (staged at
-  // `layout`), the ids to device_picked_.
+  // `layout`), the ids to device_picked_ and the logprobs asked for to
+  // device_logprobs_, and both down to the host.
   absl::Status LaunchPicks(const StepBatch& batch, const StagingLayout& layout,
                            const llmc_cuda_step_info& info);
   // The logits rows of `rows` that no pick takes, to logits_ (the picks'
@@ -192,7 +193,12 @@ class CudaRunner : public StepRunner {
   int64_t sampler_block_ = 0;
   cuda::CUdeviceptr device_picked_ = 0;
   cuda::PinnedBuffer picked_;
+  // The picks' logprobs (llmc_cuda_logprob): on the device, room for
+  // max_logits picks of the most logprobs, and page-locked on the host.
+  cuda::CUdeviceptr device_logprobs_ = 0;
+  cuda::PinnedBuffer logprobs_;
   std::vector<int32_t> host_picked_;  // the picks made on the host instead
+  std::vector<PickLogprob> host_logprobs_;
   // cuBLASLt GEMMs.
   std::unique_ptr<cuda::CublasLt> cublaslt_;  // destroyed before the device
   GemmPolicy gemm_policy_;

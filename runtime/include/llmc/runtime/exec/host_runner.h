@@ -61,6 +61,7 @@ class HostRunner : public StepRunner {
   };
   std::vector<CacheRegion> caches_;
   std::vector<int32_t> picked_;  // the last step's picks
+  std::vector<PickLogprob> picked_logprobs_;
   // Per step entry, the pointer arrays its launch passes (rebuilt once), or
   // the collective it runs (a tensor-parallel plan).
   struct Launch {

@@ -30,6 +30,11 @@ struct RowPick {
   float temperature = 0;
   float top_p = 1;
   float min_p = 0;
+  // The raw log-softmax's N best and the token's own (sampler.h's
+  // SampleResult): 1 + logprobs entries of StepOutput::logprobs from
+  // logprob_begin (PickLastRow numbers them). 0: none.
+  int32_t logprobs = 0;
+  int32_t logprob_begin = 0;
   int32_t reserved = 0;
   uint64_t seed = 0;
   uint64_t draw = 0;  // the token's index in the request's output
@@ -40,6 +45,11 @@ inline constexpr int32_t kMaxPickMaskedIds = 64;
 // The largest top-k of a pick (a GPU runner sorts the survivors in shared
 // memory).
 inline constexpr int32_t kMaxPickTopK = 1024;
+// The most logprobs a pick may ask (kMaxLogprobs of sampling_params.h).
+inline constexpr int32_t kMaxPickLogprobs = 20;
+
+// StepOutput::logprobs entries of a pick: its token's and its N best.
+inline int32_t PickLogprobEntries(const RowPick& p) { return p.logprobs > 0 ? 1 + p.logprobs : 0; }
 
 // Whether a pick with these parameters is one a runner makes, over a
 // vocabulary of `vocab`: greedy, top-k up to kMaxPickTopK (with any top-p
@@ -62,6 +72,10 @@ struct StepBatch {
 
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_seqs() const { return int64_t(context_lens.size()); }
+  // StepOutput::logprobs entries of all the picks.
+  int64_t num_logprob_entries() const {
+    return picks.empty() ? 0 : picks.back().logprob_begin + PickLogprobEntries(picks.back());
+  }
 };
 
 // Fills a StepBatch sequence by sequence, as the engine, the generator and

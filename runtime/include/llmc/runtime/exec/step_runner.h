@@ -57,6 +57,13 @@ struct RunnerOptions {
   Communicator* pipeline = nullptr;
 };
 
+// One logprob of a pick (llmc_cuda_logprob): a token and its raw
+// log-softmax.
+struct PickLogprob {
+  int32_t token = -1;
+  float logprob = 0;
+};
+
 // What a step gives back, on the host, valid until the runner's next Step
 // or Collect.
 struct StepOutput {
@@ -66,6 +73,10 @@ struct StepOutput {
   const float* logits = nullptr;
   // [batch.picks.size()]: the token of each pick, in the picks' order.
   const int32_t* tokens = nullptr;
+  // [batch.num_logprob_entries()]: the logprobs the picks asked for, pick
+  // j's from picks[j].logprob_begin: its token's, then its N best (best
+  // first; token -1 where the row has fewer tokens above -inf).
+  const PickLogprob* logprobs = nullptr;
 };
 
 class StepRunner {
@@ -113,10 +124,11 @@ class StepRunner {
 
 // The picks of `batch` made on the host from `logits` (StepOutput's layout:
 // [logits_rows.size(), vocab]), into `tokens` (resized to the picks'
-// count), by the host Sampler: for a runner whose logits are on the host
-// anyway, or that has no device sampler.
+// count) and `logprobs` (StepOutput's layout), by the host Sampler: for a
+// runner whose logits are on the host anyway, or that has no device
+// sampler.
 void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
-                std::vector<int32_t>* tokens);
+                std::vector<int32_t>* tokens, std::vector<PickLogprob>* logprobs);
 
 // The world this rank's runner belongs to: the pipeline's (all stages) or
 // the tensor-parallel group's; null for a process of its own.
