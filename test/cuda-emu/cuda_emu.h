@@ -113,6 +113,11 @@ inline void __threadfence() {}
 template <class T> T __ldcg(const T* p) { return *p; }
 
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+// Rounded op by op: what a kernel writes to keep the compiler from fusing a
+// multiply and an add (an ISO C++ build fuses nothing anyway).
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __int_as_float(int i) {
   float f;
   memcpy(&f, &i, 4);

@@ -600,17 +600,21 @@ LogicalResult emitSamplers(func::FuncOp step, CudaKernelPlan &plan) {
     return step.emitError() << "CUDA codegen: the device sampler needs @step's logits as "
                                "tensor<?xVOCABxf32>";
   constexpr int kThreads = 256;
+  // 4 blocks an SM: without a bound ptxas for sm_80 holds the entry to 40
+  // registers around the float division's out-of-line slow path and
+  // spills; at 4 it takes 64, and nothing spills on sm_80 or sm_90.
   ManifestCudaSampler sampler{"sample", "llmc_sample", kThreads};
   plan.source += llvm::formatv(
       "// The device sampler over the logits (cuda_abi.h), one block a pick.\n"
-      "extern \"C\" __global__ void __launch_bounds__({0})\n"
+      "extern \"C\" __global__ void __launch_bounds__({0}, 4)\n"
       "{1}(llmc_cuda_step_info s, llmc_cuda_args a) {{\n"
       "  sample_picks<{0}, LLMC_CUDA_MAX_PICK_MASKED, LLMC_CUDA_MAX_PICK_TOP_K,\n"
-      "               LLMC_CUDA_MAX_PICK_LOGPROBS>(\n"
-      "      static_cast<const float *>(a.buffers[0]), {2},\n"
+      "               LLMC_CUDA_MAX_PICK_LOGPROBS, LLMC_CUDA_MAX_PICK_PENALTIES>(\n"
+      "      static_cast<float *>(a.buffers[0]), {2},\n"
       "      static_cast<const llmc_cuda_pick *>(a.buffers[1]),\n"
       "      static_cast<const int *>(a.buffers[2]), static_cast<int *>(a.buffers[3]),\n"
-      "      static_cast<llmc_cuda_logprob *>(a.buffers[4]));\n"
+      "      static_cast<llmc_cuda_logprob *>(a.buffers[4]),\n"
+      "      static_cast<const llmc_cuda_penalty *>(a.buffers[5]));\n"
       "}\n",
       kThreads, sampler.symbol, logits.getDimSize(1));
   plan.samplers.push_back(std::move(sampler));

@@ -46,7 +46,7 @@ struct EngineFlags {
                  "most engine steps in flight at once (0: as many as the runner takes, one per "
                  "pipeline stage; 1: one at a time)");
     flags.AddBool("device-sampling", &device_sampling,
-                  "the runner picks the tokens (and logprobs) of requests without penalties "
+                  "the runner picks the tokens (and logprobs) of requests, penalties included "
                   "(greedy, or top-p with a top-k; a GPU on the device: only ids and logprobs "
                   "leave it); "
                   "--no-device-sampling samples every token on the host from its copied logits");

@@ -65,13 +65,11 @@ absl::StatusOr<RequestId> Engine::AddRequest(std::vector<int32_t> prompt,
       new Live{params, Sampler(params, &scratch_), StopChecker(params, model_.eos_ids),
                IncrementalDetokenizer(*model_.tokenizer, context), RequestUsage{}, false});
   // What a runner's pick (StepBatch::picks) gives: the token this
-  // request's sampler would give without penalties, the end-of-generation
-  // ids masked with ignore_eos.
-  const bool penalized = params.repeat_last_n != 0 &&
-                         (params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f ||
-                          params.frequency_penalty != 0.0f);
+  // request's sampler would give, the end-of-generation ids masked with
+  // ignore_eos (a step whose penalty window holds more distinct tokens than
+  // a pick takes samples here: BuildBatch).
   live->runner_picks =
-      options_.runner_picks && params.logprobs <= kMaxPickLogprobs && !penalized &&
+      options_.runner_picks && params.logprobs <= kMaxPickLogprobs &&
       PickSupports(params.temperature, params.top_k, params.top_p, vocab) &&
       (!params.ignore_eos || int64_t(model_.eos_ids.size()) <= kMaxPickMaskedIds);
   live->usage.prompt_tokens = int32_t(context.size());
@@ -120,21 +118,35 @@ absl::Status Engine::BuildBatch(const SchedulerOutput& out, std::vector<bool>* p
     if (!c.sample) continue;
     batch_.AddLogitsRow(row + c.num_tokens - 1);
     const Live& r = *live_.at(c.id);
-    picked->push_back(r.runner_picks);
-    if (!r.runner_picks) continue;
+    const SamplingParams& sp = r.params;
+    penalties_.clear();
+    if (r.runner_picks && (sp.repetition_penalty != 1.0f || sp.presence_penalty != 0.0f ||
+                           sp.frequency_penalty != 0.0f)) {
+      // The window the request's sampler would penalize: the context so far.
+      absl::Span<const int32_t> context = scheduler_->tokens(c.id);
+      PenaltyWindow(std::span<const int32_t>(context.data(), context.size()), sp.repeat_last_n,
+                    model_.runner->vocab_size(), &window_);
+      for (const auto& [token, count] : window_) penalties_.push_back({token, count});
+    }
+    const bool picks = r.runner_picks && int64_t(penalties_.size()) <= kMaxPickPenalties;
+    picked->push_back(picks);
+    if (!picks) continue;
     RowPick pick;
-    pick.temperature = r.params.temperature;
-    pick.top_k = r.params.top_k;
-    pick.top_p = r.params.top_p;
-    pick.min_p = r.params.min_p;
-    pick.logprobs = r.params.logprobs;
-    pick.seed = r.params.seed;
+    pick.repetition_penalty = sp.repetition_penalty;
+    pick.presence_penalty = sp.presence_penalty;
+    pick.frequency_penalty = sp.frequency_penalty;
+    pick.temperature = sp.temperature;
+    pick.top_k = sp.top_k;
+    pick.top_p = sp.top_p;
+    pick.min_p = sp.min_p;
+    pick.logprobs = sp.logprobs;
+    pick.seed = sp.seed;
     // The token's index in the output: the draw counter its sampler would
     // use (one Sample() a token).
     pick.draw = uint64_t(r.usage.completion_tokens);
-    batch_.PickLastRow(r.params.ignore_eos ? absl::Span<const int32_t>(model_.eos_ids)
-                                           : absl::Span<const int32_t>(),
-                       pick);
+    batch_.PickLastRow(sp.ignore_eos ? absl::Span<const int32_t>(model_.eos_ids)
+                                     : absl::Span<const int32_t>(),
+                       pick, penalties_);
   }
   // A step of prefill chunks only still asks for one row, never read: a
   // @step computes at least one row of logits (a launch with a zero grid is
@@ -172,6 +184,9 @@ absl::Status Engine::SampleNext(RequestId id, const float* logits, const int32_t
                    r.params.ignore_eos ? std::span<const int32_t>(model_.eos_ids)
                                        : std::span<const int32_t>(),
                    &masked_);
+    // The draw of the token's index in the output, whichever side sampled
+    // the request's earlier tokens.
+    r.sampler.SetDrawIndex(uint64_t(r.usage.completion_tokens));
     token = r.sampler.Sample(row, std::span<const int32_t>(context.data(), context.size()),
                              want_logprobs ? &sampled : nullptr);
   }

@@ -534,6 +534,8 @@ absl::Status CudaRunner::LaunchPicks(const StepBatch& batch, const StagingLayout
       reinterpret_cast<void*>(uintptr_t(staging_ + layout.masked_ids * sizeof(int32_t)));
   args.buffers[3] = reinterpret_cast<void*>(uintptr_t(device_picked_));
   args.buffers[4] = reinterpret_cast<void*>(uintptr_t(device_logprobs_));
+  args.buffers[5] =
+      reinterpret_cast<void*>(uintptr_t(staging_ + layout.penalties * sizeof(int32_t)));
   void* params[] = {&picks, &args};
   const cuda::DriverApi& api = device_->api();
   const unsigned grid = unsigned(batch.picks.size());

@@ -70,16 +70,28 @@ static_assert(sizeof(RowPick) == sizeof(llmc_cuda_pick) &&
                   offsetof(RowPick, min_p) == offsetof(llmc_cuda_pick, min_p) &&
                   offsetof(RowPick, logprobs) == offsetof(llmc_cuda_pick, logprobs) &&
                   offsetof(RowPick, logprob_begin) == offsetof(llmc_cuda_pick, logprob_begin) &&
+                  offsetof(RowPick, penalty_begin) == offsetof(llmc_cuda_pick, penalty_begin) &&
+                  offsetof(RowPick, penalty_count) == offsetof(llmc_cuda_pick, penalty_count) &&
+                  offsetof(RowPick, repetition_penalty) ==
+                      offsetof(llmc_cuda_pick, repetition_penalty) &&
+                  offsetof(RowPick, presence_penalty) == offsetof(llmc_cuda_pick, presence_penalty) &&
+                  offsetof(RowPick, frequency_penalty) ==
+                      offsetof(llmc_cuda_pick, frequency_penalty) &&
                   offsetof(RowPick, seed) == offsetof(llmc_cuda_pick, seed) &&
                   offsetof(RowPick, draw) == offsetof(llmc_cuda_pick, draw),
               "RowPick and llmc_cuda_pick differ");
+static_assert(sizeof(PickPenalty) == sizeof(llmc_cuda_penalty) &&
+                  offsetof(PickPenalty, token) == offsetof(llmc_cuda_penalty, token) &&
+                  offsetof(PickPenalty, count) == offsetof(llmc_cuda_penalty, count),
+              "PickPenalty and llmc_cuda_penalty differ");
 static_assert(sizeof(PickLogprob) == sizeof(llmc_cuda_logprob) &&
                   offsetof(PickLogprob, token) == offsetof(llmc_cuda_logprob, token) &&
                   offsetof(PickLogprob, logprob) == offsetof(llmc_cuda_logprob, logprob),
               "PickLogprob and llmc_cuda_logprob differ");
 static_assert(kMaxPickMaskedIds == LLMC_CUDA_MAX_PICK_MASKED &&
                   kMaxPickTopK == LLMC_CUDA_MAX_PICK_TOP_K &&
-                  kMaxPickLogprobs == LLMC_CUDA_MAX_PICK_LOGPROBS,
+                  kMaxPickLogprobs == LLMC_CUDA_MAX_PICK_LOGPROBS &&
+                  kMaxPickPenalties == LLMC_CUDA_MAX_PICK_PENALTIES,
               "the batch's and the device's pick limits differ");
 
 StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns) {
@@ -99,6 +111,7 @@ StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns) {
   place(&l.logits_rows, b.logits_rows.size());
   place(&l.picks, b.picks.size() * kIntsPerPick);
   place(&l.masked_ids, b.masked_ids.size());
+  place(&l.penalties, b.penalties.size() * 2);
   l.total = at;
   return l;
 }
@@ -128,6 +141,8 @@ void PackStaging(const StepBatch& b, const StagingLayout& l, int32_t* out) {
   if (!b.picks.empty())
     std::memcpy(out + l.picks, b.picks.data(), b.picks.size() * sizeof(llmc_cuda_pick));
   put(l.masked_ids, b.masked_ids);
+  if (!b.penalties.empty())
+    std::memcpy(out + l.penalties, b.penalties.data(), b.penalties.size() * sizeof(PickPenalty));
 }
 
 llmc_cuda_step_info MakeStepInfo(const StepBatch& b, const StagingLayout& l,

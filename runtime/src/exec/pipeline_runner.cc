@@ -97,6 +97,7 @@ absl::Status PipelineRunner::Submit(const StepBatch& batch) {
     for (MicroBatch& part : parts) step.parts.push_back(std::move(part.logits_index));
     step.picks.picks = batch.picks;
     step.picks.masked_ids = batch.masked_ids;
+    step.picks.penalties = batch.penalties;
   }
   return absl::OkStatus();
 }

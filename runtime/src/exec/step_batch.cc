@@ -3,6 +3,7 @@
 #include "llmc/runtime/exec/step_batch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -69,6 +70,25 @@ absl::Status ValidateStepBatch(const StepBatch& b, const StepLimits& limits) {
           "pick %d: %d logprobs from entry %d; a pick asks 0 to %d, after the picks before it "
           "(entry %d)",
           j, p.logprobs, p.logprob_begin, kMaxPickLogprobs, begin));
+    if (p.penalty_count < 0 || p.penalty_count > kMaxPickPenalties || p.penalty_begin < 0 ||
+        int64_t(p.penalty_begin) + p.penalty_count > int64_t(b.penalties.size()))
+      return bad(absl::StrFormat(
+          "pick %d: penalized tokens [%d, +%d) are not within the %d given (at most %d a pick)",
+          j, p.penalty_begin, p.penalty_count, b.penalties.size(), kMaxPickPenalties));
+    for (int32_t k = p.penalty_begin; k < p.penalty_begin + p.penalty_count; ++k) {
+      const PickPenalty& e = b.penalties[size_t(k)];
+      if (e.token < 0 || e.token >= limits.vocab_size || e.count < 1 ||
+          (k > p.penalty_begin && e.token <= b.penalties[size_t(k - 1)].token))
+        return bad(absl::StrFormat(
+            "pick %d: penalized token %d (count %d): tokens must be in the vocabulary, "
+            "ascending, each counted at least once",
+            j, e.token, e.count));
+    }
+    if (!(p.repetition_penalty > 0 && p.repetition_penalty <= 1e30f) ||
+        !(std::abs(p.presence_penalty) <= 1e30f) || !(std::abs(p.frequency_penalty) <= 1e30f))
+      return bad(absl::StrFormat("pick %d: penalties %g, %g, %g are not finite (repetition > 0)",
+                                 j, p.repetition_penalty, p.presence_penalty,
+                                 p.frequency_penalty));
     if (!PickSupports(p.temperature, p.top_k, p.top_p, limits.vocab_size))
       return bad(absl::StrFormat(
           "pick %d: top_k %d with top_p %g is not a pick a runner makes (top-p needs a top-k "
@@ -92,14 +112,19 @@ void StepBatchBuilder::Clear() {
   batch_.logits_rows.clear();
   batch_.picks.clear();
   batch_.masked_ids.clear();
+  batch_.penalties.clear();
   tables_.clear();
 }
 
-void StepBatchBuilder::PickLastRow(absl::Span<const int32_t> masked, RowPick pick) {
+void StepBatchBuilder::PickLastRow(absl::Span<const int32_t> masked, RowPick pick,
+                                   absl::Span<const PickPenalty> penalties) {
   StepBatch& b = batch_;
   pick.row = int32_t(b.logits_rows.size()) - 1;
   pick.mask_count = int32_t(masked.size());
   pick.logprob_begin = int32_t(b.num_logprob_entries());
+  pick.penalty_begin = int32_t(b.penalties.size());
+  pick.penalty_count = int32_t(penalties.size());
+  b.penalties.insert(b.penalties.end(), penalties.begin(), penalties.end());
   // Picks that mask the same ids (every ignore_eos request: the model's
   // end-of-generation ids) share the range at the end of masked_ids.
   const auto tail = int32_t(b.masked_ids.size()) - pick.mask_count;

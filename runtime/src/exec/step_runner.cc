@@ -17,6 +17,7 @@ void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
   thread_local SamplerScratch scratch;
   thread_local std::vector<float> masked_row;
   thread_local SampleResult result;
+  thread_local std::vector<int32_t> previous;
   tokens->resize(batch.picks.size());
   logprobs->assign(size_t(batch.num_logprob_entries()), PickLogprob{});
   for (size_t j = 0; j < batch.picks.size(); ++j) {
@@ -24,23 +25,31 @@ void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
     const std::span<const float> row(logits + int64_t(p.row) * vocab, size_t(vocab));
     const std::span<const int32_t> masked(batch.masked_ids.data() + p.mask_begin,
                                           size_t(p.mask_count));
-    if (!(p.temperature > 0) && p.logprobs == 0) {
+    if (!(p.temperature > 0) && p.logprobs == 0 && p.penalty_count == 0) {
       (*tokens)[j] = GreedyToken(row, masked);
       continue;
     }
-    // The request's own sampler would draw this token: no penalties (the
-    // engine samples a penalized request itself), its draw at p.draw.
+    // The request's own sampler would draw this token, its draw at p.draw.
+    // Its penalty window comes as (token, count): each token `count` times
+    // is a window that counts the same.
     SamplingParams params;
     params.logprobs = p.logprobs;
+    params.repetition_penalty = p.repetition_penalty;
+    params.presence_penalty = p.presence_penalty;
+    params.frequency_penalty = p.frequency_penalty;
+    previous.clear();
+    for (int32_t k = p.penalty_begin; k < p.penalty_begin + p.penalty_count; ++k)
+      previous.insert(previous.end(), size_t(batch.penalties[size_t(k)].count),
+                      batch.penalties[size_t(k)].token);
     params.temperature = p.temperature;
     params.top_k = p.top_k;
     params.top_p = p.top_p;
     params.min_p = p.min_p;
-    params.repeat_last_n = 0;
+    params.repeat_last_n = -1;
     params.seed = p.seed;
     Sampler sampler(params, &scratch);
     sampler.SetDrawIndex(p.draw);
-    (*tokens)[j] = sampler.Sample(MaskTokens(row, masked, &masked_row), {}, &result);
+    (*tokens)[j] = sampler.Sample(MaskTokens(row, masked, &masked_row), previous, &result);
     if (p.logprobs == 0) continue;
     PickLogprob* out = logprobs->data() + p.logprob_begin;
     out[0] = {result.token, result.logprob};

@@ -134,6 +134,26 @@ Sampler::Sampler(const SamplingParams& params, SamplerScratch* scratch)
 
 Sampler::~Sampler() = default;
 
+void PenaltyWindow(std::span<const int32_t> previous, int repeat_last_n, int64_t vocab,
+                   std::vector<std::pair<int32_t, int32_t>>* out) {
+  out->clear();
+  if (repeat_last_n == 0) return;
+  if (repeat_last_n > 0 && previous.size() > static_cast<size_t>(repeat_last_n))
+    previous = previous.last(static_cast<size_t>(repeat_last_n));
+  for (int32_t t : previous)
+    if (t >= 0 && t < vocab) out->push_back({t, 0});
+  std::sort(out->begin(), out->end());
+  // One entry per distinct token, from its run of equal ids, in place.
+  size_t kept = 0;
+  for (size_t i = 0; i < out->size();) {
+    size_t j = i + 1;
+    while (j < out->size() && (*out)[j].first == (*out)[i].first) ++j;
+    (*out)[kept++] = {(*out)[i].first, static_cast<int32_t>(j - i)};
+    i = j;
+  }
+  out->resize(kept);
+}
+
 void Sampler::BuildPenalties(std::span<const float> logits, std::span<const int32_t> previous) {
   std::vector<Candidate>& penalized = scratch_->penalized;
   penalized.clear();
@@ -143,30 +163,18 @@ void Sampler::BuildPenalties(std::span<const float> logits, std::span<const int3
   // The common case, every penalty off: nothing to count, sort or allocate.
   if (params_.repeat_last_n == 0 || (repeat == 1.0f && frequency == 0.0f && presence == 0.0f))
     return;
-  if (params_.repeat_last_n > 0 && previous.size() > static_cast<size_t>(params_.repeat_last_n))
-    previous = previous.last(static_cast<size_t>(params_.repeat_last_n));
-  const int64_t vocab = static_cast<int64_t>(logits.size());
-  for (int32_t t : previous) {
-    if (t >= 0 && t < vocab) penalized.push_back({0.0f, t});
-  }
-  std::sort(penalized.begin(), penalized.end(),
-            [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
-  // One entry per distinct token, from its run of c equal ids, in place, as
-  // llama.cpp's llama_sampler_penalties: the repetition penalty once however
-  // often the token occurs, then c * frequency + presence subtracted.
-  size_t out = 0;
-  for (size_t i = 0; i < penalized.size();) {
-    const int32_t id = penalized[i].id;
-    size_t j = i + 1;
-    while (j < penalized.size() && penalized[j].id == id) ++j;
-    const float count = static_cast<float>(j - i);
+  std::vector<std::pair<int32_t, int32_t>>& window = scratch_->window;
+  PenaltyWindow(previous, params_.repeat_last_n, static_cast<int64_t>(logits.size()), &window);
+  // As llama.cpp's llama_sampler_penalties: the repetition penalty once
+  // however often the token occurs, then count * frequency + presence
+  // subtracted.
+  for (const auto& [id, occurrences] : window) {
+    const float count = static_cast<float>(occurrences);
     float v = Clean(logits[static_cast<size_t>(id)]);
     v = v > 0 ? v / repeat : v * repeat;
     v -= count * frequency + presence;
-    penalized[out++] = {Clean(v), id};
-    i = j;
+    penalized.push_back({Clean(v), id});
   }
-  penalized.resize(out);
 }
 
 int32_t Sampler::Greedy(std::span<const float> logits) const {

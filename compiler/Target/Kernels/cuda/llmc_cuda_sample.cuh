@@ -385,7 +385,9 @@ __device__ void sample_logprobs(const float* x, int vocab, const int* masked, in
 
 // The ABI's sampler (cuda_abi.h): block p picks the token of row
 // picks[p].row of `logits` ([rows, vocab] f32) into ids[p], never one of
-// masked[picks[p].mask_begin, + mask_count) (at most MaxMasked): greedy at
+// masked[picks[p].mask_begin, + mask_count) (at most MaxMasked), after the
+// penalties of penalties[penalty_begin, + penalty_count) (at most
+// MaxPenalties distinct tokens; the row keeps them): greedy at
 // temperature 0, else a seeded draw (Philox at (seed, draw)) with top-k up
 // to MaxTopK (and top-p, min-p over its survivors) or, without top-k,
 // temperature and min-p (top-p without top-k is left to the host); then,
@@ -393,19 +395,34 @@ __device__ void sample_logprobs(const float* x, int vocab, const int* masked, in
 // lps[picks[p].logprob_begin ...]. Every choice and logprob is the host
 // sampler's (sampler.h) from the same logits. Launch: grid (picks), Threads
 // threads.
-template <int Threads, int MaxMasked, int MaxTopK, int MaxLogprobs, class Pick, class Logprob>
-__device__ void sample_picks(const float* __restrict__ logits, int vocab,
-                             const Pick* __restrict__ picks, const int* __restrict__ masked,
-                             int* __restrict__ ids, Logprob* __restrict__ lps) {
+template <int Threads, int MaxMasked, int MaxTopK, int MaxLogprobs, int MaxPenalties, class Pick,
+          class Logprob, class Penalty>
+__device__ void sample_picks(float* logits, int vocab, const Pick* __restrict__ picks,
+                             const int* __restrict__ masked, int* __restrict__ ids,
+                             Logprob* __restrict__ lps, const Penalty* __restrict__ penalties) {
   static_assert(MaxLogprobs <= MaxTopK, "sample_picks: the logprobs' best come from the top-k select");
   __shared__ int mask[MaxMasked];
   __shared__ detail::sample_cand cand[MaxTopK];
+  __shared__ float raw[MaxPenalties];
   __shared__ int chosen;
   const Pick p = picks[blockIdx.x];
   const int num_masked = p.mask_count < MaxMasked ? p.mask_count : MaxMasked;
   for (int m = threadIdx.x; m < num_masked; m += Threads) mask[m] = masked[p.mask_begin + m];
+  float* x = logits + (long long)p.row * vocab;
+  // The penalties, in place in the row (each pick has a row of its own),
+  // the raw logits kept in `raw` and put back once the token is chosen.
+  // The host's float arithmetic, rounded op by op (no fused multiply-add).
+  const int num_penalized = p.penalty_count < MaxPenalties ? p.penalty_count : MaxPenalties;
+  for (int j = threadIdx.x; j < num_penalized; j += Threads) {
+    const Penalty e = penalties[p.penalty_begin + j];
+    const float v = x[e.token];
+    raw[j] = v;
+    float c = detail::sample_clean(v);
+    c = c > 0 ? c / p.repetition_penalty : c * p.repetition_penalty;
+    c = __fsub_rn(c, __fadd_rn(__fmul_rn((float)e.count, p.frequency_penalty), p.presence_penalty));
+    x[e.token] = detail::sample_clean(c);
+  }
   __syncthreads();
-  const float* x = logits + (long long)p.row * vocab;
   int id;
   if (!(p.temperature > 0)) {
     id = sample_argmax_block<Threads>(x, vocab, mask, num_masked);
@@ -417,6 +434,12 @@ __device__ void sample_picks(const float* __restrict__ logits, int vocab,
     } else {
       id = detail::sample_chunked<Threads>(x, vocab, mask, num_masked, p, u);
     }
+  }
+  // The raw logits go back (the logprobs are the raw log-softmax's).
+  if (num_penalized > 0) {  // the same for the whole block
+    __syncthreads();
+    for (int j = threadIdx.x; j < num_penalized; j += Threads)
+      x[penalties[p.penalty_begin + j].token] = raw[j];
   }
   if (p.logprobs > 0) {  // the same for the whole block
     if (threadIdx.x == 0) chosen = id;

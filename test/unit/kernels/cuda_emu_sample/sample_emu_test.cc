@@ -22,6 +22,7 @@
 #include <cmath>
 #include <numeric>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -47,11 +48,14 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // The device's ids for `picks` of `rows` rows of `vocab` logits (and the
-// logprobs they ask, into `logprobs` when given).
-std::vector<int> DevicePicks(Entry entry, unsigned threads, const std::vector<float>& logits,
-                             int vocab, const std::vector<llmc_cuda_pick>& picks,
+// logprobs they ask, into `logprobs` when given), on a copy of the logits
+// (the penalties change the rows in place).
+std::vector<int> DevicePicks(Entry entry, unsigned threads, std::vector<float> logits, int vocab,
+                             const std::vector<llmc_cuda_pick>& picks,
                              const std::vector<int>& masked,
-                             std::vector<llmc_cuda_logprob>* logprobs = nullptr) {
+                             std::vector<llmc_cuda_logprob>* logprobs = nullptr,
+                             const std::vector<llmc_cuda_penalty>& penalties = {},
+                             std::vector<float>* rows_after = nullptr) {
   std::vector<int> ids(picks.size(), -1);
   std::vector<llmc_cuda_logprob> lps;
   for (const llmc_cuda_pick& k : picks)
@@ -60,17 +64,19 @@ std::vector<int> DevicePicks(Entry entry, unsigned threads, const std::vector<fl
   llmc_cuda_step_info si{};
   si.num_logits = int(picks.size());
   llmc_cuda_args a{};
-  a.buffers[0] = const_cast<float*>(logits.data());
+  a.buffers[0] = logits.data();
   a.buffers[1] = const_cast<llmc_cuda_pick*>(picks.data());
   a.buffers[2] = const_cast<int*>(masked.data());
   a.buffers[3] = ids.data();
   a.buffers[4] = lps.data();
-  a.buffers[5] = &vocab;
+  a.buffers[5] = const_cast<llmc_cuda_penalty*>(penalties.data());
+  a.buffers[6] = &vocab;
   void* params[2] = {&si, &a};
   EXPECT_EQ(llmc_emu_run(reinterpret_cast<void*>(entry), unsigned(picks.size()), 1, 1, threads, 1,
                          1, params),
             0);
   if (logprobs) *logprobs = lps;
+  if (rows_after) *rows_after = logits;
   return ids;
 }
 
@@ -181,7 +187,8 @@ TEST(CudaEmuSample, GreedyPicksAreTheHostSamplersGreedy) {
 std::vector<int> HostSample(const std::vector<float>& logits, int vocab,
                             const std::vector<llmc_cuda_pick>& picks,
                             const std::vector<int>& masked,
-                            std::vector<SampleResult>* results = nullptr) {
+                            std::vector<SampleResult>* results = nullptr,
+                            const std::vector<std::vector<int32_t>>& previous = {}) {
   std::vector<int> ids;
   std::vector<float> scratch;
   for (const llmc_cuda_pick& k : picks) {
@@ -193,12 +200,20 @@ std::vector<int> HostSample(const std::vector<float>& logits, int vocab,
     p.repeat_last_n = 0;
     p.seed = k.seed;
     p.logprobs = k.logprobs;
+    p.repetition_penalty = k.repetition_penalty;
+    p.presence_penalty = k.presence_penalty;
+    p.frequency_penalty = k.frequency_penalty;
+    if (k.penalty_count > 0) p.repeat_last_n = 64;
     Sampler sampler(p);
     sampler.SetDrawIndex(k.draw);
     const std::span<const float> row(logits.data() + size_t(k.row) * size_t(vocab), size_t(vocab));
     const std::span<const int32_t> mask(masked.data() + k.mask_begin, size_t(k.mask_count));
     SampleResult r;
-    ids.push_back(sampler.Sample(MaskTokens(row, mask, &scratch), {}, &r));
+    const size_t j = ids.size();
+    ids.push_back(sampler.Sample(MaskTokens(row, mask, &scratch),
+                                 j < previous.size() ? std::span<const int32_t>(previous[j])
+                                                     : std::span<const int32_t>(),
+                                 &r));
     if (results) results->push_back(std::move(r));
   }
   return ids;
@@ -248,6 +263,81 @@ TEST(CudaEmuSample, SeededDrawsAreTheHostSamplersTokens) {
       different += host[j] != host[j - (j > 0)];
     }
     EXPECT_GT(different, int(picks.size()) / 4) << "the draws hardly vary: a weak check";
+  }
+}
+
+// Penalties (repetition, presence, frequency over a window of previous
+// tokens, with repeats): the device, given the window as distinct tokens
+// and counts (PenaltyWindow), picks the host Sampler's token from the
+// previous tokens themselves, greedy and drawn, with logprobs (raw: the
+// penalized logits go back first), on rows whose best tokens the window
+// holds, so the penalties decide.
+TEST(CudaEmuSample, PenaltiesGiveTheHostSamplersTokens) {
+  std::mt19937 rng(31);
+  for (int vocab : {500, 128256}) {
+    // 8 kinds of row, 4 variants a kind, each pick a row of its own (the
+    // penalties change a row in place while its block runs).
+    const int rows = 8;
+    const std::vector<float> kinds = TwistedRows(rows, vocab, rng);
+    std::vector<float> x;
+    for (int r = 0; r < rows; ++r)
+      for (int variant = 0; variant < 4; ++variant)
+        x.insert(x.end(), kinds.begin() + r * vocab, kinds.begin() + (r + 1) * vocab);
+    std::vector<llmc_cuda_pick> picks;
+    std::vector<llmc_cuda_penalty> penalties;
+    std::vector<std::vector<int32_t>> previous;
+    int begin = 0;
+    for (int r = 0; r < rows; ++r)
+      for (int variant = 0; variant < 4; ++variant) {
+        // A window of 40 tokens: the row's 5 best, repeated, and others.
+        const int own = r * 4 + variant;
+        const std::span<const float> row(x.data() + size_t(own) * size_t(vocab), size_t(vocab));
+        std::vector<int32_t> window;
+        std::vector<int> order(static_cast<size_t>(vocab));
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + std::min(5, vocab), order.end(),
+                          [&](int a, int b) { return row[size_t(a)] > row[size_t(b)]; });
+        for (int i = 0; i < 40; ++i)
+          window.push_back(i % 2 ? order[size_t(i % std::min(5, vocab))] : int32_t(rng() % vocab));
+        std::vector<std::pair<int32_t, int32_t>> distinct;
+        PenaltyWindow(window, 64, vocab, &distinct);
+        llmc_cuda_pick k{};
+        k.row = own;
+        k.top_p = 1.0f;
+        k.repetition_penalty = variant % 2 ? 1.3f : 0.8f;
+        k.presence_penalty = variant == 2 ? 0.7f : 0.0f;
+        k.frequency_penalty = variant == 3 ? 0.4f : -0.1f;
+        if (variant >= 2) k.temperature = 0.9f, k.top_k = variant == 2 ? 20 : 0, k.seed = 3, k.draw = uint64_t(r);
+        k.logprobs = variant == 1 || variant == 3 ? 4 : 0;
+        k.logprob_begin = begin;
+        begin += k.logprobs ? 1 + k.logprobs : 0;
+        k.penalty_begin = int(penalties.size());
+        k.penalty_count = int(distinct.size());
+        for (const auto& [token, count] : distinct) penalties.push_back({token, count});
+        picks.push_back(k);
+        previous.push_back(window);
+      }
+    std::vector<llmc_cuda_logprob> lps;
+    std::vector<float> after = x;  // the rows as the sampler leaves them: as they were
+    const std::vector<int> device =
+        DevicePicks(emu_sample_256, 256, x, vocab, picks, {}, &lps, penalties, &after);
+    EXPECT_EQ(std::memcmp(after.data(), x.data(), x.size() * sizeof(float)), 0)
+        << "the penalized logits were not put back";
+    std::vector<SampleResult> host;
+    EXPECT_EQ(device, HostSample(x, vocab, picks, {}, &host, previous)) << "vocab " << vocab;
+    int moved = 0;
+    for (size_t j = 0; j < picks.size(); ++j) {
+      const std::span<const float> row(x.data() + size_t(picks[j].row) * size_t(vocab), size_t(vocab));
+      moved += picks[j].temperature == 0 && device[j] != GreedyToken(row, {});
+      if (picks[j].logprobs == 0) continue;
+      EXPECT_EQ(lps[size_t(picks[j].logprob_begin)].logprob, host[j].logprob) << "pick " << j;
+      for (int i = 0; i < picks[j].logprobs; ++i) {
+        const bool listed = size_t(i) < host[j].top_logprobs.size();
+        EXPECT_EQ(lps[size_t(picks[j].logprob_begin + 1 + i)].token,
+                  listed ? host[j].top_logprobs[size_t(i)].token : -1);
+      }
+    }
+    EXPECT_GE(moved, 2) << "the penalties hardly moved a greedy pick: a weak check";
   }
 }
 

@@ -9,14 +9,15 @@ using namespace llmc::cuda;
 
 namespace {
 // The ABI's sampler (cuda_abi.h), as the generated entry binds it;
-// the vocabulary comes in a.buffers[5] here (the generated entry has it as
+// the vocabulary comes in a.buffers[6] here (the generated entry has it as
 // a constant).
 template <int Threads> void sample(const llmc_cuda_args& a) {
   sample_picks<Threads, LLMC_CUDA_MAX_PICK_MASKED, LLMC_CUDA_MAX_PICK_TOP_K,
-               LLMC_CUDA_MAX_PICK_LOGPROBS>(
-      static_cast<const float*>(a.buffers[0]), *static_cast<const int*>(a.buffers[5]),
+               LLMC_CUDA_MAX_PICK_LOGPROBS, LLMC_CUDA_MAX_PICK_PENALTIES>(
+      static_cast<float*>(a.buffers[0]), *static_cast<const int*>(a.buffers[6]),
       static_cast<const llmc_cuda_pick*>(a.buffers[1]), static_cast<const int*>(a.buffers[2]),
-      static_cast<int*>(a.buffers[3]), static_cast<llmc_cuda_logprob*>(a.buffers[4]));
+      static_cast<int*>(a.buffers[3]), static_cast<llmc_cuda_logprob*>(a.buffers[4]),
+      static_cast<const llmc_cuda_penalty*>(a.buffers[5]));
 }
 } // namespace
 

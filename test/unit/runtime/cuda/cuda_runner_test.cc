@@ -457,6 +457,10 @@ TEST_F(CudaRunnerTest, BadBatchIsRefusedBeforeAnyLaunch) {
   ExpectError(runner_->Step(b), {"step batch: pick 0: temperature 0.7, top_p 1.5, min_p 0 out of range"});
   b.picks[0].top_p = 1.0f, b.picks[0].logprobs = 21;
   ExpectError(runner_->Step(b), {"step batch: pick 0: 21 logprobs from entry 0; a pick asks 0 to 20"});
+  b.picks[0].logprobs = 0, b.picks[0].penalty_count = 2;
+  b.penalties = {{9, 1}, {4, 2}};
+  ExpectError(runner_->Step(b), {"step batch: pick 0: penalized token 4 (count 2): tokens must be "
+                                 "in the vocabulary, ascending"});
   EXPECT_EQ(count_(), 0);
 }
 
@@ -480,6 +484,9 @@ StepBatch PickedStep() {
   b.picks[1].row = 2, b.picks[1].mask_count = 2;
   b.picks[1].temperature = 0.7f, b.picks[1].top_k = 40, b.picks[1].top_p = 0.9f;
   b.picks[1].min_p = 0.05f, b.picks[1].seed = 0x123456789abcdefull, b.picks[1].draw = 77;
+  b.picks[1].penalty_count = 2, b.picks[1].repetition_penalty = 1.2f;
+  b.picks[1].presence_penalty = 0.5f, b.picks[1].frequency_penalty = -0.25f;
+  b.penalties = {{5, 1}, {40, 3}};
   b.picks[2].row = 3, b.picks[2].mask_begin = 2, b.picks[2].mask_count = 1;
   b.picks[2].logprobs = 3;  // 4 entries: the token's and the 3 best
   b.masked_ids = {7, 9, 63};
@@ -516,10 +523,18 @@ TEST_F(CudaRunnerTest, PicksRunOnTheDeviceAndOnlyTheirIdsComeBack) {
     EXPECT_EQ(staged[j].top_p, b.picks[j].top_p);
     EXPECT_EQ(staged[j].min_p, b.picks[j].min_p);
     EXPECT_EQ(staged[j].seed, b.picks[j].seed);
+    EXPECT_EQ(staged[j].penalty_begin, b.picks[j].penalty_begin);
+    EXPECT_EQ(staged[j].penalty_count, b.picks[j].penalty_count);
+    EXPECT_EQ(staged[j].repetition_penalty, b.picks[j].repetition_penalty);
+    EXPECT_EQ(staged[j].presence_penalty, b.picks[j].presence_penalty);
+    EXPECT_EQ(staged[j].frequency_penalty, b.picks[j].frequency_penalty);
     EXPECT_EQ(staged[j].draw, b.picks[j].draw);
   }
   const auto* masked = static_cast<const int32_t*>(pick.args.buffers[2]);
   EXPECT_EQ(std::vector<int32_t>(masked, masked + 3), b.masked_ids);
+  const auto* penalized = static_cast<const llmc_cuda_penalty*>(pick.args.buffers[5]);
+  EXPECT_EQ(penalized[1].token, 40);
+  EXPECT_EQ(penalized[1].count, 3);
   // Down came the two unpicked rows, three ids and the 4 logprobs asked
   // for, from page-locked memory.
   EXPECT_EQ(query_("d2h_bytes") - down, 2 * 64 * long(sizeof(float)) + 3 * long(sizeof(int32_t)) +
@@ -595,14 +610,21 @@ TEST_F(CudaRunnerTest, WithoutTheDeviceSamplerThePicksAreMadeOnTheHost) {
   for (const RowPick& p : b.picks) {
     SamplingParams params;
     params.temperature = p.temperature, params.top_k = p.top_k, params.top_p = p.top_p;
-    params.min_p = p.min_p, params.seed = p.seed, params.repeat_last_n = 0;
+    params.min_p = p.min_p, params.seed = p.seed, params.repeat_last_n = -1;
+    params.repetition_penalty = p.repetition_penalty;
+    params.presence_penalty = p.presence_penalty;
+    params.frequency_penalty = p.frequency_penalty;
+    std::vector<int32_t> previous;  // the window: each token `count` times
+    for (int32_t k = p.penalty_begin; k < p.penalty_begin + p.penalty_count; ++k)
+      previous.insert(previous.end(), size_t(b.penalties[size_t(k)].count),
+                      b.penalties[size_t(k)].token);
     const std::span<const float> row(device_logits + p.row * 64, 64);
     const std::span<const int32_t> mask(b.masked_ids.data() + p.mask_begin, size_t(p.mask_count));
     params.logprobs = p.logprobs;
     Sampler with_logprobs(params);
     with_logprobs.SetDrawIndex(p.draw);
     SampleResult r;
-    want.push_back(with_logprobs.Sample(MaskTokens(row, mask, &scratch), {}, &r));
+    want.push_back(with_logprobs.Sample(MaskTokens(row, mask, &scratch), previous, &r));
     if (p.logprobs == 0) continue;
     EXPECT_EQ(out->logprobs[p.logprob_begin].token, r.token);
     EXPECT_EQ(out->logprobs[p.logprob_begin].logprob, r.logprob);

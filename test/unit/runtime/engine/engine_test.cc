@@ -125,17 +125,19 @@ TEST(EngineTest, BatchedChunkedPreemptedRequestsGetTheirAloneTokens) {
   }
 }
 
-// Requests without penalties have their tokens (and logprobs) picked by
-// the runner (StepBatch::picks: greedy, and seeded draws whose top-p comes
-// with a top-k; the fake leaves NaN in those rows' logits, as a GPU copies
-// none back): the same tokens, text and logprobs as sampling every row
-// here, one pick per token of exactly those requests.
+// Requests have their tokens (and logprobs) picked by the runner
+// (StepBatch::picks: greedy, and seeded draws whose top-p comes with a
+// top-k; penalties over their window too; the fake leaves NaN in those
+// rows' logits, as a GPU copies none back): the same tokens, text and
+// logprobs as sampling every row here, one pick per token of exactly those
+// requests.
 TEST(EngineTest, RunnerPicksGiveTheHostSamplersTokens) {
   std::vector<Req> reqs = MixedRequests(48, 13);
   for (size_t i = 0; i < reqs.size(); ++i) {
     SamplingParams& p = reqs[i].params;
     if (i % 8 == 1) p.logprobs = 2;               // logprobs: picked with them
-    if (i % 8 == 3) p.repetition_penalty = 1.3f;  // penalties: sampled here
+    if (i % 8 == 3) p.repetition_penalty = 1.3f, p.presence_penalty = 0.5f;  // penalties: picked
+    if (i % 8 == 5) p.frequency_penalty = 0.7f, p.repeat_last_n = -1;       // the whole context
     if (i % 8 == 4) p.top_k = 5, p.top_p = 0.8f, p.min_p = 0.1f;  // top-k, top-p, min-p: picked
     if (i % 8 == 6) p.top_p = 0.8f;               // top-p without top-k: sampled here
   }
@@ -157,7 +159,7 @@ TEST(EngineTest, RunnerPicksGiveTheHostSamplersTokens) {
     EXPECT_EQ(picked[i].text, on_host[i].text) << "request " << i;
     const SamplingParams& p = reqs[i].params;
     const bool top_p_alone = p.top_p < 1 && p.top_k <= 0;
-    if (p.repetition_penalty == 1.0f && !top_p_alone) {
+    if (!top_p_alone) {
       eligible += int64_t(picked[i].tokens.size());
       if (p.temperature > 0) sampled_picks += int64_t(picked[i].tokens.size());
     }

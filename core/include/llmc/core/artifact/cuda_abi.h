@@ -25,8 +25,8 @@ extern "C" {
  * operand_k), not only cuBLASLt's. 7: `tickets`, and `scratch` also holds a
  * split-K GEMM's partials (a launch's split_floats per block). 8: the
  * device sampler's entries (manifest cuda.samplers) and llmc_cuda_pick. 9:
- * a pick carries its sampling parameters and Philox seed and counter, and
- * the logprobs it asks for (a.buffers[4]). */
+ * a pick carries its sampling parameters and Philox seed and counter, the
+ * logprobs it asks for (a.buffers[4]) and its penalties (a.buffers[5]). */
 #define LLMC_CUDA_ABI_VERSION 9
 
 /* Most bindings of one kind a launch may have. */
@@ -88,6 +88,9 @@ typedef struct llmc_cuda_args {
  *                 with logprobs N > 0 writes 1 + N of them from its
  *                 logprob_begin, its token's then the N best (best first;
  *                 token -1 where fewer exist) (written)
+ *   a.buffers[5]  the penalized tokens the picks' ranges index,
+ *                 llmc_cuda_penalty; a pick's are distinct (the logits
+ *                 buffer's rows are changed in place and restored)
  * The vocabulary is the entry's own constant. */
 typedef struct llmc_cuda_pick {
   int row;        /* the logits row it reads */
@@ -104,10 +107,30 @@ typedef struct llmc_cuda_pick {
   /* The raw log-softmax's top-N (0: none), written from logprob_begin. */
   int logprobs;
   int logprob_begin;
+  /* The penalties (llama.cpp's): penalties[penalty_begin, + penalty_count)
+   * of a.buffers[5] are the distinct tokens of the request's window and
+   * their counts; each has its logit divided (positive) or multiplied by
+   * repetition_penalty, then count * frequency_penalty + presence_penalty
+   * subtracted, before any choice (not for the logprobs: raw). */
+  int penalty_begin;
+  int penalty_count;
+  float repetition_penalty;
+  float presence_penalty;
+  float frequency_penalty;
   int reserved;
   unsigned long long seed; /* Philox-4x32-10's key */
   unsigned long long draw; /* and counter: the token's index in the output */
 } llmc_cuda_pick;
+
+/* A penalized token of a pick and how often it occurs in its window. */
+typedef struct llmc_cuda_penalty {
+  int token;
+  int count;
+} llmc_cuda_penalty;
+
+/* Most penalized tokens of one pick (their raw logits wait in shared
+ * memory). */
+#define LLMC_CUDA_MAX_PICK_PENALTIES 1024
 
 /* One logprob a pick gives: a token and its raw log-softmax. */
 typedef struct llmc_cuda_logprob {

@@ -55,10 +55,10 @@ struct EngineOptions {
   // pipeline's stages), 1 to run one step at a time (to measure what the
   // overlap gains).
   int32_t max_steps_in_flight = 0;
-  // The runner picks the tokens of requests without penalties itself
-  // (StepBatch::picks, PickSupports: greedy, or a draw whose top-p comes
-  // with a top-k; their logprobs too; a GPU on the device), so only their
-  // ids and logprobs leave it;
+  // The runner picks the tokens of requests itself (StepBatch::picks,
+  // PickSupports: greedy, or a draw whose top-p comes with a top-k; their
+  // penalties and logprobs too; a GPU on the device), so only their ids
+  // and logprobs leave it;
   // false samples every row here from its logits (tests compare the two).
   bool runner_picks = true;
 };
@@ -194,6 +194,8 @@ class Engine {
   StepBatchBuilder batch_;
   SamplerScratch scratch_;
   std::vector<float> masked_;
+  std::vector<std::pair<int32_t, int32_t>> window_;  // BuildBatch's, reused
+  std::vector<PickPenalty> penalties_;
   RequestId next_id_ = 0;
   EngineStats stats_;
 };

@@ -52,9 +52,9 @@ inline constexpr int64_t kAttentionFillBlocksPerSm = 3;
 struct StagingLayout {
   int64_t tokens = 0, positions = 0, query_starts = 0, context_lens = 0, block_tables = 0,
           slot_mapping = 0, logits_rows = 0;
-  // The device sampler's inputs (cuda_abi.h): the picks as llmc_cuda_pick
-  // (3 ints each) and the ids they mask.
-  int64_t picks = 0, masked_ids = 0;
+  // The device sampler's inputs (cuda_abi.h): the picks as llmc_cuda_pick,
+  // the ids they mask and the tokens they penalize (llmc_cuda_penalty).
+  int64_t picks = 0, masked_ids = 0, penalties = 0;
   int64_t total = 0;          // int32 elements of the whole area
   int64_t block_columns = 0;  // columns of the staged block_tables (step_info.max_blocks)
 };

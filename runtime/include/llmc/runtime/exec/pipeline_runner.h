@@ -87,7 +87,7 @@ class PipelineRunner : public StepRunner {
   // picks, oldest first, for Collect.
   struct InFlight {
     std::vector<std::vector<int64_t>> parts;
-    StepBatch picks;  // only picks and masked_ids
+    StepBatch picks;  // only picks, masked_ids and penalties
   };
   std::deque<InFlight> in_flight_;
   std::vector<float> logits_;  // rank 0: the collected step's

@@ -14,7 +14,7 @@ namespace llmc {
 
 // A logits row whose token the runner picks itself, so that the token id is
 // all of the row that leaves it (a GPU runner's logits stay on the device).
-// The pick is the host Sampler's choice without penalties (sampler.h):
+// The pick is the host Sampler's choice (sampler.h), penalties included:
 // greedy at temperature 0 (the argmax, ties to the lowest id, NaN masked
 // and +inf the largest float), else a draw of Philox-4x32-10 at (seed,
 // draw) after top-k, top-p and min-p. Top-p needs a top-k of at most
@@ -35,6 +35,14 @@ struct RowPick {
   // logprob_begin (PickLastRow numbers them). 0: none.
   int32_t logprobs = 0;
   int32_t logprob_begin = 0;
+  // The penalties (sampling_params.h): penalties[penalty_begin, +
+  // penalty_count) are the distinct tokens of the request's window and
+  // their counts (PenaltyWindow, sampler.h), ascending by token.
+  int32_t penalty_begin = 0;
+  int32_t penalty_count = 0;
+  float repetition_penalty = 1;
+  float presence_penalty = 0;
+  float frequency_penalty = 0;
   int32_t reserved = 0;
   uint64_t seed = 0;
   uint64_t draw = 0;  // the token's index in the request's output
@@ -47,6 +55,15 @@ inline constexpr int32_t kMaxPickMaskedIds = 64;
 inline constexpr int32_t kMaxPickTopK = 1024;
 // The most logprobs a pick may ask (kMaxLogprobs of sampling_params.h).
 inline constexpr int32_t kMaxPickLogprobs = 20;
+// The most penalized tokens of a pick (a GPU runner keeps their raw logits
+// in shared memory).
+inline constexpr int32_t kMaxPickPenalties = 1024;
+
+// A token of a pick's penalty window and how often it occurs there.
+struct PickPenalty {
+  int32_t token = 0;
+  int32_t count = 0;
+};
 
 // StepOutput::logprobs entries of a pick: its token's and its N best.
 inline int32_t PickLogprobEntries(const RowPick& p) { return p.logprobs > 0 ? 1 + p.logprobs : 0; }
@@ -69,6 +86,7 @@ struct StepBatch {
   // come back as logits. See RowPick.
   std::vector<RowPick> picks;
   std::vector<int32_t> masked_ids;  // what picks mask, by range
+  std::vector<PickPenalty> penalties;  // what picks penalize, by range
 
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_seqs() const { return int64_t(context_lens.size()); }
@@ -94,9 +112,11 @@ class StepBatchBuilder {
                       absl::Span<const int32_t> slots, absl::Span<const int32_t> table);
   void AddLogitsRow(int32_t row) { batch_.logits_rows.push_back(row); }
   // Has the runner pick the token of the last logits row added, with
-  // `pick`'s parameters (its row and mask range are filled in here), never
-  // choosing one of `masked`.
-  void PickLastRow(absl::Span<const int32_t> masked, RowPick pick = {});
+  // `pick`'s parameters (its row and its ranges are filled in here), never
+  // choosing one of `masked`, penalizing `penalties` (distinct tokens,
+  // ascending) with pick's penalties.
+  void PickLastRow(absl::Span<const int32_t> masked, RowPick pick = {},
+                   absl::Span<const PickPenalty> penalties = {});
   const StepBatch& Finish();
   const StepBatch& batch() const { return batch_; }
 

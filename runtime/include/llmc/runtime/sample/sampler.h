@@ -59,6 +59,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -133,6 +134,7 @@ class SamplerScratch {
   std::vector<float> values;    // large top-k threshold
   std::vector<double> weights;  // final draw weights
   std::vector<double> chunk_sums;  // the weights by chunk (id order)
+  std::vector<std::pair<int32_t, int32_t>> window;  // the penalties' (token, count)
   bool id_order = false;           // the survivors are in id order: chunked draw
 };
 
@@ -186,6 +188,14 @@ class Sampler {
   std::unique_ptr<SamplerScratch> owned_scratch_;
   SamplerScratch* scratch_;
 };
+
+// What the penalties act on: the distinct tokens among the last
+// repeat_last_n of `previous` (all of them with -1, none with 0), ascending,
+// each with how often it occurs there; ids outside [0, vocab) are ignored.
+// Sampler::Sample's penalties and a runner's picks (StepBatch::penalties)
+// both start from it.
+void PenaltyWindow(std::span<const int32_t> previous, int repeat_last_n, int64_t vocab,
+                   std::vector<std::pair<int32_t, int32_t>>* out);
 
 // The greedy token of one row: the argmax of `logits` with every id of
 // `masked` at -inf, ties to the lowest id, NaN masked and +inf the largest
