@@ -4,13 +4,14 @@
 // a step's logits). Each kernel gives, row for row, the token the host
 // sampler (runtime/src/sample/sampler.cc) picks from the same f32 logits.
 // The runtime launches them after a step's LM head (cuda_abi.h's sampler
-// entry), one block a pick: greedy, and seeded draws with temperature,
-// top-k (up to MaxTopK), top-p over the top-k and min-p, or temperature and
-// min-p over the whole vocabulary. A draw's random number comes from
-// llmc_cuda_philox.cuh, the host sampler's generator, and every sum runs in
-// the host's order, so a seeded request gives the same tokens on either
-// side, up to last-bit differences of expf and logf between the GPU's and
-// the C library's.
+// entry), one block a pick: the repetition, presence and frequency
+// penalties first, then greedy, or seeded draws with temperature, top-k (up
+// to MaxTopK), top-p over the top-k and min-p, or temperature and min-p over
+// the whole vocabulary; and the logprobs a pick asks for. A draw's random
+// number comes from llmc_cuda_philox.cuh, the host sampler's generator, and
+// every sum runs in the host's order, so a seeded request gives the same
+// tokens on either side, up to last-bit differences of expf and logf
+// between the GPU's and the C library's.
 //
 // Part of llmc_cuda_kernels.cuh, the header generated kernels include; see
 // README.md beside it for the library as a whole.

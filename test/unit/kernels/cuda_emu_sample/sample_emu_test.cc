@@ -2,7 +2,7 @@
 // emulation (test/cuda-emu), against the host sampler: row for row the
 // same token from the same f32 logits.
 //
-// Greedy picks (sample_greedy_picks, the ABI's greedy sampler): random
+// Greedy picks (sample_picks at temperature 0, the ABI's sampler): random
 // rows with the maximum anywhere (first, last, past the first pass of the
 // threads), ties of the maximum (the lowest id wins), NaN and +-inf entries
 // (NaN masked, +inf the largest float), rows of nothing but -inf and NaN
