@@ -11,9 +11,10 @@
 //   --serving  the serving engine under load instead (bench_serving.cc).
 //
 //   tgN@bB  (--seqs B, B > 1) B sequences decoding together, as a server's
-//         decode phase: each gets its own prompt of --depth tokens
-//         (prefilled one by one, untimed), then N steps of B tokens, one per
-//         sequence (greedy argmax, no detokenizing); t/s = B * N / time.
+//         decode phase, through the engine: B greedy requests, each with its
+//         own prompt of --depth tokens (all prefilled first, untimed), then
+//         N engine steps of B tokens, one per sequence (end-of-generation
+//         ids masked); t/s = B * N / the steps' time.
 //
 // Each test runs --repetitions times after one untimed warm-up; the table
 // gives the mean and sample standard deviation of the per-run t/s, as
@@ -37,6 +38,7 @@
 #include "absl/strings/str_split.h"
 #include "llmc/runtime/cli/commands.h"
 #include "bench_serving.h"
+#include "rank_entry.h"
 #include "run_command.h"
 #include "runner_flags.h"
 
@@ -235,7 +237,10 @@ int RunBenchCommand(int argc, char** argv) {
   int64_t ctx = runner.ctx > 0 ? runner.ctx : needed;
   options.runner.num_blocks = (ctx + runner.block_size - 1) / runner.block_size;
 
-  auto gen = Generator::Create(flags.positional()[0], options);
+  auto loaded = LoadForCommand(self, flags.positional()[0], options);
+  if (!loaded) return 1;
+  if (loaded->follower()) return RunFollower(*loaded);
+  auto gen = Generator::Create(std::move(loaded->model));
   if (!gen.ok()) return Fail(self, gen.status(), 1);
   const ModelConfig& model = (*gen)->artifact().manifest().model;
   // One sequence's context (a batched test's sequences are each that long).

@@ -39,6 +39,7 @@
 #include "absl/strings/str_split.h"
 #include "engine_flags.h"
 #include "llmc/core/status_macros.h"
+#include "rank_entry.h"
 #include "runner_flags.h"
 
 namespace llmc::cli {
@@ -419,7 +420,10 @@ int RunServingBench(int argc, char** argv) {
   LoadOptions load = runner.Options();
   EngineOptions options;
   if (absl::Status st = eng.Apply(load, options); !st.ok()) return Fail(self, st, kExitUsage);
-  auto engine = Engine::Create(flags.positional()[0], load, options);
+  auto loaded = LoadForCommand(self, flags.positional()[0], load);
+  if (!loaded) return 1;
+  if (loaded->follower()) return RunFollower(*loaded);
+  auto engine = Engine::Create(std::move(loaded->model), options);
   if (!engine.ok()) return Fail(self, engine.status(), 1);
   Engine& e = **engine;
 

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "llmc/runtime/cli/commands.h"
+#include "rank_entry.h"
 #include "run_command.h"
 #include "runner_flags.h"
 
@@ -41,7 +42,10 @@ int RunLogitsCommand(int argc, char** argv) {
   }
   if (prefill <= 0 || prefill > int64_t(tokens.size())) prefill = int64_t(tokens.size());
   if (int rc = runner.ResolveBackend(argv[0], flags.positional()[0]); rc != 0) return rc;
-  auto gen = Generator::Create(flags.positional()[0], runner.Options(/*logits_rows=*/0));
+  auto loaded = LoadForCommand(argv[0], flags.positional()[0], runner.Options(/*logits_rows=*/0));
+  if (!loaded) return 1;
+  if (loaded->follower()) return RunFollower(*loaded);
+  auto gen = Generator::Create(std::move(loaded->model));
   if (!gen.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(gen.status().message()).c_str());
     return 1;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "llmc/runtime/cli/commands.h"
+#include "rank_entry.h"
 #include "run_command.h"
 #include "runner_flags.h"
 
@@ -46,7 +47,10 @@ int RunPerplexityCommand(int argc, char** argv) {
   GeneratorOptions options = runner.Options(/*logits_rows=*/0);
   options.runner.max_batch_tokens = std::min<int64_t>(runner.batch, ctx);
   options.runner.num_blocks = (ctx + options.runner.block_size - 1) / options.runner.block_size;
-  auto gen = Generator::Create(flags.positional()[0], options);
+  auto loaded = LoadForCommand(argv[0], flags.positional()[0], options);
+  if (!loaded) return 1;
+  if (loaded->follower()) return RunFollower(*loaded);
+  auto gen = Generator::Create(std::move(loaded->model));
   if (!gen.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(gen.status().message()).c_str());
     return 1;

@@ -7,6 +7,7 @@
 #include "llmc/runtime/cli/commands.h"
 #include "llmc/runtime/tokenizer/chat_template.h"
 #include "engine_flags.h"
+#include "rank_entry.h"
 #include "run_prompts_file.h"
 #include "runner_flags.h"
 
@@ -76,7 +77,10 @@ int RunRunCommand(int argc, char** argv) {
     }
     return RunPromptsFile(run);
   }
-  auto gen = Generator::Create(flags.positional()[0], runner.Options());
+  auto loaded = LoadForCommand(argv[0], flags.positional()[0], runner.Options());
+  if (!loaded) return 1;
+  if (loaded->follower()) return RunFollower(*loaded);
+  auto gen = Generator::Create(std::move(loaded->model));
   if (!gen.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(gen.status().message()).c_str());
     return 1;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_format.h"
 #include "prompts_file.h"
+#include "rank_entry.h"
 
 namespace llmc::cli {
 namespace {
@@ -69,7 +70,10 @@ int RunPromptsFile(const PromptsFileRun& run) {
     std::fprintf(stderr, "%s: %s\n", self, std::string(lines.status().message()).c_str());
     return kExitUsage;
   }
-  auto engine = Engine::Create(run.artifact, run.load, run.engine);
+  auto loaded = LoadForCommand(self, run.artifact, run.load);
+  if (!loaded) return 1;
+  if (loaded->follower()) return RunFollower(*loaded);
+  auto engine = Engine::Create(std::move(loaded->model), run.engine);
   if (!engine.ok()) {
     std::fprintf(stderr, "%s: %s\n", self, std::string(engine.status().message()).c_str());
     return 1;

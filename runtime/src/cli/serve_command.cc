@@ -18,6 +18,7 @@
 #include "llmc/runtime/engine/engine_loop.h"
 #include "llmc/runtime/serve/api_server.h"
 #include "llmc/runtime/serve/http_server.h"
+#include "rank_entry.h"
 #include "run_command.h"
 #include "runner_flags.h"
 
@@ -107,7 +108,10 @@ int RunServeCommand(int argc, char** argv) {
   LoadOptions load = runner.Options();
   EngineOptions engine_options;
   if (absl::Status st = engine.Apply(load, engine_options); !st.ok()) return usage(std::string(st.message()));
-  auto created = Engine::Create(artifact, load, engine_options);
+  auto loaded = LoadForCommand(argv[0], artifact, load);
+  if (!loaded) return 1;
+  if (loaded->follower()) return RunFollower(*loaded);
+  auto created = Engine::Create(std::move(loaded->model), engine_options);
   if (!created.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(created.status().message()).c_str());
     return 1;

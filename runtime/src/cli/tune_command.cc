@@ -31,40 +31,28 @@
 #include "llmc/runtime/exec/gemm_tuning.h"
 #include "llmc/core/status_macros.h"
 #include "inspect_kernels.h"
+#include "rank_entry.h"
 #include "run_command.h"
 #include "runner_flags.h"
 
 namespace llmc::cli {
 namespace {
 
-// One prefill of `rows` tokens from position 0, logits for every row.
-StepBatch PrefillBatch(int64_t rows, int64_t vocab, int64_t block_size) {
-  StepBatch b;
-  int64_t blocks = (rows + block_size - 1) / block_size;
-  for (int64_t i = 0; i < rows; ++i) {
-    b.tokens.push_back(int32_t((i * 7919 + 13) % vocab));
-    b.positions.push_back(int32_t(i));
-    b.slot_mapping.push_back(int32_t(i));
-    b.logits_rows.push_back(int32_t(i));
-  }
-  b.query_starts = {0, int32_t(rows)};
-  b.context_lens = {int32_t(rows)};
-  b.max_blocks = blocks;
-  for (int64_t i = 0; i < blocks; ++i) b.block_tables.push_back(int32_t(i));
-  return b;
-}
-
 // Milliseconds per step of each kernel at each row count, [rows][kernel],
-// on `runner` as its GEMM policy stands.
-absl::StatusOr<std::vector<std::vector<double>>> TimeKernels(CudaRunner& runner,
+// on `runner` (the generator's) as its GEMM policy stands. A step of R rows
+// is an engine score request of R synthetic tokens: one prefill step with
+// logits for every row.
+absl::StatusOr<std::vector<std::vector<double>>> TimeKernels(Generator& gen, CudaRunner& runner,
                                                              const std::vector<int64_t>& rows,
                                                              int64_t iters) {
   std::vector<std::vector<double>> out;
+  auto ignore = [](int64_t, std::span<const float>) {};
   for (int64_t r : rows) {
-    StepBatch batch = PrefillBatch(r, runner.vocab_size(), runner.block_size());
-    LLMC_RETURN_IF_ERROR(runner.Step(batch).status());  // warm-up (JIT, cuBLASLt heuristics)
+    std::vector<int32_t> tokens;
+    for (int64_t i = 0; i < r; ++i) tokens.push_back(int32_t((i * 7919 + 13) % runner.vocab_size()));
+    LLMC_RETURN_IF_ERROR(gen.Score(tokens, ignore));  // warm-up (JIT, cuBLASLt heuristics)
     runner.ResetKernelTimes();
-    for (int64_t i = 0; i < iters; ++i) LLMC_RETURN_IF_ERROR(runner.Step(batch).status());
+    for (int64_t i = 0; i < iters; ++i) LLMC_RETURN_IF_ERROR(gen.Score(tokens, ignore));
     std::vector<double> ms = runner.KernelTimes();
     for (double& v : ms) v /= double(iters);
     out.push_back(std::move(ms));
@@ -212,7 +200,10 @@ int RunTuneCommand(int argc, char** argv) {
   // with cuBLASLt's (the weights load once).
   options.runner.gemm = "cublaslt";
   options.runner.profile_kernels = true;
-  auto gen = Generator::Create(dir, options);
+  auto loaded = LoadForCommand(argv[0], dir, options);
+  if (!loaded) return 1;
+  if (loaded->follower()) return RunFollower(*loaded);
+  auto gen = Generator::Create(std::move(loaded->model));
   auto fail = [&](const absl::Status& st) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(st.message()).c_str());
     return 1;
@@ -225,11 +216,11 @@ int RunTuneCommand(int argc, char** argv) {
   GemmPolicy own, lt_everywhere;
   lt_everywhere.mode = GemmPolicy::Mode::kCublasLt;
   if (absl::Status st = cuda->SetGemmPolicy(own); !st.ok()) return fail(st);
-  auto own_ms = TimeKernels(*cuda, rows, iters);
+  auto own_ms = TimeKernels(**gen, *cuda, rows, iters);
   if (!own_ms.ok()) return fail(own_ms.status());
   if (!version.empty())
     if (absl::Status st = cuda->SetGemmPolicy(lt_everywhere); !st.ok()) return fail(st);
-  auto lt_ms = TimeKernels(*cuda, rows, iters);
+  auto lt_ms = TimeKernels(**gen, *cuda, rows, iters);
   if (!lt_ms.ok()) return fail(lt_ms.status());
   GemmTuning tuning;
   tuning.device = options.backend.device->name;

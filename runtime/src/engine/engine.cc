@@ -8,13 +8,6 @@
 
 namespace llmc {
 
-absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const std::string& dir,
-                                                       const LoadOptions& load,
-                                                       const EngineOptions& options) {
-  LLMC_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(dir, load));
-  return Create(std::move(model), options);
-}
-
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model,
                                                        const EngineOptions& options) {
   if (options.max_seqs < 1)
@@ -36,6 +29,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model,
   config.long_prefill_token_threshold = options.long_prefill_token_threshold;
   config.max_model_len =
       int32_t(std::min<int64_t>(e->model_.max_position, runner.num_blocks() * runner.block_size()));
+  config.max_logits_rows = int32_t(runner.max_logits());
+  config.prefill_first = options.prefill_first;
   e->scheduler_ = std::make_unique<Scheduler>(config, *e->kv_);
   return e;
 }
@@ -48,14 +43,39 @@ std::string Engine::KvCacheSummary() const {
                          options_.enable_prefix_caching ? "on" : "off");
 }
 
+absl::Status Engine::CheckTokenIds(const std::vector<int32_t>& tokens, const char* what) const {
+  const int64_t vocab = model_.runner->vocab_size();
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s token %d is %d, outside the vocabulary [0, %d)", what, i, tokens[i], vocab));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RequestId> Engine::AddScoreRequest(std::vector<int32_t> tokens,
+                                                  int32_t decode_from) {
+  LLMC_RETURN_IF_ERROR(CheckTokenIds(tokens, "scored"));
+  const RequestId id = next_id_;
+  const int32_t n = int32_t(tokens.size());
+  LLMC_RETURN_IF_ERROR(scheduler_->AddScoreRequest(id, std::move(tokens), decode_from));
+  ++next_id_;
+  SamplingParams none;
+  none.max_tokens = 0;
+  auto live = std::unique_ptr<Live>(
+      new Live{none, Sampler(none, &scratch_), StopChecker(none, model_.eos_ids),
+               IncrementalDetokenizer(*model_.tokenizer, {}), RequestUsage{}, false});
+  live->score = true;
+  live->usage.prompt_tokens = n;
+  live_.emplace(id, std::move(live));
+  ++stats_.requests_added;
+  return id;
+}
+
 absl::StatusOr<RequestId> Engine::AddRequest(std::vector<int32_t> prompt,
                                              const SamplingParams& params) {
   LLMC_RETURN_IF_ERROR(params.Validate());
+  LLMC_RETURN_IF_ERROR(CheckTokenIds(prompt, "prompt"));
   const int64_t vocab = model_.runner->vocab_size();
-  for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= vocab)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "prompt token %d is %d, outside the vocabulary [0, %d)", i, prompt[i], vocab));
   const RequestId id = next_id_;
   std::vector<int32_t> context = prompt;  // the detokenizer's, before the scheduler takes it
   const int32_t max_new = params.max_tokens < 0 ? -1 : params.max_tokens;
@@ -115,6 +135,10 @@ absl::Status Engine::BuildBatch(const SchedulerOutput& out, std::vector<bool>* p
     const int32_t row =
         batch_.AddSequence(scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens),
                            c.first_position, slots, table);
+    if (c.score) {  // every position's logits
+      for (int32_t i = 0; i < c.num_tokens; ++i) batch_.AddLogitsRow(row + i);
+      continue;
+    }
     if (!c.sample) continue;
     batch_.AddLogitsRow(row + c.num_tokens - 1);
     const Live& r = *live_.at(c.id);
@@ -217,6 +241,36 @@ absl::Status Engine::SampleNext(RequestId id, const float* logits, const int32_t
   return scheduler_->Finish(id);
 }
 
+absl::Status Engine::EmitScoreRows(const ScheduledChunk& c, const float* logits,
+                                   std::vector<RequestOutput>& outputs) {
+  Live& r = *live_.at(c.id);
+  r.admitted = true;
+  const int64_t vocab = model_.runner->vocab_size();
+  const int32_t end = c.first_position + c.num_tokens;
+  // A score request preempted and recomputed gives its earlier positions
+  // again (the same logits); they went out already.
+  const int32_t skip = std::clamp(r.rows_out - c.first_position, 0, c.num_tokens);
+  const bool finished = end == int32_t(scheduler_->tokens(c.id).size());
+  if (skip == c.num_tokens && !finished) return absl::OkStatus();
+  RequestOutput out;
+  out.id = c.id;
+  out.logits_first = c.first_position + skip;
+  out.logits.assign(logits + int64_t(skip) * vocab, logits + int64_t(c.num_tokens) * vocab);
+  r.rows_out = std::max(r.rows_out, end);
+  out.usage = r.usage;
+  out.usage.num_preemptions = scheduler_->num_preemptions(c.id);
+  if (!finished) {
+    outputs.push_back(std::move(out));
+    return absl::OkStatus();
+  }
+  out.finished = true;
+  out.reason = FinishReason::kLength;
+  outputs.push_back(std::move(out));
+  live_.erase(c.id);
+  ++stats_.requests_finished;
+  return scheduler_->Finish(c.id);
+}
+
 void Engine::CountKvWaste() {
   const int64_t bs = pool_->block_size();
   stats_.kv_slots_allocated += int64_t(pool_->num_blocks() - pool_->num_free_blocks()) * bs;
@@ -258,7 +312,7 @@ absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
     for (const RowPick& p : batch_.batch().picks) logprob_begin.push_back(p.logprob_begin);
     stats_.step_tokens_max = std::max<int64_t>(stats_.step_tokens_max, next.num_tokens);
     CountKvWaste();
-    if (absl::Status st = model_.runner->Submit(batch_.batch()); !st.ok()) {
+    if (absl::Status st = model_.runner->Submit(StepAccess(), batch_.batch()); !st.ok()) {
       FailStep(next, st, outputs);
       break;
     }
@@ -268,17 +322,23 @@ absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
   InFlight step = std::move(in_flight_.front());
   in_flight_.pop_front();
   last_ = std::move(step.schedule);
-  absl::StatusOr<StepOutput> result = model_.runner->Collect();
+  absl::StatusOr<StepOutput> result = model_.runner->Collect(StepAccess());
   if (!result.ok()) {
     FailStep(last_, result.status(), outputs);
     return outputs;
   }
   LLMC_RETURN_IF_ERROR(scheduler_->CompleteStep(last_));
   const int64_t vocab = model_.runner->vocab_size();
-  size_t row = 0, pick = 0;
+  size_t row = 0, sampled = 0, pick = 0;
   for (const ScheduledChunk& c : last_.chunks) {
+    if (c.score) {
+      if (live_.count(c.id) != 0)
+        LLMC_RETURN_IF_ERROR(EmitScoreRows(c, result->logits + int64_t(row) * vocab, outputs));
+      row += size_t(c.num_tokens);
+      continue;
+    }
     if (!c.sample) continue;
-    const bool picked = step.picked[row];
+    const bool picked = step.picked[sampled++];
     // A request aborted while its step was in flight has no next token.
     if (live_.count(c.id) != 0)
       LLMC_RETURN_IF_ERROR(SampleNext(

@@ -46,11 +46,41 @@ absl::Status Scheduler::AddRequest(RequestId id, std::vector<int32_t> prompt,
         "tokens; lower max_tokens",
         id, prompt_len, total - prompt_len, config_.max_model_len));
   Request r;
-  r.num_prompt_tokens = int32_t(prompt_len);
   r.tokens = std::move(prompt);
+  return Queue(id, std::move(r));
+}
+
+absl::Status Scheduler::AddScoreRequest(RequestId id, std::vector<int32_t> tokens,
+                                        int32_t decode_from) {
+  if (requests_.count(id) != 0)
+    return absl::InvalidArgumentError(absl::StrFormat("request %d: the id is in use", id));
+  if (tokens.empty())
+    return absl::InvalidArgumentError(absl::StrFormat("request %d: no tokens to score", id));
+  const int64_t n = int64_t(tokens.size());
+  if (n > config_.max_model_len)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "request %d: %d tokens to score do not fit the context of %d", id, n,
+        config_.max_model_len));
+  if (BlocksFor(n) > kv_.pool().num_blocks())
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "request %d: %d tokens to score need %d KV-cache blocks of %d tokens, and the whole "
+        "cache has %d; raise --kv-cache-size",
+        id, n, BlocksFor(n), kv_.pool().block_size(), kv_.pool().num_blocks()));
+  if (decode_from < 0)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("request %d: decode_from %d is negative", id, decode_from));
+  Request r;
+  r.tokens = std::move(tokens);
+  r.score = true;
+  r.decode_from = decode_from;
+  return Queue(id, std::move(r));
+}
+
+absl::Status Scheduler::Queue(RequestId id, Request r) {
+  r.num_prompt_tokens = int32_t(r.tokens.size());
+  prompt_tokens_ += r.num_prompt_tokens;
   requests_.emplace(id, std::move(r));
   waiting_.push_back(id);
-  prompt_tokens_ += prompt_len;
   return absl::OkStatus();
 }
 
@@ -66,20 +96,43 @@ void Scheduler::Preempt(RequestId id, SchedulerOutput& out) {
   ++num_preemptions_;
 }
 
-int32_t Scheduler::ChunkTokens(int32_t uncomputed, int32_t budget) const {
+int32_t Scheduler::ChunkTokens(const Request& r, int32_t computed, const Budget& budget) const {
+  int32_t n = int32_t(r.tokens.size()) - computed;
   const int32_t threshold = config_.long_prefill_token_threshold;
-  if (threshold > 0) uncomputed = std::min(uncomputed, threshold);
-  return std::min(uncomputed, budget);
+  if (threshold > 0) n = std::min(n, threshold);
+  if (r.score) {
+    if (r.decode_from > 0) n = computed >= r.decode_from ? 1 : std::min(n, r.decode_from - computed);
+    n = std::min(n, budget.rows - KeptRows(budget));
+  }
+  return std::min(n, budget.tokens);
 }
 
-absl::StatusOr<bool> Scheduler::ScheduleRunning(RequestId id, int32_t& budget,
+int32_t Scheduler::KeptRows(const Budget& budget) const {
+  int32_t kept = 0;
+  for (RequestId id : running_) {
+    const Request& r = requests_.at(id);
+    kept += !r.score && !r.in_flight && (!budget.prompts_only || r.has_prompt_work());
+  }
+  return kept;
+}
+
+void Scheduler::AddChunk(const ScheduledChunk& c, Budget& budget, SchedulerOutput& out) {
+  out.chunks.push_back(c);
+  out.num_tokens += c.num_tokens;
+  budget.tokens -= c.num_tokens;
+  budget.rows -= c.score ? c.num_tokens : int32_t(c.sample);
+}
+
+absl::StatusOr<bool> Scheduler::ScheduleRunning(RequestId id, Budget& budget,
                                                 SchedulerOutput& out) {
   Request& r = requests_.at(id);
   // A step in flight computes its next tokens (or samples the one it needs).
   if (r.in_flight) return true;
   const int32_t known = int32_t(r.tokens.size());
-  const int32_t n = ChunkTokens(known - r.num_computed_tokens, budget);
+  const int32_t n = ChunkTokens(r, r.num_computed_tokens, budget);
   if (n <= 0) return true;
+  const bool sample = !r.score && r.num_computed_tokens + n == known;
+  if (sample && budget.rows < 1) return true;  // max_seqs above the rows: wait for one
   absl::Span<const int32_t> chunk = absl::MakeConstSpan(r.tokens).subspan(r.num_computed_tokens, n);
   for (;;) {
     absl::Status st = kv_.AppendTokens(id, chunk);
@@ -95,25 +148,24 @@ absl::StatusOr<bool> Scheduler::ScheduleRunning(RequestId id, int32_t& budget,
     if (preempted == id) return false;
   }
   r.in_flight = true;
-  ScheduledChunk c{id, r.num_computed_tokens, n, r.num_computed_tokens + n == known};
-  out.chunks.push_back(c);
-  out.num_tokens += n;
-  budget -= n;
+  AddChunk({id, r.num_computed_tokens, n, sample, r.score}, budget, out);
   return true;
 }
 
-absl::StatusOr<bool> Scheduler::TryAdmit(RequestId id, int32_t& budget, SchedulerOutput& out) {
+absl::StatusOr<bool> Scheduler::TryAdmit(RequestId id, Budget& budget, SchedulerOutput& out) {
   Request& r = requests_.at(id);
   LLMC_RETURN_IF_ERROR(kv_.AddRequest(id));
   const absl::Span<const int32_t> tokens = r.tokens;
   // The hit may include blocks that this very step writes (another
   // request's prompt chunk, registered when scheduled): every layer of @step
   // writes the whole step's K/V before its attention reads any, so they are
-  // there when this request reads them.
-  const ComputedBlocks hit = kv_.GetComputedBlocks(tokens);
+  // there when this request reads them. A score request takes none: it
+  // needs every position's logits.
+  const ComputedBlocks hit = r.score ? ComputedBlocks{} : kv_.GetComputedBlocks(tokens);
   const int32_t known = int32_t(tokens.size());
-  const int32_t n = ChunkTokens(known - hit.num_computed_tokens, budget);
-  absl::Status st = kv_.AllocateSlots(id, n, hit);
+  const int32_t n = ChunkTokens(r, hit.num_computed_tokens, budget);
+  absl::Status st = n > 0 ? kv_.AllocateSlots(id, n, hit)
+                          : absl::ResourceExhaustedError("no room in this step");
   if (st.ok()) st = kv_.AppendTokens(id, tokens.subspan(hit.num_computed_tokens, n));
   if (!st.ok()) {
     LLMC_RETURN_IF_ERROR(kv_.Free(id));
@@ -127,29 +179,50 @@ absl::StatusOr<bool> Scheduler::TryAdmit(RequestId id, int32_t& budget, Schedule
   running_.push_back(id);
   out.num_prefix_hit_tokens += hit.num_computed_tokens;
   prefix_hit_tokens_ += hit.num_computed_tokens;
-  ScheduledChunk c{id, hit.num_computed_tokens, n, hit.num_computed_tokens + n == known};
-  out.chunks.push_back(c);
-  out.num_tokens += n;
-  budget -= n;
+  AddChunk({id, hit.num_computed_tokens, n, !r.score && hit.num_computed_tokens + n == known,
+            r.score},
+           budget, out);
   return true;
+}
+
+absl::Status Scheduler::AdmitWaiting(Budget& budget, SchedulerOutput& out) {
+  // Each admitted request may take a row; a score request takes at least one.
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (budget.tokens <= 0 || budget.rows - KeptRows(budget) < 1 ||
+        int32_t(running_.size()) >= config_.max_seqs)
+      break;
+    LLMC_ASSIGN_OR_RETURN(bool admitted, TryAdmit(*it, budget, out));
+    if (!admitted) break;  // first come, first served: no overtaking
+    it = waiting_.erase(it);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<SchedulerOutput> Scheduler::Schedule() {
   SchedulerOutput out;
-  int32_t budget = config_.max_batch_tokens;
-  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-    LLMC_ASSIGN_OR_RETURN(bool kept, ScheduleRunning(running_[i], budget, out));
-    if (!kept) break;  // it was the newest: nothing runs after it
-  }
-  // After a preemption the cache is full: admitting now would only preempt
-  // again next step.
-  if (out.preempted.empty()) {
-    for (auto it = waiting_.begin(); it != waiting_.end();) {
-      if (budget <= 0 || int32_t(running_.size()) >= config_.max_seqs) break;
-      LLMC_ASSIGN_OR_RETURN(bool admitted, TryAdmit(*it, budget, out));
-      if (!admitted) break;  // first come, first served: no overtaking
-      it = waiting_.erase(it);
+  Budget budget;
+  budget.tokens = config_.max_batch_tokens;
+  budget.rows = config_.max_logits_rows > 0 ? config_.max_logits_rows : config_.max_batch_tokens;
+  if (config_.prefill_first) {
+    budget.prompts_only = true;
+    // Prompts first: the part-computed ones, then admissions. The decodes
+    // wait for a step with none of them.
+    for (size_t i = 0; i < running_.size() && budget.tokens > 0; ++i) {
+      if (!requests_.at(running_[i]).has_prompt_work()) continue;
+      LLMC_ASSIGN_OR_RETURN(bool kept, ScheduleRunning(running_[i], budget, out));
+      if (!kept) break;
     }
+    if (out.preempted.empty()) LLMC_RETURN_IF_ERROR(AdmitWaiting(budget, out));
+    budget.prompts_only = !out.chunks.empty() || !out.preempted.empty();
+  }
+  if (!budget.prompts_only) {
+    for (size_t i = 0; i < running_.size() && budget.tokens > 0; ++i) {
+      LLMC_ASSIGN_OR_RETURN(bool kept, ScheduleRunning(running_[i], budget, out));
+      if (!kept) break;  // it was the newest: nothing runs after it
+    }
+    // After a preemption the cache is full: admitting now would only
+    // preempt again next step.
+    if (out.preempted.empty()) LLMC_RETURN_IF_ERROR(AdmitWaiting(budget, out));
   }
   // Nothing running and the head of the queue does not fit an empty cache:
   // AddRequest refuses such requests, so this is a bug; say so rather than

@@ -777,7 +777,7 @@ absl::Status CudaRunner::WaitForCollectives(bool graph) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<StepOutput> CudaRunner::Step(const StepBatch& batch) {
+absl::StatusOr<StepOutput> CudaRunner::Step(StepAccess, const StepBatch& batch) {
   LLMC_RETURN_IF_ERROR(
       ValidateStepBatch(batch, {options_.max_batch_tokens, options_.max_logits, options_.num_blocks,
                                 options_.block_size, vocab_}));

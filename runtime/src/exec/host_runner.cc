@@ -137,7 +137,7 @@ absl::Status HostRunner::Validate(const StepBatch& b) const {
                                options_.block_size, vocab_});
 }
 
-absl::StatusOr<StepOutput> HostRunner::Step(const StepBatch& batch) {
+absl::StatusOr<StepOutput> HostRunner::Step(StepAccess, const StepBatch& batch) {
   LLMC_RETURN_IF_ERROR(Validate(batch));
   llmc_host_step_info info{};
   info.num_tokens = batch.num_tokens();

@@ -73,17 +73,17 @@ std::string PipelineRunner::ExecutionSummary() const {
 
 int64_t PipelineRunner::max_steps_in_flight() const { return world_->rank() == 0 ? pp_ : 1; }
 
-absl::StatusOr<StepOutput> PipelineRunner::Step(const StepBatch& batch) {
-  LLMC_RETURN_IF_ERROR(Submit(batch));
-  return Collect();
+absl::StatusOr<StepOutput> PipelineRunner::Step(StepAccess key, const StepBatch& batch) {
+  LLMC_RETURN_IF_ERROR(Submit(key, batch));
+  return Collect(key);
 }
 
-absl::Status PipelineRunner::Submit(const StepBatch& batch) {
+absl::Status PipelineRunner::Submit(StepAccess key, const StepBatch& batch) {
   const int64_t vocab = stage_->vocab_size();
   const bool sends_logits = world_->rank() == last_stage_rank_;
   std::vector<MicroBatch> parts = SplitStepBatch(batch, MicroBatchesFor(batch.num_tokens(), pp_));
   for (const MicroBatch& part : parts) {
-    LLMC_ASSIGN_OR_RETURN(StepOutput out, stage_->Step(part.batch));
+    LLMC_ASSIGN_OR_RETURN(StepOutput out, stage_->Step(key, part.batch));
     const float* logits = out.logits;
     if (!sends_logits) continue;
     if (logits == nullptr)
@@ -102,7 +102,7 @@ absl::Status PipelineRunner::Submit(const StepBatch& batch) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<StepOutput> PipelineRunner::Collect() {
+absl::StatusOr<StepOutput> PipelineRunner::Collect(StepAccess) {
   if (world_->rank() != 0) return StepOutput{};
   if (in_flight_.empty())
     return absl::FailedPreconditionError("pipeline: Collect without a submitted step");

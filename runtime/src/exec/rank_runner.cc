@@ -88,7 +88,7 @@ LeaderRunner::~LeaderRunner() {
   if (!failed_) (void)SendBatch(nullptr, *comm_);
 }
 
-absl::Status LeaderRunner::Submit(const StepBatch& batch) {
+absl::Status LeaderRunner::Submit(StepAccess key, const StepBatch& batch) {
   if (failed_) return absl::UnavailableError("the other ranks are gone (an earlier step failed)");
   // A batch the runner would refuse never reaches the followers.
   LLMC_RETURN_IF_ERROR(ValidateStepBatch(
@@ -97,12 +97,12 @@ absl::Status LeaderRunner::Submit(const StepBatch& batch) {
     failed_ = true;
     return st;
   }
-  return inner_->Submit(batch);
+  return inner_->Submit(key, batch);
 }
 
-absl::StatusOr<StepOutput> LeaderRunner::Step(const StepBatch& batch) {
-  LLMC_RETURN_IF_ERROR(Submit(batch));
-  return Collect();
+absl::StatusOr<StepOutput> LeaderRunner::Step(StepAccess key, const StepBatch& batch) {
+  LLMC_RETURN_IF_ERROR(Submit(key, batch));
+  return Collect(key);
 }
 
 absl::Status RunFollowerRank(StepRunner& runner, Communicator& comm) {
@@ -110,7 +110,7 @@ absl::Status RunFollowerRank(StepRunner& runner, Communicator& comm) {
   for (;;) {
     LLMC_ASSIGN_OR_RETURN(bool step, ReceiveBatch(batch, comm));
     if (!step) return absl::OkStatus();
-    absl::StatusOr<StepOutput> logits = runner.Step(batch);
+    absl::StatusOr<StepOutput> logits = runner.Step(StepAccess(), batch);
     if (!logits.ok())
       return absl::Status(logits.status().code(),
                           absl::StrFormat("rank %d: %s", comm.rank(), logits.status().message()));

@@ -21,6 +21,7 @@
 #include "core/artifact/artifact_test_util.h"
 #include "llmc/runtime/sample/sampler.h"
 #include "fake/fake_libcuda.h"
+#include "runtime/step_access.h"
 
 namespace llmc {
 namespace {
@@ -100,7 +101,7 @@ class CudaRunnerTest : public ::testing::Test {
   // Runs `b` and returns the launches it recorded (captured or run).
   std::vector<FakeCudaLaunch> StepLaunches(const StepBatch& b) {
     size_t before = size_t(count_());
-    auto logits = runner_->Step(b);
+    auto logits = runner_->Step(StepRunnerTestAccess::Key(), b);
     EXPECT_TRUE(logits.ok()) << logits.status();
     std::vector<FakeCudaLaunch> l = Launches();
     l.erase(l.begin(), l.begin() + long(before));
@@ -235,7 +236,7 @@ TEST_F(CudaRunnerTest, PrefillStepLaunchesThePlanWithItsBindings) {
   EXPECT_EQ(runner_->ExecutionSummary(), "CUDA sm_90 on Fake GPU (sm_90, 132 SMs, 80.0 GiB)");
 
   StepBatch b = Sequence(0, 3);
-  auto logits = runner_->Step(b);
+  auto logits = runner_->Step(StepRunnerTestAccess::Key(), b);
   ASSERT_TRUE(logits.ok()) << logits.status();
   for (int i = 0; i < 64; ++i) EXPECT_EQ(logits->logits[i], 0.f);  // zeroed, and no kernel ran
 
@@ -308,7 +309,7 @@ TEST_F(CudaRunnerTest, PrefillStepLaunchesThePlanWithItsBindings) {
 TEST_F(CudaRunnerTest, DecodeOverALongContextSplitsAndReduces) {
   ASSERT_TRUE(Open().ok());
   StepBatch b = Sequence(999, 1);  // 1000 keys: 4 splits of 256
-  auto logits = runner_->Step(b);
+  auto logits = runner_->Step(StepRunnerTestAccess::Key(), b);
   ASSERT_TRUE(logits.ok()) << logits.status();
   std::vector<FakeCudaLaunch> l = Launches();
   ASSERT_EQ(l.size(), 6u);
@@ -325,12 +326,12 @@ TEST_F(CudaRunnerTest, DecodeOverALongContextSplitsAndReduces) {
 
 TEST_F(CudaRunnerTest, PrefillOverALongContextGrowsTheScratch) {
   ASSERT_TRUE(Open().ok());
-  ASSERT_TRUE(runner_->Step(Sequence(999, 1)).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), Sequence(999, 1)).ok());
   std::vector<FakeCudaLaunch> decode = Launches();
   const void* decode_scratch = decode.back().args.scratch;
   // 16 tokens after 984: 4 splits of partials for 16 tokens, more than the
   // decode-sized scratch; every launch gets the new one.
-  ASSERT_TRUE(runner_->Step(Sequence(984, 16)).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), Sequence(984, 16)).ok());
   std::vector<FakeCudaLaunch> l = Launches();
   l.erase(l.begin(), l.begin() + long(decode.size()));
   ASSERT_EQ(l.size(), 6u);
@@ -345,14 +346,14 @@ TEST_F(CudaRunnerTest, ReturnsTheLogitsRowsTheDeviceHolds) {
   ASSERT_TRUE(Open().ok());
   StepBatch b = Sequence(0, 12);
   b.logits_rows = {3, 11};
-  ASSERT_TRUE(runner_->Step(b).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), b).ok());
   std::vector<FakeCudaLaunch> l = Launches();
   EXPECT_STREQ(l.back().symbol, "llmc_cuda_gemv");  // L = 2
   // Write "logits" where the LM head would, then step again: the runner
   // copies the first L rows back (the launches of the fake do nothing).
   float* device_logits = static_cast<float*>(l.back().args.buffers[1]);
   for (int i = 0; i < 2 * 64; ++i) device_logits[i] = float(i) * 0.5f;
-  auto logits = runner_->Step(b);
+  auto logits = runner_->Step(StepRunnerTestAccess::Key(), b);
   ASSERT_TRUE(logits.ok());
   for (int i = 0; i < 2 * 64; ++i) ASSERT_EQ(logits->logits[i], float(i) * 0.5f) << i;
   // The second step reused the staging area and the bindings.
@@ -363,7 +364,7 @@ TEST_F(CudaRunnerTest, ReturnsTheLogitsRowsTheDeviceHolds) {
   StepBatch many = Sequence(0, 1);
   many.max_blocks = 64;
   many.block_tables.assign(64, 5);
-  ASSERT_TRUE(runner_->Step(many).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), many).ok());
   EXPECT_EQ(Read(Launches().back().info.block_tables, 64), std::vector<int>(64, 5));
 }
 
@@ -377,7 +378,7 @@ TEST_F(CudaRunnerTest, StepCopiesOnlyFromPageLockedMemory) {
   const long long down = query_("d2h_bytes");
   StepBatch b = Sequence(0, 12);
   b.logits_rows = {3, 11};
-  ASSERT_TRUE(runner_->Step(b).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), b).ok());
   EXPECT_EQ(query_("pageable_copies"), pageable);
   EXPECT_EQ(query_("d2h_bytes") - down, 2 * 64 * long(sizeof(float)));  // 2 rows of the vocabulary
   // A batch that outgrows the staging area gets a larger page-locked one.
@@ -385,7 +386,7 @@ TEST_F(CudaRunnerTest, StepCopiesOnlyFromPageLockedMemory) {
   many.max_blocks = 64;
   many.block_tables.assign(64, 5);
   const long pinned = query_("pinned_allocs");
-  ASSERT_TRUE(runner_->Step(many).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), many).ok());
   EXPECT_GT(query_("pinned_allocs"), pinned);
   EXPECT_EQ(query_("pageable_copies"), pageable);
   // Closing the runner frees them all.
@@ -399,7 +400,7 @@ TEST_F(CudaRunnerTest, SplitKGemmGetsZeroedTicketsAndScratchForItsPartials) {
   // largest step's tiles, bound to every launch, and a scratch that holds
   // the partials of a step that runs it.
   ASSERT_TRUE(Open().ok());
-  ASSERT_TRUE(runner_->Step(Sequence(0, 1)).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), Sequence(0, 1)).ok());
   const size_t before = Launches().size();
   EXPECT_EQ(Launches().back().args.tickets, nullptr);
   ASSERT_TRUE(Open([](Manifest& m) {
@@ -410,7 +411,7 @@ TEST_F(CudaRunnerTest, SplitKGemmGetsZeroedTicketsAndScratchForItsPartials) {
   StepBatch b = Sequence(0, 12);
   b.logits_rows.resize(12);
   for (int i = 0; i < 12; ++i) b.logits_rows[size_t(i)] = i;
-  ASSERT_TRUE(runner_->Step(b).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), b).ok());
   std::vector<FakeCudaLaunch> l = Launches();
   l.erase(l.begin(), l.begin() + long(before));  // the first runner's
   ASSERT_STREQ(l.back().symbol, "llmc_cuda_gemm");
@@ -429,9 +430,9 @@ TEST_F(CudaRunnerTest, BadBatchIsRefusedBeforeAnyLaunch) {
   ASSERT_TRUE(Open().ok());
   StepBatch b = Sequence(0, 3);
   b.tokens[1] = 64;
-  ExpectError(runner_->Step(b), {"step batch: token id 64 outside the vocabulary"});
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: token id 64 outside the vocabulary"});
   b = Sequence(0, 17);
-  ExpectError(runner_->Step(b), {"step batch: 17 tokens; the runner takes 1 to 16"});
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: 17 tokens; the runner takes 1 to 16"});
   b = Sequence(0, 3);
   b.logits_rows = {0, 2};
   auto pick = [](int32_t row, int32_t mask_begin, int32_t mask_count) {
@@ -440,26 +441,26 @@ TEST_F(CudaRunnerTest, BadBatchIsRefusedBeforeAnyLaunch) {
     return p;
   };
   b.picks = {pick(1, 0, 0), pick(0, 0, 0)};
-  ExpectError(runner_->Step(b), {"step batch: pick 1: rows must ascend, row 0 follows row 1"});
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: pick 1: rows must ascend, row 0 follows row 1"});
   b.picks = {pick(2, 0, 0)};
-  ExpectError(runner_->Step(b), {"step batch: pick 0: row 2 is not one of the 2 logits rows"});
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: pick 0: row 2 is not one of the 2 logits rows"});
   b.picks = {pick(1, 0, 2)};
   b.masked_ids = {5};
-  ExpectError(runner_->Step(b), {"step batch: pick 0: masked ids [0, +2) are not within the 1"});
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: pick 0: masked ids [0, +2) are not within the 1"});
   b.picks = {pick(1, 0, 1)};
   b.masked_ids = {64};
-  ExpectError(runner_->Step(b), {"step batch: masked token id 64 outside the vocabulary"});
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: masked token id 64 outside the vocabulary"});
   b.masked_ids = {5};
   b.picks[0].temperature = 0.7f, b.picks[0].top_p = 0.9f;
-  ExpectError(runner_->Step(b), {"step batch: pick 0: top_k 0 with top_p 0.9 is not a pick a "
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: pick 0: top_k 0 with top_p 0.9 is not a pick a "
                                  "runner makes (top-p needs a top-k of 1 to 1024)"});
   b.picks[0].top_p = 1.5f;
-  ExpectError(runner_->Step(b), {"step batch: pick 0: temperature 0.7, top_p 1.5, min_p 0 out of range"});
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: pick 0: temperature 0.7, top_p 1.5, min_p 0 out of range"});
   b.picks[0].top_p = 1.0f, b.picks[0].logprobs = 21;
-  ExpectError(runner_->Step(b), {"step batch: pick 0: 21 logprobs from entry 0; a pick asks 0 to 20"});
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: pick 0: 21 logprobs from entry 0; a pick asks 0 to 20"});
   b.picks[0].logprobs = 0, b.picks[0].penalty_count = 2;
   b.penalties = {{9, 1}, {4, 2}};
-  ExpectError(runner_->Step(b), {"step batch: pick 0: penalized token 4 (count 2): tokens must be "
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: pick 0: penalized token 4 (count 2): tokens must be "
                                  "in the vocabulary, ascending"});
   EXPECT_EQ(count_(), 0);
 }
@@ -547,7 +548,7 @@ TEST_F(CudaRunnerTest, PicksRunOnTheDeviceAndOnlyTheirIdsComeBack) {
   device_ids[0] = 17, device_ids[1] = 23, device_ids[2] = 42;
   auto* device_logprobs = static_cast<llmc_cuda_logprob*>(pick.args.buffers[4]);
   for (int i = 0; i < 4; ++i) device_logprobs[i] = {60 + i, -0.5f * float(i)};
-  auto out = runner_->Step(b);
+  auto out = runner_->Step(StepRunnerTestAccess::Key(), b);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(std::vector<int32_t>(out->tokens, out->tokens + 3), (std::vector<int32_t>{17, 23, 42}));
   for (int i = 0; i < 4; ++i) {
@@ -582,7 +583,7 @@ TEST_F(CudaRunnerTest, ADecodeStepOf256PicksCopiesOnlyIdsAndTheLogprobsAskedFor)
   const StepBatch& b = builder.Finish();
   const long pageable = query_("pageable_copies");
   const long long down = query_("d2h_bytes");
-  auto out = runner_->Step(b);
+  auto out = runner_->Step(StepRunnerTestAccess::Key(), b);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(query_("d2h_bytes") - down,
             256 * long(sizeof(int32_t)) + 128 * 3 * long(sizeof(PickLogprob)));
@@ -602,7 +603,7 @@ TEST_F(CudaRunnerTest, WithoutTheDeviceSamplerThePicksAreMadeOnTheHost) {
   for (int i = 0; i < 5 * 64; ++i) device_logits[i] = float((i * 37) % 64) * 0.1f;
   device_logits[3 * 64 + 63] = 100.f;  // masked: loses
   const long long down = query_("d2h_bytes");
-  auto out = runner_->Step(b);
+  auto out = runner_->Step(StepRunnerTestAccess::Key(), b);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(query_("d2h_bytes") - down, 5 * 64 * long(sizeof(float)));
   std::vector<int32_t> want;
@@ -664,7 +665,7 @@ TEST_F(CudaRunnerTest, GemmChoices) {
 TEST_F(CudaRunnerTest, LaunchFailureNamesTheKernelAndStep) {
   ASSERT_TRUE(Open().ok());
   control_("launch_result", 1);
-  ExpectError(runner_->Step(Sequence(0, 2)),
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), Sequence(0, 2)),
               {"cuLaunchKernel(llmc_cuda_embed, grid [2, 1, 1] x 128) of CUDA step 0 (embed) "
                "failed: CUDA_ERROR_INVALID_VALUE (1): invalid argument"});
 }
@@ -732,7 +733,7 @@ TEST_F(CudaRunnerTest, DecodeStepsReplayACapturedGraph) {
   // The runner's logits are still the device's rows after a replay.
   float* device_logits = static_cast<float*>(captured.back().args.buffers[1]);
   for (int i = 0; i < 64; ++i) device_logits[i] = float(i) + 0.5f;
-  auto logits = runner_->Step(Decode({62}));
+  auto logits = runner_->Step(StepRunnerTestAccess::Key(), Decode({62}));
   ASSERT_TRUE(logits.ok());
   for (int i = 0; i < 64; ++i) ASSERT_EQ(logits->logits[i], float(i) + 0.5f) << i;
 
@@ -813,7 +814,7 @@ TEST_F(CudaRunnerTest, GrowingTheScratchOrTheStagingDropsTheGraphs) {
   EXPECT_EQ(query_("graphs"), 1);
   // A prefill of 16 tokens late in the context grows the scratch (and the
   // staging): the graph, which points to the old ones, is destroyed.
-  ASSERT_TRUE(runner_->Step(Sequence(984, 16)).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), Sequence(984, 16)).ok());
   EXPECT_EQ(query_("graphs"), 0);
   EXPECT_EQ(query_("graph_execs"), 0);
   // The same decode step captures anew, with the new scratch.
@@ -842,7 +843,7 @@ TEST_F(CudaRunnerTest, GrowingTheScratchOrTheStagingDropsTheGraphs) {
 TEST_F(CudaRunnerTest, ALaunchFailingDuringCaptureEndsIt) {
   ASSERT_TRUE(Open(nullptr, "sm_90", true).ok());
   control_("launch_result", 1);
-  ExpectError(runner_->Step(Decode({5})),
+  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), Decode({5})),
               {"cuLaunchKernel(llmc_cuda_embed, grid [1, 1, 1] x 128) of CUDA step 0 (embed) "
                "failed: CUDA_ERROR_INVALID_VALUE (1): invalid argument"});
   EXPECT_EQ(query_("capturing"), 0);
@@ -855,7 +856,7 @@ TEST_F(CudaRunnerTest, ALaunchFailingDuringCaptureEndsIt) {
 TEST_F(CudaRunnerTest, PdlLaunchesEveryKernelWithProgrammaticSerialization) {
   // Without --pdl: cuLaunchKernel, nothing programmatic.
   ASSERT_TRUE(Open().ok());
-  ASSERT_TRUE(runner_->Step(Sequence(999, 1)).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), Sequence(999, 1)).ok());
   std::vector<FakeCudaLaunch> plain = Launches();
   ASSERT_FALSE(plain.empty());
   for (const FakeCudaLaunch& l : plain) EXPECT_EQ(l.programmatic, 0) << l.symbol;
@@ -865,7 +866,7 @@ TEST_F(CudaRunnerTest, PdlLaunchesEveryKernelWithProgrammaticSerialization) {
   // the same launches otherwise (grids, blocks, bindings, step info).
   control_("reset", 0);
   ASSERT_TRUE(Open(nullptr, "sm_90", false, "llmc", /*pdl=*/true).ok());
-  ASSERT_TRUE(runner_->Step(Sequence(999, 1)).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), Sequence(999, 1)).ok());
   std::vector<FakeCudaLaunch> pdl = Launches();
   ASSERT_EQ(pdl.size(), plain.size());
   for (const FakeCudaLaunch& l : pdl) EXPECT_EQ(l.programmatic, 1) << l.symbol;
@@ -874,7 +875,7 @@ TEST_F(CudaRunnerTest, PdlLaunchesEveryKernelWithProgrammaticSerialization) {
   // Graph captures take the same launches.
   control_("reset", 0);
   ASSERT_TRUE(Open(nullptr, "sm_90", /*cuda_graphs=*/true, "llmc", /*pdl=*/true).ok());
-  ASSERT_TRUE(runner_->Step(Sequence(999, 1)).ok());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), Sequence(999, 1)).ok());
   for (const FakeCudaLaunch& l : Launches()) EXPECT_EQ(l.programmatic, 1) << l.symbol;
 }
 
@@ -907,7 +908,7 @@ TEST_F(CudaRunnerTest, GraphsNeedTheDriversGraphFunctions) {
   o.cuda_graphs = false;
   auto runner = OnBareDriver(o);
   ASSERT_TRUE(runner.ok()) << runner.status();
-  EXPECT_TRUE((*runner)->Step(Sequence(0, 1)).ok());
+  EXPECT_TRUE((*runner)->Step(StepRunnerTestAccess::Key(), Sequence(0, 1)).ok());
 }
 
 }  // namespace

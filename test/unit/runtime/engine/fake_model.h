@@ -38,7 +38,7 @@ class FakeRunner : public StepRunner {
         max_logits_(max_logits),
         cache_(size_t(num_blocks * block_size), -1) {}
 
-  absl::StatusOr<StepOutput> Step(const StepBatch& b) override {
+  absl::StatusOr<StepOutput> Step(StepAccess, const StepBatch& b) override {
     ++steps_;
     if (fail_at_step_ == steps_) return absl::InternalError("fake runner: injected failure");
     if (auto st = ValidateStepBatch(
@@ -80,8 +80,8 @@ class FakeRunner : public StepRunner {
   // (writes its cache slots) at Submit, in submission order as the stages
   // would, and its logits wait to be collected.
   int64_t max_steps_in_flight() const override { return steps_in_flight_; }
-  absl::Status Submit(const StepBatch& b) override {
-    absl::StatusOr<StepOutput> out = Step(b);
+  absl::Status Submit(StepAccess key, const StepBatch& b) override {
+    absl::StatusOr<StepOutput> out = Step(key, b);
     if (out.ok())
       submitted_.push_back(Output{std::vector<float>(out->logits, out->logits + logits_.size()),
                                   picked_, picked_logprobs_});
@@ -90,7 +90,7 @@ class FakeRunner : public StepRunner {
     max_in_flight_seen_ = std::max(max_in_flight_seen_, int64_t(submitted_.size()));
     return absl::OkStatus();
   }
-  absl::StatusOr<StepOutput> Collect() override {
+  absl::StatusOr<StepOutput> Collect(StepAccess) override {
     if (submitted_.empty()) return absl::FailedPreconditionError("fake runner: nothing submitted");
     collected_ = std::move(submitted_.front());
     submitted_.pop_front();

@@ -69,6 +69,12 @@ bool LaunchedAsMpiRank();
 // no MPI ("rebuild with libopenmpi-dev") or MPI fails to start.
 absl::StatusOr<Communicator*> MpiWorld(double timeout_seconds = 30);
 
+// The world this process belongs to: MpiWorld, every collective bounded by
+// $LLMC_MPI_TIMEOUT seconds (30 by default), when an MPI launcher started
+// it (LaunchedAsMpiRank); null for a process alone. InvalidArgument for a
+// malformed $LLMC_MPI_TIMEOUT.
+absl::StatusOr<Communicator*> LaunchedWorld();
+
 // For an error one rank meets alone (its weight file is missing, say): when
 // this process is one of several ranks of a started MPI world, prints the
 // error with this rank's number and ends every rank (MPI_Abort), since the

@@ -61,6 +61,10 @@ struct EngineOptions {
   // and logprobs leave it;
   // false samples every row here from its logits (tests compare the two).
   bool runner_picks = true;
+  // SchedulerConfig::prefill_first: a step runs prompt chunks only while
+  // there are any, so that requests added together decode in lock step
+  // (`llmc bench`'s tgN@bB).
+  bool prefill_first = false;
 };
 
 struct RequestUsage {
@@ -81,6 +85,11 @@ struct RequestOutput {
   FinishReason reason = FinishReason::kNone;
   absl::Status status;  // not OK only with reason kError
   RequestUsage usage;   // counts so far; final when finished
+  // A score request's (AddScoreRequest) logits, f32 [rows, vocab]: row i
+  // holds the logits that position logits_first + i gives (they predict
+  // the token after it). Each position comes exactly once, in order.
+  int32_t logits_first = 0;
+  std::vector<float> logits;
 };
 
 struct EngineStats {
@@ -99,11 +108,8 @@ struct EngineStats {
 
 class Engine {
  public:
-  // Opens the artifact at `dir` (LoadModel) and builds the engine on it.
-  static absl::StatusOr<std::unique_ptr<Engine>> Create(const std::string& dir,
-                                                        const LoadOptions& load,
-                                                        const EngineOptions& options);
-  // On a model put together elsewhere (tests use a fake runner).
+  // On a loaded model (LoadModel; the commands load theirs with
+  // cli/rank_entry.h, tests put a fake runner together).
   static absl::StatusOr<std::unique_ptr<Engine>> Create(LoadedModel model,
                                                         const EngineOptions& options);
   Engine(const Engine&) = delete;
@@ -113,6 +119,16 @@ class Engine {
   // empty or too long prompt, ResourceExhausted when the whole KV cache
   // could not hold it; the message names the request's sizes.
   absl::StatusOr<RequestId> AddRequest(std::vector<int32_t> prompt, const SamplingParams& params);
+
+  // Queues a score request: `tokens` run through the model (teacher
+  // forcing) and every position's logits come back in its outputs
+  // (RequestOutput::logits), as the steps compute them; nothing is sampled,
+  // and it finishes (reason kLength) with its last position's. Positions
+  // from `decode_from` on (0: none) run one per step, as decode steps run
+  // them (`llmc logits --prefill`). A chunk's rows share a step's logits
+  // rows (the runner's max_logits) with the other requests. InvalidArgument
+  // for ids outside the vocabulary or more tokens than the context holds.
+  absl::StatusOr<RequestId> AddScoreRequest(std::vector<int32_t> tokens, int32_t decode_from = 0);
 
   // Ends a queued or running request; its final output (reason kAbort, with
   // the text held back so far) comes with the next Step(). NotFound for an
@@ -155,6 +171,8 @@ class Engine {
     RequestUsage usage;
     bool admitted = false;
     bool runner_picks = false;  // the runner picks its tokens (EngineOptions::runner_picks)
+    bool score = false;         // AddScoreRequest
+    int32_t rows_out = 0;       // a score request's positions whose logits went out
   };
   // A step submitted to the runner: what was scheduled, and which of its
   // sampled chunks the runner picks (in the chunks' order).
@@ -164,7 +182,14 @@ class Engine {
     std::vector<int32_t> logprob_begin;  // per pick: its first StepOutput::logprobs entry
   };
 
+  // InvalidArgument unless every token id is in the vocabulary.
+  absl::Status CheckTokenIds(const std::vector<int32_t>& tokens, const char* what) const;
   absl::Status BuildBatch(const SchedulerOutput& out, std::vector<bool>* picked);
+  // Score chunk `c` ran: its rows (from `logits`) go out, the positions a
+  // recompute after a preemption repeats left out; the request ends with
+  // its last position.
+  absl::Status EmitScoreRows(const ScheduledChunk& c, const float* logits,
+                             std::vector<RequestOutput>& outputs);
   // Request `id`'s next token: sampled here from `row` when `picked` is
   // null, else *picked (and its logprobs, when asked, from
   // `picked_logprobs`); then appended, detokenized and stop-checked into a

@@ -1,6 +1,8 @@
 // An artifact opened for execution: the artifact, its tokenizer, a step
 // runner on the chosen backend and the end-of-generation token ids. What the
-// Generator and the Engine both start from.
+// Engine (and the Generator on it) starts from. Knows no launcher: the world
+// of a partitioned artifact comes in options.runner.communicator, which the
+// commands join (cli/rank_entry.h).
 #ifndef LLMC_RUNTIME_ENGINE_LOADED_MODEL_H_
 #define LLMC_RUNTIME_ENGINE_LOADED_MODEL_H_
 
@@ -31,7 +33,9 @@ struct LoadedModel {
   int64_t max_position = 0;      // the model's context length
 };
 
-// Opens the artifact at `dir` and creates its runner.
+// Opens the artifact at `dir` (this rank's part of it, in a world) and
+// creates this rank's runner (CreateRankRunner: rank 0 of a world leads the
+// others' steps; a follower's runner is for RunFollowerRank).
 absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadOptions& options);
 
 // The tokenizer's end-of-generation tokens, found once rather than per request.

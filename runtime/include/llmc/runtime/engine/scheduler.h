@@ -37,6 +37,13 @@
 // or Finish(). Abort is Finish at any time between steps. Not thread-safe:
 // one engine thread owns it.
 //
+// A score request (AddScoreRequest) computes given tokens instead of
+// extending them: perplexity, `llmc logits`, `llmc tune`'s prefill steps.
+// Every token of its chunks gets a row of logits, which the step's row
+// budget (max_logits_rows) bounds; it is never sampled and never takes a
+// prefix-cache hit (each position's logits must be computed), and it ends
+// once its last token is computed.
+//
 // Several steps may be in flight (a pipeline's stages each run one):
 // Schedule() again before CompleteStep() leaves out the requests of the
 // steps in flight, which are neither scheduled nor preempted until their
@@ -67,6 +74,16 @@ struct SchedulerConfig {
   // long prompt adds to the running decodes' step time without shrinking
   // the budget that many short prompts or many decodes share.
   int32_t long_prefill_token_threshold = 0;
+  // Rows of logits one step returns (the runner's max_logits; 0: as many as
+  // max_batch_tokens). A chunk that samples takes one, a score request's
+  // chunk one per token; running requests that sample keep theirs first.
+  int32_t max_logits_rows = 0;
+  // Prefill first, vLLM v0's policy without chunked prefill: while a prompt
+  // is part-computed or a waiting request can be admitted, a step runs only
+  // prompt chunks and the running decodes wait. Off (the default, vLLM
+  // v1's): decodes first, prompts in the budget they leave. `llmc bench`'s
+  // tgN@bB decodes its B sequences in lock step with it.
+  bool prefill_first = false;
 };
 
 // The tokens of one request that a step computes: positions
@@ -78,6 +95,9 @@ struct ScheduledChunk {
   // The chunk ends at the request's last known token: the step's logits of
   // that token give the request's next token.
   bool sample = false;
+  // A score request's chunk: every token gets its row of logits (in the
+  // chunk's order), and nothing is sampled.
+  bool score = false;
 };
 
 struct SchedulerOutput {
@@ -112,6 +132,10 @@ class Scheduler {
   // InvalidArgument when the id is taken, the prompt is empty, or prompt
   // plus output exceed max_model_len.
   absl::Status AddRequest(RequestId id, std::vector<int32_t> prompt, int32_t max_new_tokens);
+  // Queues a score request of `tokens` (at most max_model_len of them).
+  // Positions from `decode_from` on (0: none) are computed one per step, as
+  // decode steps would compute them.
+  absl::Status AddScoreRequest(RequestId id, std::vector<int32_t> tokens, int32_t decode_from);
 
   absl::StatusOr<SchedulerOutput> Schedule();
 
@@ -159,17 +183,43 @@ class Scheduler {
     // Scheduled in a step not yet completed: not scheduled again, never
     // preempted, until CompleteStep.
     bool in_flight = false;
+    bool score = false;       // AddScoreRequest
+    int32_t decode_from = 0;  // a score request's first position run alone (0: none)
+    // Tokens left to compute beyond the one a decode step computes: a
+    // prompt (or a recompute) still in the works.
+    bool has_prompt_work() const {
+      return score || int32_t(tokens.size()) - num_computed_tokens > 1;
+    }
   };
+  // What a step has left as it is filled.
+  struct Budget {
+    int32_t tokens = 0;
+    int32_t rows = 0;  // rows of logits
+    // A prefill-first step that runs prompt chunks only (prefill_first).
+    bool prompts_only = false;
+  };
+  // Rows kept for the running requests this step may still schedule that
+  // sample (not in flight, not scored; with prompts_only, those with prompt
+  // work): score chunks take only the rows beyond them.
+  int32_t KeptRows(const Budget& budget) const;
 
-  // How many of a request's `uncomputed` tokens a step takes: the budget
-  // left, and at most long_prefill_token_threshold.
-  int32_t ChunkTokens(int32_t uncomputed, int32_t budget) const;
+  // How many of `r`'s tokens from `computed` on a step takes: the budget
+  // left, at most long_prefill_token_threshold, and for a score request the
+  // free rows and its decode_from.
+  int32_t ChunkTokens(const Request& r, int32_t computed, const Budget& budget) const;
   // Schedules the rest of running request `id` into `out`; may preempt
   // newer running requests (or `id` itself). Returns false when `id` was
   // preempted.
-  absl::StatusOr<bool> ScheduleRunning(RequestId id, int32_t& budget, SchedulerOutput& out);
+  absl::StatusOr<bool> ScheduleRunning(RequestId id, Budget& budget, SchedulerOutput& out);
   // Tries to admit `id`; false when it does not fit the cache now.
-  absl::StatusOr<bool> TryAdmit(RequestId id, int32_t& budget, SchedulerOutput& out);
+  absl::StatusOr<bool> TryAdmit(RequestId id, Budget& budget, SchedulerOutput& out);
+  // Admits waiting requests in order while the budget, the sequence cap
+  // and the cache allow.
+  absl::Status AdmitWaiting(Budget& budget, SchedulerOutput& out);
+  // Puts chunk `c` into `out` and takes its tokens and rows from `budget`.
+  void AddChunk(const ScheduledChunk& c, Budget& budget, SchedulerOutput& out);
+  // Queues request `r` as `id` after the checks both kinds share.
+  absl::Status Queue(RequestId id, Request r);
   void Preempt(RequestId id, SchedulerOutput& out);
   // The request `id`, or nullptr.
   const Request* Find(RequestId id) const;

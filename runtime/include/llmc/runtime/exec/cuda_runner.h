@@ -79,7 +79,7 @@ class CudaRunner : public StepRunner {
   // the device sampler (cuda.samplers): only their token ids are copied
   // back, and only the other rows' logits. Otherwise every row's logits
   // come back and the picks are made on the host.
-  absl::StatusOr<StepOutput> Step(const StepBatch& batch) override;
+  absl::StatusOr<StepOutput> Step(StepAccess key, const StepBatch& batch) override;
   // Whether the picks run on the device (the artifact has the sampler).
   bool picks_on_device() const { return sampler_ != nullptr; }
 

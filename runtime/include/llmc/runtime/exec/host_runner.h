@@ -29,7 +29,7 @@ class HostRunner : public StepRunner {
   ~HostRunner() override;
 
   // Runs @step once; the picks are made from the host logits.
-  absl::StatusOr<StepOutput> Step(const StepBatch& batch) override;
+  absl::StatusOr<StepOutput> Step(StepAccess key, const StepBatch& batch) override;
 
   int64_t block_size() const override { return options_.block_size; }
   int64_t num_blocks() const override { return options_.num_blocks; }

@@ -59,13 +59,13 @@ class PipelineRunner : public StepRunner {
   ~PipelineRunner() override;
 
   // Rank 0 returns the whole batch's logits; other ranks return null.
-  absl::StatusOr<StepOutput> Step(const StepBatch& batch) override;
+  absl::StatusOr<StepOutput> Step(StepAccess key, const StepBatch& batch) override;
   // Rank 0 keeps up to pp steps in flight: Submit runs stage 0's part of a
   // step (its sends return at once) and Collect receives the oldest step's
   // logits from the last stage, which by then may be running the next.
-  absl::Status Submit(const StepBatch& batch) override;
+  absl::Status Submit(StepAccess key, const StepBatch& batch) override;
   // Rank 0 makes the step's picks from the collected logits.
-  absl::StatusOr<StepOutput> Collect() override;
+  absl::StatusOr<StepOutput> Collect(StepAccess key) override;
   int64_t max_steps_in_flight() const override;
 
   int64_t block_size() const override { return stage_->block_size(); }

@@ -26,10 +26,10 @@ class LeaderRunner : public StepRunner {
       : inner_(std::move(inner)), comm_(comm) {}
   ~LeaderRunner() override;
 
-  absl::StatusOr<StepOutput> Step(const StepBatch& batch) override;
+  absl::StatusOr<StepOutput> Step(StepAccess key, const StepBatch& batch) override;
   // Sends the batch to the followers, then submits it to `inner`.
-  absl::Status Submit(const StepBatch& batch) override;
-  absl::StatusOr<StepOutput> Collect() override { return inner_->Collect(); }
+  absl::Status Submit(StepAccess key, const StepBatch& batch) override;
+  absl::StatusOr<StepOutput> Collect(StepAccess key) override { return inner_->Collect(key); }
   int64_t max_steps_in_flight() const override { return inner_->max_steps_in_flight(); }
 
   int64_t block_size() const override { return inner_->block_size(); }
@@ -46,6 +46,18 @@ class LeaderRunner : public StepRunner {
   Communicator* comm_;
   bool failed_ = false;  // a send failed: the world is gone, send nothing more
 };
+
+// This rank's runner of `artifact` (opened for the rank of
+// options.communicator, the world; null runs it alone). With a pipeline
+// mesh and a world of tp * pp ranks it is this stage's PipelineRunner, its
+// tensor-parallel group split from the world (every rank must call this,
+// the split is collective); else the backend's runner on the world (which
+// checks the world's size against the mesh). Rank 0 of a world of more
+// than one leads: its runner is a LeaderRunner. A follower's runs the steps
+// RunFollowerRank receives.
+absl::StatusOr<std::unique_ptr<StepRunner>> CreateRankRunner(const Artifact& artifact,
+                                                             RunnerOptions options,
+                                                             const BackendChoice& backend);
 
 // A follower rank's whole life: receive the leader's steps and run them on
 // `runner` until the leader stops (OK) or something fails (the error).

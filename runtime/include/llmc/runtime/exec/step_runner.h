@@ -79,12 +79,33 @@ struct StepOutput {
   const PickLogprob* logprobs = nullptr;
 };
 
+class Engine;
+class StepRunner;
+struct StepRunnerTestAccess;
+
+// The key to a runner's steps (Step, Submit, Collect take one). The Engine
+// is the one driver of a runner: its scheduler, KV cache and requests'
+// sampling state must see every step, and every command (run, perplexity,
+// logits, bench, tune, serve) is a client of an engine. Besides it only a
+// follower rank's loop (RunFollowerRank), which runs the leader's steps,
+// makes one; runners that wrap a runner pass theirs on, and tests of
+// runners take one from StepRunnerTestAccess (test/unit/runtime/
+// step_access.h; build/step-access checks that nothing else names it). Any
+// other caller does not compile.
+class StepAccess {
+ private:
+  StepAccess() {}  // user-provided: `StepAccess{}` is no aggregate either
+  friend class Engine;
+  friend absl::Status RunFollowerRank(StepRunner& runner, Communicator& comm);
+  friend struct StepRunnerTestAccess;
+};
+
 class StepRunner {
  public:
   virtual ~StepRunner() = default;
 
   // Runs @step once.
-  virtual absl::StatusOr<StepOutput> Step(const StepBatch& batch) = 0;
+  virtual absl::StatusOr<StepOutput> Step(StepAccess key, const StepBatch& batch) = 0;
 
   // Several steps in flight, for a pipeline whose stages each run another
   // step: Submit starts a step (the caller may reuse `batch` at once), and
@@ -94,11 +115,11 @@ class StepRunner {
   // token its last one gives). The default runs the step at Submit and
   // reports its outcome at Collect.
   virtual int64_t max_steps_in_flight() const { return 1; }
-  virtual absl::Status Submit(const StepBatch& batch) {
-    submitted_ = Step(batch);
+  virtual absl::Status Submit(StepAccess key, const StepBatch& batch) {
+    submitted_ = Step(key, batch);
     return absl::OkStatus();
   }
-  virtual absl::StatusOr<StepOutput> Collect() {
+  virtual absl::StatusOr<StepOutput> Collect(StepAccess) {
     absl::StatusOr<StepOutput> out = std::move(submitted_);
     submitted_ = absl::FailedPreconditionError("Collect: no step was submitted");
     return out;
