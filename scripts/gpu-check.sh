@@ -34,9 +34,15 @@
 #            bytes, and cuBLASLt on the bf16 weights in the same run, as
 #            ratios (scripts/gemm-table.py) (printed, not asserted; SKIPPED
 #            without ncu)
+#   stage 6  the serving engine on the Llama-3-8B shape: `llmc-rt bench
+#            --serving`, 256 requests of 128 prompt and 128 output tokens
+#            at once, its output tok/s beside the lock-step decode of 256
+#            sequences (tg128@d128@b256), and the host's time per step
+#            against the runner's (issue 27's goal: under 10%) (printed,
+#            not asserted)
 #
 #   scripts/gpu-check.sh [--no-timing] [--skip-kernels] [--skip-e2e] [--skip-tp]
-#                        [--skip-model]
+#                        [--skip-model] [--skip-serving]
 #
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
 # CUDA_ARCH (default: the GPU's, from nvidia-smi), LLMC_GPU_CHECK_BUILD
@@ -53,13 +59,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-skip_kernels=0 skip_e2e=0 skip_tp=0 skip_model=0 timing=()
+skip_kernels=0 skip_e2e=0 skip_tp=0 skip_model=0 skip_serving=0 timing=()
 for a in "$@"; do
   case $a in
     --skip-kernels) skip_kernels=1 ;;
     --skip-e2e) skip_e2e=1 ;;
     --skip-tp) skip_tp=1 ;;
     --skip-model) skip_model=1 ;;
+    --skip-serving) skip_serving=1 ;;
     --no-timing) timing=(--no-timing) ;;
     *) echo "gpu-check: unknown flag $a" >&2; exit 3 ;;
   esac
@@ -442,6 +449,53 @@ else
   skip_why="" rc=0
   model_check || rc=$?
   stage_result "stage 5, kernel times vs the model" "$rc" "$skip_why"
+fi
+
+# Stage 6: the serving engine on the 8B shape (issue 27). Timings are
+# printed beside each other, never asserted.
+serving_check() {
+  local art="$payload/llama3-8b-shape.llmc" rt="$payload/bin/llmc-rt"
+  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    skip_why="no GPU (nvidia-smi lists none)"
+    echo "skipped: $skip_why"
+    return 77
+  fi
+  if [[ ! -x "$rt" || ! -d "$art" ]]; then
+    skip_why="no payload llmc-rt and llama3-8b-shape.llmc at $payload (scripts/gpu-payload.sh)"
+    echo "skipped: $skip_why"
+    return 77
+  fi
+  local env=(LD_LIBRARY_PATH="$payload/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LLMC_NO_EXEC_RT=1)
+  local serving="$out/serving.json" lockstep="$out/serving-lockstep.json"
+  echo "--- $rt bench --serving: 256 requests, 128 in, 128 out, all at once"
+  env "${env[@]}" timeout 600 "$rt" bench "$art" --backend=cuda --serving --requests 256 \
+    --input-len 128 --output-len 128 --max-seqs 256 --no-verify --no-progress --json \
+    >"$serving" || return 2
+  echo "--- $rt bench: tg128 at depth 128, 256 sequences in lock step"
+  env "${env[@]}" timeout 600 "$rt" bench "$art" --backend=cuda -p 0 -n 128 -d 128 -B 256 -r 1 \
+    --no-verify --json >"$lockstep" || return 2
+  python3 - "$serving" "$lockstep" <<'PY' | tee "$out/serving.md"
+import json, sys
+s, l = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+tg = l["tests"][-1]
+print("| measure | value |\n|---|---:|")
+print(f"| serving: output tok/s | {s['output_tokens_per_s']:.0f} |")
+print(f"| serving: generation tok/s (decode-only steps) | {s['generation_tokens_per_s']:.0f} |")
+print(f"| lock step {tg['test']}: tok/s | {tg['avg_ts']:.0f} |")
+print(f"| serving / lock step (generation) | {s['generation_tokens_per_s'] / tg['avg_ts']:.2f} |")
+print(f"| runner ms/step | {s['runner_ms_per_step']:.3f} |")
+print(f"| host ms/step (outside the runner) | {s['host_ms_per_step']:.3f} |")
+share = s["host_share_of_runner"]
+print(f"| host / runner time | {share * 100:.1f}% (goal < 10%: {'met' if share < 0.1 else 'MISSED'}) |")
+PY
+}
+if (( skip_serving )); then
+  stage_result "stage 6, serving on the 8B shape" 77 "--skip-serving"
+else
+  echo "=== stage 6: the serving engine on the Llama-3-8B shape ==="
+  skip_why="" rc=0
+  serving_check || rc=$?
+  stage_result "stage 6, serving on the 8B shape" "$rc" "$skip_why"
 fi
 
 echo "=== gpu-check summary ==="

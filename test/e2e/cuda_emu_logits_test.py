@@ -22,7 +22,9 @@ same. One (bf16 weights) runs
 again with --gemm=cublaslt on the fake cuBLASLt, which multiplies on the CPU:
 the generated halves around the library call (gemm_operand, gemm_epilogue)
 against the reference; then `llmc tune` writes tune.json and --gemm=auto
-follows it.
+follows it. One (f32) runs `llmc perplexity` on the device, whose prompt
+logprobs the device sampler computes (forced picks), against the perplexity
+of the same device's `llmc logits` rows in float64 (relative 1e-5).
 
 Tolerance, max |cuda - ref| / max |ref| per row: 2e-2 with bf16 activations
 and KV cache, 1e-2 with f16, 1e-4 with f32; top-1 agreement >= 0.98 with
@@ -145,6 +147,10 @@ CASES = {
 
 # Cases also run with --cuda-graphs (must match the launch-by-launch logits).
 GRAPH_CASES = {"llama-gqa-hd64-q8_0-bf16"}
+# Cases whose `llmc perplexity --backend=cuda` (prompt logprobs computed by
+# the device sampler as forced picks; no logits leave the device) must give
+# the perplexity of the same device's `llmc logits` rows, in float64.
+PERPLEXITY_CASES = {"llama3-scaled-hd16-f32"}
 # Cases also run with --gemm=cublaslt on the fake cuBLASLt (test/unit: it
 # multiplies on the CPU in f32): the generated pre/epi launches around it
 # must give the reference's logits within the same tolerance, prefill and
@@ -229,6 +235,8 @@ def check(args, name, work):
                   flush=True)
             same = same and used
             ok = ok and same
+    if name in PERPLEXITY_CASES:
+        ok = check_perplexity(rt if os.path.exists(rt) else args.llmc, art, model, env, work) and ok
     if name in CUBLASLT_CASES:
         for extra in ([], ["--cuda-graphs"]):
             lt_out = out + ".cublaslt"
@@ -249,6 +257,42 @@ def check(args, name, work):
                   flush=True)
             ok = ok and lt_ok
         ok = ok and check_tune(args, rt, art, env, tokens, prefill, out)
+    return ok
+
+
+def check_perplexity(exe, art, model, env, work, ctx=32, chunks=2):
+    """`llmc perplexity` on the device against the device's own logits."""
+    rng = np.random.default_rng(5)
+    words = ["".join(chr(97 + int(c)) for c in rng.integers(0, 26, int(n)))
+             for n in rng.integers(1, 8, 4 * ctx * chunks)]
+    text = os.path.join(work, "ppl.txt")
+    with open(text, "w") as f:
+        f.write(" ".join(words))
+    def ids(*flags):
+        r = run([exe, "tokenize", model, "--no-special", *flags, "--", open(text).read()])
+        return [int(t) for t in r.stdout.split()]
+    with_bos, without = ids("--bos"), ids("--no-bos")
+    bos = with_bos[0] if len(with_bos) > len(without) else None
+    r = run([exe, "perplexity", art, "--backend=cuda", "--file", text, "--ctx", str(ctx),
+             "--chunks", str(chunks)], env=env)
+    got = float(r.stdout.split("PPL = ")[1].split()[0])
+    nll = []
+    for c in range(chunks):
+        chunk = with_bos[c * ctx:(c + 1) * ctx]
+        if bos is not None:
+            chunk[0] = bos
+        out = os.path.join(work, f"ppl-{c}.f32")
+        run([exe, "logits", art, "--backend=cuda", "--tokens", ",".join(map(str, chunk)), "-o", out],
+            env=env)
+        rows = np.fromfile(out, dtype=np.float32).reshape(ctx, -1).astype(np.float64)
+        for i in range(ctx // 2, ctx - 1):
+            top = rows[i].max()
+            nll.append(-(rows[i][chunk[i + 1]] - top - np.log(np.exp(rows[i] - top).sum())))
+    want = float(np.exp(np.mean(nll)))
+    ok = abs(got / want - 1) < 1e-5
+    print(f"{'PASS' if ok else 'FAIL'} perplexity on the device: {got:.4f}, from the device's "
+          f"logits in float64 {want:.6f} (relative {abs(got / want - 1):.1e}, tolerance 1e-5)",
+          flush=True)
     return ok
 
 

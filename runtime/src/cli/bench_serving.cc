@@ -316,6 +316,12 @@ nlohmann::ordered_json Results(Engine& e, const EngineOptions& options, const Se
   j["kv_usage_peak"] = totals.kv_usage_peak;
   j["kv_usage_mean"] = totals.steps > 0 ? totals.kv_usage_sum / double(totals.steps) : 0;
   j["kv_waste"] = waste;
+  // Issue 27's measure: the host's time per step against the step's own
+  // (the runner's Submit and Collect: on a GPU, its kernels).
+  const double steps = double(std::max<int64_t>(s.steps, 1));
+  j["runner_ms_per_step"] = s.runner_seconds / steps * 1e3;
+  j["host_ms_per_step"] = s.host_seconds / steps * 1e3;
+  j["host_share_of_runner"] = s.runner_seconds > 0 ? s.host_seconds / s.runner_seconds : 0;
   return j;
 }
 
@@ -351,6 +357,9 @@ void PrintTable(const nlohmann::ordered_json& j, const std::string& kv) {
   row("preemptions", get("preemptions"));
   row("KV usage peak (%)", get("kv_usage_peak") * 100);
   row("KV waste (%)", get("kv_waste") * 100);
+  row("runner ms/step", get("runner_ms_per_step"));
+  row("host ms/step (outside runner)", get("host_ms_per_step"));
+  row("host / runner time (%)", get("host_share_of_runner") * 100);
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 // empty cache with its first token replaced by BOS, and only the second half
 // of each chunk is scored (every token there has at least ctx/2 tokens of
 // context). PPL = exp(mean negative log-likelihood over the scored tokens).
+// The logprobs are an engine score request's prompt logprobs, which the
+// runner computes (the device sampler on a GPU): float logprobs of a
+// float64 normalizer, so the PPL is the raw logits' within a few 1e-7.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -72,13 +75,11 @@ int RunPerplexityCommand(int argc, char** argv) {
   for (int64_t c = 0; c < n_chunks; ++c) {
     std::vector<int32_t> chunk(tokens.begin() + c * ctx, tokens.begin() + (c + 1) * ctx);
     if (tok.add_bos() && tok.bos_id() >= 0) chunk[0] = tok.bos_id();
-    auto st = (*gen)->Score(chunk, [&](int64_t i, std::span<const float> logits) {
-      if (i < first || i + 1 >= ctx) return;
-      double max = logits[0];
-      for (float v : logits) max = std::max<double>(max, v);
-      double sum = 0;
-      for (float v : logits) sum += std::exp(double(v) - max);
-      double lp = double(logits[size_t(chunk[size_t(i + 1)])]) - max - std::log(sum);
+    // The runner computes each position's logprob of the next token (a
+    // GPU on the device): no logits cross to the host.
+    auto st = (*gen)->PromptLogprobs(chunk, /*top_n=*/0, [&](int64_t i, const SampleResult& r) {
+      if (i < first) return;
+      const double lp = r.logprob;
       nll -= lp;
       nll2 += lp * lp;
       ++count;

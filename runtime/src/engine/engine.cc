@@ -1,12 +1,49 @@
 #include "llmc/runtime/engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_format.h"
 #include "llmc/core/status_macros.h"
 #include "llmc/runtime/exec/kv_sizing.h"
 
 namespace llmc {
+namespace {
+
+// A pick's logprob entries (StepOutput::logprobs: the token's, then the N
+// best, token -1 past the last) as the sampler's result.
+void ToSampleResult(int32_t token, const PickLogprob* entries, int32_t n, SampleResult* out) {
+  out->token = token;
+  out->logprob = entries[0].logprob;
+  out->top_logprobs.clear();
+  for (int32_t i = 1; i <= n; ++i)
+    if (entries[i].token >= 0) out->top_logprobs.push_back({entries[i].token, entries[i].logprob});
+}
+
+using Clock = std::chrono::steady_clock;
+
+// The host's and the runner's shares of one Engine::Step() call, however it
+// returns (EngineStats::host_seconds, runner_seconds).
+struct StepTimer {
+  EngineStats& stats;
+  Clock::time_point start = Clock::now();
+  double in_runner = 0;
+  ~StepTimer() {
+    const double all = std::chrono::duration<double>(Clock::now() - start).count();
+    stats.runner_seconds += in_runner;
+    stats.host_seconds += all - in_runner;
+  }
+  // Runs `call` (the runner's Submit or Collect), timed as the runner's.
+  template <class F>
+  auto Runner(F call) {
+    const Clock::time_point t = Clock::now();
+    auto r = call();
+    in_runner += std::chrono::duration<double>(Clock::now() - t).count();
+    return r;
+  }
+};
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model,
                                                        const EngineOptions& options) {
@@ -53,18 +90,24 @@ absl::Status Engine::CheckTokenIds(const std::vector<int32_t>& tokens, const cha
 }
 
 absl::StatusOr<RequestId> Engine::AddScoreRequest(std::vector<int32_t> tokens,
-                                                  int32_t decode_from) {
+                                                  const ScoreOptions& options) {
   LLMC_RETURN_IF_ERROR(CheckTokenIds(tokens, "scored"));
+  if (options.prompt_logprobs < -1 || options.prompt_logprobs > kMaxLogprobs)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "prompt_logprobs %d: -1 (raw logits) or 0 to %d", options.prompt_logprobs, kMaxLogprobs));
   const RequestId id = next_id_;
   const int32_t n = int32_t(tokens.size());
-  LLMC_RETURN_IF_ERROR(scheduler_->AddScoreRequest(id, std::move(tokens), decode_from));
+  LLMC_RETURN_IF_ERROR(scheduler_->AddScoreRequest(id, std::move(tokens), options.decode_from));
   ++next_id_;
   SamplingParams none;
   none.max_tokens = 0;
+  none.logprobs = std::max(options.prompt_logprobs, 0);
   auto live = std::unique_ptr<Live>(
       new Live{none, Sampler(none, &scratch_), StopChecker(none, model_.eos_ids),
                IncrementalDetokenizer(*model_.tokenizer, {}), RequestUsage{}, false});
   live->score = true;
+  live->prompt_logprobs = options.prompt_logprobs;
+  live->runner_picks = options_.runner_picks && options.prompt_logprobs >= 0;
   live->usage.prompt_tokens = n;
   live_.emplace(id, std::move(live));
   ++stats_.requests_added;
@@ -125,18 +168,35 @@ absl::Status Engine::Abort(RequestId id) {
   return absl::OkStatus();
 }
 
-absl::Status Engine::BuildBatch(const SchedulerOutput& out, std::vector<bool>* picked) {
+int32_t Engine::ScoreRows(const ScheduledChunk& c, const Live& r) const {
+  if (r.prompt_logprobs < 0) return c.num_tokens;
+  const int32_t last = int32_t(scheduler_->tokens(c.id).size()) - 1;  // no next token
+  return std::clamp(last - c.first_position, 0, c.num_tokens);
+}
+
+absl::Status Engine::BuildBatch(InFlight& step) {
   batch_.Clear();
-  picked->clear();
-  for (const ScheduledChunk& c : out.chunks) {
+  std::vector<bool>* picked = &step.picked;
+  for (const ScheduledChunk& c : step.schedule.chunks) {
     LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> slots,
                           kv_->SlotMapping(c.id, c.first_position, c.num_tokens));
     LLMC_ASSIGN_OR_RETURN(absl::Span<const int32_t> table, kv_->block_table(c.id));
     const int32_t row =
         batch_.AddSequence(scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens),
                            c.first_position, slots, table);
-    if (c.score) {  // every position's logits
-      for (int32_t i = 0; i < c.num_tokens; ++i) batch_.AddLogitsRow(row + i);
+    if (c.score) {  // every position's logits, or its next token's logprobs
+      const Live& r = *live_.at(c.id);
+      const int32_t rows = ScoreRows(c, r);
+      const absl::Span<const int32_t> tokens = scheduler_->tokens(c.id);
+      for (int32_t i = 0; i < rows; ++i) {
+        batch_.AddLogitsRow(row + i);
+        if (!r.runner_picks) continue;
+        RowPick pick;
+        pick.forced = tokens[size_t(c.first_position + i + 1)];
+        pick.logprobs = r.prompt_logprobs;
+        batch_.PickLastRow({}, pick, {});
+      }
+      step.scores.push_back({rows, r.runner_picks});
       continue;
     }
     if (!c.sample) continue;
@@ -195,13 +255,7 @@ absl::Status Engine::SampleNext(RequestId id, const float* logits, const int32_t
   int32_t token = -1;
   if (picked != nullptr) {
     token = *picked;
-    if (want_logprobs) {  // the runner's: the token's, then the N best
-      sampled.token = token;
-      sampled.logprob = picked_logprobs[0].logprob;
-      for (int i = 1; i <= r.params.logprobs; ++i)
-        if (picked_logprobs[i].token >= 0)
-          sampled.top_logprobs.push_back({picked_logprobs[i].token, picked_logprobs[i].logprob});
-    }
+    if (want_logprobs) ToSampleResult(token, picked_logprobs, r.params.logprobs, &sampled);
   } else {
     const std::span<const float> row =
         MaskTokens(std::span<const float>(logits, size_t(model_.runner->vocab_size())),
@@ -241,22 +295,44 @@ absl::Status Engine::SampleNext(RequestId id, const float* logits, const int32_t
   return scheduler_->Finish(id);
 }
 
-absl::Status Engine::EmitScoreRows(const ScheduledChunk& c, const float* logits,
-                                   std::vector<RequestOutput>& outputs) {
+void Engine::PromptLogprobs(const ScheduledChunk& c, Live& r, int32_t rows, const float* logits,
+                            const PickLogprob* picked, const int32_t* logprob_begin,
+                            std::vector<SampleResult>* out) {
+  const int64_t vocab = model_.runner->vocab_size();
+  const absl::Span<const int32_t> tokens = scheduler_->tokens(c.id);
+  out->resize(size_t(rows));
+  for (int32_t i = 0; i < rows; ++i) {
+    const int32_t next = tokens[size_t(c.first_position + i + 1)];
+    if (picked != nullptr)
+      ToSampleResult(next, picked + logprob_begin[i], r.prompt_logprobs, &(*out)[size_t(i)]);
+    else
+      r.sampler.TokenLogprobs(std::span<const float>(logits + i * vocab, size_t(vocab)), next,
+                              &(*out)[size_t(i)]);
+  }
+}
+
+absl::Status Engine::EmitScore(const ScheduledChunk& c, const float* logits,
+                               std::vector<SampleResult> logprobs,
+                               std::vector<RequestOutput>& outputs) {
   Live& r = *live_.at(c.id);
   r.admitted = true;
   const int64_t vocab = model_.runner->vocab_size();
+  const int32_t rows = ScoreRows(c, r);
   const int32_t end = c.first_position + c.num_tokens;
   // A score request preempted and recomputed gives its earlier positions
-  // again (the same logits); they went out already.
-  const int32_t skip = std::clamp(r.rows_out - c.first_position, 0, c.num_tokens);
+  // again (the same values); they went out already.
+  const int32_t skip = std::clamp(r.rows_out - c.first_position, 0, rows);
   const bool finished = end == int32_t(scheduler_->tokens(c.id).size());
-  if (skip == c.num_tokens && !finished) return absl::OkStatus();
+  r.rows_out = std::max(r.rows_out, end);
+  if (skip == rows && !finished) return absl::OkStatus();
   RequestOutput out;
   out.id = c.id;
-  out.logits_first = c.first_position + skip;
-  out.logits.assign(logits + int64_t(skip) * vocab, logits + int64_t(c.num_tokens) * vocab);
-  r.rows_out = std::max(r.rows_out, end);
+  out.score_first = c.first_position + skip;
+  if (r.prompt_logprobs < 0)
+    out.logits.assign(logits + int64_t(skip) * vocab, logits + int64_t(rows) * vocab);
+  else
+    out.prompt_logprobs.assign(std::make_move_iterator(logprobs.begin() + skip),
+                               std::make_move_iterator(logprobs.end()));
   out.usage = r.usage;
   out.usage.num_preemptions = scheduler_->num_preemptions(c.id);
   if (!finished) {
@@ -293,6 +369,7 @@ void Engine::FailStep(const SchedulerOutput& step, const absl::Status& status,
 }
 
 absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
+  StepTimer timer{stats_};
   std::vector<RequestOutput> outputs = std::move(pending_);
   pending_.clear();
   // Keep the runner's steps in flight (a pipeline's stages each run one):
@@ -306,35 +383,49 @@ absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
     if (!kv_->pending_copies().empty())
       return absl::InternalError(
           "engine: the KV cache asks for block copies (copy on write), which no runner does yet");
-    std::vector<bool> picked;
-    LLMC_RETURN_IF_ERROR(BuildBatch(next, &picked));
-    std::vector<int32_t> logprob_begin;
-    for (const RowPick& p : batch_.batch().picks) logprob_begin.push_back(p.logprob_begin);
-    stats_.step_tokens_max = std::max<int64_t>(stats_.step_tokens_max, next.num_tokens);
+    InFlight step;
+    step.schedule = std::move(next);
+    LLMC_RETURN_IF_ERROR(BuildBatch(step));
+    for (const RowPick& p : batch_.batch().picks) step.logprob_begin.push_back(p.logprob_begin);
+    stats_.step_tokens_max = std::max<int64_t>(stats_.step_tokens_max, step.schedule.num_tokens);
     CountKvWaste();
-    if (absl::Status st = model_.runner->Submit(StepAccess(), batch_.batch()); !st.ok()) {
-      FailStep(next, st, outputs);
+    if (absl::Status st =
+            timer.Runner([&] { return model_.runner->Submit(StepAccess(), batch_.batch()); });
+        !st.ok()) {
+      FailStep(step.schedule, st, outputs);
       break;
     }
-    in_flight_.push_back({std::move(next), std::move(picked), std::move(logprob_begin)});
+    in_flight_.push_back(std::move(step));
   }
   if (in_flight_.empty()) return outputs;
   InFlight step = std::move(in_flight_.front());
   in_flight_.pop_front();
   last_ = std::move(step.schedule);
-  absl::StatusOr<StepOutput> result = model_.runner->Collect(StepAccess());
+  absl::StatusOr<StepOutput> result =
+      timer.Runner([&] { return model_.runner->Collect(StepAccess()); });
+  ++stats_.steps;
   if (!result.ok()) {
     FailStep(last_, result.status(), outputs);
     return outputs;
   }
   LLMC_RETURN_IF_ERROR(scheduler_->CompleteStep(last_));
   const int64_t vocab = model_.runner->vocab_size();
-  size_t row = 0, sampled = 0, pick = 0;
+  size_t row = 0, sampled = 0, pick = 0, scored = 0;
   for (const ScheduledChunk& c : last_.chunks) {
     if (c.score) {
-      if (live_.count(c.id) != 0)
-        LLMC_RETURN_IF_ERROR(EmitScoreRows(c, result->logits + int64_t(row) * vocab, outputs));
-      row += size_t(c.num_tokens);
+      const InFlight::ScoreRows rows = step.scores[scored++];
+      auto it = live_.find(c.id);
+      if (it != live_.end()) {
+        std::vector<SampleResult> logprobs;
+        if (it->second->prompt_logprobs >= 0)
+          PromptLogprobs(c, *it->second, rows.rows, result->logits + int64_t(row) * vocab,
+                         rows.picked ? result->logprobs : nullptr,
+                         rows.picked ? step.logprob_begin.data() + pick : nullptr, &logprobs);
+        LLMC_RETURN_IF_ERROR(
+            EmitScore(c, result->logits + int64_t(row) * vocab, std::move(logprobs), outputs));
+      }
+      row += size_t(rows.rows);
+      if (rows.picked) pick += size_t(rows.rows);
       continue;
     }
     if (!c.sample) continue;

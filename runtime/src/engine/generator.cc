@@ -89,17 +89,14 @@ absl::StatusOr<GenerationResult> Generator::Generate(
   return result;
 }
 
-absl::Status Generator::Score(std::span<const int32_t> tokens, int64_t prefill,
-                              const std::function<void(int64_t, std::span<const float>)>& on_logits) {
+absl::Status Generator::RunScore(std::span<const int32_t> tokens, const ScoreOptions& options,
+                                 const std::function<void(const RequestOutput&)>& on_output) {
   if (int64_t(tokens.size()) > max_context())
     return absl::InvalidArgumentError(absl::StrFormat(
         "%d tokens do not fit the context of %d", tokens.size(), max_context()));
-  const int32_t decode_from =
-      prefill <= 0 || prefill >= int64_t(tokens.size()) ? 0 : int32_t(prefill);
   LLMC_ASSIGN_OR_RETURN(
       RequestId id,
-      engine_->AddScoreRequest(std::vector<int32_t>(tokens.begin(), tokens.end()), decode_from));
-  const size_t vocab = size_t(engine_->runner().vocab_size());
+      engine_->AddScoreRequest(std::vector<int32_t>(tokens.begin(), tokens.end()), options));
   while (engine_->has_unfinished()) {
     absl::StatusOr<std::vector<RequestOutput>> outs = engine_->Step();
     if (!outs.ok()) {
@@ -109,12 +106,33 @@ absl::Status Generator::Score(std::span<const int32_t> tokens, int64_t prefill,
     for (const RequestOutput& o : *outs) {
       if (o.id != id) continue;
       if (o.reason == FinishReason::kError) return o.status;
-      for (size_t i = 0; i * vocab < o.logits.size(); ++i)
-        on_logits(int64_t(o.logits_first) + int64_t(i),
-                  std::span<const float>(o.logits.data() + i * vocab, vocab));
+      on_output(o);
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status Generator::Score(std::span<const int32_t> tokens, int64_t prefill,
+                              const std::function<void(int64_t, std::span<const float>)>& on_logits) {
+  ScoreOptions options;
+  options.decode_from = prefill <= 0 || prefill >= int64_t(tokens.size()) ? 0 : int32_t(prefill);
+  const size_t vocab = size_t(engine_->runner().vocab_size());
+  return RunScore(tokens, options, [&](const RequestOutput& o) {
+    for (size_t i = 0; i * vocab < o.logits.size(); ++i)
+      on_logits(int64_t(o.score_first) + int64_t(i),
+                std::span<const float>(o.logits.data() + i * vocab, vocab));
+  });
+}
+
+absl::Status Generator::PromptLogprobs(
+    std::span<const int32_t> tokens, int32_t top_n,
+    const std::function<void(int64_t, const SampleResult&)>& on_logprob) {
+  ScoreOptions options;
+  options.prompt_logprobs = top_n;
+  return RunScore(tokens, options, [&](const RequestOutput& o) {
+    for (size_t i = 0; i < o.prompt_logprobs.size(); ++i)
+      on_logprob(int64_t(o.score_first) + int64_t(i), o.prompt_logprobs[i]);
+  });
 }
 
 }  // namespace llmc

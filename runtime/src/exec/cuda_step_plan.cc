@@ -77,6 +77,7 @@ static_assert(sizeof(RowPick) == sizeof(llmc_cuda_pick) &&
                   offsetof(RowPick, presence_penalty) == offsetof(llmc_cuda_pick, presence_penalty) &&
                   offsetof(RowPick, frequency_penalty) ==
                       offsetof(llmc_cuda_pick, frequency_penalty) &&
+                  offsetof(RowPick, forced) == offsetof(llmc_cuda_pick, forced) &&
                   offsetof(RowPick, seed) == offsetof(llmc_cuda_pick, seed) &&
                   offsetof(RowPick, draw) == offsetof(llmc_cuda_pick, draw),
               "RowPick and llmc_cuda_pick differ");

@@ -89,6 +89,8 @@ absl::Status ValidateStepBatch(const StepBatch& b, const StepLimits& limits) {
       return bad(absl::StrFormat("pick %d: penalties %g, %g, %g are not finite (repetition > 0)",
                                  j, p.repetition_penalty, p.presence_penalty,
                                  p.frequency_penalty));
+    if (p.forced < -1 || p.forced >= limits.vocab_size)
+      return bad(absl::StrFormat("pick %d: forced token %d outside the vocabulary", j, p.forced));
     if (!PickSupports(p.temperature, p.top_k, p.top_p, limits.vocab_size))
       return bad(absl::StrFormat(
           "pick %d: top_k %d with top_p %g is not a pick a runner makes (top-p needs a top-k "

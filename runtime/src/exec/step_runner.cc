@@ -12,6 +12,18 @@
 
 namespace llmc {
 
+namespace {
+
+// A pick's logprob entries (StepOutput::logprobs) from the sampler's result:
+// the token's, then its N best (token -1 past the last).
+void WriteLogprobs(const SampleResult& result, const RowPick& p, PickLogprob* out) {
+  out[0] = {result.token, result.logprob};
+  for (size_t i = 0; i < result.top_logprobs.size() && i < size_t(p.logprobs); ++i)
+    out[1 + i] = {result.top_logprobs[i].token, result.top_logprobs[i].logprob};
+}
+
+}  // namespace
+
 void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
                 std::vector<int32_t>* tokens, std::vector<PickLogprob>* logprobs) {
   thread_local SamplerScratch scratch;
@@ -25,6 +37,15 @@ void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
     const std::span<const float> row(logits + int64_t(p.row) * vocab, size_t(vocab));
     const std::span<const int32_t> masked(batch.masked_ids.data() + p.mask_begin,
                                           size_t(p.mask_count));
+    if (p.forced >= 0) {  // a scored prompt's next token: only its logprobs
+      SamplingParams params;
+      params.logprobs = p.logprobs;
+      Sampler sampler(params, &scratch);
+      sampler.TokenLogprobs(MaskTokens(row, masked, &masked_row), p.forced, &result);
+      (*tokens)[j] = p.forced;
+      WriteLogprobs(result, p, logprobs->data() + p.logprob_begin);
+      continue;
+    }
     if (!(p.temperature > 0) && p.logprobs == 0 && p.penalty_count == 0) {
       (*tokens)[j] = GreedyToken(row, masked);
       continue;
@@ -50,11 +71,7 @@ void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
     Sampler sampler(params, &scratch);
     sampler.SetDrawIndex(p.draw);
     (*tokens)[j] = sampler.Sample(MaskTokens(row, masked, &masked_row), previous, &result);
-    if (p.logprobs == 0) continue;
-    PickLogprob* out = logprobs->data() + p.logprob_begin;
-    out[0] = {result.token, result.logprob};
-    for (size_t i = 0; i < result.top_logprobs.size() && i < size_t(p.logprobs); ++i)
-      out[1 + i] = {result.top_logprobs[i].token, result.top_logprobs[i].logprob};
+    if (p.logprobs > 0) WriteLogprobs(result, p, logprobs->data() + p.logprob_begin);
   }
 }
 

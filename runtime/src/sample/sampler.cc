@@ -452,8 +452,16 @@ void Sampler::Distribution(std::span<const float> logits, std::span<const int32_
     out->push_back({cand[i].id, static_cast<float>(scratch_->weights[i] / sum)});
 }
 
+void Sampler::TokenLogprobs(std::span<const float> logits, int32_t token, SampleResult* out) {
+  out->token = token;
+  out->logprob = std::numeric_limits<float>::quiet_NaN();
+  out->top_logprobs.clear();
+  if (token < 0 || size_t(token) >= logits.size()) return;
+  ComputeLogprobs(logits, token, out);
+}
+
 void Sampler::ComputeLogprobs(std::span<const float> logits, int32_t token, SampleResult* out) {
-  const size_t n = std::min(static_cast<size_t>(params_.logprobs), logits.size());
+  const size_t n = std::min(static_cast<size_t>(std::max(params_.logprobs, 0)), logits.size());
   std::vector<Candidate>& top = scratch_->top;
   top.clear();
   float max_logit = kNegInf;
@@ -461,7 +469,7 @@ void Sampler::ComputeLogprobs(std::span<const float> logits, int32_t token, Samp
   for (size_t i = 0; i < logits.size(); ++i) {
     const float v = Clean(logits[i]);
     max_logit = std::max(max_logit, v);
-    if (!(v > floor)) continue;
+    if (n == 0 || !(v > floor)) continue;
     HeapOffer(top, n, {v, static_cast<int32_t>(i)});
     if (top.size() == n) floor = top.front().logit;
   }

@@ -367,7 +367,13 @@ __device__ void sample_logprobs(const float* x, int vocab, const int* masked, in
     for (int i = c * chunk; i < end; ++i) s += (double)expf(sample_value(x, i, masked, num_masked) - max_logit);
     part[c] = s;
   }
-  const int best = sample_select_top<Threads, MaxTopK>(x, vocab, masked, num_masked, n, cand);
+  // The select's barriers also hand part[] to thread 0; without a select (a
+  // forced pick's lone logprob) a barrier of its own does.
+  int best = 0;
+  if (n > 0)
+    best = sample_select_top<Threads, MaxTopK>(x, vocab, masked, num_masked, n, cand);
+  else
+    __syncthreads();
   if (threadIdx.x != 0) return;
   double sum = 0;
   // Rolled: unrolled, ptxas for sm_80 keeps all 256 partials in
@@ -425,7 +431,9 @@ __device__ void sample_picks(float* logits, int vocab, const Pick* __restrict__ 
   }
   __syncthreads();
   int id;
-  if (!(p.temperature > 0)) {
+  if (p.forced >= 0) {  // a scored prompt's next token: only its logprob
+    id = p.forced;
+  } else if (!(p.temperature > 0)) {
     id = sample_argmax_block<Threads>(x, vocab, mask, num_masked);
   } else {
     const double u = philox::unit_interval(philox::draw_bits(p.seed, p.draw));
@@ -442,7 +450,7 @@ __device__ void sample_picks(float* logits, int vocab, const Pick* __restrict__ 
     for (int j = threadIdx.x; j < num_penalized; j += Threads)
       x[penalties[p.penalty_begin + j].token] = raw[j];
   }
-  if (p.logprobs > 0) {  // the same for the whole block
+  if (p.logprobs > 0 || p.forced >= 0) {  // the same for the whole block
     if (threadIdx.x == 0) chosen = id;
     __syncthreads();
     id = chosen;

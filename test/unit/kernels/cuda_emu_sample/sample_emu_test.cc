@@ -25,6 +25,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,13 @@ namespace llmc {
 namespace {
 
 using Entry = void (*)(const llmc_cuda_step_info, const llmc_cuda_args);
+
+// A pick with nothing set: zeros, and no forced token (forced -1).
+llmc_cuda_pick NewPick() {
+  llmc_cuda_pick k{};
+  k.forced = -1;
+  return k;
+}
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
@@ -59,7 +67,7 @@ std::vector<int> DevicePicks(Entry entry, unsigned threads, std::vector<float> l
   std::vector<int> ids(picks.size(), -1);
   std::vector<llmc_cuda_logprob> lps;
   for (const llmc_cuda_pick& k : picks)
-    lps.resize(std::max(lps.size(), size_t(k.logprob_begin + (k.logprobs ? 1 + k.logprobs : 0))),
+    lps.resize(std::max(lps.size(), size_t(k.logprob_begin + (k.logprobs || k.forced >= 0 ? 1 + k.logprobs : 0))),
                llmc_cuda_logprob{-7, 99.0f});
   llmc_cuda_step_info si{};
   si.num_logits = int(picks.size());
@@ -142,7 +150,8 @@ void MakePicks(const std::vector<float>& x, int rows, int vocab, std::mt19937& r
                std::vector<llmc_cuda_pick>* picks, std::vector<int>* masked) {
   std::uniform_int_distribution<int> at(0, vocab - 1);
   for (int r = rows - 1; r >= 0; r -= 2) {
-    llmc_cuda_pick k{r, int(masked->size()), 0};
+    llmc_cuda_pick k = NewPick();
+    k.row = r, k.mask_begin = int(masked->size());
     if (picks->size() % 3 == 1) {
       const std::span<const float> row(x.data() + size_t(r) * size_t(vocab), size_t(vocab));
       masked->push_back(GreedyToken(row, {}));
@@ -244,7 +253,7 @@ TEST(CudaEmuSample, SeededDrawsAreTheHostSamplersTokens) {
       if (d.top_k >= vocab) continue;
       for (int r = 0; r < rows; ++r)
         for (uint64_t draw : {0ull, 1ull, 1234567ull}) {
-          llmc_cuda_pick k{};
+          llmc_cuda_pick k = NewPick();
           k.row = r;
           k.mask_count = r == 1 ? 3 : 0;
           k.temperature = d.temperature, k.top_p = d.top_p, k.min_p = d.min_p, k.top_k = d.top_k;
@@ -301,7 +310,7 @@ TEST(CudaEmuSample, PenaltiesGiveTheHostSamplersTokens) {
           window.push_back(i % 2 ? order[size_t(i % std::min(5, vocab))] : int32_t(rng() % vocab));
         std::vector<std::pair<int32_t, int32_t>> distinct;
         PenaltyWindow(window, 64, vocab, &distinct);
-        llmc_cuda_pick k{};
+        llmc_cuda_pick k = NewPick();
         k.row = own;
         k.top_p = 1.0f;
         k.repetition_penalty = variant % 2 ? 1.3f : 0.8f;
@@ -341,6 +350,26 @@ TEST(CudaEmuSample, PenaltiesGiveTheHostSamplersTokens) {
   }
 }
 
+// The log-softmax of `row` in float64, `masked` ids and NaN as -inf, +inf
+// as the largest float (the sampler's cleaning); empty when nothing is
+// above -inf.
+std::vector<double> LogSoftmax64(const float* row, int vocab, std::span<const int> masked) {
+  std::vector<double> v(static_cast<size_t>(vocab));
+  double top = -std::numeric_limits<double>::infinity();
+  for (int i = 0; i < vocab; ++i) {
+    const bool m = std::find(masked.begin(), masked.end(), i) != masked.end();
+    const float c = std::isnan(row[i]) || m ? -kInf : std::min(row[i], std::numeric_limits<float>::max());
+    v[size_t(i)] = c;
+    top = std::max(top, double(c));
+  }
+  if (std::isinf(top)) return {};
+  double z = 0;
+  for (double e : v) z += std::exp(e - top);
+  const double log_z = top + std::log(z);
+  for (double& e : v) e -= log_z;
+  return v;
+}
+
 // Logprobs (the raw log-softmax's: the token's and the N best) come from
 // the same block as the pick: the host Sampler's SampleResult to the bit
 // (token -1 where a row has fewer tokens above -inf), and a float64
@@ -359,7 +388,7 @@ TEST(CudaEmuSample, LogprobsAreTheHostSamplersAndTheLogSoftmax) {
     const int asks[] = {1, 5, 20};
     for (int r = 0; r < rows; ++r)
       for (int variant = 0; variant < 3; ++variant) {
-        llmc_cuda_pick k{};
+        llmc_cuda_pick k = NewPick();
         k.row = r;
         k.logprobs = asks[variant];
         k.logprob_begin = begin;
@@ -385,30 +414,76 @@ TEST(CudaEmuSample, LogprobsAreTheHostSamplersAndTheLogSoftmax) {
         EXPECT_EQ(got[1 + i].token, listed ? want.top_logprobs[size_t(i)].token : -1) << where << " best " << i;
         if (listed) EXPECT_EQ(got[1 + i].logprob, want.top_logprobs[size_t(i)].logprob) << where;
       }
-      // Against float64: log p = v - max - log(sum exp(v - max)) over the
-      // row as masked.
-      const float* row = x.data() + size_t(k.row) * size_t(vocab);
-      std::vector<double> v(static_cast<size_t>(vocab));
-      double top = -std::numeric_limits<double>::infinity();
-      for (int i = 0; i < vocab; ++i) {
-        const bool m = std::find(masked.begin() + k.mask_begin,
-                                 masked.begin() + k.mask_begin + k.mask_count, i) !=
-                       masked.begin() + k.mask_begin + k.mask_count;
-        const float c = std::isnan(row[i]) || m ? -kInf : std::min(row[i], std::numeric_limits<float>::max());
-        v[size_t(i)] = c;
-        top = std::max(top, double(c));
-      }
-      if (std::isinf(top)) {
+      // Against float64, over the row as masked.
+      const std::vector<double> lp =
+          LogSoftmax64(x.data() + size_t(k.row) * size_t(vocab), vocab,
+                       std::span<const int>(masked.data() + k.mask_begin, size_t(k.mask_count)));
+      if (lp.empty()) {
         EXPECT_TRUE(std::isinf(got[0].logprob) && got[0].logprob < 0) << where;
         EXPECT_EQ(got[1].token, -1) << where;
         continue;
       }
-      double z = 0;
-      for (double e : v) z += std::exp(e - top);
-      const double log_z = top + std::log(z);
-      EXPECT_NEAR(got[0].logprob, v[size_t(got[0].token)] - log_z, 1e-5) << where;
+      EXPECT_NEAR(got[0].logprob, lp[size_t(got[0].token)], 1e-5) << where;
       for (int i = 0; i < k.logprobs && got[1 + i].token >= 0; ++i)
-        EXPECT_NEAR(got[1 + i].logprob, v[size_t(got[1 + i].token)] - log_z, 1e-5) << where;
+        EXPECT_NEAR(got[1 + i].logprob, lp[size_t(got[1 + i].token)], 1e-5) << where;
+    }
+  }
+}
+
+// A forced pick (a scored prompt's next token) makes no choice: its id is
+// the given token, and its logprob and N best are the host Sampler's
+// TokenLogprobs to the bit and a float64 log-softmax's within 1e-5, at
+// N = 0 too (one entry); the rows stay as they were.
+TEST(CudaEmuSample, ForcedPicksGiveTheGivenTokensLogprobs) {
+  std::mt19937 rng(7);
+  for (int vocab : {300, 128256}) {
+    const int rows = 5;
+    const std::vector<float> x = TwistedRows(rows, vocab, rng);
+    std::uniform_int_distribution<int> at(0, vocab - 1);
+    std::vector<llmc_cuda_pick> picks;
+    int begin = 0;
+    const int asks[rows] = {0, 1, 5, 20, 0};
+    for (int r = 0; r < rows; ++r) {
+      llmc_cuda_pick k = NewPick();
+      k.row = r;
+      k.top_p = 1.0f;
+      k.logprobs = asks[r];
+      k.logprob_begin = begin;
+      begin += 1 + k.logprobs;
+      const std::span<const float> row(x.data() + size_t(r) * size_t(vocab), size_t(vocab));
+      k.forced = r == 1 ? GreedyToken(row, {}) : at(rng);
+      picks.push_back(k);
+    }
+    std::vector<llmc_cuda_logprob> lps;
+    std::vector<float> after;
+    const std::vector<int> device =
+        DevicePicks(emu_sample_256, 256, x, vocab, picks, {}, &lps, {}, &after);
+    EXPECT_EQ(std::memcmp(after.data(), x.data(), x.size() * sizeof(float)), 0);
+    EXPECT_EQ(int(lps.size()), begin);
+    for (size_t j = 0; j < picks.size(); ++j) {
+      const llmc_cuda_pick& k = picks[j];
+      const std::string where = "vocab " + std::to_string(vocab) + ", pick " + std::to_string(j);
+      EXPECT_EQ(device[j], k.forced) << where;
+      const std::span<const float> row(x.data() + size_t(k.row) * size_t(vocab), size_t(vocab));
+      SamplingParams p;
+      p.logprobs = k.logprobs;
+      Sampler sampler(p);
+      SampleResult want;
+      sampler.TokenLogprobs(row, k.forced, &want);
+      const llmc_cuda_logprob* got = lps.data() + k.logprob_begin;
+      EXPECT_EQ(got[0].token, k.forced) << where;
+      EXPECT_EQ(got[0].logprob, want.logprob) << where;
+      ASSERT_EQ(want.top_logprobs.size(), size_t(k.logprobs)) << where;
+      for (int i = 0; i < k.logprobs; ++i) {
+        EXPECT_EQ(got[1 + i].token, want.top_logprobs[size_t(i)].token) << where;
+        EXPECT_EQ(got[1 + i].logprob, want.top_logprobs[size_t(i)].logprob) << where;
+      }
+      const std::vector<double> lp = LogSoftmax64(row.data(), vocab, {});
+      ASSERT_FALSE(lp.empty());
+      if (std::isinf(lp[size_t(k.forced)]))
+        EXPECT_TRUE(std::isinf(got[0].logprob) && got[0].logprob < 0) << where;
+      else
+        EXPECT_NEAR(got[0].logprob, lp[size_t(k.forced)], 1e-5) << where;
     }
   }
 }
@@ -477,7 +552,7 @@ TEST(CudaEmuSample, DrawsPassAChiSquareTestOnHostAndDevice) {
       {1.0f, 0.8f, 0.0f, 7},   {1.0f, 1.0f, 0.4f, 0},  {1.4f, 0.9f, 0.3f, 6},
   };
   for (const Draw& d : cases) {
-    std::vector<llmc_cuda_pick> picks(static_cast<size_t>(draws));
+    std::vector<llmc_cuda_pick> picks(static_cast<size_t>(draws), NewPick());
     for (int i = 0; i < draws; ++i) {
       llmc_cuda_pick& k = picks[size_t(i)];
       k.temperature = d.temperature, k.top_p = d.top_p, k.min_p = d.min_p, k.top_k = d.top_k;

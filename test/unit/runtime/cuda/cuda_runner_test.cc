@@ -590,6 +590,35 @@ TEST_F(CudaRunnerTest, ADecodeStepOf256PicksCopiesOnlyIdsAndTheLogprobsAskedFor)
   EXPECT_EQ(query_("pageable_copies"), pageable);
 }
 
+TEST_F(CudaRunnerTest, AScoredPromptCopiesOnlyItsLogprobsNotItsLogits) {
+  // A score request's prompt logprobs (perplexity): a 16-token prefill with
+  // a forced pick on each of its first 15 rows: down come 15 ids and 15
+  // logprob entries (N = 0: the token's own), no row of logits.
+  ASSERT_TRUE(Open([](Manifest& m) { m.cuda.samplers = {{"sample", "llmc_sample", 256}}; },
+                   "sm_90", false, "llmc", false, 16)
+                  .ok());
+  StepBatchBuilder builder;
+  builder.Clear();
+  std::vector<int32_t> tokens, slots;
+  const std::vector<int32_t> table = {3};
+  for (int32_t i = 0; i < 16; ++i) tokens.push_back(2 + i), slots.push_back(3 * 16 + i);
+  const int32_t row = builder.AddSequence(tokens, 0, slots, table);
+  for (int32_t i = 0; i < 15; ++i) {
+    builder.AddLogitsRow(row + i);
+    RowPick pick;
+    pick.forced = tokens[size_t(i + 1)];
+    builder.PickLastRow({}, pick);
+  }
+  const StepBatch& b = builder.Finish();
+  EXPECT_EQ(b.num_logprob_entries(), 15);
+  const long pageable = query_("pageable_copies");
+  const long long down = query_("d2h_bytes");
+  auto out = runner_->Step(StepRunnerTestAccess::Key(), b);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(query_("d2h_bytes") - down, 15 * long(sizeof(int32_t)) + 15 * long(sizeof(PickLogprob)));
+  EXPECT_EQ(query_("pageable_copies"), pageable);
+}
+
 TEST_F(CudaRunnerTest, WithoutTheDeviceSamplerThePicksAreMadeOnTheHost) {
   // An artifact without cuda.samplers: every row comes back, and the picks
   // are the host sampler's tokens of the rows, masks applied.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <vector>
@@ -25,19 +26,22 @@ std::vector<int32_t> RandomTokens(std::mt19937& rng, int n) {
   return t;
 }
 
-// Every position's row of a score request, [tokens, vocab], checking that
-// each position comes once and in order; the other requests run alongside.
+// Every position's row of a score request, [tokens, vocab], or its prompt
+// logprobs (ScoreOptions), checking that each position comes once and in
+// order; the other requests run alongside.
 struct Scored {
   std::vector<float> rows;
+  std::vector<SampleResult> logprobs;
   int64_t preemptions = 0;
 };
-Scored RunScore(const std::vector<int32_t>& tokens, int32_t decode_from,
+Scored RunScore(const std::vector<int32_t>& tokens, ScoreOptions score,
                 const FakeModelOptions& model, const std::vector<std::vector<int32_t>>& others,
-                int64_t steps_in_flight = 1) {
+                int64_t steps_in_flight = 1, bool runner_picks = true) {
   FakeModelOptions m = model;
   m.steps_in_flight = steps_in_flight;
   EngineOptions options;
   options.check_invariants = true;
+  options.runner_picks = runner_picks;
   auto engine = Engine::Create(FakeModel(m), options);
   EXPECT_TRUE(engine.ok()) << engine.status();
   if (!engine.ok()) return {};
@@ -47,7 +51,7 @@ Scored RunScore(const std::vector<int32_t>& tokens, int32_t decode_from,
   sampled.seed = 11;
   sampled.max_tokens = 25;
   for (size_t i = 0; i < others.size() / 2; ++i) EXPECT_TRUE(e.AddRequest(others[i], sampled).ok());
-  auto id = e.AddScoreRequest(tokens, decode_from);
+  auto id = e.AddScoreRequest(tokens, score);
   EXPECT_TRUE(id.ok()) << id.status();
   for (size_t i = others.size() / 2; i < others.size(); ++i)
     EXPECT_TRUE(e.AddRequest(others[i], sampled).ok());
@@ -64,9 +68,12 @@ Scored RunScore(const std::vector<int32_t>& tokens, int32_t decode_from,
       }
       EXPECT_EQ(finished, 0) << "an output after the finished one";
       EXPECT_TRUE(o.tokens.empty());
-      EXPECT_EQ(int64_t(o.logits_first) * kFakeVocab, int64_t(s.rows.size()))
+      EXPECT_EQ(int64_t(o.score_first),
+                score.prompt_logprobs < 0 ? int64_t(s.rows.size()) / kFakeVocab
+                                          : int64_t(s.logprobs.size()))
           << "positions skipped or repeated";
       s.rows.insert(s.rows.end(), o.logits.begin(), o.logits.end());
+      s.logprobs.insert(s.logprobs.end(), o.prompt_logprobs.begin(), o.prompt_logprobs.end());
       if (o.finished) {
         ++finished;
         EXPECT_EQ(o.reason, FinishReason::kLength);
@@ -76,7 +83,10 @@ Scored RunScore(const std::vector<int32_t>& tokens, int32_t decode_from,
     }
   }
   EXPECT_EQ(finished, 1);
-  EXPECT_EQ(s.rows.size(), tokens.size() * kFakeVocab);
+  if (score.prompt_logprobs < 0)
+    EXPECT_EQ(s.rows.size(), tokens.size() * kFakeVocab);
+  else
+    EXPECT_EQ(s.logprobs.size(), tokens.size() - 1);
   s.preemptions = e.stats().scheduler.num_preemptions;
   return s;
 }
@@ -104,7 +114,7 @@ TEST(EngineScoreTest, ScoreRowsAreTheRowsGreedyGenerationPicksFrom) {
   // token (EOS masked, as ignore_eos masks it).
   std::vector<int32_t> text = prompt;
   text.insert(text.end(), generated.begin(), generated.end() - 1);
-  Scored s = RunScore(text, 0, {}, {});
+  Scored s = RunScore(text, {}, {}, {});
   for (size_t j = 0; j < generated.size(); ++j) {
     const float* row = s.rows.data() + (prompt.size() - 1 + j) * kFakeVocab;
     int32_t best = -1;
@@ -119,7 +129,7 @@ TEST(EngineScoreTest, ScoreRowsDoNotDependOnTheBatchChunksOrPreemptions) {
   const std::vector<int32_t> tokens = RandomTokens(rng, 60);
   FakeModelOptions roomy;
   roomy.num_blocks = 256;
-  const Scored alone = RunScore(tokens, 0, roomy, {});
+  const Scored alone = RunScore(tokens, {}, roomy, {});
   std::vector<std::vector<int32_t>> others;
   for (int i = 0; i < 12; ++i) others.push_back(RandomTokens(rng, 1 + int(rng() % 30)));
   // A cache of 40 blocks of 4 tokens: the 60 scored tokens take 15 of them,
@@ -130,9 +140,62 @@ TEST(EngineScoreTest, ScoreRowsDoNotDependOnTheBatchChunksOrPreemptions) {
     for (int32_t decode_from : {0, 45}) {
       SCOPED_TRACE(::testing::Message() << in_flight << " steps in flight, decode_from "
                                         << decode_from);
-      const Scored mixed = RunScore(tokens, decode_from, tight, others, in_flight);
+      ScoreOptions score;
+      score.decode_from = decode_from;
+      const Scored mixed = RunScore(tokens, score, tight, others, in_flight);
       EXPECT_TRUE(mixed.rows == alone.rows) << "the rows differ from the request's alone";
       if (in_flight == 1 && decode_from == 0) EXPECT_GT(mixed.preemptions, 0);
+    }
+  }
+}
+
+// Prompt logprobs: the runner's (forced picks, the fake runner's
+// PickOnHost) and the engine's from raw rows (runner_picks off) are the
+// host sampler's TokenLogprobs of the raw score rows, to the bit, and a
+// float64 log-softmax's within 1e-5; alone or batched with preemptions.
+TEST(EngineScoreTest, PromptLogprobsAreTheLogSoftmaxOfTheScoreRows) {
+  std::mt19937 rng(31);
+  const std::vector<int32_t> tokens = RandomTokens(rng, 50);
+  FakeModelOptions roomy;
+  roomy.num_blocks = 256;
+  const Scored raw = RunScore(tokens, {}, roomy, {});
+  std::vector<std::vector<int32_t>> others;
+  for (int i = 0; i < 10; ++i) others.push_back(RandomTokens(rng, 1 + int(rng() % 30)));
+  FakeModelOptions tight;
+  tight.num_blocks = 36;
+  for (bool runner_picks : {true, false}) {
+    for (int32_t top_n : {0, 3}) {
+      SCOPED_TRACE(::testing::Message() << "runner picks " << runner_picks << ", top " << top_n);
+      ScoreOptions score;
+      score.prompt_logprobs = top_n;
+      const Scored alone = RunScore(tokens, score, roomy, {}, 1, runner_picks);
+      const Scored mixed = RunScore(tokens, score, tight, others, 1, runner_picks);
+      EXPECT_GT(mixed.preemptions, 0);
+      ASSERT_EQ(alone.logprobs.size(), tokens.size() - 1);
+      ASSERT_EQ(mixed.logprobs.size(), tokens.size() - 1);
+      SamplingParams p;
+      p.logprobs = top_n;
+      Sampler sampler(p);
+      for (size_t i = 0; i + 1 < tokens.size(); ++i) {
+        const std::span<const float> row(raw.rows.data() + i * kFakeVocab, kFakeVocab);
+        SampleResult want;
+        sampler.TokenLogprobs(row, tokens[i + 1], &want);
+        for (const Scored* got : {&alone, &mixed}) {
+          const SampleResult& r = got->logprobs[i];
+          EXPECT_EQ(r.token, tokens[i + 1]) << "position " << i;
+          EXPECT_EQ(r.logprob, want.logprob) << "position " << i;
+          ASSERT_EQ(r.top_logprobs.size(), size_t(top_n));
+          for (int k = 0; k < top_n; ++k) {
+            EXPECT_EQ(r.top_logprobs[size_t(k)].token, want.top_logprobs[size_t(k)].token);
+            EXPECT_EQ(r.top_logprobs[size_t(k)].logprob, want.top_logprobs[size_t(k)].logprob);
+          }
+        }
+        double top = -1e300, z = 0;
+        for (float v : row) top = std::max(top, double(v));
+        for (float v : row) z += std::exp(double(v) - top);
+        EXPECT_NEAR(alone.logprobs[i].logprob, double(row[size_t(tokens[i + 1])]) - top - std::log(z),
+                    1e-5);
+      }
     }
   }
 }
@@ -148,6 +211,10 @@ TEST(EngineScoreTest, BadScoreRequestsAreRefused) {
             std::string::npos)
       << bad.status();
   EXPECT_EQ((*engine)->AddScoreRequest(std::vector<int32_t>(17, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ScoreOptions too_many;
+  too_many.prompt_logprobs = 21;
+  EXPECT_EQ((*engine)->AddScoreRequest({2, 3}, too_many).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE((*engine)->has_unfinished());
 }
@@ -201,6 +268,24 @@ TEST(GeneratorTest, ScoreGivesEveryPositionOnceWhateverThePrefill) {
   }
   EXPECT_TRUE(by_prefill[0] == by_prefill[1]);
   EXPECT_TRUE(by_prefill[0] == by_prefill[2]);
+  // Prompt logprobs: positions 0 to 38, each the sampler's of its row.
+  int64_t next = 0;
+  Sampler sampler(SamplingParams{});
+  ASSERT_TRUE((*gen)
+                  ->PromptLogprobs(tokens, 0,
+                                   [&](int64_t i, const SampleResult& r) {
+                                     ASSERT_EQ(i, next++);
+                                     SampleResult want;
+                                     sampler.TokenLogprobs(
+                                         std::span<const float>(
+                                             by_prefill[0].data() + size_t(i) * kFakeVocab,
+                                             kFakeVocab),
+                                         tokens[size_t(i + 1)], &want);
+                                     EXPECT_EQ(r.token, tokens[size_t(i + 1)]);
+                                     EXPECT_EQ(r.logprob, want.logprob);
+                                   })
+                  .ok());
+  EXPECT_EQ(next, 39);
   // A generation after the scores starts from an empty engine.
   SamplingParams p;
   p.max_tokens = 3;

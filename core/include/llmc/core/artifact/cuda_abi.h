@@ -26,8 +26,10 @@ extern "C" {
  * split-K GEMM's partials (a launch's split_floats per block). 8: the
  * device sampler's entries (manifest cuda.samplers) and llmc_cuda_pick. 9:
  * a pick carries its sampling parameters and Philox seed and counter, the
- * logprobs it asks for (a.buffers[4]) and its penalties (a.buffers[5]). */
-#define LLMC_CUDA_ABI_VERSION 9
+ * logprobs it asks for (a.buffers[4]) and its penalties (a.buffers[5]). 10:
+ * a pick's `forced` token (a scored prompt's next token: no choice, its
+ * logprob). */
+#define LLMC_CUDA_ABI_VERSION 10
 
 /* Most bindings of one kind a launch may have. */
 #define LLMC_CUDA_MAX_BUFFERS 12
@@ -117,7 +119,10 @@ typedef struct llmc_cuda_pick {
   float repetition_penalty;
   float presence_penalty;
   float frequency_penalty;
-  int reserved;
+  /* >= 0: the token is given (a scored prompt's next token), no choice is
+   * made, and its logprob with the `logprobs` best is written (1 + logprobs
+   * entries even at 0). -1: a pick. */
+  int forced;
   unsigned long long seed; /* Philox-4x32-10's key */
   unsigned long long draw; /* and counter: the token's index in the output */
 } llmc_cuda_pick;

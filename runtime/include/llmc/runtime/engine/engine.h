@@ -67,6 +67,19 @@ struct EngineOptions {
   bool prefill_first = false;
 };
 
+// A score request (Engine::AddScoreRequest).
+struct ScoreOptions {
+  // Positions from here on (0: none) run one per step, as decode steps run
+  // them (`llmc logits --prefill`).
+  int32_t decode_from = 0;
+  // -1: every position's raw logits (RequestOutput::logits): `llmc logits`,
+  // and the only path that copies logits off a GPU. N in [0, 20]: every
+  // position's next token's logprob with the N best
+  // (RequestOutput::prompt_logprobs), which the runner computes (a GPU's
+  // device sampler, as forced picks): perplexity, OpenAI's prompt_logprobs.
+  int32_t prompt_logprobs = -1;
+};
+
 struct RequestUsage {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
@@ -85,11 +98,16 @@ struct RequestOutput {
   FinishReason reason = FinishReason::kNone;
   absl::Status status;  // not OK only with reason kError
   RequestUsage usage;   // counts so far; final when finished
-  // A score request's (AddScoreRequest) logits, f32 [rows, vocab]: row i
-  // holds the logits that position logits_first + i gives (they predict
-  // the token after it). Each position comes exactly once, in order.
-  int32_t logits_first = 0;
+  // A score request's (AddScoreRequest) positions from score_first on,
+  // each exactly once over its outputs, in order:
+  // - raw logits, f32 [rows, vocab]: row i holds the logits position
+  //   score_first + i gives (they predict the token after it);
+  // - or prompt logprobs: entry i is the logprob of the token after
+  //   position score_first + i (and the N best); the last position has no
+  //   next token and no entry.
+  int32_t score_first = 0;
   std::vector<float> logits;
+  std::vector<SampleResult> prompt_logprobs;
 };
 
 struct EngineStats {
@@ -104,6 +122,13 @@ struct EngineStats {
   // use, summed likewise: waste = wasted / allocated.
   int64_t kv_slots_wasted = 0;
   int64_t kv_slots_allocated = 0;
+  // Wall time of Step() calls: inside the runner's Submit and Collect (the
+  // step itself; on a GPU its kernels, which Collect waits for), and the
+  // rest (scheduling, batch building, host sampling, detokenizing: the
+  // host's share of the critical path while steps run one at a time).
+  double runner_seconds = 0;
+  double host_seconds = 0;
+  int64_t steps = 0;  // Step() calls that collected a step
 };
 
 class Engine {
@@ -121,14 +146,14 @@ class Engine {
   absl::StatusOr<RequestId> AddRequest(std::vector<int32_t> prompt, const SamplingParams& params);
 
   // Queues a score request: `tokens` run through the model (teacher
-  // forcing) and every position's logits come back in its outputs
-  // (RequestOutput::logits), as the steps compute them; nothing is sampled,
-  // and it finishes (reason kLength) with its last position's. Positions
-  // from `decode_from` on (0: none) run one per step, as decode steps run
-  // them (`llmc logits --prefill`). A chunk's rows share a step's logits
-  // rows (the runner's max_logits) with the other requests. InvalidArgument
-  // for ids outside the vocabulary or more tokens than the context holds.
-  absl::StatusOr<RequestId> AddScoreRequest(std::vector<int32_t> tokens, int32_t decode_from = 0);
+  // forcing) and every position's logits, or its next token's logprobs
+  // (ScoreOptions), come back in its outputs as the steps compute them;
+  // nothing is sampled, and it finishes (reason kLength) with its last
+  // position. A chunk's rows share a step's logits rows (the runner's
+  // max_logits) with the other requests. InvalidArgument for ids outside
+  // the vocabulary, more tokens than the context holds or bad options.
+  absl::StatusOr<RequestId> AddScoreRequest(std::vector<int32_t> tokens,
+                                            const ScoreOptions& options = {});
 
   // Ends a queued or running request; its final output (reason kAbort, with
   // the text held back so far) comes with the next Step(). NotFound for an
@@ -172,24 +197,44 @@ class Engine {
     bool admitted = false;
     bool runner_picks = false;  // the runner picks its tokens (EngineOptions::runner_picks)
     bool score = false;         // AddScoreRequest
-    int32_t rows_out = 0;       // a score request's positions whose logits went out
+    int32_t prompt_logprobs = -1;  // a score request's ScoreOptions::prompt_logprobs
+    int32_t rows_out = 0;       // a score request's positions that went out
   };
   // A step submitted to the runner: what was scheduled, and which of its
   // sampled chunks the runner picks (in the chunks' order).
   struct InFlight {
     SchedulerOutput schedule;
-    std::vector<bool> picked;
+    std::vector<bool> picked;            // per sampled chunk
     std::vector<int32_t> logprob_begin;  // per pick: its first StepOutput::logprobs entry
+    // Per score chunk: its logits rows, and whether the runner picked them
+    // (prompt logprobs as forced picks).
+    struct ScoreRows {
+      int32_t rows = 0;
+      bool picked = false;
+    };
+    std::vector<ScoreRows> scores;
   };
 
   // InvalidArgument unless every token id is in the vocabulary.
   absl::Status CheckTokenIds(const std::vector<int32_t>& tokens, const char* what) const;
-  absl::Status BuildBatch(const SchedulerOutput& out, std::vector<bool>* picked);
-  // Score chunk `c` ran: its rows (from `logits`) go out, the positions a
-  // recompute after a preemption repeats left out; the request ends with
-  // its last position.
-  absl::Status EmitScoreRows(const ScheduledChunk& c, const float* logits,
-                             std::vector<RequestOutput>& outputs);
+  // The step of `step.schedule` into batch_; step's picked and scores.
+  absl::Status BuildBatch(InFlight& step);
+  // Rows of logits score chunk `c` takes: one per position, or with
+  // prompt logprobs one per position that has a next token.
+  int32_t ScoreRows(const ScheduledChunk& c, const Live& r) const;
+  // The prompt logprobs of score chunk `c`'s `rows` positions: the
+  // runner's (`picked`: from the StepOutput::logprobs entries of each of
+  // its picks, which start at `logprob_begin`) or, when the runner returned
+  // the rows' logits, the request's sampler's from them.
+  void PromptLogprobs(const ScheduledChunk& c, Live& r, int32_t rows, const float* logits,
+                      const PickLogprob* picked, const int32_t* logprob_begin,
+                      std::vector<SampleResult>* out);
+  // Score chunk `c` ran: its positions' rows (from `logits`) or prompt
+  // logprobs (`logprobs`, one per row) go out, the positions a recompute
+  // after a preemption repeats left out; the request ends with its last
+  // position.
+  absl::Status EmitScore(const ScheduledChunk& c, const float* logits,
+                         std::vector<SampleResult> logprobs, std::vector<RequestOutput>& outputs);
   // Request `id`'s next token: sampled here from `row` when `picked` is
   // null, else *picked (and its logprobs, when asked, from
   // `picked_logprobs`); then appended, detokenized and stop-checked into a

@@ -73,6 +73,14 @@ class Generator {
     return Score(tokens, 0, on_logits);
   }
 
+  // Prompt logprobs (a score request with ScoreOptions::prompt_logprobs =
+  // top_n): calls on_logprob(i, r) with the logprob of tokens[i + 1] after
+  // tokens[0..i] and the top_n best, for i from 0 to size - 2, in order.
+  // The runner computes them (a GPU on the device): no logits leave it.
+  absl::Status PromptLogprobs(
+      std::span<const int32_t> tokens, int32_t top_n,
+      const std::function<void(int64_t, const SampleResult&)>& on_logprob);
+
   // The decode phase of a server (batched_decode.cc): one greedy request
   // per prompt (end-of-generation ids masked), prefilled first (untimed),
   // then `steps` engine steps that each run the next token of every
@@ -89,6 +97,10 @@ class Generator {
   // Ends requests `ids` (after an error) and runs the engine until it holds
   // none, so that the next call starts from an empty one.
   void Drain(std::span<const RequestId> ids);
+  // Runs a score request of `tokens` to its end, handing each output to
+  // `on_output`.
+  absl::Status RunScore(std::span<const int32_t> tokens, const ScoreOptions& options,
+                        const std::function<void(const RequestOutput&)>& on_output);
 
   std::unique_ptr<Engine> engine_;
 };

@@ -43,7 +43,10 @@ struct RowPick {
   float repetition_penalty = 1;
   float presence_penalty = 0;
   float frequency_penalty = 0;
-  int32_t reserved = 0;
+  // >= 0: the token is given (a score request's next prompt token): the
+  // runner makes no choice and returns it, with its logprob and the
+  // `logprobs` best (1 + logprobs entries, even at 0). -1: a pick.
+  int32_t forced = -1;
   uint64_t seed = 0;
   uint64_t draw = 0;  // the token's index in the request's output
 };
@@ -66,7 +69,9 @@ struct PickPenalty {
 };
 
 // StepOutput::logprobs entries of a pick: its token's and its N best.
-inline int32_t PickLogprobEntries(const RowPick& p) { return p.logprobs > 0 ? 1 + p.logprobs : 0; }
+inline int32_t PickLogprobEntries(const RowPick& p) {
+  return p.logprobs > 0 || p.forced >= 0 ? 1 + p.logprobs : 0;
+}
 
 // Whether a pick with these parameters is one a runner makes, over a
 // vocabulary of `vocab`: greedy, top-k up to kMaxPickTopK (with any top-p

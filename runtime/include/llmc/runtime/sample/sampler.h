@@ -165,6 +165,11 @@ class Sampler {
   void Distribution(std::span<const float> logits, std::span<const int32_t> previous_tokens,
                     std::vector<TokenProb>* out);
 
+  // The logprobs of a given `token` (a scored prompt's next token, no
+  // draw): out->token, its raw logprob and the params' `logprobs` best,
+  // as Sample() reports a drawn token's; all with the same arithmetic.
+  void TokenLogprobs(std::span<const float> logits, int32_t token, SampleResult* out);
+
   const SamplingParams& params() const { return params_; }
   // The draw counter of the next Sample() (the token's index in the
   // output): for one token of a request whose earlier ones were sampled
