@@ -320,19 +320,23 @@ fi
 # prints both per kernel, flagging ratios outside 30% (printed, not
 # asserted). The runtime times kernels with events only inside `llmc tune`
 # (per step entry, not per launch), so without ncu the stage is skipped.
+# have_gpu_and_8b_payload RT ART: 0 when a GPU and the payload's llmc-rt
+# and 8B-shape artifact are there; else sets skip_why, says so, returns 77.
+have_gpu_and_8b_payload() {
+  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    skip_why="no GPU (nvidia-smi lists none)"
+  elif [[ ! -x "$1" || ! -d "$2" ]]; then
+    skip_why="no payload llmc-rt and llama3-8b-shape.llmc at $payload (scripts/gpu-payload.sh)"
+  else
+    return 0
+  fi
+  echo "skipped: $skip_why"
+  return 77
+}
 model_tg=4
 model_check() {
   local art="$payload/llama3-8b-shape.llmc" rt="$payload/bin/llmc-rt" ncu=${NCU:-} inspect
-  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-    skip_why="no GPU (nvidia-smi lists none)"
-    echo "skipped: $skip_why"
-    return 77
-  fi
-  if [[ ! -x "$rt" || ! -d "$art" ]]; then
-    skip_why="no payload llmc-rt and llama3-8b-shape.llmc at $payload (scripts/gpu-payload.sh)"
-    echo "skipped: $skip_why"
-    return 77
-  fi
+  have_gpu_and_8b_payload "$rt" "$art" || return 77
   if [[ -z "$ncu" ]]; then
     ncu=$(command -v ncu || true)
     # The last one there wins: the toolkit's, else the newest Nsight Compute.
@@ -455,16 +459,7 @@ fi
 # printed beside each other, never asserted.
 serving_check() {
   local art="$payload/llama3-8b-shape.llmc" rt="$payload/bin/llmc-rt"
-  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-    skip_why="no GPU (nvidia-smi lists none)"
-    echo "skipped: $skip_why"
-    return 77
-  fi
-  if [[ ! -x "$rt" || ! -d "$art" ]]; then
-    skip_why="no payload llmc-rt and llama3-8b-shape.llmc at $payload (scripts/gpu-payload.sh)"
-    echo "skipped: $skip_why"
-    return 77
-  fi
+  have_gpu_and_8b_payload "$rt" "$art" || return 77
   local env=(LD_LIBRARY_PATH="$payload/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LLMC_NO_EXEC_RT=1)
   local serving="$out/serving.json" lockstep="$out/serving-lockstep.json"
   echo "--- $rt bench --serving: 256 requests, 128 in, 128 out, all at once"
