@@ -57,6 +57,46 @@ RESULTS = []
 CASES = ("api", "greedy", "errors", "slow", "cancel", "overload", "drain", "smollm2")
 
 
+def check_echo(c, model, name, prompt, server):
+    """echo: the prompt's text and its tokens' logprobs (an engine score
+    request, the runner's forced picks) before the output; max_tokens 0
+    scores the prompt alone, as lm-evaluation-harness asks."""
+    _, _, tok = H.http(server.base, "POST", "/tokenize", {"prompt": prompt}, auth())
+    ids = tok["tokens"]
+    alone = c.completions.create(model=model, prompt=ids, max_tokens=0, echo=True, logprobs=20).choices[0]
+    lp = alone.logprobs
+    ok = (alone.finish_reason == "length" and len(lp.tokens) == len(ids) and lp.token_logprobs[0] is None
+          and lp.top_logprobs[0] is None and all(x <= 0 for x in lp.token_logprobs[1:])
+          and lp.text_offset == sorted(lp.text_offset))
+    check(f"{name}/echo-alone", ok, f"{len(lp.tokens)} prompt tokens, the first without a logprob")
+    # The last prompt position's row, scored (its 20 best) and generated
+    # from (a greedy step's 20 best): the same distribution.
+    gen = c.completions.create(model=model, prompt=ids[:-1], max_tokens=1, temperature=0,
+                               logprobs=20).choices[0].logprobs.top_logprobs[0]
+    scored = lp.top_logprobs[-1]
+    common = set(gen) & set(scored)
+    worst = max((abs(gen[k] - scored[k]) for k in common), default=1.0)
+    # The prompt's last token, when among the generation's 20 best: its
+    # scored logprob is the generation's for it.
+    last = lp.tokens[-1]
+    own = abs(gen[last] - lp.token_logprobs[-1]) < 1e-5 if last in gen else name == "synth"
+    check(f"{name}/echo-vs-generation", len(common) >= (10 if name == "synth" else 20) and worst < 1e-5
+          and own, f"{len(common)} common tokens of the top 20, worst difference {worst:.1e}; the last "
+          f"prompt token {last!r} {'in' if last in gen else 'not in'} the generation's 20 best")
+    # echo with output: the prompt's text, then the greedy output's.
+    plain = c.completions.create(model=model, prompt=prompt, max_tokens=5, temperature=0, logprobs=1).choices[0]
+    both = c.completions.create(model=model, prompt=prompt, max_tokens=5, temperature=0, logprobs=1,
+                                echo=True).choices[0]
+    ok = (both.text == prompt + plain.text and both.logprobs.tokens[-5:] == plain.logprobs.tokens
+          and all(abs(a - b) < 1e-6 for a, b in zip(both.logprobs.token_logprobs[-5:],
+                                                     plain.logprobs.token_logprobs)))
+    check(f"{name}/echo+output", ok, f"{both.text!r}")
+    text, finish, _, _ = stream_text(
+        c.completions.create(model=model, prompt=prompt, max_tokens=5, temperature=0, echo=True,
+                             stream=True), chat=False)
+    check(f"{name}/echo-stream", text == both.text and finish == both.finish_reason, f"{text!r}")
+
+
 def check(name, ok, detail=""):
     RESULTS.append((name, bool(ok)))
     detail = " ".join(str(detail).split())
@@ -139,6 +179,7 @@ def case_api(server, name):
     ok = len(cl.logprobs.content) == 4 and all(
         len(t.top_logprobs) == 2 and t.top_logprobs[0].logprob == t.logprob for t in cl.logprobs.content)
     check(f"{name}/chat-logprobs", ok, f"{[t.token for t in cl.logprobs.content]}")
+    check_echo(c, model, name, prompt, server)
     # tokenize / detokenize round trip; metrics.
     st, _, tok = H.http(server.base, "POST", "/tokenize", {"prompt": prompt}, auth())
     st2, _, det = H.http(server.base, "POST", "/detokenize", {"tokens": tok["tokens"]}, auth())

@@ -61,6 +61,16 @@ EngineLoop::~EngineLoop() {
 std::shared_ptr<OutputStream> EngineLoop::Submit(std::vector<int32_t> prompt,
                                                  const SamplingParams& params,
                                                  std::function<void()> on_output) {
+  return Queue({nullptr, std::move(prompt), params, std::nullopt}, std::move(on_output));
+}
+
+std::shared_ptr<OutputStream> EngineLoop::SubmitScore(std::vector<int32_t> tokens,
+                                                      const ScoreOptions& score,
+                                                      std::function<void()> on_output) {
+  return Queue({nullptr, std::move(tokens), SamplingParams{}, score}, std::move(on_output));
+}
+
+std::shared_ptr<OutputStream> EngineLoop::Queue(Submission s, std::function<void()> on_output) {
   std::unique_lock<std::mutex> lock(mu_);
   auto stream =
       std::shared_ptr<OutputStream>(new OutputStream(next_key_++, std::move(on_output)));
@@ -69,7 +79,8 @@ std::shared_ptr<OutputStream> EngineLoop::Submit(std::vector<int32_t> prompt,
     stream->Push(Failed(0, absl::UnavailableError("the engine is shutting down")));
     return stream;
   }
-  submissions_.push_back({stream, std::move(prompt), params});
+  s.stream = stream;
+  submissions_.push_back(std::move(s));
   lock.unlock();
   cv_.notify_all();
   return stream;
@@ -103,7 +114,8 @@ int64_t EngineLoop::num_waiting() const {
 
 void EngineLoop::Apply(std::vector<Submission>& subs, const std::vector<uint64_t>& aborts) {
   for (Submission& s : subs) {
-    absl::StatusOr<RequestId> id = engine_->AddRequest(std::move(s.prompt), s.params);
+    absl::StatusOr<RequestId> id = s.score ? engine_->AddScoreRequest(std::move(s.prompt), *s.score)
+                                           : engine_->AddRequest(std::move(s.prompt), s.params);
     if (!id.ok()) {
       s.stream->Push(Failed(0, id.status()));
       continue;

@@ -1,6 +1,8 @@
 #include "llmc/runtime/serve/completion_job.h"
 
+#include <cmath>
 #include <ctime>
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_format.h"
@@ -47,7 +49,8 @@ void CompletionJob::Start(JobContext ctx, std::shared_ptr<HttpExchange> exchange
       new CompletionJob(std::move(ctx), std::move(exchange), std::move(request), arrival));
   // Before submitting: a client already gone must still abort the choices.
   job->ex_->OnCancel([job] { job->Cancel(); });
-  job->Submit(std::move(prompts));
+  job->prompts_ = std::move(prompts);
+  job->Submit();
 }
 
 CompletionJob::CompletionJob(JobContext ctx, std::shared_ptr<HttpExchange> exchange,
@@ -59,10 +62,10 @@ CompletionJob::CompletionJob(JobContext ctx, std::shared_ptr<HttpExchange> excha
       id_(NewId(req_.chat)),
       created_(int64_t(std::time(nullptr))) {}
 
-void CompletionJob::Submit(std::vector<std::vector<int32_t>> prompts) {
+void CompletionJob::Submit() {
   std::random_device seeder;
-  for (size_t p = 0; p < prompts.size(); ++p) {
-    prompt_tokens_.push_back(int32_t(prompts[p].size()));
+  for (size_t p = 0; p < prompts_.size(); ++p) {
+    prompt_tokens_.push_back(int32_t(prompts_[p].size()));
     for (int k = 0; k < req_.n; ++k) {
       Choice c;
       c.index = int(choices_.size());
@@ -75,16 +78,86 @@ void CompletionJob::Submit(std::vector<std::vector<int32_t>> prompts) {
   // Drain before Submit returns.
   std::vector<std::shared_ptr<OutputStream>> streams;
   for (Choice& c : choices_) {
-    SamplingParams params = req_.params;
+    c.params = req_.params;
     // n samples of one seeded request differ, and repeat (vLLM: seed + index).
     if (req_.seed_given) {
-      params.seed += uint64_t(c.index);
+      c.params.seed += uint64_t(c.index);
     } else {
-      params.seed = (uint64_t(seeder()) << 32) ^ seeder();
+      c.params.seed = (uint64_t(seeder()) << 32) ^ seeder();
     }
-    c.stream = ctx_.loop->Submit(prompts[size_t(c.prompt)], params,
+  }
+  for (Choice& c : choices_) {
+    auto wake = [self = shared_from_this()] { self->Wake(); };
+    if (!req_.echo) {
+      c.stream = ctx_.loop->Submit(prompts_[size_t(c.prompt)], c.params, std::move(wake));
+      continue;
+    }
+    c.echo_pending = true;
+    if (!req_.want_logprobs) continue;
+    // The first prompt token has no logprob (null); the score request
+    // gives the rest.
+    SampleResult first;
+    first.token = prompts_[size_t(c.prompt)].front();
+    first.logprob = std::numeric_limits<float>::quiet_NaN();
+    c.logprobs.push_back(first);
+    ScoreOptions score;
+    score.prompt_logprobs = req_.top_logprobs;
+    c.score = ctx_.loop->SubmitScore(prompts_[size_t(c.prompt)], score, std::move(wake));
+  }
+  // Echoes without a score request go out at once.
+  if (req_.echo) Wake();
+}
+
+std::string CompletionJob::PromptText(int prompt) const {
+  if (const auto* text = std::get_if<std::string>(&req_.prompts[size_t(prompt)])) return *text;
+  return ctx_.tokenizer->Decode(prompts_[size_t(prompt)]);
+}
+
+bool CompletionJob::AnswerError(Choice& c, const RequestOutput& out) {
+  if (!out.finished || out.reason != FinishReason::kError || stream_begun_ || cancelled_)
+    return false;
+  ApiError e = EngineError(out.status);
+  if (choices_.size() > 1) e.message = absl::StrFormat("choice %d: %s", c.index, e.message);
+  ctx_.metrics->CountHttpResponse(e.status);
+  ex_->Respond(ErrorResponse(e));
+  cancelled_ = true;  // nothing more is sent
+  c.finished = true;
+  c.finish_reason = "error";
+  --unfinished_;
+  Cancel();
+  return true;
+}
+
+void CompletionJob::Echo(Choice& c, std::string& events) {
+  while (c.score) {
+    std::optional<RequestOutput> out = c.score->TryNext();
+    if (!out) return;  // the prompt's logprobs are still coming
+    if (AnswerError(c, *out)) return;
+    if (out->finished && out->reason == FinishReason::kError) {  // after the stream began
+      RequestOutput failed = std::move(*out);
+      c.echo_pending = false;
+      Take(c, failed, events);
+      return;
+    }
+    for (SampleResult& r : out->prompt_logprobs) c.logprobs.push_back(std::move(r));
+    if (out->finished) c.score.reset();
+  }
+  c.echo_pending = false;
+  const std::string text = PromptText(c.prompt);
+  c.text += text;
+  const bool alone = req_.params.max_tokens == 0;
+  if (alone) {
+    c.finished = true;
+    --unfinished_;
+    c.finish_reason = "length";
+    ctx_.metrics->CountFinished(c.finish_reason);
+    ctx_.metrics->ObserveRequestLatency(
+        std::chrono::duration<double>(Clock::now() - arrival_).count());
+  } else {
+    c.stream = ctx_.loop->Submit(prompts_[size_t(c.prompt)], c.params,
                                  [self = shared_from_this()] { self->Wake(); });
   }
+  if (req_.stream && !cancelled_) events += Chunk(c, text, 0, alone ? "length" : nullptr);
 }
 
 void CompletionJob::Wake() {
@@ -94,8 +167,11 @@ void CompletionJob::Wake() {
 
 void CompletionJob::Cancel() {
   cancelled_ = true;
-  for (Choice& c : choices_)
-    if (!c.finished && c.stream) ctx_.loop->Abort(*c.stream);
+  for (Choice& c : choices_) {
+    if (c.finished) continue;
+    if (c.stream) ctx_.loop->Abort(*c.stream);
+    if (c.score) ctx_.loop->Abort(*c.score);
+  }
 }
 
 void CompletionJob::Drain() {
@@ -103,23 +179,14 @@ void CompletionJob::Drain() {
   if (done_) return;
   std::string events;
   for (Choice& c : choices_) {
-    if (c.finished || !c.stream) continue;  // stream unset: Submit still running
+    if (c.finished) continue;
+    if (c.echo_pending) Echo(c, events);
+    if (c.finished || !c.stream) continue;  // stream unset: Submit still running, or echo
     while (!c.finished) {
       std::optional<RequestOutput> out = c.stream->TryNext();
       if (!out) break;
       // An error before anything went out is the whole answer.
-      if (out->finished && out->reason == FinishReason::kError && !stream_begun_ && !cancelled_) {
-        ApiError e = EngineError(out->status);
-        if (choices_.size() > 1) e.message = absl::StrFormat("choice %d: %s", c.index, e.message);
-        ctx_.metrics->CountHttpResponse(e.status);
-        ex_->Respond(ErrorResponse(e));
-        cancelled_ = true;  // nothing more is sent
-        c.finished = true;
-        c.finish_reason = "error";
-        --unfinished_;
-        Cancel();
-        break;
-      }
+      if (AnswerError(c, *out)) break;
       Take(c, *out, events);
     }
   }
@@ -197,6 +264,13 @@ static json LogprobsJson(const Tokenizer& tok, bool chat, const std::vector<Samp
   for (size_t i = first; i < lps.size(); ++i) {
     const std::string p = piece(lps[i].token);
     tokens.push_back(p);
+    if (std::isnan(lps[i].logprob)) {  // an echoed prompt's first token
+      token_logprobs.push_back(nullptr);
+      top_logprobs.push_back(nullptr);
+      offsets.push_back(*text_offset);
+      *text_offset += int(p.size());
+      continue;
+    }
     token_logprobs.push_back(lps[i].logprob);
     json top = json::object();
     top[p] = lps[i].logprob;
@@ -317,7 +391,7 @@ void CompletionJob::Finish() {
     }
   }
   // The streams hold wake-ups that hold this job: let go of them.
-  for (Choice& c : choices_) c.stream.reset();
+  for (Choice& c : choices_) c.stream.reset(), c.score.reset();
   --*ctx_.in_flight;
 }
 

@@ -226,9 +226,6 @@ Error GetStop(const json& obj, std::vector<std::string>& out) {
 // Known OpenAI fields this server does not implement: refused, not ignored,
 // since ignoring them would answer a different question than was asked.
 Error Unsupported(const json& obj, const CompletionRequest& req) {
-  bool echo = false;
-  if (auto e = GetBool(obj, "echo", &echo)) return e;
-  if (echo) return BadField("echo", "is not supported");
   if (const json* s = Find(obj, "suffix"); s && !(s->is_string() && s->get<std::string>().empty()))
     return BadField("suffix", "is not supported");
   if (const json* b = Find(obj, "logit_bias"); b && !(b->is_object() && b->empty()))
@@ -272,14 +269,21 @@ Error ReadCompletion(const json& obj, CompletionRequest& req) {
   if (auto e = GetInt(obj, "top_k", -1, std::numeric_limits<int32_t>::max(), &v, &given)) return e;
   if (given) p.top_k = v > 0 ? int(v) : 0;
   const int64_t kMaxInt = std::numeric_limits<int32_t>::max();
+  const char* max_tokens_field = "max_tokens";
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
     given = false;
-    if (auto e = GetInt(obj, name, 1, kMaxInt, &v, &given)) return e;
+    if (auto e = GetInt(obj, name, 0, kMaxInt, &v, &given)) return e;
     if (given) {  // max_completion_tokens, read last, wins
       p.max_tokens = int(v);
       req.max_tokens_given = true;
+      max_tokens_field = name;
     }
   }
+  if (auto e = GetBool(obj, "echo", &req.echo)) return e;
+  if (req.echo && req.chat) return BadField("echo", "is only for /v1/completions");
+  if (p.max_tokens == 0 && !req.echo)
+    return BadField(max_tokens_field,
+                    "must be at least 1 (0 only with echo: the prompt and its logprobs alone)");
   const json* seed = Find(obj, "seed");
   if (seed) {
     if (!seed->is_number_integer()) return BadField("seed", "must be an integer, got " + TypeOf(*seed));
@@ -319,8 +323,11 @@ Error ReadCompletion(const json& obj, CompletionRequest& req) {
   if (req.want_logprobs) p.logprobs = std::max(1, req.top_logprobs);
   if (auto e = Unsupported(obj, req)) return e;
   // What remains are the engine's own range checks (empty stop strings and
-  // the like were refused above with the API's field names).
-  if (absl::Status s = p.Validate(); !s.ok())
+  // the like were refused above with the API's field names). max_tokens 0
+  // (echo alone) submits no generation.
+  SamplingParams checked = p;
+  if (checked.max_tokens == 0) checked.max_tokens = 1;
+  if (absl::Status s = checked.Validate(); !s.ok())
     return ApiError{400, std::string(s.message()), "invalid_request_error", ""};
   return std::nullopt;
 }

@@ -364,8 +364,24 @@ TEST(ParseCompletionRequest, StreamOptionsNeedStream) {
   EXPECT_FALSE(r.include_usage);
 }
 
+TEST(ParseCompletionRequest, EchoIsForCompletionsAndAllowsNoOutput) {
+  CompletionRequest r =
+      MustParse(R"({"prompt": "x", "echo": true, "max_tokens": 0, "logprobs": 1})", false);
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.params.max_tokens, 0);
+  EXPECT_TRUE(r.want_logprobs);
+  r = MustParse(R"({"prompt": "x", "echo": true})", false);
+  EXPECT_EQ(r.params.max_tokens, 16);
+  ExpectFieldError(R"({"prompt": "x", "max_tokens": 0})", false, "max_tokens");
+  ExpectFieldError(R"({"prompt": "x", "max_completion_tokens": 0})", false,
+                   "max_completion_tokens");
+  ExpectFieldError(R"({"prompt": "x", "echo": true, "max_tokens": -1})", false, "max_tokens");
+  ExpectFieldError(R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", true,
+                   "echo");
+  ExpectFieldError(R"({"prompt": "x", "echo": 1})", false, "echo");
+}
+
 TEST(ParseCompletionRequest, UnsupportedFieldsAreRefused) {
-  ExpectFieldError(R"({"prompt": "x", "echo": true})", false, "echo");
   ExpectFieldError(R"({"prompt": "x", "logit_bias": {"50256": -100}})", false, "logit_bias");
   ExpectFieldError(R"({"prompt": "x", "best_of": 2})", false, "best_of");
   ExpectFieldError(R"({"prompt": "x", "n": 2, "best_of": 3})", false, "best_of");

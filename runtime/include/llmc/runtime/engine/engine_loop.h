@@ -66,6 +66,9 @@ class EngineLoop {
   // OutputStream::on_output_): an asynchronous reader's wake-up.
   std::shared_ptr<OutputStream> Submit(std::vector<int32_t> prompt, const SamplingParams& params,
                                        std::function<void()> on_output = nullptr);
+  // Queues a score request (Engine::AddScoreRequest), likewise.
+  std::shared_ptr<OutputStream> SubmitScore(std::vector<int32_t> tokens, const ScoreOptions& score,
+                                            std::function<void()> on_output = nullptr);
   // Aborts the request of `stream`; thread-safe; a no-op once it finished.
   void Abort(const OutputStream& stream);
   // Aborts every live request (each stream gets its finished output) and
@@ -86,7 +89,9 @@ class EngineLoop {
     std::shared_ptr<OutputStream> stream;
     std::vector<int32_t> prompt;
     SamplingParams params;
+    std::optional<ScoreOptions> score;  // a score request of `prompt`
   };
+  std::shared_ptr<OutputStream> Queue(Submission s, std::function<void()> on_output);
   void Run();
   // Engine thread: admits `subs`, applies `aborts`.
   void Apply(std::vector<Submission>& subs, const std::vector<uint64_t>& aborts);

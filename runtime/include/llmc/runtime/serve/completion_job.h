@@ -62,16 +62,32 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
     RequestUsage usage;
     Clock::time_point last_token{};
     int text_offset = 0;  // completions logprobs: where the next piece starts
+    SamplingParams params;  // its generation's (the request's, its own seed)
+    // echo: the prompt's text (and, with logprobs, its tokens' logprobs from
+    // the score request `score`) goes out first; the generation is
+    // submitted after it (none for max_tokens 0). Its blocks stay in the
+    // prefix cache, so the generation computes little of the prompt again.
+    bool echo_pending = false;
+    std::shared_ptr<OutputStream> score;
   };
 
   CompletionJob(JobContext ctx, std::shared_ptr<HttpExchange> exchange, CompletionRequest request,
                 Clock::time_point arrival);
-  void Submit(std::vector<std::vector<int32_t>> prompts);
+  void Submit();
   void Wake();    // any thread
   void Drain();   // strand
   void Cancel();  // strand: the client went away
   // Folds `out` into its choice; streaming, appends its SSE events to `events`.
   void Take(Choice& c, RequestOutput& out, std::string& events);
+  // An error output before anything went out is the whole answer: true
+  // when `out` was that (the job is cancelled then).
+  bool AnswerError(Choice& c, const RequestOutput& out);
+  // echo: reads c's score stream; once the prompt's logprobs are in (at
+  // once without logprobs), its text goes out and its generation is
+  // submitted, or the choice ends (max_tokens 0).
+  void Echo(Choice& c, std::string& events);
+  // The prompt's text as the request gave it (a text prompt), else decoded.
+  std::string PromptText(int prompt) const;
   // One SSE event of choice `c`: `text` and the logprobs from
   // `first_logprob` on (advancing c.text_offset).
   std::string Chunk(Choice& c, const std::string& text, size_t first_logprob,
@@ -89,6 +105,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   Clock::time_point arrival_;
   std::string id_;
   int64_t created_ = 0;
+  std::vector<std::vector<int32_t>> prompts_;
   std::vector<int32_t> prompt_tokens_;  // per prompt
   std::vector<Choice> choices_;
   std::atomic<bool> drain_posted_{false};

@@ -5,8 +5,9 @@
 //
 // As OpenAI's and vLLM's servers do, unknown fields are ignored; a known
 // field of the wrong type or out of range is an ApiError (HTTP 400) naming
-// the field, and a known field this server does not implement (echo,
-// best_of != n, suffix, logit_bias, tools) is refused rather than ignored.
+// the field, and a known field this server does not implement (best_of !=
+// n, suffix, logit_bias, tools; echo on chat) is refused rather than
+// ignored.
 //
 // Sampling defaults are the OpenAI API's, not llama.cpp's CLI ones: an absent
 // temperature is 1, top_p 1, top_k and min_p off, no penalties. The
@@ -58,6 +59,11 @@ struct CompletionRequest {
   // chat: logprobs true); params.logprobs then holds max(1, top_n).
   bool want_logprobs = false;
   int top_logprobs = 0;
+  // /v1/completions' echo: each choice starts with its prompt's text and,
+  // with logprobs, the prompt tokens' logprobs (the first token's null),
+  // scored by the engine (a score request). params.max_tokens may then be
+  // 0: the prompt alone (lm-evaluation-harness's loglikelihood requests).
+  bool echo = false;
   std::string user;
 };
 
