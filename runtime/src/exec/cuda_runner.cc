@@ -855,8 +855,7 @@ absl::StatusOr<StepOutput> CudaRunner::Step(StepAccess, const StepBatch& batch) 
   if (m.logits_buffer < 0) return StepOutput{};
   if (device_picks)
     return StepOutput{logits_.as<float>(), picked_.as<int32_t>(), logprobs_.as<PickLogprob>()};
-  PickOnHost(batch, logits_.as<float>(), vocab_, &host_picked_, &host_logprobs_);
-  return StepOutput{logits_.as<float>(), host_picked_.data(), host_logprobs_.data()};
+  return host_picks_.Pick(batch, logits_.as<float>(), vocab_);
 }
 
 }  // namespace llmc

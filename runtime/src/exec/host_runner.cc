@@ -168,8 +168,7 @@ absl::StatusOr<StepOutput> HostRunner::Step(StepAccess, const StepBatch& batch) 
   const int64_t logits = artifact_->manifest().logits_buffer;
   if (logits < 0) return StepOutput{};
   const float* rows = buffers_[size_t(logits)].data();
-  PickOnHost(batch, rows, vocab_, &picked_, &picked_logprobs_);
-  return StepOutput{rows, picked_.data(), picked_logprobs_.data()};
+  return host_picks_.Pick(batch, rows, vocab_);
 }
 
 }  // namespace llmc

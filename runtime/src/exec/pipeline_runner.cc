@@ -125,8 +125,7 @@ absl::StatusOr<StepOutput> PipelineRunner::Collect(StepAccess) {
         std::memcpy(logits_.data() + at * vocab, part_.data() + i * vocab,
                     size_t(vocab) * sizeof(float));
   }
-  PickOnHost(step.picks, logits_.data(), vocab, &picked_, &picked_logprobs_);
-  return StepOutput{logits_.data(), picked_.data(), picked_logprobs_.data()};
+  return host_picks_.Pick(step.picks, logits_.data(), vocab);
 }
 
 }  // namespace llmc

@@ -10,6 +10,10 @@
 #include "llmc_cuda_philox.cuh"
 
 namespace llmc {
+
+// The host and the device sum and walk a draw by the same chunks.
+static_assert(sample_internal::kDrawChunks == size_t(philox::kDrawChunks));
+
 namespace {
 
 using sample_internal::Candidate;

@@ -67,6 +67,13 @@ LLMC_PHILOX_HD double unit_interval(unsigned long long bits) {
   return static_cast<double>(bits >> 11) * 0x1.0p-53;
 }
 
+// The chunks of contiguous ids a draw over survivors in id order is summed
+// and walked by, and a log-softmax's normalizer summed by: one count for
+// the host sampler (sampler.h's kDrawChunks, checked against this one in
+// sampler.cc) and the device's (llmc_cuda_sample.cuh), so that both add the
+// same doubles in the same order.
+constexpr int kDrawChunks = 256;
+
 } // namespace philox
 } // namespace llmc
 

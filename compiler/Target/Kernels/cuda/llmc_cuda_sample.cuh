@@ -130,9 +130,9 @@ __device__ float sample_row_max(const float* x, int vocab, const int* masked, in
 }
 
 // The chunks a draw over survivors in id order is summed and walked by,
-// and a log-softmax's normalizer summed by: 256 runs of contiguous ids,
-// one thread each (sampler.h's kDrawChunks, which the host sums by too).
-constexpr int kSampleChunks = 256;
+// and a log-softmax's normalizer summed by, one thread each: the host
+// sampler's count (llmc_cuda_philox.cuh).
+constexpr int kSampleChunks = philox::kDrawChunks;
 
 struct sample_cand {
   float v;

@@ -68,12 +68,12 @@ class FakeRunner : public StepRunner {
       out[best] = 6.f;
       out[2 + (best + 5) % 22] = 5.f;
     }
-    PickOnHost(b, logits_.data(), kFakeVocab, &picked_, &picked_logprobs_);
+    const StepOutput out = host_picks_.Pick(b, logits_.data(), kFakeVocab);
     picks_seen_ += int64_t(b.picks.size());
     for (const RowPick& p : b.picks)
       std::fill_n(logits_.data() + p.row * kFakeVocab, kFakeVocab,
                   std::numeric_limits<float>::quiet_NaN());
-    return StepOutput{logits_.data(), picked_.data(), picked_logprobs_.data()};
+    return out;
   }
 
   // Several steps in flight, as a pipeline's stages hold them: a step runs
@@ -84,7 +84,7 @@ class FakeRunner : public StepRunner {
     absl::StatusOr<StepOutput> out = Step(key, b);
     if (out.ok())
       submitted_.push_back(Output{std::vector<float>(out->logits, out->logits + logits_.size()),
-                                  picked_, picked_logprobs_});
+                                  host_picks_.tokens(), host_picks_.logprobs()});
     else
       submitted_.push_back(out.status());
     max_in_flight_seen_ = std::max(max_in_flight_seen_, int64_t(submitted_.size()));
@@ -123,8 +123,7 @@ class FakeRunner : public StepRunner {
   int64_t num_blocks_, block_size_, max_batch_tokens_, max_logits_;
   std::vector<int32_t> cache_;
   std::vector<float> logits_;
-  std::vector<int32_t> picked_;
-  std::vector<PickLogprob> picked_logprobs_;
+  HostPicks host_picks_;
   std::deque<absl::StatusOr<Output>> submitted_;
   absl::StatusOr<Output> collected_;
 };

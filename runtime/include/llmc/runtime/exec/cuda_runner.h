@@ -197,8 +197,7 @@ class CudaRunner : public StepRunner {
   // max_logits picks of the most logprobs, and page-locked on the host.
   cuda::CUdeviceptr device_logprobs_ = 0;
   cuda::PinnedBuffer logprobs_;
-  std::vector<int32_t> host_picked_;  // the picks made on the host instead
-  std::vector<PickLogprob> host_logprobs_;
+  HostPicks host_picks_;  // the picks made on the host instead
   // cuBLASLt GEMMs.
   std::unique_ptr<cuda::CublasLt> cublaslt_;  // destroyed before the device
   GemmPolicy gemm_policy_;

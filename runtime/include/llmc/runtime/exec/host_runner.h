@@ -60,8 +60,7 @@ class HostRunner : public StepRunner {
     size_t bytes = 0;
   };
   std::vector<CacheRegion> caches_;
-  std::vector<int32_t> picked_;  // the last step's picks
-  std::vector<PickLogprob> picked_logprobs_;
+  HostPicks host_picks_;  // the last step's picks
   // Per step entry, the pointer arrays its launch passes (rebuilt once), or
   // the collective it runs (a tensor-parallel plan).
   struct Launch {

@@ -91,8 +91,7 @@ class PipelineRunner : public StepRunner {
   };
   std::deque<InFlight> in_flight_;
   std::vector<float> logits_;  // rank 0: the collected step's
-  std::vector<int32_t> picked_;
-  std::vector<PickLogprob> picked_logprobs_;
+  HostPicks host_picks_;       // rank 0: the collected step's picks
   std::vector<float> part_;    // rank 0: one micro-batch's, as received
 };
 

@@ -151,6 +151,23 @@ class StepRunner {
 void PickOnHost(const StepBatch& batch, const float* logits, int64_t vocab,
                 std::vector<int32_t>* tokens, std::vector<PickLogprob>* logprobs);
 
+// A runner's picks made on the host (PickOnHost), held until its next step.
+class HostPicks {
+ public:
+  // Picks `batch`'s picks from `logits` and returns the step's output:
+  // those logits with the picks' ids and logprobs.
+  StepOutput Pick(const StepBatch& batch, const float* logits, int64_t vocab) {
+    PickOnHost(batch, logits, vocab, &tokens_, &logprobs_);
+    return StepOutput{logits, tokens_.data(), logprobs_.data()};
+  }
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  const std::vector<PickLogprob>& logprobs() const { return logprobs_; }
+
+ private:
+  std::vector<int32_t> tokens_;
+  std::vector<PickLogprob> logprobs_;
+};
+
 // The world this rank's runner belongs to: the pipeline's (all stages) or
 // the tensor-parallel group's; null for a process of its own.
 Communicator* RankWorld(const RunnerOptions& options);
