@@ -218,7 +218,7 @@ class Scheduler {
   absl::Status AdmitWaiting(Budget& budget, SchedulerOutput& out);
   // Puts chunk `c` into `out` and takes its tokens and rows from `budget`.
   void AddChunk(const ScheduledChunk& c, Budget& budget, SchedulerOutput& out);
-  // Queues request `r` as `id` after the checks both kinds share.
+  // Queues request `r`, already checked, as `id`.
   absl::Status Queue(RequestId id, Request r);
   void Preempt(RequestId id, SchedulerOutput& out);
   // The request `id`, or nullptr.
