@@ -15,9 +15,11 @@ On a synthetic model (always) and SmolLM2-135M Q4_1 (when its GGUF is in
            OpenAI error naming the problem
   slow     a client that never finishes its headers is cut off by
            --read-timeout
-  cancel   50 streaming clients disconnect at random points while 10 others
-           stream to the end: the 10 are unaffected (equal to the same
-           requests served alone) and every KV block is freed
+  cancel   50 streaming clients disconnect at random points (a third of
+           them echo their prompt with logprobs, some gone while it is
+           scored) while 10 others stream to the end: the 10 are unaffected
+           (equal to the same requests served alone) and every KV block is
+           freed
   overload --max-queue: 429 with Retry-After, never a lost request
   drain    SIGTERM during load: requests in flight finish, new connections
            are refused, exit 0; with a short --shutdown-timeout the rest end
@@ -315,6 +317,9 @@ def sse_request(port, body, key=KEY, cut_after=None, timeout=120):
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               b"Authorization: Bearer " + key.encode() + b"\r\nContent-Length: " +
               str(len(data)).encode() + b"\r\n\r\n" + data)
+    if cut_after == 0:  # gone before the first event
+        s.close()
+        return "", "cut", 0
     buf, events, text, finish = b"", 0, "", None
     try:
         while True:
@@ -351,7 +356,14 @@ def case_cancel(server, rng):
             results[i] = sse_request(server.port, body(prompts[i], 40))
         else:
             p = [rng.randrange(2, 300) for _ in range(rng.randint(4, 200))]
-            results[i] = sse_request(server.port, body(p, 400), cut_after=rng.randint(1, 30))
+            b, cut_after = body(p, 400), rng.randint(1, 30)
+            # A third echo their prompt with its logprobs (a score request
+            # first), half of those gone before the first event, while the
+            # prompt is scored.
+            if i % 3 == 0:
+                b = dict(b, echo=True, logprobs=2)
+                cut_after = 0 if i % 2 else cut_after
+            results[i] = sse_request(server.port, b, cut_after=cut_after)
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(60)]
     order = list(range(60))
     rng.shuffle(order)
@@ -370,7 +382,10 @@ def case_cancel(server, rng):
     text = H.wait_until(freed, 10)
     _, _, m = H.http(server.base, "GET", "/metrics", None, auth())
     aborted = [l for l in m.splitlines() if 'finished_reason="abort"' in l]
-    check("cancel/blocks-freed", bool(text) and cut == 50,
+    # Every disconnected client's request ends as aborted, echoed ones
+    # included (none goes on to generate after its client left).
+    n_aborted = sum(float(l.split()[-1]) for l in aborted)
+    check("cancel/blocks-freed", bool(text) and cut == 50 and n_aborted == 50,
           f"{cut} clients disconnected; running and KV usage back to 0; {aborted}")
 
 

@@ -133,16 +133,25 @@ void CompletionJob::Echo(Choice& c, std::string& events) {
     std::optional<RequestOutput> out = c.score->TryNext();
     if (!out) return;  // the prompt's logprobs are still coming
     if (AnswerError(c, *out)) return;
-    if (out->finished && out->reason == FinishReason::kError) {  // after the stream began
-      RequestOutput failed = std::move(*out);
+    // Failed after the stream began, or aborted (the client went away, the
+    // server is shutting down): the choice ends here, nothing generated.
+    if (out->finished && (out->reason == FinishReason::kError || out->reason == FinishReason::kAbort)) {
+      RequestOutput ended = std::move(*out);
       c.echo_pending = false;
-      Take(c, failed, events);
+      c.score.reset();
+      Take(c, ended, events);
       return;
     }
     for (SampleResult& r : out->prompt_logprobs) c.logprobs.push_back(std::move(r));
     if (out->finished) c.score.reset();
   }
   c.echo_pending = false;
+  if (cancelled_) {  // the client went away while its prompt was scored
+    c.finished = true;
+    --unfinished_;
+    c.finish_reason = "abort";
+    return;
+  }
   const std::string text = PromptText(c.prompt);
   c.text += text;
   const bool alone = req_.params.max_tokens == 0;
