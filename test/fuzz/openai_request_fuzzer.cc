@@ -66,6 +66,8 @@ void CheckCompletion(std::string_view body, bool chat) {
   if (!req.max_tokens_given) Check(req.params.max_tokens == (chat ? -1 : 16));
   for (const std::string& s : req.params.stop) Check(!s.empty());
   Check(!req.include_usage || req.stream);
+  Check(!req.echo_only || req.echo);
+  Check(!req.echo || !chat);
   if (chat) {
     Check(!req.messages.empty() && req.prompts.empty());
     CheckMessages(req.messages);

@@ -154,7 +154,7 @@ void CompletionJob::Echo(Choice& c, std::string& events) {
   }
   const std::string text = PromptText(c.prompt);
   c.text += text;
-  const bool alone = req_.params.max_tokens == 0;
+  const bool alone = req_.echo_only;
   if (alone) {
     c.finished = true;
     --unfinished_;

@@ -281,9 +281,13 @@ Error ReadCompletion(const json& obj, CompletionRequest& req) {
   }
   if (auto e = GetBool(obj, "echo", &req.echo)) return e;
   if (req.echo && req.chat) return BadField("echo", "is only for /v1/completions");
-  if (p.max_tokens == 0 && !req.echo)
-    return BadField(max_tokens_field,
-                    "must be at least 1 (0 only with echo: the prompt and its logprobs alone)");
+  if (p.max_tokens == 0) {
+    if (!req.echo)
+      return BadField(max_tokens_field,
+                      "must be at least 1 (0 only with echo: the prompt and its logprobs alone)");
+    req.echo_only = true;
+    p.max_tokens = 1;  // unused: nothing is generated
+  }
   const json* seed = Find(obj, "seed");
   if (seed) {
     if (!seed->is_number_integer()) return BadField("seed", "must be an integer, got " + TypeOf(*seed));
@@ -323,11 +327,8 @@ Error ReadCompletion(const json& obj, CompletionRequest& req) {
   if (req.want_logprobs) p.logprobs = std::max(1, req.top_logprobs);
   if (auto e = Unsupported(obj, req)) return e;
   // What remains are the engine's own range checks (empty stop strings and
-  // the like were refused above with the API's field names). max_tokens 0
-  // (echo alone) submits no generation.
-  SamplingParams checked = p;
-  if (checked.max_tokens == 0) checked.max_tokens = 1;
-  if (absl::Status s = checked.Validate(); !s.ok())
+  // the like were refused above with the API's field names).
+  if (absl::Status s = p.Validate(); !s.ok())
     return ApiError{400, std::string(s.message()), "invalid_request_error", ""};
   return std::nullopt;
 }

@@ -368,9 +368,11 @@ TEST(ParseCompletionRequest, EchoIsForCompletionsAndAllowsNoOutput) {
   CompletionRequest r =
       MustParse(R"({"prompt": "x", "echo": true, "max_tokens": 0, "logprobs": 1})", false);
   EXPECT_TRUE(r.echo);
-  EXPECT_EQ(r.params.max_tokens, 0);
+  EXPECT_TRUE(r.echo_only);
+  EXPECT_TRUE(r.params.Validate().ok());
   EXPECT_TRUE(r.want_logprobs);
   r = MustParse(R"({"prompt": "x", "echo": true})", false);
+  EXPECT_FALSE(r.echo_only);
   EXPECT_EQ(r.params.max_tokens, 16);
   ExpectFieldError(R"({"prompt": "x", "max_tokens": 0})", false, "max_tokens");
   ExpectFieldError(R"({"prompt": "x", "max_completion_tokens": 0})", false,

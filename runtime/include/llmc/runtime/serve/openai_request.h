@@ -61,9 +61,12 @@ struct CompletionRequest {
   int top_logprobs = 0;
   // /v1/completions' echo: each choice starts with its prompt's text and,
   // with logprobs, the prompt tokens' logprobs (the first token's null),
-  // scored by the engine (a score request). params.max_tokens may then be
-  // 0: the prompt alone (lm-evaluation-harness's loglikelihood requests).
+  // scored by the engine (a score request).
   bool echo = false;
+  // echo with max_tokens 0: the prompt (and its logprobs) alone, nothing
+  // generated (lm-evaluation-harness's loglikelihood requests);
+  // params.max_tokens is then 1 and unused.
+  bool echo_only = false;
   std::string user;
 };
 
