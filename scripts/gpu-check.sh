@@ -446,14 +446,21 @@ gemm_tables() {
   done
   return $ok
 }
-if (( skip_model )); then
-  stage_result "stage 5, kernel times vs the model" 77 "--skip-model"
-else
-  echo "=== stage 5: kernel times (ncu) vs the performance model ==="
+# run_stage NAME SKIPPED FLAG TITLE FUNCTION: runs FUNCTION as the stage NAME
+# (its exit status and skip_why into the summary), or records it skipped
+# by FLAG when SKIPPED is 1.
+run_stage() {
+  if (( $2 )); then
+    stage_result "$1" 77 "$3"
+    return
+  fi
+  echo "=== $4 ==="
   skip_why="" rc=0
-  model_check || rc=$?
-  stage_result "stage 5, kernel times vs the model" "$rc" "$skip_why"
-fi
+  "$5" || rc=$?
+  stage_result "$1" "$rc" "$skip_why"
+}
+run_stage "stage 5, kernel times vs the model" "$skip_model" --skip-model \
+  "stage 5: kernel times (ncu) vs the performance model" model_check
 
 # Stage 6: the serving engine on the 8B shape (issue 27). Timings are
 # printed beside each other, never asserted.
@@ -484,14 +491,8 @@ share = s["host_share_of_runner"]
 print(f"| host / runner time | {share * 100:.1f}% (goal < 10%: {'met' if share < 0.1 else 'MISSED'}) |")
 PY
 }
-if (( skip_serving )); then
-  stage_result "stage 6, serving on the 8B shape" 77 "--skip-serving"
-else
-  echo "=== stage 6: the serving engine on the Llama-3-8B shape ==="
-  skip_why="" rc=0
-  serving_check || rc=$?
-  stage_result "stage 6, serving on the 8B shape" "$rc" "$skip_why"
-fi
+run_stage "stage 6, serving on the 8B shape" "$skip_serving" --skip-serving \
+  "stage 6: the serving engine on the Llama-3-8B shape" serving_check
 
 echo "=== gpu-check summary ==="
 printf '%s\n' "${summary[@]}"
