@@ -25,8 +25,13 @@ only after a near-tie: where a request's tokens first differ, on the logits
 after the tokens both agree on (teacher-forced, alone), a greedy request's
 top-2 gap must be under 1e-2 of the logit range, and a sampled request's
 random draw must lie within 1e-2 of probability of an edge of the interval
-it picks. Each such case is printed. The batched run is repeated with
---cuda-graphs (decode-only steps replayed from captured graphs): the same
+it picks. Each such case is printed. The batched run schedules
+asynchronously (each step submitted while the one before is in flight, its
+decoding requests fed that step's picks on the device), with the fake
+driver deferring stream work to the next synchronization (FAKE_CUDA_DEFER),
+and must report steps scheduled ahead and tokens fed; it is repeated one
+step at a time (--no-async-scheduling): the same tokens and logprobs to the
+bit. It is repeated with --cuda-graphs (decode-only steps replayed from captured graphs): the same
 tokens and logprobs to the bit; that run also samples every request's
 tokens on the host from copied logits (--no-device-sampling), where the
 others ran the device sampler (greedy and seeded draws alike).
@@ -51,6 +56,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -312,13 +318,31 @@ def check_cuda_emu(args, exe, work):
     quarter = max(blocks_needed(reqs, 16) // 4,
                   max((len(r["prompt_token_ids"]) + r["max_tokens"] + 15) // 16 for r in reqs))
     cuda = ["--backend=cuda"]
-    batched, _ = run_engine(exe, art, reqs, work, "emu-batched",
-                            cuda + ["--max-batch-tokens", "64", "--max-seqs", "64",
-                                    "--kv-blocks", str(quarter)], env)
+    # Asynchronous scheduling (the default where the artifact has the token
+    # feed): each step is submitted while the one before is in flight, its
+    # requests fed the tokens that step picks on the device. The fake
+    # driver defers stream work to the next synchronization, so that a
+    # page-locked buffer reused too early gives wrong tokens.
+    deferred = dict(env, FAKE_CUDA_DEFER="1")
+    batched, log = run_engine(exe, art, reqs, work, "emu-batched",
+                              cuda + ["--max-batch-tokens", "64", "--max-seqs", "64",
+                                      "--kv-blocks", str(quarter)], deferred)
+    fed = re.search(r"(\d+) steps scheduled ahead, (\d+) tokens fed on the device", log)
+    overlapped = fed is not None and int(fed.group(1)) > 0 and int(fed.group(2)) > 0
+    print(f"{'PASS' if overlapped else 'FAIL'} {name} [cuda, emulated]: asynchronous "
+          f"scheduling ran ({fed.group(0) if fed else 'no statistics line: ' + log[-300:]})",
+          flush=True)
     alone, _ = run_engine(exe, art, reqs, work, "emu-alone",
                           cuda + ["--max-seqs", "1", "--max-batch-tokens", "664"], env)
     ok = compare(f"{name} [cuda, emulated]", [r["id"] for r in reqs], batched, alone, 64,
-                 emu_near_tie(exe, art, reqs, work, env))
+                 emu_near_tie(exe, art, reqs, work, env)) and overlapped
+    # One step at a time, the same steps' work: the same tokens and
+    # logprobs to the bit as scheduled ahead.
+    one, _ = run_engine(exe, art, reqs, work, "emu-one-at-a-time",
+                        cuda + ["--no-async-scheduling", "--max-batch-tokens", "64", "--max-seqs",
+                                "64", "--kv-blocks", str(quarter)], deferred)
+    ok = same_results(f"{name} [cuda, emulated]", reqs, one, "--no-async-scheduling", batched,
+                      "scheduled ahead, tokens fed on the device") and ok
     # The batched run again with decode-only steps replayed from captured
     # CUDA graphs, and the requests' tokens sampled on the host from copied
     # logits instead of by the device sampler: the same tokens and
@@ -326,17 +350,24 @@ def check_cuda_emu(args, exe, work):
     graphs, _ = run_engine(exe, art, reqs, work, "emu-graphs",
                            cuda + ["--cuda-graphs", "--no-device-sampling", "--max-batch-tokens",
                                    "64", "--max-seqs", "64", "--kv-blocks", str(quarter)], env)
-    ids = [r["id"] for r in reqs]
-    g_by_id = by_request(f"{name} [cuda, emulated] --cuda-graphs", "graphs", graphs, ids)
-    b_by_id = by_request(f"{name} [cuda, emulated]", "batched", batched, ids)
-    same = g_by_id is not None and b_by_id is not None and all(
-        (g_by_id[i]["token_ids"], g_by_id[i].get("logprobs")) ==
-        (b_by_id[i]["token_ids"], b_by_id[i].get("logprobs")) for i in map(str, ids))
-    print(f"{'PASS' if same else 'FAIL'} {name} [cuda, emulated] --cuda-graphs "
-          f"--no-device-sampling: engine steps with graph replay and tokens picked on the "
-          f"host give {'the same' if same else 'DIFFERENT'} tokens and logprobs as without",
-          flush=True)
+    same = same_results(f"{name} [cuda, emulated]", reqs, graphs,
+                        "--cuda-graphs --no-device-sampling (graph replay, tokens picked on the "
+                        "host)", batched, "without")
     return ok and same
+
+
+def same_results(name, reqs, got, got_what, want, want_what):
+    """Whether every request's tokens and logprobs in `got` are `want`'s to
+    the bit; prints a PASS or FAIL line."""
+    ids = [r["id"] for r in reqs]
+    got_by_id = by_request(f"{name} {got_what}", "got", got, ids)
+    want_by_id = by_request(f"{name} {want_what}", "want", want, ids)
+    same = got_by_id is not None and want_by_id is not None and all(
+        (got_by_id[i]["token_ids"], got_by_id[i].get("logprobs")) ==
+        (want_by_id[i]["token_ids"], want_by_id[i].get("logprobs")) for i in map(str, ids))
+    print(f"{'PASS' if same else 'FAIL'} {name} {got_what}: "
+          f"{'the same' if same else 'DIFFERENT'} tokens and logprobs as {want_what}", flush=True)
+    return same
 
 
 def main():

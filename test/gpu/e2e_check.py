@@ -420,7 +420,11 @@ def check_device_sampling(pl, out):
     from copied logits (--no-device-sampling). The logits are the same bits,
     so greedy tokens must agree exactly; a seeded draw may differ only where
     the GPU's expf and the C library's differ in the last bit at a boundary
-    of the draw (printed, at most 1 request in 32); logprobs within 1e-5."""
+    of the draw (printed, at most 1 request in 32); logprobs within 1e-5.
+    The device-sampled run schedules asynchronously (the default: each step
+    submitted while the one before runs, its tokens fed on the device); a
+    third run one step at a time (--no-async-scheduling) must give its
+    tokens and logprobs to the bit."""
     print("--- correctness: the device sampler vs the host sampler (engine, 32 mixed requests)")
     for name, art, _ in pl.synth_refs():
         vocab = manifest(art)["model"]["vocab_size"]
@@ -440,14 +444,20 @@ def check_device_sampling(pl, out):
         with open(prompts, "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in reqs)
         results = []
-        for extra in ([], ["--no-device-sampling"]):
+        for extra in ([], ["--no-device-sampling"], ["--no-async-scheduling"]):
             path = os.path.join(art, "..sampling.out.jsonl")
             run([pl.rt, "run", art, "--backend", "cuda", "--no-verify", "--prompts-file", prompts,
                  "-o", path] + extra, pl.env)
             results.append({str(r["id"]): r for r in map(json.loads, open(path))})
             os.remove(path)
         os.remove(prompts)
-        device, host = results
+        device, host, one_at_a_time = results
+        same = all((device[k]["token_ids"], device[k].get("logprobs")) ==
+                   (one_at_a_time[k]["token_ids"], one_at_a_time[k].get("logprobs"))
+                   for k in device) and device.keys() == one_at_a_time.keys()
+        out.ok &= same
+        print(f"{'PASS' if same else 'FAIL'} {name}: scheduled ahead (tokens fed on the device) "
+              f"{'equals' if same else 'DIFFERS from'} one step at a time, tokens and logprobs")
         greedy_bad, drawn_differ, lp_err = 0, 0, 0.0
         for r in reqs:
             d, h = device[str(r["id"])], host[str(r["id"])]

@@ -618,6 +618,20 @@ LogicalResult emitSamplers(func::FuncOp step, CudaKernelPlan &plan) {
       "}\n",
       kThreads, sampler.symbol, logits.getDimSize(1));
   plan.samplers.push_back(std::move(sampler));
+  // The token feed of a step scheduled before the one before it ran: the
+  // tokens that step picked, from its picked ids (a.buffers[3] above).
+  constexpr int kFeedThreads = 128;
+  ManifestCudaSampler feed{"feed", "llmc_feed", kFeedThreads};
+  plan.source += llvm::formatv(
+      "// The token feed (cuda_abi.h), one thread a feed.\n"
+      "extern \"C\" __global__ void __launch_bounds__({0})\n"
+      "{1}(llmc_cuda_step_info s, llmc_cuda_args a) {{\n"
+      "  feed_tokens(static_cast<int *>(a.buffers[0]),\n"
+      "              static_cast<const llmc_cuda_feed *>(a.buffers[1]), s.num_logits,\n"
+      "              static_cast<const int *>(a.buffers[2]));\n"
+      "}\n",
+      kFeedThreads, feed.symbol);
+  plan.samplers.push_back(std::move(feed));
   return success();
 }
 

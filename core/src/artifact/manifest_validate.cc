@@ -550,8 +550,9 @@ class Validator {
     for (size_t i = 0; i < samplers.size(); ++i) {
       const ManifestCudaSampler& s = samplers[i];
       std::string f = Indexed("cuda.samplers", i);
-      if (s.kind != "sample")
-        return Error(f + ".kind", absl::StrCat("'", s.kind, "' is not a sampler kind (sample)"));
+      if (s.kind != "sample" && s.kind != "feed")
+        return Error(f + ".kind",
+                     absl::StrCat("'", s.kind, "' is not a sampler kind (sample, feed)"));
       for (size_t j = 0; j < i; ++j)
         if (samplers[j].kind == s.kind)
           return Error(f + ".kind", absl::StrCat("'", s.kind, "' has an earlier entry too"));

@@ -322,6 +322,10 @@ nlohmann::ordered_json Results(Engine& e, const EngineOptions& options, const Se
   j["runner_ms_per_step"] = s.runner_seconds / steps * 1e3;
   j["host_ms_per_step"] = s.host_seconds / steps * 1e3;
   j["host_share_of_runner"] = s.runner_seconds > 0 ? s.host_seconds / s.runner_seconds : 0;
+  // Asynchronous scheduling: steps submitted while the one before ran, and
+  // the tokens they took from it on the device.
+  j["steps_ahead_share"] = double(s.steps_ahead) / steps;
+  j["fed_tokens"] = s.fed_tokens;
   return j;
 }
 
@@ -360,6 +364,8 @@ void PrintTable(const nlohmann::ordered_json& j, const std::string& kv) {
   row("runner ms/step", get("runner_ms_per_step"));
   row("host ms/step (outside runner)", get("host_ms_per_step"));
   row("host / runner time (%)", get("host_share_of_runner") * 100);
+  row("steps scheduled ahead (%)", get("steps_ahead_share") * 100);
+  row("tokens fed on the device", get("fed_tokens"));
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ struct EngineFlags {
   double gpu_memory_fraction = 0.9;
   int64_t steps_in_flight = 0;
   bool device_sampling = true;
+  bool async_scheduling = true;
 
   void Register(FlagSet& flags, RunnerFlags& runner) {
     flags.AddInt("max-batch-tokens", &runner.batch,
@@ -50,6 +51,10 @@ struct EngineFlags {
                   "(greedy, or top-p with a top-k; a GPU on the device: only ids and logprobs "
                   "leave it); "
                   "--no-device-sampling samples every token on the host from its copied logits");
+    flags.AddBool("async-scheduling", &async_scheduling,
+                  "schedule each step while the one before runs, its requests going on from "
+                  "the tokens it picks on the device (a GPU runner with the artifact's token "
+                  "feed; --no-async-scheduling: one step at a time)");
   }
 
   // Checks the values and fills the KV-cache size into `load`.
@@ -87,6 +92,7 @@ struct EngineFlags {
     engine.long_prefill_token_threshold = int32_t(long_prefill_token_threshold);
     engine.enable_prefix_caching = prefix_cache;
     engine.runner_picks = device_sampling;
+    engine.async_scheduling = async_scheduling;
     return absl::OkStatus();
   }
 };

@@ -103,10 +103,15 @@ void AppendCudaSection(const Artifact& artifact, bool steps, std::string* out) {
                             k.gemm.columns, k.gemm.rows);
   }
   for (const ManifestCudaSampler& s : c.samplers)
-    absl::StrAppendFormat(out,
-                          "cuda sampler  %s: %s [picks, 1, 1] x %d after the step, over the "
-                          "logits; only the picked ids come back\n",
-                          s.kind, s.symbol, s.block);
+    absl::StrAppendFormat(out, "cuda sampler  %s: %s %s\n", s.kind, s.symbol,
+                          s.kind == "feed"
+                              ? absl::StrFormat("[cdiv(feeds,%d), 1, 1] x %d before a step "
+                                                "scheduled early: the tokens the step before "
+                                                "picked, on the device",
+                                                s.block, s.block)
+                              : absl::StrFormat("[picks, 1, 1] x %d after the step, over the "
+                                                "logits; only the picked ids come back",
+                                                s.block));
   if (steps)
     for (size_t i = 0; i < c.steps.size(); ++i)
       absl::StrAppendFormat(out, "  cuda step %4d: c%d %s\n", i, c.steps[i].kernel,

@@ -145,12 +145,13 @@ int RunPromptsFile(const PromptsFileRun& run) {
     std::fprintf(stderr,
                  "%s: %zu requests in %.3f s, %lld steps; %lld output tokens (%.1f tok/s); "
                  "prompt tokens %lld, computed %lld, from the prefix cache %lld; preemptions "
-                 "%lld; %s\n",
+                 "%lld; %lld steps scheduled ahead, %lld tokens fed on the device; %s\n",
                  self, completions.size(), seconds, (long long)s.scheduler.num_steps,
                  (long long)s.output_tokens, seconds > 0 ? double(s.output_tokens) / seconds : 0.0,
                  (long long)s.scheduler.prompt_tokens,
                  (long long)s.scheduler.computed_prompt_tokens,
                  (long long)s.scheduler.prefix_hit_tokens, (long long)s.scheduler.num_preemptions,
+                 (long long)s.steps_ahead, (long long)s.fed_tokens,
                  e.runner().ExecutionSummary().c_str());
   }
   return exit_code;

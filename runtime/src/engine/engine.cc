@@ -68,6 +68,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model,
       int32_t(std::min<int64_t>(e->model_.max_position, runner.num_blocks() * runner.block_size()));
   config.max_logits_rows = int32_t(runner.max_logits());
   config.prefill_first = options.prefill_first;
+  config.async_scheduling = options.async_scheduling && runner.feeds_tokens() &&
+                            runner.max_steps_in_flight() >= 2 && options.max_steps_in_flight != 1;
   e->scheduler_ = std::make_unique<Scheduler>(config, *e->kv_);
   return e;
 }
@@ -122,19 +124,24 @@ absl::StatusOr<RequestId> Engine::AddRequest(std::vector<int32_t> prompt,
   const RequestId id = next_id_;
   std::vector<int32_t> context = prompt;  // the detokenizer's, before the scheduler takes it
   const int32_t max_new = params.max_tokens < 0 ? -1 : params.max_tokens;
-  LLMC_RETURN_IF_ERROR(scheduler_->AddRequest(id, std::move(prompt), max_new));
-  ++next_id_;
-  auto live = std::unique_ptr<Live>(
-      new Live{params, Sampler(params, &scratch_), StopChecker(params, model_.eos_ids),
-               IncrementalDetokenizer(*model_.tokenizer, context), RequestUsage{}, false});
   // What a runner's pick (StepBatch::picks) gives: the token this
   // request's sampler would give, the end-of-generation ids masked with
   // ignore_eos (a step whose penalty window holds more distinct tokens than
   // a pick takes samples here: BuildBatch).
-  live->runner_picks =
+  const bool runner_picks =
       options_.runner_picks && params.logprobs <= kMaxPickLogprobs &&
       PickSupports(params.temperature, params.top_k, params.top_p, vocab) &&
       (!params.ignore_eos || int64_t(model_.eos_ids.size()) <= kMaxPickMaskedIds);
+  const bool penalized = params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f ||
+                         params.frequency_penalty != 0.0f;
+  const bool feedable = runner_picks && !penalized;
+  LLMC_RETURN_IF_ERROR(scheduler_->AddRequest(id, std::move(prompt), max_new, feedable));
+  ++next_id_;
+  auto live = std::unique_ptr<Live>(
+      new Live{params, Sampler(params, &scratch_), StopChecker(params, model_.eos_ids),
+               IncrementalDetokenizer(*model_.tokenizer, context), RequestUsage{}, false});
+  live->runner_picks = runner_picks;
+  live->feedable = feedable;
   live->usage.prompt_tokens = int32_t(context.size());
   live_.emplace(id, std::move(live));
   ++stats_.requests_added;
@@ -177,13 +184,28 @@ int32_t Engine::ScoreRows(const ScheduledChunk& c, const Live& r) const {
 absl::Status Engine::BuildBatch(InFlight& step) {
   batch_.Clear();
   std::vector<bool>* picked = &step.picked;
+  // A fed chunk's token: the id the runner writes over it (TokenFeed).
+  static constexpr int32_t kFedPlaceholder = 0;
   for (const ScheduledChunk& c : step.schedule.chunks) {
     LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> slots,
                           kv_->SlotMapping(c.id, c.first_position, c.num_tokens));
     LLMC_ASSIGN_OR_RETURN(absl::Span<const int32_t> table, kv_->block_table(c.id));
-    const int32_t row =
-        batch_.AddSequence(scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens),
-                           c.first_position, slots, table);
+    const int32_t row = batch_.AddSequence(
+        c.fed ? absl::MakeConstSpan(&kFedPlaceholder, 1)
+              : scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens),
+        c.first_position, slots, table);
+    if (c.fed) {  // its token is the pick of the step in flight before it
+      int32_t pick = -1;
+      if (!in_flight_.empty()) {
+        const auto& before = in_flight_.back().pick_of;
+        if (auto it = before.find(c.id); it != before.end()) pick = it->second;
+      }
+      if (pick < 0)
+        return absl::InternalError(absl::StrFormat(
+            "engine: request %d is fed from a step in flight that does not pick its token", c.id));
+      batch_.FeedToken(row, pick);
+      ++stats_.fed_tokens;
+    }
     if (c.score) {  // every position's logits, or its next token's logprobs
       const Live& r = *live_.at(c.id);
       const int32_t rows = ScoreRows(c, r);
@@ -215,6 +237,7 @@ absl::Status Engine::BuildBatch(InFlight& step) {
     const bool picks = r.runner_picks && int64_t(penalties_.size()) <= kMaxPickPenalties;
     picked->push_back(picks);
     if (!picks) continue;
+    step.pick_of[c.id] = int32_t(batch_.batch().picks.size());
     RowPick pick;
     pick.repetition_penalty = sp.repetition_penalty;
     pick.presence_penalty = sp.presence_penalty;
@@ -226,8 +249,9 @@ absl::Status Engine::BuildBatch(InFlight& step) {
     pick.logprobs = sp.logprobs;
     pick.seed = sp.seed;
     // The token's index in the output: the draw counter its sampler would
-    // use (one Sample() a token).
-    pick.draw = uint64_t(r.usage.completion_tokens);
+    // use (one Sample() a token); a fed chunk's comes after the token in
+    // flight.
+    pick.draw = uint64_t(c.first_position + c.num_tokens - r.usage.prompt_tokens);
     batch_.PickLastRow(sp.ignore_eos ? absl::Span<const int32_t>(model_.eos_ids)
                                      : absl::Span<const int32_t>(),
                        pick, penalties_);
@@ -368,16 +392,31 @@ void Engine::FailStep(const SchedulerOutput& step, const absl::Status& status,
                outputs);
 }
 
+int64_t Engine::StepsInFlight() const {
+  const StepRunner& runner = *model_.runner;
+  int64_t depth = runner.max_steps_in_flight();
+  if (options_.max_steps_in_flight > 0)
+    depth = std::min<int64_t>(depth, options_.max_steps_in_flight);
+  // A pipeline's stages each run a step of other requests.
+  if (!runner.feeds_tokens()) return depth;
+  // One device: a second step in flight pays only when it goes on from the
+  // first's tokens, every running request's.
+  if (!scheduler_->config().async_scheduling) return 1;
+  for (RequestId id : scheduler_->running()) {
+    auto it = live_.find(id);
+    if (it != live_.end() && !it->second->score && !it->second->feedable) return 1;
+  }
+  return depth;
+}
+
 absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
   StepTimer timer{stats_};
   std::vector<RequestOutput> outputs = std::move(pending_);
   pending_.clear();
-  // Keep the runner's steps in flight (a pipeline's stages each run one):
-  // each new step takes requests not already in one.
-  int64_t depth = model_.runner->max_steps_in_flight();
-  if (options_.max_steps_in_flight > 0)
-    depth = std::min<int64_t>(depth, options_.max_steps_in_flight);
-  while (int64_t(in_flight_.size()) < depth) {
+  // Keep the runner's steps in flight: a pipeline's stages each run one of
+  // other requests; scheduling asynchronously, the step after the one
+  // running goes on from its tokens.
+  while (int64_t(in_flight_.size()) < StepsInFlight()) {
     LLMC_ASSIGN_OR_RETURN(SchedulerOutput next, scheduler_->Schedule());
     if (next.empty()) break;
     if (!kv_->pending_copies().empty())
@@ -395,6 +434,7 @@ absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
       FailStep(step.schedule, st, outputs);
       break;
     }
+    stats_.steps_ahead += !in_flight_.empty();
     in_flight_.push_back(std::move(step));
   }
   if (in_flight_.empty()) return outputs;

@@ -17,7 +17,7 @@ int64_t Scheduler::BlocksFor(int64_t tokens) const {
 }
 
 absl::Status Scheduler::AddRequest(RequestId id, std::vector<int32_t> prompt,
-                                   int32_t max_new_tokens) {
+                                   int32_t max_new_tokens, bool feedable) {
   if (requests_.count(id) != 0)
     return absl::InvalidArgumentError(absl::StrFormat("request %d: the id is in use", id));
   if (prompt.empty())
@@ -47,6 +47,8 @@ absl::Status Scheduler::AddRequest(RequestId id, std::vector<int32_t> prompt,
         id, prompt_len, total - prompt_len, config_.max_model_len));
   Request r;
   r.tokens = std::move(prompt);
+  r.max_new_tokens = max_new_tokens;
+  r.feedable = feedable;
   return Queue(id, std::move(r));
 }
 
@@ -88,6 +90,7 @@ void Scheduler::Preempt(RequestId id, SchedulerOutput& out) {
   Request& r = requests_.at(id);
   (void)kv_.Free(id);  // the sequence exists: every running request has one
   r.num_computed_tokens = 0;
+  r.scheduled_end = 0;
   r.state = State::kWaiting;
   ++r.num_preemptions;
   running_.erase(std::find(running_.begin(), running_.end(), id));
@@ -111,9 +114,36 @@ int32_t Scheduler::KeptRows(const Budget& budget) const {
   int32_t kept = 0;
   for (RequestId id : running_) {
     const Request& r = requests_.at(id);
-    kept += !r.score && !r.in_flight && (!budget.prompts_only || r.has_prompt_work());
+    kept += !r.score && (r.steps_in_flight == 0 || Feeds(r)) &&
+            (!budget.prompts_only || r.has_prompt_work());
   }
   return kept;
+}
+
+bool Scheduler::Feeds(const Request& r) const {
+  const int32_t known = int32_t(r.tokens.size());
+  // After the token in flight the request needs one more: its output and
+  // the context allow it (else it ends at that token).
+  return config_.async_scheduling && r.feedable && r.steps_in_flight == 1 &&
+         r.scheduled_end == known && known + 2 <= config_.max_model_len &&
+         (r.max_new_tokens < 0 || known + 2 - r.num_prompt_tokens <= r.max_new_tokens);
+}
+
+absl::Status Scheduler::ScheduleFed(RequestId id, Request& r, Budget& budget,
+                                    SchedulerOutput& out) {
+  if (budget.tokens < 1 || budget.rows < 1) return absl::OkStatus();
+  const int32_t unknown = KVCacheManager::kUnknownToken;
+  absl::Status st = kv_.AppendTokens(id, absl::MakeConstSpan(&unknown, 1));
+  // No free block: it waits for its step rather than preempt for a token
+  // that may never be needed.
+  if (absl::IsResourceExhausted(st)) return absl::OkStatus();
+  LLMC_RETURN_IF_ERROR(st);
+  ++r.steps_in_flight;
+  ScheduledChunk c{id, r.scheduled_end, 1, true, false};
+  c.fed = true;
+  ++r.scheduled_end;
+  AddChunk(c, budget, out);
+  return absl::OkStatus();
 }
 
 void Scheduler::AddChunk(const ScheduledChunk& c, Budget& budget, SchedulerOutput& out) {
@@ -126,8 +156,12 @@ void Scheduler::AddChunk(const ScheduledChunk& c, Budget& budget, SchedulerOutpu
 absl::StatusOr<bool> Scheduler::ScheduleRunning(RequestId id, Budget& budget,
                                                 SchedulerOutput& out) {
   Request& r = requests_.at(id);
-  // A step in flight computes its next tokens (or samples the one it needs).
-  if (r.in_flight) return true;
+  // A step in flight computes its next tokens (or samples the one it needs;
+  // then, scheduling asynchronously, this step may go on from it).
+  if (r.steps_in_flight > 0) {
+    if (Feeds(r)) LLMC_RETURN_IF_ERROR(ScheduleFed(id, r, budget, out));
+    return true;
+  }
   const int32_t known = int32_t(r.tokens.size());
   const int32_t n = ChunkTokens(r, r.num_computed_tokens, budget);
   if (n <= 0) return true;
@@ -142,12 +176,13 @@ absl::StatusOr<bool> Scheduler::ScheduleRunning(RequestId id, Budget& budget,
     // never one whose step is in flight (it writes those blocks). `id`
     // itself is not in flight, so there is always one.
     auto victim = std::find_if(running_.rbegin(), running_.rend(),
-                               [&](RequestId v) { return !requests_.at(v).in_flight; });
+                               [&](RequestId v) { return requests_.at(v).steps_in_flight == 0; });
     const RequestId preempted = *victim;
     Preempt(preempted, out);
     if (preempted == id) return false;
   }
-  r.in_flight = true;
+  ++r.steps_in_flight;
+  r.scheduled_end = r.num_computed_tokens + n;
   AddChunk({id, r.num_computed_tokens, n, sample, r.score}, budget, out);
   return true;
 }
@@ -175,7 +210,8 @@ absl::StatusOr<bool> Scheduler::TryAdmit(RequestId id, Budget& budget, Scheduler
   r.num_computed_tokens = hit.num_computed_tokens;
   r.num_cached_prompt_tokens = std::min(hit.num_computed_tokens, r.num_prompt_tokens);
   r.state = State::kRunning;
-  r.in_flight = true;
+  ++r.steps_in_flight;
+  r.scheduled_end = hit.num_computed_tokens + n;
   running_.push_back(id);
   out.num_prefix_hit_tokens += hit.num_computed_tokens;
   prefix_hit_tokens_ += hit.num_computed_tokens;
@@ -240,7 +276,8 @@ absl::Status Scheduler::CompleteStep(const SchedulerOutput& out) {
   // chunk is dropped. One still here must be where the step left it.
   for (const ScheduledChunk& c : out.chunks) {
     auto it = requests_.find(c.id);
-    if (it != requests_.end() && (it->second.state != State::kRunning || !it->second.in_flight ||
+    if (it != requests_.end() && (it->second.state != State::kRunning ||
+                                  it->second.steps_in_flight == 0 ||
                                   it->second.num_computed_tokens != c.first_position))
       return absl::FailedPreconditionError(absl::StrFormat(
           "scheduler: the step's chunk of request %d no longer matches it (preempted or "
@@ -251,7 +288,7 @@ absl::Status Scheduler::CompleteStep(const SchedulerOutput& out) {
     auto it = requests_.find(c.id);
     if (it == requests_.end()) continue;
     Request& r = it->second;
-    r.in_flight = false;
+    --r.steps_in_flight;
     r.num_computed_tokens += c.num_tokens;
     computed_tokens_ += c.num_tokens;
     computed_prompt_tokens_ += std::max(
@@ -272,6 +309,9 @@ absl::Status Scheduler::AppendToken(RequestId id, int32_t token) {
         "them",
         id));
   r.tokens.push_back(token);
+  // A fed chunk in flight computes it: its K/V slot waits for the id.
+  if (r.scheduled_end >= int32_t(r.tokens.size()))
+    return kv_.SetToken(id, int32_t(r.tokens.size()) - 1, token);
   return absl::OkStatus();
 }
 
@@ -346,7 +386,8 @@ absl::Status Scheduler::CheckInvariants() const {
     if (!held.ok())
       return fail(absl::StrFormat("scheduler: running request %d holds no KV sequence", id));
     const Request& r = it->second;
-    if (*held < r.num_computed_tokens || *held > int32_t(r.tokens.size()))
+    if (*held < r.num_computed_tokens ||
+        *held > std::max(int32_t(r.tokens.size()), r.scheduled_end))
       return fail(
           absl::StrFormat("scheduler: request %d has %d computed of %d tokens, its KV sequence %d",
                           id, r.num_computed_tokens, r.tokens.size(), *held));
@@ -358,7 +399,7 @@ absl::Status Scheduler::CheckInvariants() const {
           absl::StrFormat("scheduler: waiting request %d is unknown, running or listed twice", id));
     if (kv_.contains(id) || it->second.num_computed_tokens != 0)
       return fail(absl::StrFormat("scheduler: waiting request %d holds KV-cache blocks", id));
-    if (it->second.in_flight)
+    if (it->second.steps_in_flight != 0)
       return fail(absl::StrFormat("scheduler: waiting request %d is in a step in flight", id));
   }
   if (kv_.num_requests() != int32_t(running_.size()))

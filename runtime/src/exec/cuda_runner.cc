@@ -69,6 +69,8 @@ CudaRunner::~CudaRunner() {
   DropGraphs();
   nccl_.reset();  // its graphs are gone, its work is done
   for (cuda::CUevent e : events_) (void)device_->api().cuEventDestroy(e);
+  for (StepSlot& slot : slots_)
+    if (slot.done) (void)device_->api().cuEventDestroy(slot.done);
   for (cuda::CUevent e : collective_events_) (void)device_->api().cuEventDestroy(e);
   cublaslt_.reset();
   for (cuda::CUdeviceptr p : allocations_) (void)device_->memory().Free(p);
@@ -139,6 +141,8 @@ absl::Status CudaRunner::Grow(size_t bytes, const char* what, cuda::CUdeviceptr*
                               size_t* capacity) {
   if (bytes <= *capacity && *area != 0) return absl::OkStatus();
   if (*area != 0) {
+    // A step in flight may still use it.
+    LLMC_RETURN_IF_ERROR(device_->Synchronize());
     (void)device_->memory().Free(*area);
     allocations_.erase(std::find(allocations_.begin(), allocations_.end(), *area));
     *area = 0;
@@ -250,17 +254,19 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
     LLMC_ASSIGN_OR_RETURN(llmc_cuda_args args, PackArgs(m, s, bind));
     runner->args_.push_back(args);
   }
-  LLMC_ASSIGN_OR_RETURN(runner->logits_, runner->device_->AllocPinned(
-                                             size_t(o.max_logits * runner->vocab_) * sizeof(float)));
+  // The first slot's outputs now; the second's when a step overlaps one.
+  StepSlot& first = runner->slots_[0];
+  LLMC_ASSIGN_OR_RETURN(first.logits, runner->device_->AllocPinned(
+                                          size_t(o.max_logits * runner->vocab_) * sizeof(float)));
   if (runner->sampler_) {
     const size_t bytes = size_t(o.max_logits) * sizeof(int32_t);
     LLMC_RETURN_IF_ERROR(runner->Allocate(bytes, "the picked token ids", &runner->device_picked_));
-    LLMC_ASSIGN_OR_RETURN(runner->picked_, runner->device_->AllocPinned(bytes));
+    LLMC_ASSIGN_OR_RETURN(first.picked, runner->device_->AllocPinned(bytes));
     const size_t lp_bytes =
         size_t(o.max_logits) * size_t(1 + kMaxPickLogprobs) * sizeof(PickLogprob);
     LLMC_RETURN_IF_ERROR(
         runner->Allocate(lp_bytes, "the picks' logprobs", &runner->device_logprobs_));
-    LLMC_ASSIGN_OR_RETURN(runner->logprobs_, runner->device_->AllocPinned(lp_bytes));
+    LLMC_ASSIGN_OR_RETURN(first.logprobs, runner->device_->AllocPinned(lp_bytes));
   }
   LLMC_RETURN_IF_ERROR(runner->device_->Synchronize());
   return runner;
@@ -367,11 +373,16 @@ absl::Status CudaRunner::LoadModule() {
       functions_[k].push_back(fn);
     }
   // Only the last pipeline stage has logits to pick from.
-  for (const ManifestCudaSampler& s : m.cuda.samplers)
-    if (s.kind == "sample" && m.logits_buffer >= 0) {
+  for (const ManifestCudaSampler& s : m.cuda.samplers) {
+    if (m.logits_buffer < 0) break;
+    if (s.kind == "sample") {
       LLMC_ASSIGN_OR_RETURN(sampler_, module_->Function(s.symbol));
       sampler_block_ = s.block;
+    } else if (s.kind == "feed") {
+      LLMC_ASSIGN_OR_RETURN(feeder_, module_->Function(s.symbol));
+      feeder_block_ = s.block;
     }
+  }
   return absl::OkStatus();
 }
 
@@ -522,8 +533,26 @@ absl::Status CudaRunner::Launch(const SelectedLaunch& sel, llmc_cuda_step_info* 
                          c.steps[sel.step].name));
 }
 
+absl::Status CudaRunner::LaunchFeeds(const StepBatch& batch, const StagingLayout& layout) {
+  llmc_cuda_step_info feeds{};
+  feeds.num_logits = int(batch.feeds.size());
+  llmc_cuda_args args{};
+  args.buffers[0] = reinterpret_cast<void*>(uintptr_t(staging_ + layout.tokens * sizeof(int32_t)));
+  args.buffers[1] = reinterpret_cast<void*>(uintptr_t(staging_ + layout.feeds * sizeof(int32_t)));
+  args.buffers[2] = reinterpret_cast<void*>(uintptr_t(device_picked_));
+  void* params[] = {&feeds, &args};
+  const cuda::DriverApi& api = device_->api();
+  const unsigned grid = unsigned((int64_t(batch.feeds.size()) + feeder_block_ - 1) / feeder_block_);
+  cuda::CUresult r = api.cuLaunchKernel(feeder_, grid, 1, 1, unsigned(feeder_block_), 1, 1, 0,
+                                        device_->stream(), params, nullptr);
+  if (r != cuda::kCudaSuccess)
+    return api.Check(r, absl::StrFormat("cuLaunchKernel of the token feed (%d feeds)",
+                                        batch.feeds.size()));
+  return absl::OkStatus();
+}
+
 absl::Status CudaRunner::LaunchPicks(const StepBatch& batch, const StagingLayout& layout,
-                                     const llmc_cuda_step_info& info) {
+                                     const llmc_cuda_step_info& info, StepSlot& slot) {
   const Manifest& m = artifact_->manifest();
   llmc_cuda_step_info picks = info;
   picks.num_logits = int(batch.picks.size());
@@ -543,24 +572,39 @@ absl::Status CudaRunner::LaunchPicks(const StepBatch& batch, const StagingLayout
                                         device_->stream(), params, nullptr);
   if (r != cuda::kCudaSuccess)
     return api.Check(r, absl::StrFormat("cuLaunchKernel of the device sampler (%d picks)", grid));
+  const size_t picked_bytes = size_t(options_.max_logits) * sizeof(int32_t);
+  LLMC_RETURN_IF_ERROR(EnsurePinned(picked_bytes, &slot.picked));
   LLMC_RETURN_IF_ERROR(
-      device_->CopyToHost(picked_.data(), device_picked_, batch.picks.size() * sizeof(int32_t)));
+      device_->CopyToHost(slot.picked.data(), device_picked_, batch.picks.size() * sizeof(int32_t)));
   // Only the logprobs the picks asked for.
-  if (const int64_t entries = batch.num_logprob_entries(); entries > 0)
-    LLMC_RETURN_IF_ERROR(device_->CopyToHost(logprobs_.data(), device_logprobs_,
+  if (const int64_t entries = batch.num_logprob_entries(); entries > 0) {
+    LLMC_RETURN_IF_ERROR(EnsurePinned(size_t(options_.max_logits) *
+                                          size_t(1 + kMaxPickLogprobs) * sizeof(PickLogprob),
+                                      &slot.logprobs));
+    LLMC_RETURN_IF_ERROR(device_->CopyToHost(slot.logprobs.data(), device_logprobs_,
                                              size_t(entries) * sizeof(PickLogprob)));
+  }
   return absl::OkStatus();
 }
 
-absl::Status CudaRunner::CopyUnpickedRows(const StepBatch& batch, int64_t rows) {
+absl::Status CudaRunner::EnsurePinned(size_t bytes, cuda::PinnedBuffer* buffer) {
+  if (bytes <= buffer->bytes() && buffer->data() != nullptr) return absl::OkStatus();
+  // The slot's last step was collected, so nothing copies into it now.
+  LLMC_ASSIGN_OR_RETURN(*buffer, device_->AllocPinned(std::max(bytes, 2 * buffer->bytes())));
+  return absl::OkStatus();
+}
+
+absl::Status CudaRunner::CopyUnpickedRows(const StepBatch& batch, int64_t rows, StepSlot& slot) {
   const cuda::CUdeviceptr logits = bindings_.buffers[size_t(artifact_->manifest().logits_buffer)];
   const size_t row_bytes = size_t(vocab_) * sizeof(float);
   size_t next_pick = 0;
   for (int64_t begin = 0; begin < rows;) {
     // Rows [begin, end) until the next picked one, in one copy.
     const int64_t end = next_pick < batch.picks.size() ? batch.picks[next_pick].row : rows;
+    if (end > begin && slot.logits.bytes() < size_t(rows) * row_bytes)
+      LLMC_RETURN_IF_ERROR(EnsurePinned(size_t(options_.max_logits) * row_bytes, &slot.logits));
     if (end > begin)
-      LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.as<float>() + begin * vocab_,
+      LLMC_RETURN_IF_ERROR(device_->CopyToHost(slot.logits.as<float>() + begin * vocab_,
                                                logits + size_t(begin) * row_bytes,
                                                size_t(end - begin) * row_bytes));
     begin = end + 1;
@@ -777,13 +821,69 @@ absl::Status CudaRunner::WaitForCollectives(bool graph) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<StepOutput> CudaRunner::Step(StepAccess, const StepBatch& batch) {
+absl::StatusOr<StepOutput> CudaRunner::Step(StepAccess key, const StepBatch& batch) {
+  if (!submitted_.empty())
+    return absl::FailedPreconditionError(
+        "CudaRunner: Step while submitted steps wait to be collected");
+  LLMC_RETURN_IF_ERROR(Submit(key, batch));
+  return Collect(key);
+}
+
+absl::Status CudaRunner::Submit(StepAccess, const StepBatch& batch) {
+  if (int64_t(submitted_.size()) >= max_steps_in_flight())
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "CudaRunner: %d steps in flight already, the most it holds", submitted_.size()));
   LLMC_RETURN_IF_ERROR(
       ValidateStepBatch(batch, {options_.max_batch_tokens, options_.max_logits, options_.num_blocks,
                                 options_.block_size, vocab_}));
-  const Manifest& m = artifact_->manifest();
+  if (!batch.feeds.empty() && !feeds_tokens())
+    return absl::InvalidArgumentError(
+        "step batch: tokens fed from the step before, and this runner feeds none (the artifact "
+        "lacks the token feed, or its steps cannot overlap)");
+  for (size_t j = 0; j < batch.feeds.size(); ++j)
+    if (batch.feeds[j].pick >= last_picks_)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("step batch: feed %d reads pick %d of the step before, which had %d", j,
+                          batch.feeds[j].pick, last_picks_));
   LLMC_RETURN_IF_ERROR(device_->MakeCurrent());
+  Submitted step;
+  step.slot = next_slot_;
+  StepSlot& slot = slots_[step.slot];
+  bool device_picks = false;
+  last_picks_ = 0;  // a step that fails feeds nothing
+  LLMC_RETURN_IF_ERROR(Enqueue(batch, slot, &device_picks));
+  last_picks_ = int64_t(batch.picks.size());
+  // A step whose every pick is made on the device overlaps the next; the
+  // host's own picks need the batch, and wait here.
+  step.overlapped = Overlaps() && device_picks;
+  if (step.overlapped) {
+    const cuda::DriverApi& api = device_->api();
+    if (!slot.done) LLMC_CUDA_RETURN_IF_ERROR(api, cuEventCreate(&slot.done, cuda::kEventDisableTiming));
+    LLMC_CUDA_RETURN_IF_ERROR(api, cuEventRecord(slot.done, device_->stream()));
+    next_slot_ ^= 1;
+  } else {
+    step.out = Finish(batch, slot, device_picks);
+  }
+  submitted_.push_back(std::move(step));
+  return absl::OkStatus();
+}
 
+absl::StatusOr<StepOutput> CudaRunner::Collect(StepAccess) {
+  if (submitted_.empty())
+    return absl::FailedPreconditionError("CudaRunner: Collect, and no step was submitted");
+  Submitted step = std::move(submitted_.front());
+  submitted_.pop_front();
+  if (!step.overlapped) return std::move(step.out);
+  StepSlot& slot = slots_[step.slot];
+  // Errors of the launches surface here (the driver reports them late).
+  const cuda::DriverApi& api = device_->api();
+  LLMC_CUDA_RETURN_IF_ERROR(api, cuEventSynchronize(slot.done));
+  return StepOutput{slot.logits.as<float>(), slot.picked.as<int32_t>(),
+                    slot.logprobs.as<PickLogprob>()};
+}
+
+absl::Status CudaRunner::Enqueue(const StepBatch& batch, StepSlot& slot, bool* device_picks) {
+  const Manifest& m = artifact_->manifest();
   ++steps_;
   // A pipeline stage's transfers stop the stream for the host: no graphs.
   bool graph = options_.cuda_graphs && IsGraphStep(batch) && transfers_.empty();
@@ -794,18 +894,20 @@ absl::StatusOr<StepOutput> CudaRunner::Step(StepAccess, const StepBatch& batch) 
   StagingLayout layout = PlanStaging(batch, graph ? GraphBlockColumns(batch.max_blocks) : 0);
   size_t staging_bytes = size_t(layout.total) * sizeof(int32_t);
   if (staging_bytes > staging_bytes_ || staging_ == 0) {
+    LLMC_RETURN_IF_ERROR(device_->Synchronize());  // a step in flight may replay a graph
     DropGraphs();  // they read the old area
     LLMC_RETURN_IF_ERROR(Grow(staging_bytes, "the step's inputs", &staging_, &staging_bytes_));
   }
-  if (staging_bytes > staging_host_.bytes()) {
+  if (staging_bytes > slot.staging.bytes()) {
     // No upload may still read the old area (a step that failed midway
     // left its stream unsynchronized).
     LLMC_RETURN_IF_ERROR(device_->Synchronize());
-    LLMC_ASSIGN_OR_RETURN(staging_host_,
-                          device_->AllocPinned(std::max(staging_bytes, 2 * staging_host_.bytes())));
+    LLMC_ASSIGN_OR_RETURN(slot.staging,
+                          device_->AllocPinned(std::max(staging_bytes, 2 * slot.staging.bytes())));
   }
-  PackStaging(batch, layout, staging_host_.as<int32_t>());
-  LLMC_RETURN_IF_ERROR(device_->CopyToDevice(staging_, staging_host_.data(), staging_bytes));
+  PackStaging(batch, layout, slot.staging.as<int32_t>());
+  LLMC_RETURN_IF_ERROR(device_->CopyToDevice(staging_, slot.staging.data(), staging_bytes));
+  if (!batch.feeds.empty()) LLMC_RETURN_IF_ERROR(LaunchFeeds(batch, layout));
   llmc_cuda_step_info info = MakeStepInfo(batch, layout, staging_, options_.block_size);
 
   int64_t max_context = 0;
@@ -816,6 +918,7 @@ absl::StatusOr<StepOutput> CudaRunner::Step(StepAccess, const StepBatch& batch) 
   size_t scratch =
       size_t(StepScratchFloats(m.cuda, parsed_, vars, max_context)) * sizeof(float);
   if (scratch > scratch_bytes_) {
+    LLMC_RETURN_IF_ERROR(device_->Synchronize());  // a step in flight may replay a graph
     DropGraphs();  // their launches' args point to the old scratch
     LLMC_RETURN_IF_ERROR(
         Grow(scratch, "the step scratch", &bindings_.scratch, &scratch_bytes_));
@@ -837,25 +940,35 @@ absl::StatusOr<StepOutput> CudaRunner::Step(StepAccess, const StepBatch& batch) 
 
   // A pipeline stage before the last has no logits. The picks' rows stay on
   // the device where it picks them.
-  const bool device_picks = sampler_ != nullptr && !batch.picks.empty();
-  if (device_picks) {
-    LLMC_RETURN_IF_ERROR(LaunchPicks(batch, layout, info));
-    LLMC_RETURN_IF_ERROR(CopyUnpickedRows(batch, rows));
+  *device_picks = sampler_ != nullptr && !batch.picks.empty();
+  if (*device_picks) {
+    LLMC_RETURN_IF_ERROR(LaunchPicks(batch, layout, info, slot));
+    LLMC_RETURN_IF_ERROR(CopyUnpickedRows(batch, rows, slot));
   } else if (m.logits_buffer >= 0) {
-    LLMC_RETURN_IF_ERROR(device_->CopyToHost(logits_.data(),
-                                             bindings_.buffers[size_t(m.logits_buffer)],
-                                             size_t(rows * vocab_) * sizeof(float)));
+    const size_t bytes = size_t(rows * vocab_) * sizeof(float);
+    LLMC_RETURN_IF_ERROR(EnsurePinned(bytes, &slot.logits));
+    LLMC_RETURN_IF_ERROR(device_->CopyToHost(
+        slot.logits.data(), bindings_.buffers[size_t(m.logits_buffer)], bytes));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepOutput> CudaRunner::Finish(const StepBatch& batch, StepSlot& slot,
+                                              bool device_picks) {
+  const Manifest& m = artifact_->manifest();
   // A partitioned step waits with a deadline: a peer that died or hangs
   // would otherwise leave this stream (and Synchronize) waiting forever.
-  if (nccl_) LLMC_RETURN_IF_ERROR(WaitForCollectives(graph));
+  if (nccl_)
+    LLMC_RETURN_IF_ERROR(
+        WaitForCollectives(options_.cuda_graphs && IsGraphStep(batch) && transfers_.empty()));
   // Errors of the launches surface here (the driver reports them late).
   LLMC_RETURN_IF_ERROR(device_->Synchronize());
   if (!event_kernels_.empty()) LLMC_RETURN_IF_ERROR(ReadProfile());
   if (m.logits_buffer < 0) return StepOutput{};
   if (device_picks)
-    return StepOutput{logits_.as<float>(), picked_.as<int32_t>(), logprobs_.as<PickLogprob>()};
-  return host_picks_.Pick(batch, logits_.as<float>(), vocab_);
+    return StepOutput{slot.logits.as<float>(), slot.picked.as<int32_t>(),
+                      slot.logprobs.as<PickLogprob>()};
+  return host_picks_.Pick(batch, slot.logits.as<float>(), vocab_);
 }
 
 }  // namespace llmc

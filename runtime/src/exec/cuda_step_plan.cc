@@ -89,6 +89,10 @@ static_assert(sizeof(PickLogprob) == sizeof(llmc_cuda_logprob) &&
                   offsetof(PickLogprob, token) == offsetof(llmc_cuda_logprob, token) &&
                   offsetof(PickLogprob, logprob) == offsetof(llmc_cuda_logprob, logprob),
               "PickLogprob and llmc_cuda_logprob differ");
+static_assert(sizeof(TokenFeed) == sizeof(llmc_cuda_feed) &&
+                  offsetof(TokenFeed, token) == offsetof(llmc_cuda_feed, token) &&
+                  offsetof(TokenFeed, pick) == offsetof(llmc_cuda_feed, pick),
+              "TokenFeed and llmc_cuda_feed differ");
 static_assert(kMaxPickMaskedIds == LLMC_CUDA_MAX_PICK_MASKED &&
                   kMaxPickTopK == LLMC_CUDA_MAX_PICK_TOP_K &&
                   kMaxPickLogprobs == LLMC_CUDA_MAX_PICK_LOGPROBS &&
@@ -113,6 +117,7 @@ StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns) {
   place(&l.picks, b.picks.size() * kIntsPerPick);
   place(&l.masked_ids, b.masked_ids.size());
   place(&l.penalties, b.penalties.size() * 2);
+  place(&l.feeds, b.feeds.size() * 2);
   l.total = at;
   return l;
 }
@@ -144,6 +149,8 @@ void PackStaging(const StepBatch& b, const StagingLayout& l, int32_t* out) {
   put(l.masked_ids, b.masked_ids);
   if (!b.penalties.empty())
     std::memcpy(out + l.penalties, b.penalties.data(), b.penalties.size() * sizeof(PickPenalty));
+  if (!b.feeds.empty())
+    std::memcpy(out + l.feeds, b.feeds.data(), b.feeds.size() * sizeof(TokenFeed));
 }
 
 llmc_cuda_step_info MakeStepInfo(const StepBatch& b, const StagingLayout& l,

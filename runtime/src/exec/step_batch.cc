@@ -97,6 +97,14 @@ absl::Status ValidateStepBatch(const StepBatch& b, const StepLimits& limits) {
           "of 1 to %d)",
           j, p.top_k, p.top_p, kMaxPickTopK));
   }
+  for (size_t j = 0; j < b.feeds.size(); ++j) {
+    const TokenFeed& f = b.feeds[j];
+    if (f.token < 0 || f.token >= t || f.pick < 0 || (j > 0 && f.token <= b.feeds[j - 1].token))
+      return bad(absl::StrFormat(
+          "feed %d: token %d from pick %d; tokens must be the step's (0 to %d), ascending, and "
+          "picks not negative",
+          j, f.token, f.pick, t - 1));
+  }
   for (int32_t id : b.masked_ids)
     if (id < 0 || id >= limits.vocab_size)
       return bad(absl::StrFormat("masked token id %d outside the vocabulary", id));
@@ -115,6 +123,7 @@ void StepBatchBuilder::Clear() {
   batch_.picks.clear();
   batch_.masked_ids.clear();
   batch_.penalties.clear();
+  batch_.feeds.clear();
   tables_.clear();
 }
 

@@ -151,14 +151,28 @@ void KVCacheManager::CacheFull(Sequence& seq) {
   const size_t full = seq.tokens.size() / bs;
   absl::Span<const int32_t> tokens = seq.tokens;
   for (size_t i = seq.num_cached_blocks; i < full; ++i) {
+    const absl::Span<const int32_t> ids = tokens.subspan(i * bs, bs);
+    // A token still being sampled: its hash waits for SetToken.
+    if (std::find(ids.begin(), ids.end(), kUnknownToken) != ids.end()) return;
     const int32_t block = seq.blocks[i];
     // Shared with a sequence that registered it already (Fork).
     if (pool_.cache_stamp(block) == 0) {
       const int32_t parent = i == 0 ? -1 : seq.blocks[i - 1];
-      if (!pool_.CacheFullBlock(block, parent, tokens.subspan(i * bs, bs)).ok()) return;
+      if (!pool_.CacheFullBlock(block, parent, ids).ok()) return;
     }
     seq.num_cached_blocks = static_cast<int32_t>(i + 1);
   }
+}
+
+absl::Status KVCacheManager::SetToken(RequestId id, int32_t position, int32_t token) {
+  LLMC_ASSIGN_OR_RETURN(Sequence * seq, Find(id, "set a token"));
+  if (position < 0 || size_t(position) >= seq->tokens.size() ||
+      seq->tokens[size_t(position)] != kUnknownToken)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "kv cache: request %d has no unknown token at position %d", id, position));
+  seq->tokens[size_t(position)] = token;
+  CacheFull(*seq);
+  return absl::OkStatus();
 }
 
 absl::Status KVCacheManager::CacheFullBlocks(RequestId id) {

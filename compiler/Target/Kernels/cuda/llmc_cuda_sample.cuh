@@ -461,6 +461,17 @@ __device__ void sample_picks(float* logits, int vocab, const Pick* __restrict__ 
   if (threadIdx.x == 0) ids[blockIdx.x] = id;
 }
 
+// The token feed (cuda_abi.h): tokens[feeds[i].token] = picked[feeds[i].pick]
+// for i < count, one thread a feed. A step scheduled while the step before
+// ran takes the tokens that step picked from here, without a round trip
+// through the host. Launch: grid (cdiv(count, blockDim.x)).
+template <class Feed>
+__device__ void feed_tokens(int* __restrict__ tokens, const Feed* __restrict__ feeds, int count,
+                            const int* __restrict__ picked) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) tokens[feeds[i].token] = picked[feeds[i].pick];
+}
+
 } // namespace cuda
 } // namespace llmc
 

@@ -596,7 +596,7 @@ TEST(ManifestCuda, ModulesAndSection) {
   ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.cuda_abi_version = 0; }),
               {"cuda.cuda_abi_version must be >= 1, got 0"});
   ExpectError(CudaRoundTrip([](Manifest& m) { m.cuda.samplers = {{"beam", "s", 256}}; }),
-              {"cuda.samplers[0].kind 'beam' is not a sampler kind (sample)"});
+              {"cuda.samplers[0].kind 'beam' is not a sampler kind (sample, feed)"});
   ExpectError(CudaRoundTrip([](Manifest& m) {
                 m.cuda.samplers = {{"sample", "s", 256}, {"sample", "t", 256}};
               }),

@@ -619,6 +619,96 @@ TEST_F(CudaRunnerTest, AScoredPromptCopiesOnlyItsLogprobsNotItsLogits) {
   EXPECT_EQ(query_("pageable_copies"), pageable);
 }
 
+// Asynchronous scheduling's runner side: with the sampler and the token
+// feed, a step is submitted while the one before is in flight (no
+// synchronization between the two, the fake's stream deferred), its feeds
+// run first, from the picked ids the step before left on the device, and
+// each step's ids come back through its own page-locked slot.
+TEST_F(CudaRunnerTest, TwoStepsOverlapAndTheSecondIsFedTheFirstsPicks) {
+  ASSERT_TRUE(Open([](Manifest& m) {
+                m.cuda.samplers = {{"sample", "llmc_sample", 256}, {"feed", "llmc_feed", 128}};
+              }).ok());
+  EXPECT_EQ(runner_->max_steps_in_flight(), 2);
+  EXPECT_TRUE(runner_->feeds_tokens());
+  control_("defer", 1);
+  const StepBatch first = PickedStep();  // 3 picks
+  StepBatch second = Decode({13, 20});
+  second.picks.resize(2);
+  second.picks[1].row = 1;
+  second.feeds = {{0, 2}, {1, 0}};
+  // Once to size the staging and the slots (growing one waits for the
+  // device), then timed by the fake's synchronizations.
+  for (const StepBatch* b : {&first, static_cast<const StepBatch*>(&second)})
+    ASSERT_TRUE(runner_->Submit(StepRunnerTestAccess::Key(), *b).ok());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(runner_->Collect(StepRunnerTestAccess::Key()).ok());
+  const long flushes = query_("flushes");
+  const size_t before = size_t(count_());
+  ASSERT_TRUE(runner_->Submit(StepRunnerTestAccess::Key(), first).ok());
+  ASSERT_TRUE(runner_->Submit(StepRunnerTestAccess::Key(), second).ok());
+  EXPECT_EQ(query_("flushes"), flushes) << "a Submit waited for the device";
+  EXPECT_EQ(runner_->Submit(StepRunnerTestAccess::Key(), second).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  std::vector<FakeCudaLaunch> l = Launches();
+  l.erase(l.begin(), l.begin() + long(before));
+  auto at = [&](const char* symbol, int nth) {
+    for (const FakeCudaLaunch& x : l)
+      if (std::string(x.symbol) == symbol && nth-- == 0) return x;
+    ADD_FAILURE() << "no launch " << symbol;
+    return FakeCudaLaunch{};
+  };
+  const FakeCudaLaunch feed = at("llmc_feed", 0), pick1 = at("llmc_sample", 0),
+                       pick2 = at("llmc_sample", 1);
+  EXPECT_EQ(feed.grid[0], 1u);
+  EXPECT_EQ(feed.block[0], 128u);
+  EXPECT_EQ(feed.info.num_logits, 2);
+  // It reads the ids the first step's sampler writes and writes the second
+  // step's tokens, which its first kernel reads, before that kernel.
+  EXPECT_EQ(feed.args.buffers[2], pick1.args.buffers[3]);
+  size_t feed_at = 0, second_kernel = 0;
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (std::string(l[i].symbol) == "llmc_feed") feed_at = i;
+    if (feed_at > 0 && second_kernel == 0 && i > feed_at) second_kernel = i;
+  }
+  ASSERT_GT(second_kernel, feed_at);
+  EXPECT_EQ(feed.args.buffers[0], static_cast<const void*>(l[second_kernel].info.tokens));
+  // Stream order (deferred, nothing ran yet): the second step's upload
+  // lands after the first step's kernels read theirs, so its feeds are
+  // checked once the queue ran.
+  auto out1 = runner_->Collect(StepRunnerTestAccess::Key());
+  ASSERT_TRUE(out1.ok()) << out1.status();
+  const auto* feeds = static_cast<const llmc_cuda_feed*>(feed.args.buffers[1]);
+  EXPECT_EQ(feeds[0].token, 0);
+  EXPECT_EQ(feeds[0].pick, 2);
+  EXPECT_EQ(feeds[1].token, 1);
+  EXPECT_EQ(feeds[1].pick, 0);
+  auto out2 = runner_->Collect(StepRunnerTestAccess::Key());
+  ASSERT_TRUE(out2.ok()) << out2.status();
+  EXPECT_NE(out1->tokens, out2->tokens) << "two steps in flight share one page-locked slot";
+  EXPECT_EQ(pick2.args.buffers[3], pick1.args.buffers[3]);
+  EXPECT_EQ(runner_->Collect(StepRunnerTestAccess::Key()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  // A feed must read a pick the step before made.
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), first).ok());
+  second.feeds = {{0, 3}};
+  auto bad = runner_->Step(StepRunnerTestAccess::Key(), second);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("feed 0 reads pick 3 of the step before, which had 3"),
+            std::string::npos)
+      << bad.status();
+  control_("defer", 0);
+
+  // Without the token feed: one step at a time, and feeds are refused.
+  ASSERT_TRUE(Open([](Manifest& m) { m.cuda.samplers = {{"sample", "llmc_sample", 256}}; }).ok());
+  EXPECT_EQ(runner_->max_steps_in_flight(), 1);
+  EXPECT_FALSE(runner_->feeds_tokens());
+  ASSERT_TRUE(runner_->Step(StepRunnerTestAccess::Key(), first).ok());
+  second.feeds = {{0, 0}};
+  EXPECT_EQ(runner_->Step(StepRunnerTestAccess::Key(), second).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(CudaRunnerTest, WithoutTheDeviceSamplerThePicksAreMadeOnTheHost) {
   // An artifact without cuda.samplers: every row comes back, and the picks
   // are the host sampler's tokens of the rows, masks applied.

@@ -6,6 +6,9 @@
 // changes the tokens that come out. It picks the tokens of the batch's
 // picks as a GPU runner would (StepBatch::picks) and leaves NaN in their
 // logits rows, so that an engine reading a picked row's logits goes wrong.
+// With `feeds` it feeds tokens as a GPU runner does (StepBatch::feeds, from
+// the picks of the step run before), so a wrong feed, or a placeholder
+// token left standing, changes the cache and the tokens after.
 #ifndef LLMC_TEST_UNIT_RUNTIME_ENGINE_FAKE_MODEL_H_
 #define LLMC_TEST_UNIT_RUNTIME_ENGINE_FAKE_MODEL_H_
 
@@ -45,9 +48,20 @@ class FakeRunner : public StepRunner {
             b, {max_batch_tokens_, max_logits_, num_blocks_, block_size_, kFakeVocab});
         !st.ok())
       return st;
+    if (!b.feeds.empty() && !feeds_)
+      return absl::InvalidArgumentError("fake runner: a batch with feeds, and it feeds none");
     max_tokens_seen_ = std::max(max_tokens_seen_, b.num_tokens());
     for (int64_t t = 0; t < b.num_tokens(); ++t)
       cache_[size_t(b.slot_mapping[size_t(t)])] = b.tokens[size_t(t)];
+    // The picks of the step before are still host_picks_'s.
+    for (const TokenFeed& f : b.feeds) {
+      if (size_t(f.pick) >= host_picks_.tokens().size())
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "fake runner: feed from pick %d of a step with %d", f.pick,
+            host_picks_.tokens().size()));
+      cache_[size_t(b.slot_mapping[size_t(f.token)])] = host_picks_.tokens()[size_t(f.pick)];
+    }
+    feeds_seen_ += int64_t(b.feeds.size());
     logits_.assign(b.logits_rows.size() * kFakeVocab, 0.f);
     for (size_t i = 0; i < b.logits_rows.size(); ++i) {
       const int32_t row = b.logits_rows[i];
@@ -80,6 +94,7 @@ class FakeRunner : public StepRunner {
   // (writes its cache slots) at Submit, in submission order as the stages
   // would, and its logits wait to be collected.
   int64_t max_steps_in_flight() const override { return steps_in_flight_; }
+  bool feeds_tokens() const override { return feeds_; }
   absl::Status Submit(StepAccess key, const StepBatch& b) override {
     absl::StatusOr<StepOutput> out = Step(key, b);
     if (out.ok())
@@ -113,6 +128,8 @@ class FakeRunner : public StepRunner {
   int64_t steps_in_flight_ = 1;
   int64_t max_in_flight_seen_ = 0;
   int64_t picks_seen_ = 0;  // StepBatch picks over all steps
+  bool feeds_ = false;      // feeds_tokens()
+  int64_t feeds_seen_ = 0;  // StepBatch feeds over all steps
 
  private:
   struct Output {
@@ -152,6 +169,7 @@ struct FakeModelOptions {
   int64_t max_logits = 16;
   int64_t max_position = 4096;
   int64_t steps_in_flight = 1;  // FakeRunner::max_steps_in_flight()
+  bool feeds = false;           // FakeRunner::feeds_tokens()
 };
 
 // The runner is also returned through `runner_out` (owned by the model).
@@ -161,6 +179,7 @@ inline LoadedModel FakeModel(const FakeModelOptions& o, FakeRunner** runner_out 
   auto runner =
       std::make_unique<FakeRunner>(o.num_blocks, o.block_size, o.max_batch_tokens, o.max_logits);
   runner->steps_in_flight_ = o.steps_in_flight;
+  runner->feeds_ = o.feeds;
   if (runner_out) *runner_out = runner.get();
   m.runner = std::move(runner);
   m.eos_ids = EndOfGenerationIds(*m.tokenizer);

@@ -201,6 +201,28 @@ TEST_F(KVCacheManagerTest, FullBlocksAreHashedPartialOnesNot) {
   EXPECT_EQ(pool_->num_cached_blocks(), 2);
 }
 
+// A token still being sampled (asynchronous scheduling) fills its block
+// without registering it: its hash would be the placeholder's. SetToken
+// registers it under the real id, and refuses a token known already.
+TEST_F(KVCacheManagerTest, UnknownTokenDefersItsBlocksHash) {
+  Init(8, 4);
+  ASSERT_TRUE(kv_->AddRequest(1).ok());
+  ASSERT_TRUE(kv_->AppendTokens(1, Tokens(7)).ok());
+  const int32_t unknown = KVCacheManager::kUnknownToken;
+  ASSERT_TRUE(kv_->AppendTokens(1, absl::MakeConstSpan(&unknown, 1)).ok());
+  const std::vector<int32_t> table = Vec(kv_->block_table(1));
+  EXPECT_EQ(pool_->block(table[1])->hash, 0u);
+  EXPECT_EQ(pool_->num_cached_blocks(), 1);
+  EXPECT_EQ(kv_->GetComputedBlocks(Tokens(9)).num_computed_tokens, 4);
+  EXPECT_EQ(kv_->SetToken(1, 6, 5).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(kv_->SetToken(1, 8, 5).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(kv_->SetToken(1, 7, 107).ok());
+  EXPECT_EQ(pool_->num_cached_blocks(), 2);
+  EXPECT_EQ(kv_->GetComputedBlocks(Tokens(9)).num_computed_tokens, 8);
+  EXPECT_EQ(kv_->SetToken(1, 7, 107).code(), StatusCode::kFailedPrecondition);
+  ExpectConsistent();
+}
+
 TEST_F(KVCacheManagerTest, PrefixCachingCanBeDisabled) {
   Init(8, 2, /*prefix_caching=*/false);
   ASSERT_TRUE(kv_->AddRequest(1).ok());

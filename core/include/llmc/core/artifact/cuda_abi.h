@@ -28,8 +28,9 @@ extern "C" {
  * a pick carries its sampling parameters and Philox seed and counter, the
  * logprobs it asks for (a.buffers[4]) and its penalties (a.buffers[5]). 10:
  * a pick's `forced` token (a scored prompt's next token: no choice, its
- * logprob). */
-#define LLMC_CUDA_ABI_VERSION 10
+ * logprob). 11: the token feed's entry (manifest cuda.samplers, kind
+ * "feed"), for a step scheduled before the one before it has run. */
+#define LLMC_CUDA_ABI_VERSION 11
 
 /* Most bindings of one kind a launch may have. */
 #define LLMC_CUDA_MAX_BUFFERS 12
@@ -142,6 +143,21 @@ typedef struct llmc_cuda_logprob {
   int token;
   float logprob;
 } llmc_cuda_logprob;
+
+/* The token feed. Its entry (manifest cuda.samplers, kind "feed") runs
+ * first in a step scheduled while the step before it was still running
+ * (asynchronous scheduling): a request's token in the new step is the one
+ * the step before picks, which never went to the host. s.num_logits is the
+ * count of feeds (one thread each; grid x covers them in blocks of the
+ * entry's block), and
+ *   a.buffers[0]  the step's token ids, int [num_tokens] (written)
+ *   a.buffers[1]  the feeds, llmc_cuda_feed [num_logits]
+ *   a.buffers[2]  the picked token ids of the step before (the sampler's
+ *                 a.buffers[3]), int */
+typedef struct llmc_cuda_feed {
+  int token; /* the index into the step's tokens it writes */
+  int pick;  /* the index into the step before's picked ids it reads */
+} llmc_cuda_feed;
 
 /* The most top logprobs a pick may ask (OpenAI's top_logprobs limit). */
 #define LLMC_CUDA_MAX_PICK_LOGPROBS 20

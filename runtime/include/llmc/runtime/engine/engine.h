@@ -65,6 +65,15 @@ struct EngineOptions {
   // there are any, so that requests added together decode in lock step
   // (`llmc bench`'s tgN@bB).
   bool prefill_first = false;
+  // Asynchronous scheduling (vLLM's --async-scheduling), where the runner
+  // feeds tokens (StepRunner::feeds_tokens: a GPU with the artifact's token
+  // feed): step N+1 is scheduled, built and submitted while step N runs,
+  // its decoding requests going on from the tokens N picks on the device
+  // (SchedulerConfig::async_scheduling), so that the host's work per step
+  // overlaps the device's instead of adding to it. Steps run one at a time
+  // while a running request's tokens need the host (sampled there, or
+  // penalized: its window would hold the unknown token).
+  bool async_scheduling = true;
 };
 
 // A score request (Engine::AddScoreRequest).
@@ -129,6 +138,10 @@ struct EngineStats {
   double runner_seconds = 0;
   double host_seconds = 0;
   int64_t steps = 0;  // Step() calls that collected a step
+  // Asynchronous scheduling: steps submitted while another ran, and the
+  // tokens fed on the device (ScheduledChunk::fed).
+  int64_t steps_ahead = 0;
+  int64_t fed_tokens = 0;
 };
 
 class Engine {
@@ -197,6 +210,10 @@ class Engine {
     bool admitted = false;
     bool runner_picks = false;  // the runner picks its tokens (EngineOptions::runner_picks)
     bool score = false;         // AddScoreRequest
+    // The runner picks its every token from the logits alone (no host
+    // sampling, no penalty window): the scheduler may schedule it on a
+    // token not known yet (Scheduler::AddRequest's feedable).
+    bool feedable = false;
     int32_t prompt_logprobs = -1;  // a score request's ScoreOptions::prompt_logprobs
     int32_t rows_out = 0;       // a score request's positions that went out
   };
@@ -213,7 +230,12 @@ class Engine {
       bool picked = false;
     };
     std::vector<ScoreRows> scores;
+    // Per request whose token the runner picks: the index of its pick
+    // (the step after feeds from it).
+    std::unordered_map<RequestId, int32_t> pick_of;
   };
+  // Steps to keep in flight now (see EngineOptions::async_scheduling).
+  int64_t StepsInFlight() const;
 
   // InvalidArgument unless every token id is in the vocabulary.
   absl::Status CheckTokenIds(const std::vector<int32_t>& tokens, const char* what) const;

@@ -50,6 +50,17 @@
 // step completes; new requests are still admitted. CompleteStep() takes the
 // steps in the order they were scheduled, and drops the chunks of requests
 // finished meanwhile.
+//
+// Asynchronous scheduling (SchedulerConfig::async_scheduling, vLLM's
+// --async-scheduling): the engine schedules step N+1 while step N runs, so
+// that the host's work for it overlaps the device's. A request that
+// decodes in N and was added `feedable` is scheduled in N+1 too, on the
+// token N samples, which the runner feeds from N's pick without the host
+// knowing it (ScheduledChunk::fed; its KV-cache id is unknown until
+// AppendToken). That is only when the request can go on after N's token
+// (max_new_tokens and the context allow one more), and never at the cost
+// of a preemption; a request that stops at N's token anyway (a stop
+// string, EOS) has its N+1 chunk dropped by CompleteStep.
 #ifndef LLMC_RUNTIME_ENGINE_SCHEDULER_H_
 #define LLMC_RUNTIME_ENGINE_SCHEDULER_H_
 
@@ -84,6 +95,9 @@ struct SchedulerConfig {
   // v1's): decodes first, prompts in the budget they leave. `llmc bench`'s
   // tgN@bB decodes its B sequences in lock step with it.
   bool prefill_first = false;
+  // Schedule feedable requests of the step in flight again, on their
+  // next token unknown (see above). Only for a runner that feeds tokens.
+  bool async_scheduling = false;
 };
 
 // The tokens of one request that a step computes: positions
@@ -98,6 +112,10 @@ struct ScheduledChunk {
   // A score request's chunk: every token gets its row of logits (in the
   // chunk's order), and nothing is sampled.
   bool score = false;
+  // Asynchronous scheduling: the chunk's one token is the one the step in
+  // flight samples for the request, not known yet; the runner feeds it
+  // from that step's pick. `sample` is set.
+  bool fed = false;
 };
 
 struct SchedulerOutput {
@@ -130,8 +148,12 @@ class Scheduler {
   // output: ResourceExhausted when its prompt plus output could never fit
   // the whole cache (it would wait forever, or preempt everything forever);
   // InvalidArgument when the id is taken, the prompt is empty, or prompt
-  // plus output exceed max_model_len.
-  absl::Status AddRequest(RequestId id, std::vector<int32_t> prompt, int32_t max_new_tokens);
+  // plus output exceed max_model_len. A `feedable` request's tokens are
+  // picked by the runner from its logits alone (no host sampling, no
+  // penalty window): with async_scheduling it is scheduled on tokens still
+  // unknown.
+  absl::Status AddRequest(RequestId id, std::vector<int32_t> prompt, int32_t max_new_tokens,
+                          bool feedable = false);
   // Queues a score request of `tokens` (at most max_model_len of them).
   // Positions from `decode_from` on (0: none) are computed one per step, as
   // decode steps would compute them.
@@ -142,7 +164,7 @@ class Scheduler {
   // The step of `out` ran: each chunk's tokens are computed now.
   absl::Status CompleteStep(const SchedulerOutput& out);
   // A token sampled for `id` after its last computed token; the next step
-  // computes it.
+  // computes it (or the step in flight does: a fed chunk).
   absl::Status AppendToken(RequestId id, int32_t token);
   // Ends the request, running or waiting (finished or aborted): frees its
   // blocks and forgets it. NotFound for an unknown id.
@@ -180,11 +202,16 @@ class Scheduler {
     int32_t num_preemptions = 0;
     int32_t num_cached_prompt_tokens = 0;
     State state = State::kWaiting;
-    // Scheduled in a step not yet completed: not scheduled again, never
-    // preempted, until CompleteStep.
-    bool in_flight = false;
+    // Steps not yet completed that compute its tokens: while any, it is
+    // never preempted, nor scheduled again but on a fed chunk.
+    int32_t steps_in_flight = 0;
+    // Where its last scheduled chunk ends: past `tokens` while a fed chunk
+    // computes the token its step before samples.
+    int32_t scheduled_end = 0;
     bool score = false;       // AddScoreRequest
     int32_t decode_from = 0;  // a score request's first position run alone (0: none)
+    int32_t max_new_tokens = -1;  // AddRequest's (-1: up to the context)
+    bool feedable = false;        // AddRequest's
     // Tokens left to compute beyond the one a decode step computes: a
     // prompt (or a recompute) still in the works.
     bool has_prompt_work() const {
@@ -199,9 +226,14 @@ class Scheduler {
     bool prompts_only = false;
   };
   // Rows kept for the running requests this step may still schedule that
-  // sample (not in flight, not scored; with prompts_only, those with prompt
-  // work): score chunks take only the rows beyond them.
+  // sample (not in flight or fed, not scored; with prompts_only, those with
+  // prompt work): score chunks take only the rows beyond them.
   int32_t KeptRows(const Budget& budget) const;
+  // Whether `r`, in the one step in flight that samples its next token,
+  // may be scheduled on that token now (async_scheduling).
+  bool Feeds(const Request& r) const;
+  // Schedules `r`'s fed chunk when the cache has a slot without preempting.
+  absl::Status ScheduleFed(RequestId id, Request& r, Budget& budget, SchedulerOutput& out);
 
   // How many of `r`'s tokens from `computed` on a step takes: the budget
   // left, at most long_prefill_token_threshold, and for a score request the

@@ -10,6 +10,17 @@
 // activation type, zero-initialised; f32 scratch for split attention's partials (sized at load for
 // a decode step at full context, grown when a larger step needs more).
 //
+// Two steps may be in flight (asynchronous scheduling) where the artifact
+// has the device sampler and the token feed (cuda.samplers) and the step
+// needs no host round trip of its own (no collectives, no pipeline
+// transfers, no kernel profile): Submit enqueues a step whose tokens are
+// all picked on the device and returns; Collect waits for its event. Each
+// step in flight has its own page-locked staging and outputs (a slot), so
+// that packing step N+1 and reading step N's ids never touch what the
+// device still copies; the device areas are one, in stream order. A step
+// with feeds (StepBatch::feeds) first runs the token feed, which copies
+// the ids step N picked, still on the device, over its placeholders.
+//
 // With RunnerOptions.cuda_graphs, a decode step (IsGraphStep) is captured
 // into a CUDA graph the first time its launches and step info occur, and
 // replayed from it after that (cuda_step_plan.h says what a graph depends
@@ -48,6 +59,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,6 +92,11 @@ class CudaRunner : public StepRunner {
   // back, and only the other rows' logits. Otherwise every row's logits
   // come back and the picks are made on the host.
   absl::StatusOr<StepOutput> Step(StepAccess key, const StepBatch& batch) override;
+  // Two steps in flight where Overlaps(), one otherwise (see above).
+  int64_t max_steps_in_flight() const override { return Overlaps() ? 2 : 1; }
+  bool feeds_tokens() const override { return Overlaps(); }
+  absl::Status Submit(StepAccess key, const StepBatch& batch) override;
+  absl::StatusOr<StepOutput> Collect(StepAccess key) override;
   // Whether the picks run on the device (the artifact has the sampler).
   bool picks_on_device() const { return sampler_ != nullptr; }
 
@@ -107,6 +124,37 @@ class CudaRunner : public StepRunner {
 
  private:
   CudaRunner() = default;
+  // What one step in flight owns on the host: its staging's page-locked
+  // copy, its outputs' page-locked destinations, and the event recorded
+  // after its last copy.
+  struct StepSlot {
+    cuda::PinnedBuffer staging;
+    cuda::PinnedBuffer logits;    // [rows, vocab] f32: the rows no pick takes
+    cuda::PinnedBuffer picked;    // the picked ids
+    cuda::PinnedBuffer logprobs;  // the picks' logprobs
+    cuda::CUevent done = nullptr;
+  };
+  // A submitted step: its slot and, when it ran to the end at Submit, its
+  // outcome.
+  struct Submitted {
+    size_t slot = 0;
+    bool overlapped = false;  // Collect waits for slot's event
+    absl::StatusOr<StepOutput> out = StepOutput{};
+  };
+  // Whether steps may overlap: the device sampler and the token feed, and
+  // nothing that makes the host wait inside a step.
+  bool Overlaps() const {
+    return sampler_ != nullptr && feeder_ != nullptr && !nccl_ && transfers_.empty() &&
+           !options_.profile_kernels;
+  }
+  // Enqueues `batch`'s upload, feed, launches, picks and copies into `slot`.
+  absl::Status Enqueue(const StepBatch& batch, StepSlot& slot, bool* device_picks);
+  // Waits for the step enqueued last into `slot` and returns its output.
+  absl::StatusOr<StepOutput> Finish(const StepBatch& batch, StepSlot& slot, bool device_picks);
+  // A page-locked buffer of at least `bytes` (the slot's, grown).
+  absl::Status EnsurePinned(size_t bytes, cuda::PinnedBuffer* buffer);
+  // The token feed of `batch` (staged at `layout`) from device_picked_.
+  absl::Status LaunchFeeds(const StepBatch& batch, const StagingLayout& layout);
   absl::Status Allocate(size_t bytes, const char* what, cuda::CUdeviceptr* out);
   // Grows a device area a step needs (the staging, the scratch) to at least
   // `bytes`; the previous step has synchronized, so the old one is free.
@@ -122,10 +170,10 @@ class CudaRunner : public StepRunner {
   // `layout`), the ids to device_picked_ and the logprobs asked for to
   // device_logprobs_, and both down to the host.
   absl::Status LaunchPicks(const StepBatch& batch, const StagingLayout& layout,
-                           const llmc_cuda_step_info& info);
-  // The logits rows of `rows` that no pick takes, to logits_ (the picks'
-  // rows ascend).
-  absl::Status CopyUnpickedRows(const StepBatch& batch, int64_t rows);
+                           const llmc_cuda_step_info& info, StepSlot& slot);
+  // The logits rows of `rows` that no pick takes, to slot.logits (the
+  // picks' rows ascend).
+  absl::Status CopyUnpickedRows(const StepBatch& batch, int64_t rows, StepSlot& slot);
   // Loads cuBLASLt and allocates its operands when options_.gemm asks for it
   // (sets gemm_policy_, or gemm_note_ saying why the generated GEMMs stay).
   absl::Status SetUpGemms();
@@ -176,9 +224,16 @@ class CudaRunner : public StepRunner {
   std::vector<std::vector<ParsedLaunch>> parsed_;         // per cuda kernel, per launch
   std::vector<std::vector<cuda::CUfunction>> functions_;  // likewise
   std::vector<llmc_cuda_args> args_;                      // per cuda step, packed at load
-  // The step's staging: host copy (page-locked, so that its upload is one
-  // asynchronous copy) and device area, grown when a batch needs more.
-  cuda::PinnedBuffer staging_host_;
+  // The steps in flight's slots (the second used only when steps overlap)
+  // and the steps submitted and not yet collected, oldest first.
+  std::array<StepSlot, 2> slots_;
+  size_t next_slot_ = 0;
+  std::deque<Submitted> submitted_;
+  // The picks of the step submitted last, which a step's feeds index.
+  int64_t last_picks_ = 0;
+  // The step's staging device area (the host copy is its slot's: page-
+  // locked, so that its upload is one asynchronous copy), grown when a
+  // batch needs more.
   cuda::CUdeviceptr staging_ = 0;
   size_t staging_bytes_ = 0;
   size_t scratch_bytes_ = 0;  // of bindings_.scratch
@@ -186,17 +241,17 @@ class CudaRunner : public StepRunner {
   std::vector<SelectedLaunch> selected_scratch_;  // ApplyGemmPolicy's, reused
   std::vector<Graph> graphs_;  // with options_.cuda_graphs; destroyed before the device
   uint64_t steps_ = 0;         // Step calls, for the graphs' last use
-  cuda::PinnedBuffer logits_;  // [max_logits, vocab] f32, page-locked: what Step returns
-  // The device sampler (null: the artifact has none) and its picked ids:
-  // on the device [max_logits] and, page-locked, on the host.
+  // The device sampler (null: the artifact has none) and its picked ids on
+  // the device [max_logits] (the slots hold them on the host).
   cuda::CUfunction sampler_ = nullptr;
   int64_t sampler_block_ = 0;
   cuda::CUdeviceptr device_picked_ = 0;
-  cuda::PinnedBuffer picked_;
-  // The picks' logprobs (llmc_cuda_logprob): on the device, room for
-  // max_logits picks of the most logprobs, and page-locked on the host.
+  // The picks' logprobs (llmc_cuda_logprob) on the device: room for
+  // max_logits picks of the most logprobs.
   cuda::CUdeviceptr device_logprobs_ = 0;
-  cuda::PinnedBuffer logprobs_;
+  // The token feed (null: the artifact has none).
+  cuda::CUfunction feeder_ = nullptr;
+  int64_t feeder_block_ = 0;
   HostPicks host_picks_;  // the picks made on the host instead
   // cuBLASLt GEMMs.
   std::unique_ptr<cuda::CublasLt> cublaslt_;  // destroyed before the device

@@ -55,6 +55,9 @@ struct StagingLayout {
   // The device sampler's inputs (cuda_abi.h): the picks as llmc_cuda_pick,
   // the ids they mask and the tokens they penalize (llmc_cuda_penalty).
   int64_t picks = 0, masked_ids = 0, penalties = 0;
+  // The token feed's (llmc_cuda_feed): where the step's fed tokens come
+  // from.
+  int64_t feeds = 0;
   int64_t total = 0;          // int32 elements of the whole area
   int64_t block_columns = 0;  // columns of the staged block_tables (step_info.max_blocks)
 };

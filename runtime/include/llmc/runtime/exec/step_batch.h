@@ -62,6 +62,16 @@ inline constexpr int32_t kMaxPickLogprobs = 20;
 // in shared memory).
 inline constexpr int32_t kMaxPickPenalties = 1024;
 
+// A token of the step whose id is a pick of the step submitted just before
+// it (asynchronous scheduling: the step was scheduled while that one ran,
+// so the id was not on the host yet). The runner writes that step's picked
+// id number `pick` (an index into its picks) over tokens[token] before the
+// step runs; StepRunner::feeds_tokens says whether a runner does.
+struct TokenFeed {
+  int32_t token = 0;
+  int32_t pick = 0;
+};
+
 // A token of a pick's penalty window and how often it occurs there.
 struct PickPenalty {
   int32_t token = 0;
@@ -92,6 +102,9 @@ struct StepBatch {
   std::vector<RowPick> picks;
   std::vector<int32_t> masked_ids;  // what picks mask, by range
   std::vector<PickPenalty> penalties;  // what picks penalize, by range
+  // Tokens whose ids come from the step before (ascending, distinct
+  // tokens); `tokens` holds a placeholder id there. See TokenFeed.
+  std::vector<TokenFeed> feeds;
 
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_seqs() const { return int64_t(context_lens.size()); }
@@ -122,6 +135,9 @@ class StepBatchBuilder {
   // ascending) with pick's penalties.
   void PickLastRow(absl::Span<const int32_t> masked, RowPick pick = {},
                    absl::Span<const PickPenalty> penalties = {});
+  // The id of the batch's token `token` is pick `pick` of the step before
+  // (TokenFeed); calls ascend by token.
+  void FeedToken(int32_t token, int32_t pick) { batch_.feeds.push_back({token, pick}); }
   const StepBatch& Finish();
   const StepBatch& batch() const { return batch_; }
 

@@ -112,9 +112,15 @@ class StepRunner {
   // Collect returns the output of the oldest step not yet collected. Up to
   // max_steps_in_flight() steps may be submitted before the first is
   // collected; their requests must differ (a request's next step needs the
-  // token its last one gives). The default runs the step at Submit and
-  // reports its outcome at Collect.
+  // token its last one gives), unless the runner feeds tokens. The default
+  // runs the step at Submit and reports its outcome at Collect.
   virtual int64_t max_steps_in_flight() const { return 1; }
+  // Whether Submit takes StepBatch::feeds: a step's token that is a pick of
+  // the step submitted just before it, collected or not (asynchronous
+  // scheduling: the engine schedules step N+1 while step N runs, and a
+  // request of both decodes on in N+1 from the token N picks, which stays
+  // on the device). A runner that feeds holds at least two steps in flight.
+  virtual bool feeds_tokens() const { return false; }
   virtual absl::Status Submit(StepAccess key, const StepBatch& batch) {
     submitted_ = Step(key, batch);
     return absl::OkStatus();

@@ -101,8 +101,16 @@ class KVCacheManager {
                              const ComputedBlocks& computed = {});
 
   // Appends token ids to the sequence, allocating (and copying on write) as
-  // AllocateSlots would, then registers the blocks they fill.
+  // AllocateSlots would, then registers the blocks they fill. A token may
+  // be kUnknownToken, one sampled by a step still running (asynchronous
+  // scheduling): the block holding it is registered once SetToken makes it
+  // known.
   absl::Status AppendTokens(RequestId id, absl::Span<const int32_t> tokens);
+  static constexpr int32_t kUnknownToken = -1;
+  // Makes the unknown token at `position` of the sequence `token`, then
+  // registers the blocks that are full and known now. FailedPrecondition
+  // when that token is known already.
+  absl::Status SetToken(RequestId id, int32_t position, int32_t token);
 
   // Registers the sequence's full blocks not registered yet for prefix
   // caching (AppendTokens does this already; a no-op when disabled).

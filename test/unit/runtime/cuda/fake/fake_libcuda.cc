@@ -29,6 +29,16 @@
 // says how far an allocation reaches.
 // cuMemcpy2DAsync_v2 copies device to device (captured into graphs, as the
 // driver allows).
+//
+// Deferred streams ("defer", or FAKE_CUDA_DEFER=1 in the environment, for
+// test/cuda-emu): stream work (launches, graph replays, asynchronous copies
+// and memsets, host work) is queued rather than run when enqueued, and runs
+// in order at the next synchronization (of the stream, an event, the
+// context; a synchronous copy; a free), reading host memory then, as a
+// device's copy engine would. Every such point runs the whole queue, work
+// enqueued after the event too: a runner that rewrites a page-locked buffer
+// an upload has yet to read, or reads one a later step's download lands in,
+// computes the wrong tokens.
 #include "fake_libcuda.h"
 
 #include <dlfcn.h>
@@ -40,6 +50,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -74,6 +85,10 @@ struct State {
   // not page-locked: a real driver stages them and makes the host wait.
   int pageable_copies = 0;
   long long h2d_bytes = 0, d2h_bytes = 0;   // asynchronous host copies' bytes
+  int defer = -1;  // deferred streams (see above); -1: FAKE_CUDA_DEFER decides
+  std::deque<std::function<int()>> queued;  // deferred stream work, in order
+  int sticky = 0;  // the first error of deferred work, reported at synchronization
+  int flushes = 0;  // synchronizations that ran queued work
 } g;
 // An event: whether the stream was stuck when it was recorded.
 struct FakeEvent {
@@ -99,6 +114,7 @@ API void fake_cuda_control(const char* key, long value) {
   else if (k == "alloc_limit") g.alloc_limit = int(value);
   else if (k == "launch_result") g.launch_result = int(value);
   else if (k == "sm_major") g.sm_major = int(value);
+  else if (k == "defer") g.defer = int(value);
   else if (k == "stream_stuck")
     g.stream_stuck = int(value);
 }
@@ -118,6 +134,7 @@ API long fake_cuda_query(const char* key) {
   if (k == "stream_stuck") return g.stream_stuck;
   if (k == "copies_2d") return g.copies_2d;
   if (k == "pinned_allocs") return g.pinned_allocs;
+  if (k == "flushes") return g.flushes;
   if (k == "pinned_live") return long(g.pinned.size());
   if (k == "pageable_copies") return g.pageable_copies;
   if (k == "h2d_bytes") return long(g.h2d_bytes);
@@ -151,6 +168,35 @@ API int fake_cuda_graph_launch(long i) {
     ++g.capture_violations;      \
     return kCaptureUnsupported;  \
   }
+
+namespace {
+bool Deferring() {
+  if (g.defer < 0) {
+    const char* env = std::getenv("FAKE_CUDA_DEFER");
+    g.defer = env != nullptr && std::strcmp(env, "1") == 0;
+  }
+  return g.defer == 1;
+}
+// Runs `work` now, or queues it while deferring.
+int OnStream(std::function<int()> work) {
+  if (!Deferring()) return work();
+  g.queued.push_back(std::move(work));
+  return 0;
+}
+// Runs the queued work in order; the first error stays (a sticky error).
+int Flush() {
+  if (!g.queued.empty()) ++g.flushes;
+  while (!g.queued.empty()) {
+    std::function<int()> work = std::move(g.queued.front());
+    g.queued.pop_front();
+    if (int r = work(); r != 0 && g.sticky == 0) g.sticky = r;
+  }
+  return g.sticky;
+}
+}  // namespace
+#define FLUSH_OR_RETURN()            \
+  if (int flushed = Flush(); flushed) \
+    return flushed
 
 API CUresult cuGetErrorName(CUresult r, const char** s) {
   switch (r) {
@@ -212,6 +258,7 @@ API CUresult cuDevicePrimaryCtxRetain(void** c, int) { ++g.ctx_retained; *c = &g
 API CUresult cuDevicePrimaryCtxRelease_v2(int) { --g.ctx_retained; return 0; }
 API CUresult cuCtxSetCurrent(void*) { return 0; }
 API CUresult cuCtxSynchronize() {
+  FLUSH_OR_RETURN();
   REFUSE_DURING_CAPTURE();
   return 0;
 }
@@ -328,7 +375,13 @@ CUresult Launch(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, uns
   g.launches.push_back(l);
   if (g.capturing) return 0;  // captured: it runs when the graph is launched
   if (g.stream_stuck) return 0;  // queued behind work that never ends
-  return RunEmulated(l.symbol, gx, gy, gz, bx, by, bz, params);
+  if (!Deferring()) return RunEmulated(l.symbol, gx, gy, gz, bx, by, bz, params);
+  // The parameters as they are now (the driver copies them at the launch).
+  return OnStream([l]() mutable {
+    void* copied[] = {&l.info, &l.args};
+    return RunEmulated(l.symbol, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                       l.block[2], l.has_params ? copied : nullptr);
+  });
 }
 }  // namespace
 API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -368,6 +421,7 @@ API CUresult cuMemAlloc_v2(unsigned long long* p, size_t bytes) {
 #endif
 API CUresult cuMemFree_v2(unsigned long long p) {
   REFUSE_DURING_CAPTURE();
+  FLUSH_OR_RETURN();
   ++g.frees;
   g.allocations.erase(uintptr_t(p));
   std::free(reinterpret_cast<void*>(uintptr_t(p)));
@@ -375,16 +429,19 @@ API CUresult cuMemFree_v2(unsigned long long p) {
 }
 API CUresult cuMemcpyHtoD_v2(unsigned long long d, const void* s, size_t n) {
   REFUSE_DURING_CAPTURE();
+  FLUSH_OR_RETURN();
   std::memcpy(reinterpret_cast<void*>(uintptr_t(d)), s, n);
   return 0;
 }
 API CUresult cuMemcpyDtoH_v2(void* d, unsigned long long s, size_t n) {
   REFUSE_DURING_CAPTURE();
+  FLUSH_OR_RETURN();
   std::memcpy(d, reinterpret_cast<void*>(uintptr_t(s)), n);
   return 0;
 }
 API CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) {
   REFUSE_DURING_CAPTURE();
+  FLUSH_OR_RETURN();
   std::memcpy(reinterpret_cast<void*>(uintptr_t(d)), reinterpret_cast<void*>(uintptr_t(s)), n);
   return 0;
 }
@@ -399,6 +456,7 @@ API CUresult cuMemAllocHost_v2(void** p, size_t bytes) {
 }
 API CUresult cuMemFreeHost(void* p) {
   REFUSE_DURING_CAPTURE();
+  FLUSH_OR_RETURN();
   // Freed whether or not a "reset" forgot it since, as cuMemFree_v2 does.
   g.pinned.erase(uintptr_t(p));
   std::free(p);
@@ -413,35 +471,51 @@ bool Pinned(const void* p, size_t n) {
   return uintptr_t(p) + n <= it->first + it->second;
 }
 }  // namespace
+namespace {
+// A stream-ordered memcpy between addresses, both host memory here.
+int CopyOnStream(void* d, const void* s, size_t n) {
+  return OnStream([d, s, n] {
+    std::memcpy(d, s, n);
+    return 0;
+  });
+}
+}  // namespace
 API CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void* s, size_t n, void*) {
+  REFUSE_DURING_CAPTURE();
   if (!Pinned(s, n)) ++g.pageable_copies;
   g.h2d_bytes += (long long)n;
-  return cuMemcpyHtoD_v2(d, s, n);
+  return CopyOnStream(reinterpret_cast<void*>(uintptr_t(d)), s, n);
 }
 API CUresult cuMemcpyDtoHAsync_v2(void* d, unsigned long long s, size_t n, void*) {
+  REFUSE_DURING_CAPTURE();
   if (!Pinned(d, n)) ++g.pageable_copies;
   g.d2h_bytes += (long long)n;
-  return cuMemcpyDtoH_v2(d, s, n);
+  return CopyOnStream(d, reinterpret_cast<const void*>(uintptr_t(s)), n);
 }
 API CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void*) {
-  return cuMemcpyDtoD_v2(d, s, n);
+  REFUSE_DURING_CAPTURE();
+  return CopyOnStream(reinterpret_cast<void*>(uintptr_t(d)),
+                      reinterpret_cast<const void*>(uintptr_t(s)), n);
 }
 API CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void*) {
   REFUSE_DURING_CAPTURE();
   ++g.memsets;
-  std::memset(reinterpret_cast<void*>(uintptr_t(d)), v, n);
-  return 0;
+  return OnStream([d, v, n] {
+    std::memset(reinterpret_cast<void*>(uintptr_t(d)), v, n);
+    return 0;
+  });
 }
 API CUresult cuStreamCreate(void** s, unsigned) { ++g.streams; *s = &g; return 0; }
 API CUresult cuStreamSynchronize(void*) {
   REFUSE_DURING_CAPTURE();
-  return 0;
+  return Flush();
 }
 API CUresult cuStreamDestroy_v2(void*) { --g.streams; return 0; }
 // Work runs when it is enqueued, so the stream is always done, unless
 // "stream_stuck" (a fake NCCL's hung collective) says it never will be.
 API CUresult cuStreamQuery(void*) {
   REFUSE_DURING_CAPTURE();
+  FLUSH_OR_RETURN();
   return g.stream_stuck ? 600 : 0;  // CUDA_ERROR_NOT_READY
 }
 API CUresult cuEventCreate(void** e, unsigned) {
@@ -455,9 +529,10 @@ API CUresult cuEventRecord(void* e, void*) {
 }
 API CUresult cuEventQuery(void* e) {
   if (!e) return 1;
+  FLUSH_OR_RETURN();
   return static_cast<FakeEvent*>(e)->stuck ? 600 : 0;
 }
-API CUresult cuEventSynchronize(void*) { return 0; }
+API CUresult cuEventSynchronize(void*) { return Flush(); }
 // Only the unversioned name, as drivers before CUDA 12.8 export it.
 API CUresult cuEventElapsedTime(float* ms, void*, void*) { *ms = 0.25f; return 0; }
 API CUresult cuEventDestroy_v2(void* e) {
@@ -466,8 +541,12 @@ API CUresult cuEventDestroy_v2(void* e) {
 }
 API int fake_cuda_enqueue_host(void (*run)(const void*), const void* ctx, unsigned long bytes) {
   if (!g.capturing) {
-    if (!g.stream_stuck) run(ctx);  // else queued behind work that never ends
-    return 0;
+    if (g.stream_stuck) return 0;  // queued behind work that never ends
+    const char* c = static_cast<const char*>(ctx);
+    return OnStream([run, copy = std::vector<char>(c, c + bytes)] {
+      run(copy.data());
+      return 0;
+    });
   }
   const char* c = static_cast<const char*>(ctx);
   g.host_work.push_back({run, std::vector<char>(c, c + bytes)});
@@ -543,19 +622,21 @@ API CUresult cuGraphLaunch(void* exec, void*) {
   g.graph_launches.push_back(graph.id);
   if (g.stream_stuck) return 0;  // queued behind work that never ends
   // Emulating: the captured launches run, with their parameters as captured.
-  for (const FakeCudaLaunch& l : graph.launches) {
-    if (l.host_work > 0) {
-      const auto& [run, ctx] = g.host_work[size_t(l.host_work - 1)];
-      run(ctx.data());
-      continue;
+  return OnStream([launches = graph.launches] {
+    for (const FakeCudaLaunch& l : launches) {
+      if (l.host_work > 0) {
+        const auto& [run, ctx] = g.host_work[size_t(l.host_work - 1)];
+        run(ctx.data());
+        continue;
+      }
+      FakeCudaLaunch copy = l;
+      void* params[] = {&copy.info, &copy.args};
+      if (int r = RunEmulated(copy.symbol, l.grid[0], l.grid[1], l.grid[2], l.block[0],
+                              l.block[1], l.block[2], l.has_params ? params : nullptr))
+        return r;
     }
-    FakeCudaLaunch copy = l;
-    void* params[] = {&copy.info, &copy.args};
-    if (int r = RunEmulated(copy.symbol, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                            l.block[2], l.has_params ? params : nullptr))
-      return r;
-  }
-  return 0;
+    return 0;
+  });
 }
 API CUresult cuGraphExecDestroy(void* exec) {
   delete static_cast<FakeGraph*>(exec);
