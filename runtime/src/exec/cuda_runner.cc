@@ -574,8 +574,8 @@ absl::Status CudaRunner::LaunchPicks(const StepBatch& batch, const StagingLayout
     return api.Check(r, absl::StrFormat("cuLaunchKernel of the device sampler (%d picks)", grid));
   const size_t picked_bytes = size_t(options_.max_logits) * sizeof(int32_t);
   LLMC_RETURN_IF_ERROR(EnsurePinned(picked_bytes, &slot.picked));
-  LLMC_RETURN_IF_ERROR(
-      device_->CopyToHost(slot.picked.data(), device_picked_, batch.picks.size() * sizeof(int32_t)));
+  LLMC_RETURN_IF_ERROR(device_->CopyToHost(slot.picked.data(), device_picked_,
+                                           batch.picks.size() * sizeof(int32_t)));
   // Only the logprobs the picks asked for.
   if (const int64_t entries = batch.num_logprob_entries(); entries > 0) {
     LLMC_RETURN_IF_ERROR(EnsurePinned(size_t(options_.max_logits) *
@@ -858,12 +858,15 @@ absl::Status CudaRunner::Submit(StepAccess, const StepBatch& batch) {
   step.overlapped = Overlaps() && device_picks;
   if (step.overlapped) {
     const cuda::DriverApi& api = device_->api();
-    if (!slot.done) LLMC_CUDA_RETURN_IF_ERROR(api, cuEventCreate(&slot.done, cuda::kEventDisableTiming));
+    if (!slot.done)
+      LLMC_CUDA_RETURN_IF_ERROR(api, cuEventCreate(&slot.done, cuda::kEventDisableTiming));
     LLMC_CUDA_RETURN_IF_ERROR(api, cuEventRecord(slot.done, device_->stream()));
-    next_slot_ ^= 1;
   } else {
     step.out = Finish(batch, slot, device_picks);
   }
+  // A step finished here still holds its slot's outputs until collected:
+  // the next step, which may be submitted first, takes the other slot.
+  if (Overlaps()) next_slot_ ^= 1;
   submitted_.push_back(std::move(step));
   return absl::OkStatus();
 }

@@ -241,7 +241,8 @@ TEST(EngineAsyncTest, AbortWhileFedEndsOnce) {
         EXPECT_EQ(got.results[i].reason, FinishReason::kAbort);
         continue;
       }
-      EXPECT_EQ(got.results[i].tokens, want.results[i].tokens) << "abort after " << after << ", " << i;
+      EXPECT_EQ(got.results[i].tokens, want.results[i].tokens)
+          << "abort after " << after << ", request " << i;
     }
   }
 }
