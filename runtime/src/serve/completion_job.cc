@@ -150,6 +150,7 @@ void CompletionJob::Echo(Choice& c, std::string& events) {
     c.finished = true;
     --unfinished_;
     c.finish_reason = "abort";
+    ctx_.metrics->CountFinished(c.finish_reason);
     return;
   }
   const std::string text = PromptText(c.prompt);
