@@ -159,7 +159,8 @@ absl::StatusOr<bool> Scheduler::ScheduleRunning(RequestId id, Budget& budget,
   // A step in flight computes its next tokens (or samples the one it needs;
   // then, scheduling asynchronously, this step may go on from it).
   if (r.steps_in_flight > 0) {
-    if (Feeds(r)) LLMC_RETURN_IF_ERROR(ScheduleFed(id, r, budget, out));
+    // A fed chunk decodes: never in a prefill-first step of prompts.
+    if (Feeds(r) && !budget.prompts_only) LLMC_RETURN_IF_ERROR(ScheduleFed(id, r, budget, out));
     return true;
   }
   const int32_t known = int32_t(r.tokens.size());
@@ -249,7 +250,13 @@ absl::StatusOr<SchedulerOutput> Scheduler::Schedule() {
       if (!kept) break;
     }
     if (out.preempted.empty()) LLMC_RETURN_IF_ERROR(AdmitWaiting(budget, out));
-    budget.prompts_only = !out.chunks.empty() || !out.preempted.empty();
+    // A prompt whose rest waits for its chunk in flight holds the decodes
+    // too (scheduling asynchronously): none of them runs before it is in.
+    const bool prompt_in_flight = std::any_of(running_.begin(), running_.end(), [&](RequestId id) {
+      const Request& r = requests_.at(id);
+      return r.steps_in_flight > 0 && r.scheduled_end < int32_t(r.tokens.size());
+    });
+    budget.prompts_only = !out.chunks.empty() || !out.preempted.empty() || prompt_in_flight;
   }
   if (!budget.prompts_only) {
     for (size_t i = 0; i < running_.size() && budget.tokens > 0; ++i) {

@@ -29,7 +29,7 @@ std::set<RequestId> Ids(const SchedulerOutput& out) {
 
 class SchedulerInFlightTest : public ::testing::Test {
  protected:
-  void Init(int32_t num_blocks, int32_t budget) {
+  void Init(int32_t num_blocks, int32_t budget, bool async = false, bool prefill_first = false) {
     auto pool = BlockPool::Create(num_blocks, 4);
     ASSERT_TRUE(pool.ok()) << pool.status();
     pool_ = std::move(pool).value();
@@ -38,6 +38,8 @@ class SchedulerInFlightTest : public ::testing::Test {
     config.max_batch_tokens = budget;
     config.max_seqs = 16;
     config.max_model_len = 1 << 10;
+    config.async_scheduling = async;
+    config.prefill_first = prefill_first;
     sched_ = std::make_unique<Scheduler>(config, *kv_);
   }
   SchedulerOutput Schedule() {
@@ -116,6 +118,55 @@ TEST_F(SchedulerInFlightTest, ARequestFinishedInFlightIsDroppedAtCompletion) {
   EXPECT_EQ(sched_->num_computed_tokens(1), 6);
   // Completing a step twice is a bug, said so.
   EXPECT_FALSE(sched_->CompleteStep(a).ok());
+}
+
+// Asynchronous scheduling: a feedable request decoding in the step in
+// flight is scheduled again on the token that step samples (a fed chunk
+// one past its known tokens), and only while max_new_tokens leaves room for
+// a token after that one.
+TEST_F(SchedulerInFlightTest, AFeedableRequestInFlightGetsAFedChunk) {
+  Init(/*num_blocks=*/16, /*budget=*/64, /*async=*/true);
+  ASSERT_TRUE(sched_->AddRequest(0, Prompt(5, 0), 3, /*feedable=*/true).ok());
+  ASSERT_TRUE(sched_->AddRequest(1, Prompt(6, 50), 3, /*feedable=*/false).ok());
+  const SchedulerOutput a = Schedule();  // both prompts
+  const SchedulerOutput b = Schedule();  // a in flight: 0 fed at position 5
+  ASSERT_EQ(b.chunks.size(), 1u);
+  EXPECT_EQ(b.chunks[0].id, 0);
+  EXPECT_TRUE(b.chunks[0].fed && b.chunks[0].sample);
+  EXPECT_EQ(b.chunks[0].first_position, 5);
+  EXPECT_TRUE(Schedule().empty());  // 0 is fed already, 1 is not feedable
+  Complete(a);                      // token 5 of each known
+  const SchedulerOutput c = Schedule();  // 0 fed again (its third token), 1 decodes
+  EXPECT_EQ(Ids(c), (std::set<RequestId>{0, 1}));
+  for (const ScheduledChunk& ch : c.chunks) EXPECT_EQ(ch.fed, ch.id == 0);
+  Complete(b);
+  Complete(c);
+  EXPECT_EQ(sched_->tokens(0).size(), 8u);  // 5 + 3: max_new_tokens reached
+  // No fed chunk past max_new_tokens: request 0's last token came from c.
+  const SchedulerOutput d = Schedule();
+  EXPECT_EQ(Ids(d), (std::set<RequestId>{0, 1}));
+  const SchedulerOutput e = Schedule();
+  EXPECT_TRUE(e.empty()) << "a chunk for a token past max_new_tokens";
+}
+
+// Prefill first and asynchronous: a prompt whose rest waits for its chunk
+// in flight holds every decode, fed ones too (requests added together
+// decode in lock step, as `llmc bench`'s tgN@bB needs).
+TEST_F(SchedulerInFlightTest, PrefillFirstHoldsFedDecodesWhileAPromptIsInFlight) {
+  Init(/*num_blocks=*/32, /*budget=*/12, /*async=*/true, /*prefill_first=*/true);
+  ASSERT_TRUE(sched_->AddRequest(0, Prompt(4, 0), 8, true).ok());
+  ASSERT_TRUE(sched_->AddRequest(1, Prompt(14, 50), 8, true).ok());
+  const SchedulerOutput a = Schedule();  // 0 whole, 8 of 1's 14
+  ASSERT_EQ(Ids(a), (std::set<RequestId>{0, 1}));
+  EXPECT_TRUE(Schedule().empty()) << "request 0 decodes before request 1's prompt is in";
+  Complete(a);
+  const SchedulerOutput b = Schedule();  // the rest of 1's prompt alone
+  ASSERT_EQ(Ids(b), (std::set<RequestId>{1}));
+  const SchedulerOutput c = Schedule();  // 1's prompt is complete in b: both decode
+  EXPECT_EQ(Ids(c), (std::set<RequestId>{0, 1}));
+  for (const ScheduledChunk& ch : c.chunks) EXPECT_EQ(ch.fed, ch.id == 1);
+  Complete(b);
+  Complete(c);
 }
 
 }  // namespace

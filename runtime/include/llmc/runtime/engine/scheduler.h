@@ -60,7 +60,10 @@
 // AppendToken). That is only when the request can go on after N's token
 // (max_new_tokens and the context allow one more), and never at the cost
 // of a preemption; a request that stops at N's token anyway (a stop
-// string, EOS) has its N+1 chunk dropped by CompleteStep.
+// string, EOS) has its N+1 chunk dropped by CompleteStep. With
+// prefill_first, a prompt whose rest waits for its chunk in flight holds
+// the decodes, fed ones too, so that requests added together still decode
+// in lock step.
 #ifndef LLMC_RUNTIME_ENGINE_SCHEDULER_H_
 #define LLMC_RUNTIME_ENGINE_SCHEDULER_H_
 
