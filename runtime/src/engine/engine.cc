@@ -195,15 +195,11 @@ absl::Status Engine::BuildBatch(InFlight& step) {
               : scheduler_->tokens(c.id).subspan(c.first_position, c.num_tokens),
         c.first_position, slots, table);
     if (c.fed) {  // its token is the pick of the step in flight before it
-      int32_t pick = -1;
-      if (!in_flight_.empty()) {
-        const auto& before = in_flight_.back().pick_of;
-        if (auto it = before.find(c.id); it != before.end()) pick = it->second;
-      }
-      if (pick < 0)
+      const Live& r = *live_.at(c.id);
+      if (in_flight_.empty() || r.pick < 0 || r.pick_step != in_flight_.back().number)
         return absl::InternalError(absl::StrFormat(
             "engine: request %d is fed from a step in flight that does not pick its token", c.id));
-      batch_.FeedToken(row, pick);
+      batch_.FeedToken(row, r.pick);
       ++stats_.fed_tokens;
     }
     if (c.score) {  // every position's logits, or its next token's logprobs
@@ -223,7 +219,7 @@ absl::Status Engine::BuildBatch(InFlight& step) {
     }
     if (!c.sample) continue;
     batch_.AddLogitsRow(row + c.num_tokens - 1);
-    const Live& r = *live_.at(c.id);
+    Live& r = *live_.at(c.id);
     const SamplingParams& sp = r.params;
     penalties_.clear();
     if (r.runner_picks && (sp.repetition_penalty != 1.0f || sp.presence_penalty != 0.0f ||
@@ -237,7 +233,8 @@ absl::Status Engine::BuildBatch(InFlight& step) {
     const bool picks = r.runner_picks && int64_t(penalties_.size()) <= kMaxPickPenalties;
     picked->push_back(picks);
     if (!picks) continue;
-    step.pick_of[c.id] = int32_t(batch_.batch().picks.size());
+    r.pick = int32_t(batch_.batch().picks.size());
+    r.pick_step = step.number;
     RowPick pick;
     pick.repetition_penalty = sp.repetition_penalty;
     pick.presence_penalty = sp.presence_penalty;
@@ -423,6 +420,7 @@ absl::StatusOr<std::vector<RequestOutput>> Engine::Step() {
       return absl::InternalError(
           "engine: the KV cache asks for block copies (copy on write), which no runner does yet");
     InFlight step;
+    step.number = steps_built_++;
     step.schedule = std::move(next);
     LLMC_RETURN_IF_ERROR(BuildBatch(step));
     for (const RowPick& p : batch_.batch().picks) step.logprob_begin.push_back(p.logprob_begin);

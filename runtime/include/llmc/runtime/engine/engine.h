@@ -216,6 +216,11 @@ class Engine {
     bool feedable = false;
     int32_t prompt_logprobs = -1;  // a score request's ScoreOptions::prompt_logprobs
     int32_t rows_out = 0;       // a score request's positions that went out
+    // Its runner pick in the step built last that picked its token: the
+    // index into that step's picks and the step's number (InFlight::number).
+    // The step after it feeds from there.
+    int32_t pick = -1;
+    int64_t pick_step = -1;
   };
   // A step submitted to the runner: what was scheduled, and which of its
   // sampled chunks the runner picks (in the chunks' order).
@@ -230,9 +235,7 @@ class Engine {
       bool picked = false;
     };
     std::vector<ScoreRows> scores;
-    // Per request whose token the runner picks: the index of its pick
-    // (the step after feeds from it).
-    std::unordered_map<RequestId, int32_t> pick_of;
+    int64_t number = 0;  // steps built before it
   };
   // Steps to keep in flight now (see EngineOptions::async_scheduling).
   int64_t StepsInFlight() const;
@@ -289,6 +292,7 @@ class Engine {
   std::vector<std::pair<int32_t, int32_t>> window_;  // BuildBatch's, reused
   std::vector<PickPenalty> penalties_;
   RequestId next_id_ = 0;
+  int64_t steps_built_ = 0;  // InFlight::number of the next step
   EngineStats stats_;
 };
 
