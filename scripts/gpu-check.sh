@@ -470,27 +470,34 @@ serving_check() {
   have_gpu_and_8b_payload "$rt" "$art" || return 77
   local env=(LD_LIBRARY_PATH="$payload/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LLMC_NO_EXEC_RT=1)
   local serving="$out/serving.json" lockstep="$out/serving-lockstep.json"
-  local one="$out/serving-one-at-a-time.json"
-  local mode
-  for mode in async one; do
+  local one="$out/serving-one-at-a-time.json" graphs="$out/serving-graphs.json"
+  local mode flag dest
+  for mode in async one graphs; do
+    case $mode in
+      async) flag="" dest=$serving ;;
+      one) flag=--no-async-scheduling dest=$one ;;
+      graphs) flag=--cuda-graphs dest=$graphs ;;  # a graph per batch-size bucket, at load
+    esac
     echo "--- $rt bench --serving: 256 requests, 128 in, 128 out, all at once ($mode)"
     env "${env[@]}" timeout 600 "$rt" bench "$art" --backend=cuda --serving --requests 256 \
       --input-len 128 --output-len 128 --max-seqs 256 --no-verify --no-progress --json \
-      $([ "$mode" = one ] && echo --no-async-scheduling) \
-      >"$([ "$mode" = one ] && echo "$one" || echo "$serving")" || return 2
+      $flag >"$dest" || return 2
   done
   echo "--- $rt bench: tg128 at depth 128, 256 sequences in lock step"
   env "${env[@]}" timeout 600 "$rt" bench "$art" --backend=cuda -p 0 -n 128 -d 128 -B 256 -r 1 \
     --no-verify --json >"$lockstep" || return 2
-  python3 - "$serving" "$lockstep" "$one" <<'PY' | tee "$out/serving.md"
+  python3 - "$serving" "$lockstep" "$one" "$graphs" <<'PY' | tee "$out/serving.md"
 import json, sys
-s, l, o = (json.load(open(p)) for p in sys.argv[1:4])
+s, l, o, g = (json.load(open(p)) for p in sys.argv[1:5])
 tg = l["tests"][-1]
 print("| measure | value |\n|---|---:|")
 print(f"| serving: output tok/s | {s['output_tokens_per_s']:.0f} |")
 print(f"| serving, one step at a time (--no-async-scheduling): output tok/s | "
       f"{o['output_tokens_per_s']:.0f} |")
 print(f"| asynchronous / one at a time | {s['output_tokens_per_s'] / o['output_tokens_per_s']:.2f} |")
+print(f"| serving with --cuda-graphs (bucketed, captured at load): output tok/s | "
+      f"{g['output_tokens_per_s']:.0f} ({g['output_tokens_per_s'] / s['output_tokens_per_s']:.2f}x "
+      f"without) |")
 print(f"| steps scheduled ahead | {s['steps_ahead_share'] * 100:.0f}% ({s['fed_tokens']} tokens fed) |")
 print(f"| serving: generation tok/s (decode-only steps) | {s['generation_tokens_per_s']:.0f} |")
 print(f"| lock step {tg['test']}: tok/s | {tg['avg_ts']:.0f} |")

@@ -193,14 +193,20 @@ class NcclCallsTest(unittest.TestCase):
         self.assertTrue(self.check(lambda runs: runs, graphs=False))
         self.assertFalse(self.check(lambda runs: runs[:-1], graphs=False))
 
-    def test_graph_replays_make_exactly_the_first_two_steps_calls(self):
-        per_step = len(cuda_tp_emu_test.expected_runs("bf16")) // (1 + cuda_tp_emu_test.DECODE)
-        self.assertEqual(per_step * 2, len(cuda_tp_emu_test.expected_calls("bf16", True)))
-        self.assertTrue(self.check(lambda runs: runs[:2 * per_step], graphs=True))
-        # Fewer calls than runs, which the old check accepted, but a step
-        # too many (a graph captured twice) or too few (one never captured).
-        self.assertFalse(self.check(lambda runs: runs[:3 * per_step], graphs=True))
-        self.assertFalse(self.check(lambda runs: runs[:per_step], graphs=True))
+    def test_graph_replays_make_the_captures_and_the_prefills_calls(self):
+        t = cuda_tp_emu_test
+        per_step = len(t.expected_runs("bf16")) // (1 + t.DECODE)
+        want = t.expected_calls("bf16", True)
+        # A step of each bucket at load (largest first), then the prefill.
+        self.assertEqual(len(want), per_step * (len(t.GRAPH_BUCKETS) + 1))
+        self.assertEqual(want[0], ("all_reduce", "bf16", 256 * t.HIDDEN))
+        self.assertEqual(want[-per_step:], t.expected_runs("bf16")[:per_step])
+        self.assertTrue(self.check(lambda runs: want, graphs=True))
+        # The old capture on first use (the prefill's and one decode step's
+        # calls), a bucket captured twice or one never captured: refused.
+        self.assertFalse(self.check(lambda runs: runs[:2 * per_step], graphs=True))
+        self.assertFalse(self.check(lambda runs: want[:per_step] + want, graphs=True))
+        self.assertFalse(self.check(lambda runs: want[per_step:], graphs=True))
 
 
 class OversizedBodyTest(unittest.TestCase):

@@ -228,7 +228,10 @@ def check(args, name, work):
                      "--tokens", ",".join(map(str, tokens)), "--prefill", str(prefill), "-o", again],
                     env=env)
             same = open(again, "rb").read() == open(out, "rb").read()
-            used = flag != "--pdl" or "programmatic dependent launch" in r.stderr
+            # The runner says what it used: graphs captured at load (a
+            # bucket each), or programmatic launches.
+            used = ("programmatic dependent launch" if flag == "--pdl"
+                    else "as CUDA graphs") in r.stderr
             print(f"{'PASS' if same and used else 'FAIL'} {name} {flag}: {what} give "
                   f"{'the same' if same else 'DIFFERENT'} logits"
                   f"{'' if used else '; the runner did NOT say it used them: ' + r.stderr[-300:]}",

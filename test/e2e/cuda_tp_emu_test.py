@@ -24,9 +24,10 @@ prefill kernel) and 4 decode steps (the GEMVs, split attention):
     in order: per step 2 x layers all-reduces of T x hidden elements in the
     activation type, then one all-gather of L x ceil(vocab / 2) f32.
   - With --cuda-graphs the decode steps replay the collectives from graphs
-    and the logits are the same bytes: the NCCL calls are exactly those of
-    the prefill and of the first decode step (captured), none for the
-    steps that replay it (10 calls for 25 collectives run).
+    and the logits are the same bytes: the NCCL calls are exactly those the
+    captures at load record (a step of each batch-size bucket, largest
+    first) and the prefill's, none for the decode steps that replay bucket
+    1's graph.
   - Failures end every rank with a message: the artifact run without
     mpirun, no NCCL library, and a rank whose collective never completes
     (LLMC_NCCL_TIMEOUT=3: the deadline names the step).
@@ -125,28 +126,40 @@ def read_log(prefix, rank):
         return [line.split() for line in f.read().splitlines()]
 
 
-def expected_runs(dtype):
-    """The collectives the plan asks for, step by step: (kind, dtype, count).
-    The hidden rows are all-reduced in the activation type; the logits
-    slices, f32 whatever it is, are gathered in f32."""
+def step_collectives(dtype, t):
+    """The collectives of a step of t tokens: (kind, dtype, count). The
+    hidden rows are all-reduced in the activation type; the logits slices,
+    f32 whatever it is, are gathered in f32 (one logits row per token)."""
     piece = (VOCAB + 1) // 2
+    return [("all_reduce", dtype, t * HIDDEN)] * (2 * LAYERS) + [("all_gather", "f32", t * piece)]
+
+
+def expected_runs(dtype):
+    """The collectives the plan asks for, step by step."""
     runs = []
-    for t in [PREFILL] + [1] * DECODE:  # logits: one row per token
-        runs += [("all_reduce", dtype, t * HIDDEN)] * (2 * LAYERS)
-        runs.append(("all_gather", "f32", t * piece))
+    for t in [PREFILL] + [1] * DECODE:
+        runs += step_collectives(dtype, t)
     return runs
+
+
+# The decode batch-size buckets the runner captures a CUDA graph of at load
+# (cuda_step_plan.h, CudaGraphBuckets): `logits` takes up to 256 rows.
+GRAPH_BUCKETS = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256]
 
 
 def expected_calls(dtype, graphs):
     """The NCCL calls a rank makes: one per collective run launch by launch;
-    with --cuda-graphs, those of the prefill (not captured) and of the first
-    decode step, whose capture records them, and none for the decode steps
-    that replay its graph (docs/cuda.md: 10 calls for 25 collectives run)."""
+    with --cuda-graphs, those the captures at load record, one bucket's
+    step after another from the largest (a bucket's rows each), then the
+    prefill's (not captured), and none for the decode steps, which replay
+    bucket 1's graph."""
     runs = expected_runs(dtype)
     if not graphs:
         return runs
-    per_step = len(runs) // (1 + DECODE)
-    return runs[:2 * per_step]
+    calls = []
+    for b in reversed(GRAPH_BUCKETS):
+        calls += step_collectives(dtype, b)
+    return calls + step_collectives(dtype, PREFILL)
 
 
 def check_calls(prefix, dtype, graphs):

@@ -347,13 +347,18 @@ def check_cuda_emu(args, exe, work):
     # CUDA graphs, and the requests' tokens sampled on the host from copied
     # logits instead of by the device sampler: the same tokens and
     # logprobs to the bit (each step's logits are the same bits).
-    graphs, _ = run_engine(exe, art, reqs, work, "emu-graphs",
-                           cuda + ["--cuda-graphs", "--no-device-sampling", "--max-batch-tokens",
-                                   "64", "--max-seqs", "64", "--kv-blocks", str(quarter)], env)
+    # The decode steps pad to the graphs' batch-size buckets, captured at
+    # load: the runner names them.
+    graphs, log = run_engine(exe, art, reqs, work, "emu-graphs",
+                             cuda + ["--cuda-graphs", "--no-device-sampling", "--max-batch-tokens",
+                                     "64", "--max-seqs", "64", "--kv-blocks", str(quarter)], env)
+    captured = re.search(r"decode steps of 1 to \d+ sequences as CUDA graphs \([^)]*\)", log)
+    print(f"{'PASS' if captured else 'FAIL'} {name} [cuda, emulated] --cuda-graphs: "
+          f"{captured.group(0) if captured else 'no graphs captured: ' + log[-300:]}", flush=True)
     same = same_results(f"{name} [cuda, emulated]", reqs, graphs,
-                        "--cuda-graphs --no-device-sampling (graph replay, tokens picked on the "
-                        "host)", batched, "without")
-    return ok and same
+                        "--cuda-graphs --no-device-sampling (graph replay, padded to buckets, "
+                        "tokens picked on the host)", batched, "without")
+    return ok and same and bool(captured)
 
 
 def same_results(name, reqs, got, got_what, want, want_what):

@@ -2,6 +2,7 @@
 #ifndef LLMC_RUNTIME_CLI_RUNNER_FLAGS_H_
 #define LLMC_RUNTIME_CLI_RUNNER_FLAGS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -20,6 +21,7 @@ struct RunnerFlags {
   int64_t ctx = 0;
   bool no_verify = false;
   bool cuda_graphs = false;
+  int64_t cuda_graph_memory_mib = 256;
   bool pdl = false;
   std::string backend = "auto";
   std::string gemm = "llmc";
@@ -35,7 +37,11 @@ struct RunnerFlags {
     flags.AddInt("ctx", &ctx, "KV-cache capacity in tokens (0: the model's max_position)", 'c');
     flags.AddBool("no-verify", &no_verify, "skip the weight checksum at load");
     flags.AddBool("cuda-graphs", &cuda_graphs,
-                  "CUDA: replay decode steps from captured CUDA graphs (the host ignores it)");
+                  "CUDA: replay decode steps from CUDA graphs captured at load, one per batch "
+                  "size bucket (1, 2, 4, 8, 16, 24, 32, ... 256; the host ignores it)");
+    flags.AddInt("cuda-graph-memory", &cuda_graph_memory_mib,
+                 "CUDA graphs: MiB of device memory they may take, set aside before the KV cache; "
+                 "the smallest buckets past it are not captured");
     flags.AddBool("pdl", &pdl,
                   "CUDA, sm_90+: programmatic dependent launch, each kernel placed while the one "
                   "before it drains (the host ignores it)");
@@ -78,6 +84,7 @@ struct RunnerFlags {
     o.runner.block_size = block_size;
     o.runner.max_batch_tokens = batch;
     o.runner.cuda_graphs = cuda_graphs;
+    o.runner.cuda_graph_memory = std::max<int64_t>(0, cuda_graph_memory_mib) << 20;
     o.runner.pdl = pdl;
     o.runner.gemm = gemm;
     o.runner.tune_file = tune_file;

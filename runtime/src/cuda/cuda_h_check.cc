@@ -42,6 +42,7 @@ static_assert(::CU_STREAM_NON_BLOCKING == c::kStreamNonBlocking);
 static_assert(::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL == c::kCaptureModeThreadLocal);
 static_assert(::CUDA_ERROR_NOT_READY == c::kCudaErrorNotReady);
 static_assert(::CU_EVENT_DISABLE_TIMING == c::kEventDisableTiming);
+static_assert(::CU_MEMORYTYPE_HOST == c::kMemoryTypeHost);
 static_assert(::CU_MEMORYTYPE_DEVICE == c::kMemoryTypeDevice);
 static_assert(sizeof(::CUmemorytype) == sizeof(c::CUmemorytype));
 // cuMemcpy2DAsync_v2's struct, field by field.

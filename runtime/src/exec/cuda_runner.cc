@@ -36,18 +36,20 @@ absl::StatusOr<double> CollectiveTimeout() {
   return s;
 }
 
-// Every rank's KV cache has as many blocks: rank 0's scheduler hands out
-// block ids for all of them. Sized by each GPU's free memory they may
-// differ, so every rank takes the fewest (a collective at load).
-absl::StatusOr<int64_t> FewestBlocksOfWorld(int64_t blocks, Communicator* world) {
-  if (world == nullptr || world->size() <= 1) return blocks;
+// The fewest of `value` over a partitioned world's ranks (a collective at
+// load): every rank's KV cache has as many blocks, since rank 0's
+// scheduler hands out block ids for all, and every tensor-parallel rank
+// replays the same CUDA graphs, whose collectives must match. Sized by each
+// GPU's free memory, the ranks' own counts may differ.
+absl::StatusOr<int64_t> FewestOfWorld(int64_t value, Communicator* world, const char* what) {
+  if (world == nullptr || world->size() <= 1) return value;
   constexpr int64_t kExact = int64_t{1} << 24;  // floats carry the counts
-  if (blocks > kExact)
+  if (value > kExact)
     return absl::InvalidArgumentError(
-        absl::StrFormat("%d KV blocks on one rank: more than the %d a partitioned world agrees on",
-                        blocks, kExact));
+        absl::StrFormat("%d %s on one rank: more than the %d a partitioned world agrees on", value,
+                        what, kExact));
   std::vector<float> all(size_t(world->size()), 0.f);
-  const float mine = float(blocks);
+  const float mine = float(value);
   LLMC_RETURN_IF_ERROR(world->AllGather(&mine, all.data(), 1));
   return int64_t(*std::min_element(all.begin(), all.end()));
 }
@@ -90,7 +92,10 @@ absl::Status CudaRunner::SetGemmPolicy(const GemmPolicy& policy) {
           "a GEMM policy with cuBLASLt for kernel ", c.kernels[k].name,
           ", whose operands this runner did not allocate (its tuning kept it on its own GEMM)"));
   gemm_policy_ = policy;
-  return absl::OkStatus();
+  if (graphs_.empty()) return absl::OkStatus();
+  // The graphs hold the old policy's launches.
+  LLMC_RETURN_IF_ERROR(device_->Synchronize());
+  return CaptureGraphs();
 }
 
 std::string CudaRunner::ExecutionSummary() const {
@@ -108,17 +113,28 @@ std::string CudaRunner::ExecutionSummary() const {
   if (nccl_)
     ranks = absl::StrFormat(", rank %d of %d, collectives by NCCL %s", nccl_->rank(), nccl_->size(),
                             nccl_->api().VersionString());
+  std::string graphs;
+  if (options_.cuda_graphs && graphs_.empty())
+    graphs = ", no CUDA graphs (none captured within --cuda-graph-memory, or no decode step)";
+  if (!graphs_.empty()) {
+    size_t bytes = 0;
+    for (const Graph& g : graphs_) bytes += g.bytes;
+    graphs = absl::StrFormat(", decode steps of 1 to %d sequences as CUDA graphs (%d buckets, "
+                             "%.1f MiB)",
+                             graphs_.back().bucket, graphs_.size(), double(bytes) / (1 << 20));
+  }
   return absl::StrFormat("CUDA %s on %s%s%s%s%s", target_, device_->info().Summary(), ranks,
-                         options_.cuda_graphs ? ", decode steps as CUDA graphs" : "",
-                         options_.pdl ? ", programmatic dependent launch" : "", gemms);
+                         graphs, options_.pdl ? ", programmatic dependent launch" : "", gemms);
+}
+
+void CudaRunner::DestroyGraph(const Graph& g) {
+  const cuda::DriverApi& api = device_->api();
+  if (g.exec) (void)api.cuGraphExecDestroy(g.exec);
+  if (g.graph) (void)api.cuGraphDestroy(g.graph);
 }
 
 void CudaRunner::DropGraphs() {
-  const cuda::DriverApi& api = device_->api();
-  for (Graph& g : graphs_) {
-    if (g.exec) (void)api.cuGraphExecDestroy(g.exec);
-    if (g.graph) (void)api.cuGraphDestroy(g.graph);
-  }
+  for (const Graph& g : graphs_) DestroyGraph(g);
   graphs_.clear();
 }
 
@@ -268,6 +284,8 @@ absl::StatusOr<std::unique_ptr<CudaRunner>> CudaRunner::Create(
         runner->Allocate(lp_bytes, "the picks' logprobs", &runner->device_logprobs_));
     LLMC_ASSIGN_OR_RETURN(first.logprobs, runner->device_->AllocPinned(lp_bytes));
   }
+  // Last: a graph bakes in the pointers of everything above.
+  if (o.cuda_graphs && runner->transfers_.empty()) LLMC_RETURN_IF_ERROR(runner->CaptureGraphs());
   LLMC_RETURN_IF_ERROR(runner->device_->Synchronize());
   return runner;
 }
@@ -286,13 +304,18 @@ absl::Status CudaRunner::AllocateKvCache(int64_t elem) {
   const auto& weight_file = artifact_->weight_file();
   const size_t weight_bytes = weight_file ? weight_file->size() : 0;
   free_bytes = free_bytes > weight_bytes ? free_bytes - weight_bytes : 0;
+  // The CUDA graphs captured after it may take this much (CaptureGraphs).
+  if (o.cuda_graphs && transfers_.empty()) {
+    const size_t budget = size_t(std::max<int64_t>(0, o.cuda_graph_memory));
+    free_bytes = free_bytes > budget ? free_bytes - budget : 0;
+  }
   LLMC_ASSIGN_OR_RETURN(
       o.num_blocks,
       KvCacheBlocks(o,
                     KvBytesPerBlock(layers.sizing, kv_heads, config.head_dim, o.block_size, elem),
                     config.max_position, int64_t(free_bytes)));
   if (partitioned) {
-    LLMC_ASSIGN_OR_RETURN(o.num_blocks, FewestBlocksOfWorld(o.num_blocks, RankWorld(o)));
+    LLMC_ASSIGN_OR_RETURN(o.num_blocks, FewestOfWorld(o.num_blocks, RankWorld(o), "KV blocks"));
   }
   int64_t cache_bytes = o.num_blocks * o.block_size * kv_heads * config.head_dim * elem;
   for (int64_t l = 0; l < 2 * layers.held; ++l) {
@@ -533,11 +556,13 @@ absl::Status CudaRunner::Launch(const SelectedLaunch& sel, llmc_cuda_step_info* 
                          c.steps[sel.step].name));
 }
 
-absl::Status CudaRunner::LaunchFeeds(const StepBatch& batch, const StagingLayout& layout) {
+absl::Status CudaRunner::LaunchFeeds(const StepBatch& batch, const StagingLayout& layout,
+                                     cuda::CUdeviceptr step_arrays) {
   llmc_cuda_step_info feeds{};
   feeds.num_logits = int(batch.feeds.size());
   llmc_cuda_args args{};
-  args.buffers[0] = reinterpret_cast<void*>(uintptr_t(staging_ + layout.tokens * sizeof(int32_t)));
+  args.buffers[0] =
+      reinterpret_cast<void*>(uintptr_t(step_arrays + layout.tokens * sizeof(int32_t)));
   args.buffers[1] = reinterpret_cast<void*>(uintptr_t(staging_ + layout.feeds * sizeof(int32_t)));
   args.buffers[2] = reinterpret_cast<void*>(uintptr_t(device_picked_));
   void* params[] = {&feeds, &args};
@@ -650,51 +675,145 @@ absl::Status CudaRunner::ReadProfile() {
   return absl::OkStatus();
 }
 
-absl::Status CudaRunner::LaunchGraph(llmc_cuda_step_info* info) {
+absl::Status CudaRunner::CaptureGraphs() {
+  DropGraphs();
+  const Manifest& m = artifact_->manifest();
+  const ManifestCuda& c = m.cuda;
+  const int64_t block = options_.block_size;
+  // The blocks of the longest context a sequence may reach: the cache's,
+  // or the model's (a step past it runs launch by launch), and the splits
+  // of that context.
+  graph_columns_ = options_.num_blocks;
+  if (m.model.max_position > 0)
+    graph_columns_ = std::min(graph_columns_, (m.model.max_position + block - 1) / block);
+  graph_columns_ = std::max<int64_t>(1, graph_columns_);
+  graph_context_ = graph_columns_ * block;
+  const std::vector<int64_t> buckets =
+      CudaGraphBuckets(std::min(options_.max_batch_tokens, options_.max_logits));
+  if (buckets.empty()) return absl::OkStatus();
+  if (graph_staging_ == 0) {  // a recapture (SetGemmPolicy) keeps them
+    const int64_t ints = PlanStaging(StepBatch{}, graph_columns_, buckets.back()).step_end;
+    int64_t floats = 0;
+    for (int64_t b : buckets)
+      floats = std::max(floats, StepScratchFloats(c, parsed_, BucketLaunchVars(b), graph_context_));
+    LLMC_RETURN_IF_ERROR(Allocate(size_t(ints) * sizeof(int32_t),
+                                  "the CUDA graphs' step arrays", &graph_staging_));
+    LLMC_RETURN_IF_ERROR(Allocate(size_t(floats) * sizeof(float),
+                                  "the CUDA graphs' attention scratch", &graph_scratch_));
+    LLMC_RETURN_IF_ERROR(device_->Synchronize());  // the zeroing, before any capture
+  }
+  // Largest first: the buckets past the budget are the small ones, whose
+  // steps then pad to the smallest captured.
+  const size_t budget = size_t(std::max<int64_t>(0, options_.cuda_graph_memory));
+  size_t spent = 0;
+  for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
+    LLMC_RETURN_IF_ERROR(CaptureGraph(*it));
+    if (spent + graphs_.back().bytes > budget) {
+      DestroyGraph(graphs_.back());
+      graphs_.pop_back();
+      break;
+    }
+    spent += graphs_.back().bytes;
+  }
+  std::reverse(graphs_.begin(), graphs_.end());
+  if (nccl_) {
+    // Every tensor-parallel rank replays the same bucket for a step: the
+    // collectives inside must match.
+    LLMC_ASSIGN_OR_RETURN(
+        int64_t fewest, FewestOfWorld(int64_t(graphs_.size()), options_.communicator, "CUDA graphs"));
+    while (int64_t(graphs_.size()) > fewest) {
+      DestroyGraph(graphs_.front());
+      graphs_.erase(graphs_.begin());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaRunner::CaptureGraph(int64_t bucket) {
+  const ManifestCuda& c = artifact_->manifest().cuda;
   const cuda::DriverApi& api = device_->api();
   cuda::CUstream stream = device_->stream();
-  Graph* hit = nullptr;
-  for (Graph& g : graphs_)
-    if (SameStepInfo(g.info, *info) && SameLaunches(g.launches, selected_)) hit = &g;
-  if (hit == nullptr) {
-    if (graphs_.size() >= kCudaGraphCacheSize) {
-      auto lru = std::min_element(
-          graphs_.begin(), graphs_.end(),
-          [](const Graph& a, const Graph& b) { return a.last_used < b.last_used; });
-      (void)api.cuGraphExecDestroy(lru->exec);
-      (void)api.cuGraphDestroy(lru->graph);
-      graphs_.erase(lru);
-    }
-    // Captured launches do not run: the graph's first replay runs them.
-    LLMC_CUDA_RETURN_IF_ERROR(api, cuStreamBeginCapture(stream, cuda::kCaptureModeThreadLocal));
-    absl::Status launched = absl::OkStatus();
+  Graph g;
+  g.bucket = bucket;
+  const LaunchVars vars = BucketLaunchVars(bucket);
+  const StagingLayout layout = PlanStaging(StepBatch{}, graph_columns_, bucket);
+  g.info = MakeStepInfo(StepBatch{}, layout, graph_staging_, options_.block_size);
+  LLMC_RETURN_IF_ERROR(SelectLaunches(c, parsed_, vars, graph_context_,
+                                     kAttentionFillBlocksPerSm * device_->info().multiprocessors,
+                                     &g.launches));
+  ApplyGemmPolicy(c, gemm_policy_, vars, &g.launches, &selected_scratch_);
+  size_t free_before = 0, free_after = 0, total = 0;
+  if (api.cuMemGetInfo(&free_before, &total) != cuda::kCudaSuccess) free_before = 0;
+  // The launches read the graphs' own scratch, not the eager steps' (which
+  // grows).
+  std::vector<float*> eager_scratch;
+  for (llmc_cuda_args& a : args_) {
+    eager_scratch.push_back(a.scratch);
+    a.scratch = reinterpret_cast<float*>(uintptr_t(graph_scratch_));
+  }
+  // Captured launches do not run.
+  absl::Status launched = api.Check(api.cuStreamBeginCapture(stream, cuda::kCaptureModeThreadLocal),
+                                    "cuStreamBeginCapture (a decode step's CUDA graph)");
+  if (launched.ok()) {
     capturing_ = true;
-    for (const SelectedLaunch& sel : selected_) {
-      launched = Launch(sel, info);
+    llmc_cuda_step_info info = g.info;
+    for (const SelectedLaunch& sel : g.launches) {
+      launched = Launch(sel, &info);
       if (!launched.ok()) break;
     }
     capturing_ = false;
-    Graph g;
     cuda::CUresult r = api.cuStreamEndCapture(stream, &g.graph);
-    if (!launched.ok() || r != cuda::kCudaSuccess) {
-      if (g.graph) (void)api.cuGraphDestroy(g.graph);
-      if (!launched.ok()) return launched;
-      return api.Check(r, "cuStreamEndCapture (a decode step's CUDA graph)");
-    }
-    r = api.cuGraphInstantiateWithFlags(&g.exec, g.graph, 0);
-    if (r != cuda::kCudaSuccess) {
-      (void)api.cuGraphDestroy(g.graph);
-      return api.Check(r, absl::StrFormat("cuGraphInstantiateWithFlags (a decode step's CUDA "
-                                          "graph of %d launches)",
-                                          selected_.size()));
-    }
-    g.info = *info;
-    g.launches = selected_;
-    graphs_.push_back(std::move(g));
-    hit = &graphs_.back();
+    if (launched.ok()) launched = api.Check(r, "cuStreamEndCapture (a decode step's CUDA graph)");
   }
-  hit->last_used = steps_;
-  LLMC_CUDA_RETURN_IF_ERROR(api, cuGraphLaunch(hit->exec, stream));
+  for (size_t i = 0; i < args_.size(); ++i) args_[i].scratch = eager_scratch[i];
+  if (launched.ok())
+    launched = api.Check(api.cuGraphInstantiateWithFlags(&g.exec, g.graph, 0),
+                         absl::StrFormat("cuGraphInstantiateWithFlags (the CUDA graph of a decode "
+                                         "step of %d sequences, %d launches)",
+                                         bucket, g.launches.size()));
+  if (!launched.ok()) {
+    DestroyGraph(g);
+    return launched;
+  }
+  if (api.cuMemGetInfo(&free_after, &total) == cuda::kCudaSuccess && free_after < free_before)
+    g.bytes = free_before - free_after;
+  graphs_.push_back(std::move(g));
+  return absl::OkStatus();
+}
+
+const CudaRunner::Graph* CudaRunner::GraphFor(int64_t seqs) const {
+  for (const Graph& g : graphs_)
+    if (g.bucket >= seqs) return &g;
+  return nullptr;
+}
+
+absl::Status CudaRunner::UploadGraphStep(const StepBatch& batch, const StagingLayout& layout,
+                                         const int32_t* staged) {
+  LLMC_RETURN_IF_ERROR(device_->CopyToDevice(graph_staging_, staged,
+                                             size_t(layout.block_tables) * sizeof(int32_t)));
+  if (batch.max_blocks > 0) {
+    // The batch's rows of its own width, at the graph's row pitch.
+    cuda::CUDA_MEMCPY2D p{};
+    const size_t pitch = size_t(layout.block_columns) * sizeof(int32_t);
+    p.srcMemoryType = cuda::kMemoryTypeHost;
+    p.srcHost = staged + layout.block_tables;
+    p.srcPitch = pitch;
+    p.dstMemoryType = cuda::kMemoryTypeDevice;
+    p.dstDevice = graph_staging_ + cuda::CUdeviceptr(layout.block_tables) * sizeof(int32_t);
+    p.dstPitch = pitch;
+    p.WidthInBytes = size_t(batch.max_blocks) * sizeof(int32_t);
+    p.Height = size_t(batch.num_seqs());
+    const cuda::DriverApi& api = device_->api();
+    LLMC_RETURN_IF_ERROR(api.Check(
+        api.cuMemcpy2DAsync(&p, device_->stream()),
+        absl::StrFormat("cuMemcpy2DAsync_v2 (a CUDA graph step's block tables, %d rows of %d "
+                        "blocks)",
+                        batch.num_seqs(), batch.max_blocks)));
+  }
+  if (layout.total > layout.step_end)
+    LLMC_RETURN_IF_ERROR(device_->CopyToDevice(
+        staging_ + cuda::CUdeviceptr(layout.step_end) * sizeof(int32_t), staged + layout.step_end,
+        size_t(layout.total - layout.step_end) * sizeof(int32_t)));
   return absl::OkStatus();
 }
 
@@ -888,19 +1007,19 @@ absl::StatusOr<StepOutput> CudaRunner::Collect(StepAccess) {
 absl::Status CudaRunner::Enqueue(const StepBatch& batch, StepSlot& slot, bool* device_picks) {
   const Manifest& m = artifact_->manifest();
   ++steps_;
-  // A pipeline stage's transfers stop the stream for the host: no graphs.
-  bool graph = options_.cuda_graphs && IsGraphStep(batch) && transfers_.empty();
+  // A decode step replays its bucket's graph, padded to it.
+  const Graph* graph = IsGraphStep(batch) && batch.max_blocks <= graph_columns_
+                           ? GraphFor(batch.num_seqs())
+                           : nullptr;
+  graph_step_ = graph != nullptr;
+  const StagingLayout layout =
+      graph ? PlanStaging(batch, graph_columns_, graph->bucket) : PlanStaging(batch);
 
-  // One upload of the batch's arrays; the area grows (rarely: S and
-  // max_blocks vary). A graph step's block tables are padded to a width
-  // that changes rarely, so that its step info recurs.
-  StagingLayout layout = PlanStaging(batch, graph ? GraphBlockColumns(batch.max_blocks) : 0);
-  size_t staging_bytes = size_t(layout.total) * sizeof(int32_t);
-  if (staging_bytes > staging_bytes_ || staging_ == 0) {
-    LLMC_RETURN_IF_ERROR(device_->Synchronize());  // a step in flight may replay a graph
-    DropGraphs();  // they read the old area
+  // One upload of the batch's arrays (a graph step's: three, UploadGraphStep);
+  // the area grows (rarely: S and max_blocks vary).
+  const size_t staging_bytes = size_t(layout.total) * sizeof(int32_t);
+  if (staging_bytes > staging_bytes_ || staging_ == 0)
     LLMC_RETURN_IF_ERROR(Grow(staging_bytes, "the step's inputs", &staging_, &staging_bytes_));
-  }
   if (staging_bytes > slot.staging.bytes()) {
     // No upload may still read the old area (a step that failed midway
     // left its stream unsynchronized).
@@ -908,37 +1027,54 @@ absl::Status CudaRunner::Enqueue(const StepBatch& batch, StepSlot& slot, bool* d
     LLMC_ASSIGN_OR_RETURN(slot.staging,
                           device_->AllocPinned(std::max(staging_bytes, 2 * slot.staging.bytes())));
   }
-  PackStaging(batch, layout, slot.staging.as<int32_t>());
-  LLMC_RETURN_IF_ERROR(device_->CopyToDevice(staging_, slot.staging.data(), staging_bytes));
-  if (!batch.feeds.empty()) LLMC_RETURN_IF_ERROR(LaunchFeeds(batch, layout));
-  llmc_cuda_step_info info = MakeStepInfo(batch, layout, staging_, options_.block_size);
-
-  int64_t max_context = 0;
-  for (int32_t len : batch.context_lens) max_context = std::max<int64_t>(max_context, len);
-  // A prefill over a long context splits too: its partials may outgrow the
-  // scratch, which every launch's args then point to anew.
-  LaunchVars vars = StepLaunchVars(batch);
-  size_t scratch =
-      size_t(StepScratchFloats(m.cuda, parsed_, vars, max_context)) * sizeof(float);
-  if (scratch > scratch_bytes_) {
-    LLMC_RETURN_IF_ERROR(device_->Synchronize());  // a step in flight may replay a graph
-    DropGraphs();  // their launches' args point to the old scratch
-    LLMC_RETURN_IF_ERROR(
-        Grow(scratch, "the step scratch", &bindings_.scratch, &scratch_bytes_));
-    for (llmc_cuda_args& a : args_)
-      a.scratch = reinterpret_cast<float*>(uintptr_t(bindings_.scratch));
-  }
-  int64_t rows = vars.logits;
-  LLMC_RETURN_IF_ERROR(SelectLaunches(m.cuda, parsed_, vars, max_context,
-                                     kAttentionFillBlocksPerSm * device_->info().multiprocessors,
-                                     &selected_));
-  ApplyGemmPolicy(m.cuda, gemm_policy_, vars, &selected_, &selected_scratch_);
+  int32_t* staged = slot.staging.as<int32_t>();
+  PackStaging(batch, layout, staged);
+  const cuda::CUdeviceptr step_arrays = graph ? graph_staging_ : staging_;
   if (graph) {
-    LLMC_RETURN_IF_ERROR(LaunchGraph(&info));
-  } else if (options_.profile_kernels) {
-    LLMC_RETURN_IF_ERROR(LaunchProfiled(&info));
+    LLMC_RETURN_IF_ERROR(UploadGraphStep(batch, layout, staged));
   } else {
-    for (const SelectedLaunch& sel : selected_) LLMC_RETURN_IF_ERROR(Launch(sel, &info));
+    LLMC_RETURN_IF_ERROR(device_->CopyToDevice(staging_, staged, staging_bytes));
+  }
+  if (!batch.feeds.empty()) LLMC_RETURN_IF_ERROR(LaunchFeeds(batch, layout, step_arrays));
+  llmc_cuda_step_info info = MakeStepInfo(batch, layout, step_arrays, options_.block_size);
+  // The batch's own rows of logits (a graph step computes its padding's too).
+  const int64_t rows = int64_t(batch.logits_rows.size());
+
+  if (graph) {
+    if (!SameStepInfo(graph->info, info))
+      return absl::InternalError(absl::StrFormat(
+          "CudaRunner: a decode step of %d sequences does not match the step info of the CUDA "
+          "graph of %d it replays",
+          batch.num_seqs(), graph->bucket));
+    const cuda::DriverApi& api = device_->api();
+    LLMC_CUDA_RETURN_IF_ERROR(api, cuGraphLaunch(graph->exec, device_->stream()));
+  } else {
+    int64_t max_context = 0;
+    for (int32_t len : batch.context_lens) max_context = std::max<int64_t>(max_context, len);
+    // A prefill over a long context splits too: its partials may outgrow the
+    // scratch, which every launch's args then point to anew (the graphs
+    // have their own).
+    LaunchVars vars = StepLaunchVars(batch);
+    size_t scratch =
+        size_t(StepScratchFloats(m.cuda, parsed_, vars, max_context)) * sizeof(float);
+    if (scratch > scratch_bytes_) {
+      LLMC_RETURN_IF_ERROR(
+          Grow(scratch, "the step scratch", &bindings_.scratch, &scratch_bytes_));
+      for (llmc_cuda_args& a : args_)
+        a.scratch = reinterpret_cast<float*>(uintptr_t(bindings_.scratch));
+    }
+    // A decode step's splits are its bucket's (CudaGraphBucketOf), as if
+    // replayed from the bucket's graph.
+    LLMC_RETURN_IF_ERROR(SelectLaunches(
+        m.cuda, parsed_, vars, max_context,
+        kAttentionFillBlocksPerSm * device_->info().multiprocessors, &selected_,
+        IsGraphStep(batch) ? CudaGraphBucketOf(batch.num_seqs()) : 0));
+    ApplyGemmPolicy(m.cuda, gemm_policy_, vars, &selected_, &selected_scratch_);
+    if (options_.profile_kernels) {
+      LLMC_RETURN_IF_ERROR(LaunchProfiled(&info));
+    } else {
+      for (const SelectedLaunch& sel : selected_) LLMC_RETURN_IF_ERROR(Launch(sel, &info));
+    }
   }
 
   // A pipeline stage before the last has no logits. The picks' rows stay on
@@ -961,9 +1097,7 @@ absl::StatusOr<StepOutput> CudaRunner::Finish(const StepBatch& batch, StepSlot& 
   const Manifest& m = artifact_->manifest();
   // A partitioned step waits with a deadline: a peer that died or hangs
   // would otherwise leave this stream (and Synchronize) waiting forever.
-  if (nccl_)
-    LLMC_RETURN_IF_ERROR(
-        WaitForCollectives(options_.cuda_graphs && IsGraphStep(batch) && transfers_.empty()));
+  if (nccl_) LLMC_RETURN_IF_ERROR(WaitForCollectives(graph_step_));
   // Errors of the launches surface here (the driver reports them late).
   LLMC_RETURN_IF_ERROR(device_->Synchronize());
   if (!event_kernels_.empty()) LLMC_RETURN_IF_ERROR(ReadProfile());

@@ -18,9 +18,9 @@ void* DevicePointer(cuda::CUdeviceptr p) { return reinterpret_cast<void*>(uintpt
 // runs and splits has `fill_blocks` blocks (0: all of them); one count for
 // the entry, so that a launch conditioned on `splits` agrees with the grids.
 int64_t FillSplits(const std::vector<ParsedLaunch>& launches, const LaunchVars& vars,
-                   int64_t fill_blocks) {
+                   int64_t fill_blocks, int64_t fill_rows) {
   if (fill_blocks <= 0 || vars.splits <= 1) return vars.splits;
-  LaunchVars one = vars;
+  LaunchVars one = fill_rows > 0 ? BucketLaunchVars(fill_rows) : vars;
   one.splits = 1;
   int64_t splits = 1;
   for (const ParsedLaunch& p : launches) {
@@ -99,21 +99,26 @@ static_assert(kMaxPickMaskedIds == LLMC_CUDA_MAX_PICK_MASKED &&
                   kMaxPickPenalties == LLMC_CUDA_MAX_PICK_PENALTIES,
               "the batch's and the device's pick limits differ");
 
-StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns) {
+StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns, int64_t rows) {
   StagingLayout l;
   l.block_columns = std::max(block_columns, b.max_blocks);
+  l.rows = rows > 0 ? std::max(rows, b.num_seqs()) : 0;
+  const size_t tokens = l.rows ? size_t(l.rows) : b.tokens.size();
+  const size_t seqs = l.rows ? size_t(l.rows) : size_t(b.num_seqs());
+  const size_t logits = l.rows ? size_t(l.rows) : b.logits_rows.size();
   int64_t at = 0;
   auto place = [&](int64_t* offset, size_t count) {
     *offset = at;
     at = Align(at + int64_t(count));
   };
-  place(&l.tokens, b.tokens.size());
-  place(&l.positions, b.positions.size());
-  place(&l.query_starts, b.query_starts.size());
-  place(&l.context_lens, b.context_lens.size());
-  place(&l.block_tables, size_t(b.num_seqs() * l.block_columns));
-  place(&l.slot_mapping, b.slot_mapping.size());
-  place(&l.logits_rows, b.logits_rows.size());
+  place(&l.tokens, tokens);
+  place(&l.positions, tokens);
+  place(&l.query_starts, seqs + 1);
+  place(&l.context_lens, seqs);
+  place(&l.slot_mapping, tokens);
+  place(&l.logits_rows, logits);
+  place(&l.block_tables, seqs * size_t(l.block_columns));
+  l.step_end = at;
   place(&l.picks, b.picks.size() * kIntsPerPick);
   place(&l.masked_ids, b.masked_ids.size());
   place(&l.penalties, b.penalties.size() * 2);
@@ -123,27 +128,41 @@ StagingLayout PlanStaging(const StepBatch& b, int64_t block_columns) {
 }
 
 void PackStaging(const StepBatch& b, const StagingLayout& l, int32_t* out) {
-  std::memset(out, 0, size_t(l.total) * sizeof(int32_t));
   auto put = [&](int64_t offset, const std::vector<int32_t>& v) {
     if (!v.empty()) std::memcpy(out + offset, v.data(), v.size() * sizeof(int32_t));
   };
+  const int64_t seqs = b.num_seqs();
+  if (l.rows == 0) {
+    std::memset(out, 0, size_t(l.total) * sizeof(int32_t));
+  } else {
+    // Padding rows past the batch's: no context, no cache slot.
+    std::memset(out, 0, size_t(l.block_tables) * sizeof(int32_t));
+    for (int64_t i = seqs; i < l.rows; ++i) {
+      out[l.query_starts + i + 1] = int32_t(i + 1);
+      out[l.slot_mapping + i] = -1;
+    }
+    for (int64_t i = int64_t(b.logits_rows.size()); i < l.rows; ++i)
+      out[l.logits_rows + i] = int32_t(i);
+    std::memset(out + l.step_end, 0, size_t(l.total - l.step_end) * sizeof(int32_t));
+  }
   put(l.tokens, b.tokens);
   put(l.positions, b.positions);
   put(l.query_starts, b.query_starts);
   put(l.context_lens, b.context_lens);
+  put(l.slot_mapping, b.slot_mapping);
+  put(l.logits_rows, b.logits_rows);
   if (l.block_columns == b.max_blocks) {
     put(l.block_tables, b.block_tables);
   } else {
-    for (int64_t s = 0; s < b.num_seqs(); ++s) {
+    for (int64_t s = 0; s < seqs; ++s) {
       int32_t* row = out + l.block_tables + s * l.block_columns;
       if (b.max_blocks > 0)
         std::memcpy(row, b.block_tables.data() + s * b.max_blocks,
                     size_t(b.max_blocks) * sizeof(int32_t));
-      std::fill(row + b.max_blocks, row + l.block_columns, -1);
+      // A graph step's upload takes the batch's columns only.
+      if (l.rows == 0) std::fill(row + b.max_blocks, row + l.block_columns, -1);
     }
   }
-  put(l.slot_mapping, b.slot_mapping);
-  put(l.logits_rows, b.logits_rows);
   if (!b.picks.empty())
     std::memcpy(out + l.picks, b.picks.data(), b.picks.size() * sizeof(llmc_cuda_pick));
   put(l.masked_ids, b.masked_ids);
@@ -159,9 +178,9 @@ llmc_cuda_step_info MakeStepInfo(const StepBatch& b, const StagingLayout& l,
     return static_cast<const int*>(DevicePointer(staging + uint64_t(offset) * sizeof(int32_t)));
   };
   llmc_cuda_step_info info{};
-  info.num_tokens = int(b.num_tokens());
-  info.num_seqs = int(b.num_seqs());
-  info.num_logits = int(b.logits_rows.size());
+  info.num_tokens = int(l.rows ? l.rows : b.num_tokens());
+  info.num_seqs = int(l.rows ? l.rows : b.num_seqs());
+  info.num_logits = int(l.rows ? l.rows : int64_t(b.logits_rows.size()));
   info.max_blocks = int(l.block_columns);
   info.block_size = int(block_size);
   info.tokens = at(l.tokens);
@@ -182,10 +201,24 @@ bool IsGraphStep(const StepBatch& b) {
   return true;
 }
 
-int64_t GraphBlockColumns(int64_t max_blocks) {
-  int64_t c = 1;
-  while (c < max_blocks) c *= 2;
-  return c;
+std::vector<int64_t> CudaGraphBuckets(int64_t most) {
+  static constexpr int64_t kBuckets[] = {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+  most = std::min(most, kCudaGraphMaxTokens);
+  std::vector<int64_t> out;
+  for (int64_t b : kBuckets)
+    if (b <= most) out.push_back(b);
+  if (most >= 1 && out.back() != most) out.push_back(most);
+  return out;
+}
+
+int64_t CudaGraphBucketOf(int64_t seqs) {
+  for (int64_t b : CudaGraphBuckets(kCudaGraphMaxTokens))
+    if (b >= seqs) return b;
+  return 0;
+}
+
+LaunchVars BucketLaunchVars(int64_t bucket) {
+  return LaunchVars{.tokens = bucket, .logits = bucket, .queries = 1, .seqs = bucket};
 }
 
 bool SameStepInfo(const llmc_cuda_step_info& a, const llmc_cuda_step_info& b) {
@@ -295,7 +328,7 @@ int64_t SplitGemmTickets(const ManifestCuda& c,
 absl::Status SelectLaunches(const ManifestCuda& c,
                             const std::vector<std::vector<ParsedLaunch>>& parsed,
                             const LaunchVars& step, int64_t max_context, int64_t fill_blocks,
-                            std::vector<SelectedLaunch>* out) {
+                            std::vector<SelectedLaunch>* out, int64_t fill_rows) {
   out->clear();
   constexpr int64_t kMaxDim[3] = {(int64_t{1} << 31) - 1, 65535, 65535};
   for (size_t s = 0; s < c.steps.size(); ++s) {
@@ -309,7 +342,7 @@ absl::Status SelectLaunches(const ManifestCuda& c,
     size_t k = size_t(c.steps[s].kernel);
     LaunchVars vars = step;
     vars.splits = AttentionSplits(max_context, c.kernels[k].split_keys);
-    vars.splits = FillSplits(parsed[k], vars, fill_blocks);
+    vars.splits = FillSplits(parsed[k], vars, fill_blocks, fill_rows);
     for (size_t i = 0; i < parsed[k].size(); ++i) {
       const ParsedLaunch& p = parsed[k][i];
       if (!p.when.Holds(vars)) continue;

@@ -138,10 +138,12 @@ TEST(CudaStepPlan, StagingLayout) {
   EXPECT_EQ(l.positions, 16);
   EXPECT_EQ(l.query_starts, 32);
   EXPECT_EQ(l.context_lens, 48);
-  EXPECT_EQ(l.block_tables, 64);
-  EXPECT_EQ(l.slot_mapping, 80);
-  EXPECT_EQ(l.logits_rows, 96);
+  EXPECT_EQ(l.slot_mapping, 64);
+  EXPECT_EQ(l.logits_rows, 80);
+  EXPECT_EQ(l.block_tables, 96);
+  EXPECT_EQ(l.step_end, 112);
   EXPECT_EQ(l.total, 112);
+  EXPECT_EQ(l.rows, 0);
   std::vector<int32_t> area(size_t(l.total), -7);
   PackStaging(b, l, area.data());
   auto at = [&](int64_t offset, size_t n) {
@@ -169,9 +171,9 @@ TEST(CudaStepPlan, StagingLayout) {
   EXPECT_EQ(addr(info.positions), base + 16 * 4);
   EXPECT_EQ(addr(info.query_starts), base + 32 * 4);
   EXPECT_EQ(addr(info.context_lens), base + 48 * 4);
-  EXPECT_EQ(addr(info.block_tables), base + 64 * 4);
-  EXPECT_EQ(addr(info.slot_mapping), base + 80 * 4);
-  EXPECT_EQ(addr(info.logits_rows), base + 96 * 4);
+  EXPECT_EQ(addr(info.slot_mapping), base + 64 * 4);
+  EXPECT_EQ(addr(info.logits_rows), base + 80 * 4);
+  EXPECT_EQ(addr(info.block_tables), base + 96 * 4);
 }
 
 TEST(CudaStepPlan, StagingOfALongBlockTable) {
@@ -185,7 +187,7 @@ TEST(CudaStepPlan, StagingOfALongBlockTable) {
   b.slot_mapping = {0};
   b.logits_rows = {0};
   StagingLayout l = PlanStaging(b);
-  EXPECT_EQ(l.slot_mapping, l.block_tables + 112);
+  EXPECT_EQ(l.step_end, l.block_tables + 112);
   EXPECT_EQ(l.total % kStagingAlignInts, 0);
 }
 
@@ -193,7 +195,7 @@ TEST(CudaStepPlan, StagingWithPaddedBlockTables) {
   StepBatch b = TwoSequences();  // 2 sequences, 2 columns
   StagingLayout l = PlanStaging(b, 4);
   EXPECT_EQ(l.block_columns, 4);
-  EXPECT_EQ(l.slot_mapping, l.block_tables + 16);
+  EXPECT_EQ(l.step_end, l.block_tables + 16);
   std::vector<int32_t> area(size_t(l.total), -7);
   PackStaging(b, l, area.data());
   EXPECT_EQ(std::vector<int32_t>(area.begin() + l.block_tables, area.begin() + l.block_tables + 8),
@@ -229,11 +231,21 @@ TEST(CudaStepPlan, GraphSteps) {
   big.context_lens.push_back(1);
   EXPECT_FALSE(IsGraphStep(big));  // too many tokens
 
-  EXPECT_EQ(GraphBlockColumns(0), 1);
-  EXPECT_EQ(GraphBlockColumns(1), 1);
-  EXPECT_EQ(GraphBlockColumns(3), 4);
-  EXPECT_EQ(GraphBlockColumns(64), 64);
-  EXPECT_EQ(GraphBlockColumns(65), 128);
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(CudaGraphBuckets(0), V{});
+  EXPECT_EQ(CudaGraphBuckets(1), V{1});
+  EXPECT_EQ(CudaGraphBuckets(3), (V{1, 2, 3}));
+  EXPECT_EQ(CudaGraphBuckets(16), (V{1, 2, 4, 8, 16}));
+  EXPECT_EQ(CudaGraphBuckets(40), (V{1, 2, 4, 8, 16, 24, 32, 40}));
+  EXPECT_EQ(CudaGraphBuckets(512), (V{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256}));
+  // Padding at most doubles a batch, and past 16 adds at most half of it.
+  const V all = CudaGraphBuckets(kCudaGraphMaxTokens);
+  for (size_t i = 2; i < all.size(); ++i) EXPECT_LE(all[i], all[i - 1] * 2) << all[i];
+  for (size_t i = 5; i < all.size(); ++i) EXPECT_LE(all[i] * 2, all[i - 1] * 3) << all[i];
+  EXPECT_EQ(BucketLaunchVars(24).tokens, 24);
+  EXPECT_EQ(BucketLaunchVars(24).logits, 24);
+  EXPECT_EQ(BucketLaunchVars(24).seqs, 24);
+  EXPECT_EQ(BucketLaunchVars(24).queries, 1);
 
   StepBatch b = TwoSequences();
   llmc_cuda_step_info a = MakeStepInfo(b, PlanStaging(b), 0x1000, 16);
@@ -247,6 +259,77 @@ TEST(CudaStepPlan, GraphSteps) {
   EXPECT_FALSE(SameLaunches(x, y));
   y.pop_back();
   EXPECT_FALSE(SameLaunches(x, y));
+}
+
+// A decode step of `contexts.size()` sequences, sequence i's blocks
+// 10 i + j.
+StepBatch DecodeOf(const std::vector<int32_t>& contexts, int32_t block_size = 16) {
+  StepBatch b;
+  b.query_starts = {0};
+  for (int32_t c : contexts)
+    b.max_blocks = std::max<int64_t>(b.max_blocks, (c + block_size - 1) / block_size);
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    b.tokens.push_back(int32_t(100 + i));
+    b.positions.push_back(contexts[i] - 1);
+    b.query_starts.push_back(int32_t(i + 1));
+    b.context_lens.push_back(contexts[i]);
+    b.slot_mapping.push_back(int32_t(i * 1000 + contexts[i] - 1));
+    b.logits_rows.push_back(int32_t(i));
+    for (int64_t j = 0; j < b.max_blocks; ++j)
+      b.block_tables.push_back(j * block_size < contexts[i] ? int32_t(10 * i + j) : -1);
+  }
+  return b;
+}
+
+TEST(CudaStepPlan, ADecodeStepPaddedToItsGraphsBucket) {
+  // 3 sequences (2 and 3 blocks) padded to a bucket of 4, tables 8 wide.
+  StepBatch b = DecodeOf({20, 40, 33});
+  StagingLayout l = PlanStaging(b, 8, 4);
+  EXPECT_EQ(l.rows, 4);
+  EXPECT_EQ(l.block_columns, 8);
+  EXPECT_EQ(l.step_end, l.block_tables + 32);
+  std::vector<int32_t> area(size_t(l.total), -7);
+  PackStaging(b, l, area.data());
+  auto at = [&](int64_t offset, size_t n) {
+    return std::vector<int32_t>(area.begin() + offset, area.begin() + offset + int64_t(n));
+  };
+  // The padding row: token 0 at position 0, query 3, no context, no slot,
+  // its own logits row.
+  EXPECT_EQ(at(l.tokens, 4), (std::vector<int32_t>{100, 101, 102, 0}));
+  EXPECT_EQ(at(l.positions, 4), (std::vector<int32_t>{19, 39, 32, 0}));
+  EXPECT_EQ(at(l.query_starts, 5), (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(at(l.context_lens, 4), (std::vector<int32_t>{20, 40, 33, 0}));
+  EXPECT_EQ(at(l.slot_mapping, 4), (std::vector<int32_t>{19, 1039, 2032, -1}));
+  EXPECT_EQ(at(l.logits_rows, 4), (std::vector<int32_t>{0, 1, 2, 3}));
+  // The batch's 3 columns of its rows at a pitch of 8; the rest is what the
+  // upload leaves out (UploadGraphStep), never written.
+  EXPECT_EQ(at(l.block_tables, 24),
+            (std::vector<int32_t>{0, 1, -1, -7, -7, -7, -7, -7, 10, 11, 12, -7, -7, -7, -7, -7,
+                                  20, 21, 22, -7, -7, -7, -7, -7}));
+  EXPECT_EQ(at(l.block_tables + 24, 8), std::vector<int32_t>(8, -7));
+  llmc_cuda_step_info info = MakeStepInfo(b, l, 0x1000, 16);
+  EXPECT_EQ(info.num_tokens, 4);
+  EXPECT_EQ(info.num_seqs, 4);
+  EXPECT_EQ(info.num_logits, 4);
+  EXPECT_EQ(info.max_blocks, 8);
+
+  // Every decode step of the bucket has the step info the graph was
+  // captured with (an empty batch of the bucket), whatever its sequences.
+  const llmc_cuda_step_info captured =
+      MakeStepInfo(StepBatch{}, PlanStaging(StepBatch{}, 8, 4), 0x1000, 16);
+  EXPECT_TRUE(SameStepInfo(info, captured));
+  for (const std::vector<int32_t>& contexts :
+       {std::vector<int32_t>{1}, {128}, {5, 6}, {100, 1, 7, 128}}) {
+    StepBatch d = DecodeOf(contexts);
+    d.picks.resize(contexts.size());  // the sampler's inputs come after
+    EXPECT_TRUE(SameStepInfo(MakeStepInfo(d, PlanStaging(d, 8, 4), 0x1000, 16), captured))
+        << contexts.size();
+  }
+  // Another bucket or width is another graph's.
+  EXPECT_FALSE(SameStepInfo(MakeStepInfo(b, PlanStaging(b, 8, 8), 0x1000, 16), captured));
+  EXPECT_FALSE(SameStepInfo(MakeStepInfo(b, PlanStaging(b, 16, 4), 0x1000, 16), captured));
+  // A bucket smaller than the batch: the batch's own size.
+  EXPECT_EQ(PlanStaging(b, 8, 2).rows, 3);
 }
 
 struct Expected {
@@ -341,6 +424,19 @@ TEST(CudaStepPlan, AttentionSplitsStopOnceTheBlocksFillTheGpu) {
   // More blocks than splitting every 256 keys gives: the 4 splits, no more.
   ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, {.tokens = 1, .logits = 1}, 1000, 1000, &got).ok());
   EXPECT_EQ(got[1].grid, (std::array<unsigned, 3>{1, 2, 4}));
+  // A decode step of 3 sequences whose splits are cut as its bucket's (4
+  // sequences, 8 blocks a split): 16 blocks fill at 2 splits, where its
+  // own 6 blocks a split would take 3.
+  const LaunchVars three{.tokens = 3, .logits = 3, .queries = 1, .seqs = 3};
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, three, 1000, 16, &got).ok());
+  EXPECT_EQ(got[1].grid, (std::array<unsigned, 3>{3, 2, 3}));
+  ASSERT_TRUE(SelectLaunches(m.cuda, *parsed, three, 1000, 16, &got, CudaGraphBucketOf(3)).ok());
+  EXPECT_EQ(got[1].grid, (std::array<unsigned, 3>{3, 2, 2}));
+  EXPECT_EQ(CudaGraphBucketOf(3), 4);
+  EXPECT_EQ(CudaGraphBucketOf(1), 1);
+  EXPECT_EQ(CudaGraphBucketOf(17), 24);
+  EXPECT_EQ(CudaGraphBucketOf(256), 256);
+  EXPECT_EQ(CudaGraphBucketOf(257), 0);
 }
 
 TEST(CudaStepPlan, ACollectiveEntryIsOneLaunchInPlanOrder) {

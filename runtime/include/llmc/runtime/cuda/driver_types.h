@@ -108,6 +108,7 @@ inline constexpr CUjit_option kJitLogVerbose = 12;
 
 inline constexpr unsigned kStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING
 inline constexpr unsigned kEventDisableTiming = 2;    // CU_EVENT_DISABLE_TIMING
+inline constexpr CUmemorytype kMemoryTypeHost = 1;    // CU_MEMORYTYPE_HOST
 inline constexpr CUmemorytype kMemoryTypeDevice = 2;  // CU_MEMORYTYPE_DEVICE
 inline constexpr CUstreamCaptureMode kCaptureModeThreadLocal = 1;
 

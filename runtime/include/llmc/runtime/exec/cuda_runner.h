@@ -21,12 +21,19 @@
 // with feeds (StepBatch::feeds) first runs the token feed, which copies
 // the ids step N picked, still on the device, over its placeholders.
 //
-// With RunnerOptions.cuda_graphs, a decode step (IsGraphStep) is captured
-// into a CUDA graph the first time its launches and step info occur, and
-// replayed from it after that (cuda_step_plan.h says what a graph depends
-// on); the staging upload and the logits download stay outside the graph.
-// Growing the staging or the scratch moves pointers the graphs hold: every
-// graph is dropped then.
+// With RunnerOptions.cuda_graphs, the runner captures at load one CUDA
+// graph per decode batch-size bucket (CudaGraphBuckets up to the largest
+// decode step it takes), largest first, while the device memory they take
+// stays within RunnerOptions.cuda_graph_memory; a decode step (IsGraphStep)
+// of S sequences replays the smallest captured bucket of at least S, its
+// batch padded to it (cuda_step_plan.h says what a graph depends on). The
+// graphs read their own areas, allocated once at load: the step arrays
+// (graph_staging_: the batch's arrays, then its block tables as wide as the
+// longest context, of which only the batch's rows and columns go up, in one
+// pitched copy) and the split attention's scratch (graph_scratch_), so no
+// later step moves a pointer they hold. The sampler, the token feed and the
+// downloads stay outside the graphs. A step no bucket takes (prefill, or a
+// decode larger than every captured bucket) runs launch by launch.
 //
 // A tensor-parallel artifact (mesh.tp > 1, mesh.pp == 1) runs as one rank
 // of RunnerOptions.communicator's world, which must have mesh.tp ranks: the
@@ -123,6 +130,7 @@ class CudaRunner : public StepRunner {
   absl::Status SetGemmPolicy(const GemmPolicy& policy);
 
  private:
+  struct Graph;
   CudaRunner() = default;
   // What one step in flight owns on the host: its staging's page-locked
   // copy, its outputs' page-locked destinations, and the event recorded
@@ -153,8 +161,10 @@ class CudaRunner : public StepRunner {
   absl::StatusOr<StepOutput> Finish(const StepBatch& batch, StepSlot& slot, bool device_picks);
   // A page-locked buffer of at least `bytes` (the slot's, grown).
   absl::Status EnsurePinned(size_t bytes, cuda::PinnedBuffer* buffer);
-  // The token feed of `batch` (staged at `layout`) from device_picked_.
-  absl::Status LaunchFeeds(const StepBatch& batch, const StagingLayout& layout);
+  // The token feed of `batch` (staged at `layout`, its tokens in the area
+  // at `step_arrays`) from device_picked_.
+  absl::Status LaunchFeeds(const StepBatch& batch, const StagingLayout& layout,
+                           cuda::CUdeviceptr step_arrays);
   absl::Status Allocate(size_t bytes, const char* what, cuda::CUdeviceptr* out);
   // Grows a device area a step needs (the staging, the scratch) to at least
   // `bytes`; the previous step has synchronized, so the old one is free.
@@ -181,10 +191,20 @@ class CudaRunner : public StepRunner {
   // the last; Step reads them after it synchronizes.
   absl::Status LaunchProfiled(llmc_cuda_step_info* info);
   absl::Status ReadProfile();
-  // The step's launches through a graph: the cached one whose launches and
-  // step info are these, else one captured now (and cached); then replayed.
-  absl::Status LaunchGraph(llmc_cuda_step_info* info);
+  // Captures the buckets' graphs (the class comment), dropping any before.
+  absl::Status CaptureGraphs();
+  // Captures the launches of a decode step of `bucket` sequences (into
+  // graph_staging_ and graph_scratch_) and instantiates them.
+  absl::Status CaptureGraph(int64_t bucket);
+  void DestroyGraph(const Graph& graph);
   void DropGraphs();
+  // The graph a decode step of `seqs` sequences replays (null: none).
+  const Graph* GraphFor(int64_t seqs) const;
+  // A graph step's upload: its step arrays to graph_staging_, the block
+  // tables' rows and columns in use by one pitched copy, the sampler's and
+  // the feed's inputs to staging_ at their offsets.
+  absl::Status UploadGraphStep(const StepBatch& batch, const StagingLayout& layout,
+                               const int32_t* staged);
   // Tensor parallelism: joins the NCCL communicator and allocates what the
   // collectives need.
   absl::Status SetUpCollectives();
@@ -204,11 +224,12 @@ class CudaRunner : public StepRunner {
   absl::Status CollectiveFailed(const absl::Status& status);
 
   struct Graph {
+    int64_t bucket = 0;  // the decode batch size it runs (padded to)
     llmc_cuda_step_info info{};
     std::vector<SelectedLaunch> launches;
     cuda::CUgraph graph = nullptr;
     cuda::CUgraphExec exec = nullptr;
-    uint64_t last_used = 0;
+    size_t bytes = 0;  // device memory its instantiation took (cuMemGetInfo's drop)
   };
 
   // Declared first: destroyed last, after the module and memory that need it.
@@ -239,8 +260,16 @@ class CudaRunner : public StepRunner {
   size_t scratch_bytes_ = 0;  // of bindings_.scratch
   std::vector<SelectedLaunch> selected_;
   std::vector<SelectedLaunch> selected_scratch_;  // ApplyGemmPolicy's, reused
-  std::vector<Graph> graphs_;  // with options_.cuda_graphs; destroyed before the device
-  uint64_t steps_ = 0;         // Step calls, for the graphs' last use
+  // With options_.cuda_graphs: the buckets' graphs, ascending (destroyed
+  // before the device), the areas they read, the longest context a
+  // sequence may reach (their splits) and its block tables' width.
+  std::vector<Graph> graphs_;
+  cuda::CUdeviceptr graph_staging_ = 0;
+  cuda::CUdeviceptr graph_scratch_ = 0;
+  int64_t graph_context_ = 0;
+  int64_t graph_columns_ = 0;
+  bool graph_step_ = false;  // the step enqueued last replayed a graph
+  uint64_t steps_ = 0;       // Enqueue calls
   // The device sampler (null: the artifact has none) and its picked ids on
   // the device [max_logits] (the slots hold them on the host).
   cuda::CUfunction sampler_ = nullptr;

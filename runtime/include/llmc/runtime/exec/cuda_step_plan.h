@@ -47,11 +47,15 @@ int64_t AttentionSplits(int64_t max_context, int64_t split_keys);
 // other on the 8B shape but for 4 sequences at 4,096 keys, where 3 was best.
 inline constexpr int64_t kAttentionFillBlocksPerSm = 3;
 
-// Where each of the batch's int32 arrays lies in the step's one upload, in
+// Where each of the batch's int32 arrays lies in the step's upload, in
 // int32 elements from its start; every array starts on a 64-byte boundary.
+// The arrays the step's kernels read (llmc_cuda_step_info) come first and
+// end at `step_end`, the block tables last among them; the sampler's and
+// the feed's inputs follow.
 struct StagingLayout {
-  int64_t tokens = 0, positions = 0, query_starts = 0, context_lens = 0, block_tables = 0,
-          slot_mapping = 0, logits_rows = 0;
+  int64_t tokens = 0, positions = 0, query_starts = 0, context_lens = 0, slot_mapping = 0,
+          logits_rows = 0, block_tables = 0;
+  int64_t step_end = 0;
   // The device sampler's inputs (cuda_abi.h): the picks as llmc_cuda_pick,
   // the ids they mask and the tokens they penalize (llmc_cuda_penalty).
   int64_t picks = 0, masked_ids = 0, penalties = 0;
@@ -60,17 +64,27 @@ struct StagingLayout {
   int64_t feeds = 0;
   int64_t total = 0;          // int32 elements of the whole area
   int64_t block_columns = 0;  // columns of the staged block_tables (step_info.max_blocks)
+  // A decode step padded to a CUDA graph's batch size: its T = S = L (0:
+  // the batch's own sizes).
+  int64_t rows = 0;
 };
 inline constexpr int64_t kStagingAlignInts = 16;
 // `block_columns`: the staged block tables' column count, at least
-// batch.max_blocks (0: batch.max_blocks). More columns pad each row with -1,
-// so that steps whose tables differ in width share one layout (CUDA graphs).
-StagingLayout PlanStaging(const StepBatch& batch, int64_t block_columns = 0);
-// Writes the arrays at their offsets into `out` (layout.total elements; the
-// alignment padding is zeroed, the block tables' padding columns are -1).
+// batch.max_blocks (0: batch.max_blocks). `rows`: a decode batch's
+// sequences padded to this many (a CUDA graph's bucket, at least
+// batch.num_seqs(); 0: none). Padding rows are sequences of no context
+// that write no cache slot: token 0 at position 0, query i, context 0,
+// slot -1, their own logits row; the kernels read no block table of theirs.
+StagingLayout PlanStaging(const StepBatch& batch, int64_t block_columns = 0, int64_t rows = 0);
+// Writes the arrays at their offsets into `out` (layout.total elements).
+// Unpadded, the alignment gaps are zeroed and a row's columns past
+// batch.max_blocks are -1. Padded (a graph step), only what the upload
+// reads is written: the block tables' first batch.max_blocks columns of the
+// batch's rows (UploadRows), the rest of every array in full.
 void PackStaging(const StepBatch& batch, const StagingLayout& layout, int32_t* out);
 // The step's llmc_cuda_step_info, its pointers into the staging area uploaded
-// at device address `staging`; max_blocks is layout.block_columns.
+// at device address `staging`; max_blocks is layout.block_columns, and a
+// padded layout's rows are its T, S and L.
 llmc_cuda_step_info MakeStepInfo(const StepBatch& batch, const StagingLayout& layout,
                                  cuda::CUdeviceptr staging, int64_t block_size);
 
@@ -143,14 +157,16 @@ struct SelectedLaunch {
 // holds, and each collective entry as one kCollective launch. An attention
 // launch whose grid has `splits` takes AttentionSplits' count, or fewer: the
 // fewest whose blocks reach `fill_blocks` (the GPU's SMs times
-// kAttentionFillBlocksPerSm; 0: no cut), at least 1. Fills `out` (cleared
+// kAttentionFillBlocksPerSm; 0: no cut), at least 1; with `fill_rows` > 0,
+// the blocks counted are those of a decode step of that many sequences
+// (BucketLaunchVars) instead of the step's own. Fills `out` (cleared
 // first; reused across steps so the hot path does not allocate).
 // InvalidArgument when a grid dimension falls outside what CUDA launches
 // (x 1 to 2^31-1, y and z 1 to 65535).
 absl::Status SelectLaunches(const ManifestCuda& cuda,
                             const std::vector<std::vector<ParsedLaunch>>& parsed,
                             const LaunchVars& step, int64_t max_context, int64_t fill_blocks,
-                            std::vector<SelectedLaunch>* out);
+                            std::vector<SelectedLaunch>* out, int64_t fill_rows = 0);
 
 // Which kernels' GEMMs cuBLASLt runs (RunnerOptions.gemm): none (the
 // generated GEMV/GEMM), every one the artifact offers, or per kernel and
@@ -176,23 +192,33 @@ void ApplyGemmPolicy(const ManifestCuda& cuda, const GemmPolicy& policy, const L
                      std::vector<SelectedLaunch>* scratch = nullptr);
 
 // CUDA graphs (RunnerOptions.cuda_graphs). A graph bakes in its launches'
-// grids and kernel parameters, so a step replays one only when its launches
-// and its llmc_cuda_step_info equal those captured (SameLaunches,
-// SameStepInfo); the step info's pointers stay put as long as the staging
-// area does, and its max_blocks is the block tables' width rounded up
-// (GraphBlockColumns), so graphs depend on T, S, L, that width and the
-// attention splits.
-//
-// Steps that may replay a graph: decode steps (every sequence one token) of
-// at most kCudaGraphMaxTokens tokens; prefill steps run launch by launch.
+// grids and kernel parameters. The runner captures one per batch-size
+// bucket at load, for decode steps (every sequence one token) of at most
+// kCudaGraphMaxTokens sequences; a decode step of S sequences replays the
+// smallest bucket's graph of at least S, its batch padded to the bucket
+// (PlanStaging's `rows`). What a graph's launches depend on is fixed per
+// bucket: T = S = L = the bucket, Q = 1, block tables as wide as the
+// longest context allowed (a step with wider ones runs launch by launch),
+// and the attention splits that context takes
+// (SelectLaunches at that context: a token's own split count, from its
+// context and the grid, is the one a step of the bucket's size would give
+// it, and the splits past it add exact zeros). Prefill steps run launch by
+// launch.
 inline constexpr int64_t kCudaGraphMaxTokens = 256;
-// Graphs kept at most; the least recently replayed one goes first.
-inline constexpr size_t kCudaGraphCacheSize = 64;
+// The buckets up to `most` (the runner's largest decode batch): 1, 2, 4, 8,
+// then steps of a half and of a third (16, 24, 32, 48, 64, 96, 128, 192,
+// 256), so that past 16 padding adds at most half a batch; and `most`
+// itself where it falls between two. Ascending.
+std::vector<int64_t> CudaGraphBuckets(int64_t most);
+// The smallest bucket of CudaGraphBuckets(kCudaGraphMaxTokens) that holds
+// `seqs` sequences (0: none). A decode step's attention splits are cut as
+// this bucket's are (SelectLaunches' `fill_rows`), graph or not: so a step
+// launched one by one and the same step replayed from its bucket's graph
+// compute the same bits (where no memory budget left that bucket out).
+int64_t CudaGraphBucketOf(int64_t seqs);
+// The launch variables of a bucket's decode step: T = L = S = bucket, Q = 1.
+LaunchVars BucketLaunchVars(int64_t bucket);
 bool IsGraphStep(const StepBatch& batch);
-// The block tables' width of a graph step: max_blocks rounded up to a power
-// of two, so a growing context changes it rarely (and the upload stays near
-// the batch's own size).
-int64_t GraphBlockColumns(int64_t max_blocks);
 // Field by field (the struct has padding).
 bool SameStepInfo(const llmc_cuda_step_info& a, const llmc_cuda_step_info& b);
 bool SameLaunches(const std::vector<SelectedLaunch>& a, const std::vector<SelectedLaunch>& b);

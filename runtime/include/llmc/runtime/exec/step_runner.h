@@ -32,6 +32,10 @@ struct RunnerOptions {
   int64_t kv_cache_bytes = 0;
   double kv_memory_fraction = 0;
   bool cuda_graphs = false;  // CUDA: replay decode steps from captured graphs (host: ignored)
+  // CUDA graphs: the most device memory their instantiation may take (the
+  // KV cache is sized after setting it aside); buckets past it are not
+  // captured, and their steps pad to a larger one.
+  int64_t cuda_graph_memory = int64_t{256} << 20;
   // CUDA, sm_90 and newer: launch the generated kernels with programmatic
   // stream serialization (programmatic dependent launch), so that a kernel's
   // blocks are placed and wait (griddepcontrol.wait, the first thing every

@@ -28,7 +28,11 @@
 // came), and work enqueued from then on never runs; fake_cuda_device_bytes
 // says how far an allocation reaches.
 // cuMemcpy2DAsync_v2 copies device to device (captured into graphs, as the
-// driver allows).
+// driver allows) and host to device (not during a capture; counted with the
+// asynchronous host copies, bytes and page-locking).
+// "graph_node_bytes" makes each instantiated graph take that many bytes of
+// device memory per captured launch (cuMemGetInfo's free memory drops by
+// them while the executable graph lives).
 //
 // Deferred streams ("defer", or FAKE_CUDA_DEFER=1 in the environment, for
 // test/cuda-emu): stream work (launches, graph replays, asynchronous copies
@@ -45,6 +49,7 @@
 
 #include "llmc/runtime/cuda/driver_types.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -89,6 +94,9 @@ struct State {
   std::deque<std::function<int()>> queued;  // deferred stream work, in order
   int sticky = 0;  // the first error of deferred work, reported at synchronization
   int flushes = 0;  // synchronizations that ran queued work
+  long graph_node_bytes = 0;      // device memory per captured launch of a live executable graph
+  long long graph_exec_bytes = 0;  // of the live executable graphs
+  long long h2d_2d_bytes = 0;      // host-to-device bytes of cuMemcpy2DAsync_v2
 } g;
 // An event: whether the stream was stuck when it was recorded.
 struct FakeEvent {
@@ -97,6 +105,7 @@ struct FakeEvent {
 struct FakeGraph {
   int id;
   std::vector<FakeCudaLaunch> launches;  // captured
+  long long bytes = 0;                   // an executable graph's device memory
 };
 constexpr int kCaptureUnsupported = 900;  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 // Function handles: stable addresses of their names (never freed; a test
@@ -115,6 +124,7 @@ API void fake_cuda_control(const char* key, long value) {
   else if (k == "launch_result") g.launch_result = int(value);
   else if (k == "sm_major") g.sm_major = int(value);
   else if (k == "defer") g.defer = int(value);
+  else if (k == "graph_node_bytes") g.graph_node_bytes = value;
   else if (k == "stream_stuck")
     g.stream_stuck = int(value);
 }
@@ -139,6 +149,8 @@ API long fake_cuda_query(const char* key) {
   if (k == "pageable_copies") return g.pageable_copies;
   if (k == "h2d_bytes") return long(g.h2d_bytes);
   if (k == "d2h_bytes") return long(g.d2h_bytes);
+  if (k == "h2d_2d_bytes") return long(g.h2d_2d_bytes);
+  if (k == "graph_exec_bytes") return long(g.graph_exec_bytes);
   return -1;
 }
 // Bytes of device memory from `p` to the end of the allocation holding it;
@@ -275,6 +287,7 @@ API CUresult cuMemGetInfo_v2(size_t* f, size_t* t) {
     unsigned long long v = std::strtoull(text, &end, 10);
     if (end != text && *end == '\0' && v <= *t) *f = size_t(v);
   }
+  *f -= std::min(*f, size_t(g.graph_exec_bytes));
   return 0;
 }
 
@@ -557,10 +570,10 @@ API int fake_cuda_enqueue_host(void (*run)(const void*), const void* ctx, unsign
   g.launches.push_back(l);
   return 0;
 }
-// cuMemcpy2DAsync_v2, device to device only (what the runtime uses; other
-// memory types fail with CUDA_ERROR_INVALID_VALUE). The struct is
-// CUDA_MEMCPY2D_v2's layout. A device-to-device copy may be captured into a
-// graph, as the driver allows: captured, it runs when the graph does.
+// cuMemcpy2DAsync_v2, device to device or host to device (what the runtime
+// uses; other memory types fail with CUDA_ERROR_INVALID_VALUE). The struct
+// is CUDA_MEMCPY2D_v2's layout. A device-to-device copy may be captured into
+// a graph, as the driver allows: captured, it runs when the graph does.
 namespace {
 struct Copy2D {
   size_t src_x, src_y;
@@ -579,17 +592,26 @@ struct Copy2D {
 };
 void RunCopy2D(const void* ctx) {
   const Copy2D& c = *static_cast<const Copy2D*>(ctx);
+  const char* src = c.src_type == 1 ? static_cast<const char*>(c.src_host)
+                                    : reinterpret_cast<const char*>(uintptr_t(c.src_device));
   for (size_t r = 0; r < c.height; ++r)
     std::memcpy(
         reinterpret_cast<char*>(uintptr_t(c.dst_device)) + (c.dst_y + r) * c.dst_pitch + c.dst_x,
-        reinterpret_cast<const char*>(uintptr_t(c.src_device)) + (c.src_y + r) * c.src_pitch +
-            c.src_x,
-        c.width);
+        src + (c.src_y + r) * c.src_pitch + c.src_x, c.width);
 }
 }  // namespace
 API CUresult cuMemcpy2DAsync_v2(const Copy2D* c, void*) {
-  if (!c || c->src_type != 2 || c->dst_type != 2 || !c->src_device || !c->dst_device) return 1;
+  if (!c || c->dst_type != 2 || !c->dst_device) return 1;
+  const bool from_host = c->src_type == 1;
+  if (from_host ? !c->src_host : (c->src_type != 2 || !c->src_device)) return 1;
   if (c->width > c->src_pitch || c->width > c->dst_pitch) return 1;  // rows would overlap
+  if (from_host) {
+    REFUSE_DURING_CAPTURE();
+    const size_t span = c->height ? (c->src_y + c->height - 1) * c->src_pitch + c->src_x + c->width : 0;
+    if (span && !Pinned(c->src_host, span)) ++g.pageable_copies;
+    g.h2d_bytes += (long long)(c->width * c->height);
+    g.h2d_2d_bytes += (long long)(c->width * c->height);
+  }
   ++g.copies_2d;
   return fake_cuda_enqueue_host(&RunCopy2D, c, sizeof *c);
 }
@@ -611,7 +633,10 @@ API CUresult cuStreamEndCapture(void*, void** graph) {
 }
 API CUresult cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long) {
   if (!graph) return 1;
-  *exec = new FakeGraph(*static_cast<FakeGraph*>(graph));
+  auto* made = new FakeGraph(*static_cast<FakeGraph*>(graph));
+  made->bytes = (long long)made->launches.size() * g.graph_node_bytes;
+  g.graph_exec_bytes += made->bytes;
+  *exec = made;
   ++g.graph_execs;
   return 0;
 }
@@ -639,6 +664,7 @@ API CUresult cuGraphLaunch(void* exec, void*) {
   });
 }
 API CUresult cuGraphExecDestroy(void* exec) {
+  if (exec) g.graph_exec_bytes -= static_cast<FakeGraph*>(exec)->bytes;
   delete static_cast<FakeGraph*>(exec);
   --g.graph_execs;
   return 0;
