@@ -70,6 +70,26 @@ def check_echo(c, model, name, prompt, server):
           and lp.top_logprobs[0] is None and all(x <= 0 for x in lp.token_logprobs[1:])
           and lp.text_offset == sorted(lp.text_offset))
     check(f"{name}/echo-alone", ok, f"{len(lp.tokens)} prompt tokens, the first without a logprob")
+    # n choices of one prompt: one score request (its prompt tokens counted
+    # once), the same logprobs in each choice, then each its own sample.
+    tokens_before = H.metric(H.http(server.base, "GET", "/metrics", None, auth())[2],
+                             "llmc:prompt_tokens_total")
+    three = c.completions.create(model=model, prompt=ids, max_tokens=0, echo=True, logprobs=20,
+                                 n=3).choices
+    scored = H.metric(H.http(server.base, "GET", "/metrics", None, auth())[2],
+                      "llmc:prompt_tokens_total") - tokens_before
+    same = [x.logprobs.token_logprobs == lp.token_logprobs and x.logprobs.top_logprobs ==
+            lp.top_logprobs and x.text == alone.text for x in three]
+    check(f"{name}/echo-n3", len(three) == 3 and all(same) and scored == len(ids),
+          f"{sum(same)}/3 choices with the prompt's logprobs; {scored:.0f} prompt tokens admitted "
+          f"(want {len(ids)}: one score)")
+    sampled = c.completions.create(model=model, prompt=ids, max_tokens=4, echo=True, logprobs=2, n=2,
+                                   temperature=1.0, seed=7,
+                                   extra_body={"ignore_eos": True}).choices
+    check(f"{name}/echo-n2-sampled", len(sampled) == 2 and all(
+        x.logprobs.token_logprobs[:len(ids)] == lp.token_logprobs and
+        x.finish_reason == "length" and len(x.logprobs.tokens) == len(ids) + 4 for x in sampled),
+          f"{[x.text[len(alone.text):] for x in sampled]!r}")
     # The last prompt position's row, scored (its 20 best) and generated
     # from (a greedy step's 20 best): the same distribution.
     gen = c.completions.create(model=model, prompt=ids[:-1], max_tokens=1, temperature=0,

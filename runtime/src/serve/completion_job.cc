@@ -94,6 +94,9 @@ void CompletionJob::Submit() {
     }
     c.echo_pending = true;
     if (!req_.want_logprobs) continue;
+    // One score request a prompt: the first of its n choices owns it.
+    c.score_owner = c.index - c.index % req_.n;
+    if (c.score_owner != c.index) continue;
     // The first prompt token has no logprob (null); the score request
     // gives the rest.
     SampleResult first;
@@ -129,22 +132,42 @@ bool CompletionJob::AnswerError(Choice& c, const RequestOutput& out) {
 }
 
 void CompletionJob::Echo(Choice& c, std::string& events) {
+  if (c.score_owner >= 0 && c.score_owner != c.index) {
+    // A sibling: its prompt's logprobs are the owner's, which Drain has
+    // just read (it comes first).
+    const Choice& owner = choices_[size_t(c.score_owner)];
+    if (owner.echo_pending) return;
+    if (owner.score_end) {
+      RequestOutput ended = *owner.score_end;
+      c.echo_pending = false;
+      Take(c, ended, events);
+      return;
+    }
+    c.logprobs.assign(owner.logprobs.begin(),
+                      owner.logprobs.begin() + std::ptrdiff_t(owner.prompt_logprobs));
+  }
   while (c.score) {
     std::optional<RequestOutput> out = c.score->TryNext();
     if (!out) return;  // the prompt's logprobs are still coming
+    const bool failed = out->finished && (out->reason == FinishReason::kError ||
+                                          out->reason == FinishReason::kAbort);
+    if (failed) {
+      c.score_end = *out;  // its siblings end alike
+      c.echo_pending = false;
+      c.score.reset();
+    }
     if (AnswerError(c, *out)) return;
     // Failed after the stream began, or aborted (the client went away, the
     // server is shutting down): the choice ends here, nothing generated.
-    if (out->finished && (out->reason == FinishReason::kError || out->reason == FinishReason::kAbort)) {
+    if (failed) {
       RequestOutput ended = std::move(*out);
-      c.echo_pending = false;
-      c.score.reset();
       Take(c, ended, events);
       return;
     }
     for (SampleResult& r : out->prompt_logprobs) c.logprobs.push_back(std::move(r));
     if (out->finished) c.score.reset();
   }
+  c.prompt_logprobs = c.logprobs.size();
   c.echo_pending = false;
   if (cancelled_) {  // the client went away while its prompt was scored
     c.finished = true;

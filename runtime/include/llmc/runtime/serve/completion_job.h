@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -69,6 +70,15 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
     // prefix cache, so the generation computes little of the prompt again.
     bool echo_pending = false;
     std::shared_ptr<OutputStream> score;
+    // The choice whose `score` scores this choice's prompt: the first
+    // choice of each prompt (itself), whose n - 1 siblings take its prompt
+    // logprobs (the first `prompt_logprobs` entries of its `logprobs`)
+    // rather than scoring the prompt again. -1: no score.
+    int score_owner = -1;
+    size_t prompt_logprobs = 0;
+    // The owner's score ended without its logprobs (failed, or aborted):
+    // how, for its siblings to end alike.
+    std::optional<RequestOutput> score_end;
   };
 
   CompletionJob(JobContext ctx, std::shared_ptr<HttpExchange> exchange, CompletionRequest request,
