@@ -424,7 +424,8 @@ def check_device_sampling(pl, out):
     The device-sampled run schedules asynchronously (the default: each step
     submitted while the one before runs, its tokens fed on the device); a
     third run one step at a time (--no-async-scheduling) must give its
-    tokens and logprobs to the bit."""
+    tokens and logprobs to the bit, and so must a fourth with --cuda-graphs
+    (decode steps padded to the batch-size buckets captured at load)."""
     print("--- correctness: the device sampler vs the host sampler (engine, 32 mixed requests)")
     for name, art, _ in pl.synth_refs():
         vocab = manifest(art)["model"]["vocab_size"]
@@ -444,20 +445,22 @@ def check_device_sampling(pl, out):
         with open(prompts, "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in reqs)
         results = []
-        for extra in ([], ["--no-device-sampling"], ["--no-async-scheduling"]):
+        for extra in ([], ["--no-device-sampling"], ["--no-async-scheduling"], ["--cuda-graphs"]):
             path = os.path.join(art, "..sampling.out.jsonl")
             run([pl.rt, "run", art, "--backend", "cuda", "--no-verify", "--prompts-file", prompts,
                  "-o", path] + extra, pl.env)
             results.append({str(r["id"]): r for r in map(json.loads, open(path))})
             os.remove(path)
         os.remove(prompts)
-        device, host, one_at_a_time = results
-        same = all((device[k]["token_ids"], device[k].get("logprobs")) ==
-                   (one_at_a_time[k]["token_ids"], one_at_a_time[k].get("logprobs"))
-                   for k in device) and device.keys() == one_at_a_time.keys()
-        out.ok &= same
-        print(f"{'PASS' if same else 'FAIL'} {name}: scheduled ahead (tokens fed on the device) "
-              f"{'equals' if same else 'DIFFERS from'} one step at a time, tokens and logprobs")
+        device, host, one_at_a_time, graphs = results
+        for other, what in ((one_at_a_time, "one step at a time"),
+                            (graphs, "with --cuda-graphs (padded to buckets)")):
+            same = all((device[k]["token_ids"], device[k].get("logprobs")) ==
+                       (other[k]["token_ids"], other[k].get("logprobs"))
+                       for k in device) and device.keys() == other.keys()
+            out.ok &= same
+            print(f"{'PASS' if same else 'FAIL'} {name}: scheduled ahead (tokens fed on the "
+                  f"device) {'equals' if same else 'DIFFERS from'} {what}, tokens and logprobs")
         greedy_bad, drawn_differ, lp_err = 0, 0, 0.0
         for r in reqs:
             d, h = device[str(r["id"])], host[str(r["id"])]
