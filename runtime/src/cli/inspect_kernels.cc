@@ -636,6 +636,7 @@ ReportShape DecodeShape(int64_t batch, int64_t context) {
   s.vars.seqs = batch;
   s.vars.queries = 1;
   s.max_context = context;
+  s.fill_rows = CudaGraphBucketOf(batch);
   return s;
 }
 
@@ -762,8 +763,9 @@ absl::Status BuildReport(const Artifact& artifact, const std::vector<ReportShape
   r.gemm_paths.assign(c.kernels.size(), std::vector<GemmPaths>(r.shapes.size()));
   for (size_t s = 0; s < r.shapes.size(); ++s) {
     StepTotal& t = r.steps.emplace_back();
-    absl::Status st = SelectLaunches(c, *parsed, r.shapes[s].vars, r.shapes[s].max_context,
-                                     kAttentionFillBlocksPerSm * r.device->sms, &selected);
+    absl::Status st =
+        SelectLaunches(c, *parsed, r.shapes[s].vars, r.shapes[s].max_context,
+                       kAttentionFillBlocksPerSm * r.device->sms, &selected, r.shapes[s].fill_rows);
     if (!st.ok()) {
       t.error = std::string(st.message());
       continue;

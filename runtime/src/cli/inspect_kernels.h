@@ -31,6 +31,10 @@ struct ReportShape {
   CostShape cost;
   LaunchVars vars;
   int64_t max_context = 0;
+  // A decode step's attention splits are cut as its batch-size bucket's
+  // (SelectLaunches' fill_rows, CudaGraphBucketOf), as the runner does; 0
+  // for a prefill.
+  int64_t fill_rows = 0;
 };
 // Decode of `batch` sequences at context `context` (every sequence one token).
 ReportShape DecodeShape(int64_t batch, int64_t context);
