@@ -40,6 +40,7 @@ const std::vector<DeviceSpec>& Devices() {
           // (pp2048 gives ~0.62 after its 18 ms of attention). Stage 5 of
           // gpu-check.sh times every GEMM shape on cuBLASLt: calibrate here.
           .library_gemm_efficiency = 0.69,
+          .l2_bytes = 50.0 * (1 << 20),  // spec (GH100 as in H100 SXM)
       },
       // NVIDIA A100 80GB SXM (Ampere GA100). Uncalibrated: every number is
       // the datasheet's or the H200's guess; nothing here was measured.
@@ -62,6 +63,7 @@ const std::vector<DeviceSpec>& Devices() {
           .issue_efficiency = 0.8,          // guess (the H200's), uncalibrated
           .mem_efficiency = 0.92,           // guess (the H200's), uncalibrated
           .library_gemm_efficiency = 0.69,  // guess (the H200's), uncalibrated
+          .l2_bytes = 40.0 * (1 << 20),     // spec
       },
   };
   return *kDevices;

@@ -217,6 +217,17 @@ struct Report {
   std::vector<StepTotal> steps;  // per shape
   std::vector<std::vector<GemmPaths>> gemm_paths;  // [kernel][shape]
   double weight_bytes = 0;
+  // The device sampler (cuda.samplers "sample"), outside the step plan:
+  // one block a pick over its row of logits, per shape and way of picking.
+  struct SamplerMode {
+    const char* name;
+    int passes;          // reads of the row (llmc_cuda_sample.cuh)
+    double bytes = 0;    // DRAM: every pass, or the first where the rows in flight fit in L2
+    perf::Prediction p;
+  };
+  const ManifestCudaSampler* sampler = nullptr;
+  const ManifestPtxasEntry* sampler_ptxas = nullptr;
+  std::vector<std::vector<SamplerMode>> sampler_modes;  // [shape]
 };
 
 // An entry outside the kernels' launch lists (the cuBLASLt path's deq, pre
@@ -224,7 +235,8 @@ struct Report {
 // every instruction once per warp (a loop, such as a row's pass over k,
 // counted once: an undercount), and `bytes` of DRAM traffic.
 perf::Prediction PredictEntry(const Report& r, const std::string& symbol,
-                              const std::array<unsigned, 3>& grid, unsigned block, double bytes) {
+                              const std::array<unsigned, 3>& grid, unsigned block, double bytes,
+                              double loop_warp_instructions = 0) {
   const ManifestCudaModule& mod = r.m->cuda.modules[r.model_module];
   perf::KernelResources res;
   res.threads_per_block = int(block);
@@ -238,7 +250,8 @@ perf::Prediction PredictEntry(const Report& r, const std::string& symbol,
   work.bytes = bytes;
   if (const SassFunction* f = FindSassFunction(r.sass[r.model_module].functions, symbol))
     work.warp_instructions =
-        double(work.blocks) * double((block + 31) / 32) * double(f->mix.instructions);
+        double(work.blocks) * double((block + 31) / 32) * double(f->mix.instructions) +
+        loop_warp_instructions;
   return perf::Predict(*r.device, res, work);
 }
 
@@ -467,6 +480,31 @@ std::string RenderText(const Report& r) {
       absl::StrAppendFormat(&out, "  %-14s not counted: %d collectives (no model)\n", "",
                             t.collectives);
   }
+  if (r.sampler != nullptr) {
+    absl::StrAppendFormat(
+        &out, "device sampler %s [L, 1, 1] x %d after the step: %s\n", r.sampler->symbol,
+        r.sampler->block,
+        r.sampler_ptxas
+            ? absl::StrFormat("regs %d spill %d/%d smem %d", r.sampler_ptxas->registers,
+                              r.sampler_ptxas->spill_stores, r.sampler_ptxas->spill_loads,
+                              r.sampler_ptxas->shared_bytes)
+            : std::string("not in ptxas's report"));
+    absl::StrAppendFormat(&out,
+                          "  a block a pick, its f32 row of %d logits read once a pass (DRAM: "
+                          "all, or the first where the rows fit in L2)\n",
+                          r.m->model.vocab_size);
+    for (size_t s = 0; s < r.shapes.size(); ++s) {
+      const StepTotal& t = r.steps[s];
+      for (const Report::SamplerMode& mode : r.sampler_modes[s]) {
+        std::string share;
+        if (t.error.empty() && t.seconds > 0)
+          share = absl::StrFormat(", %.1f%% of the step", 100 * mode.p.seconds / t.seconds);
+        absl::StrAppendFormat(&out, "  %-14s %-24s %2d passes %9s -> %s %s%s\n",
+                              r.shapes[s].name, mode.name, mode.passes, Si(mode.bytes, "B"),
+                              Seconds(mode.p.seconds), mode.p.bound, share);
+      }
+    }
+  }
   return out;
 }
 
@@ -622,6 +660,22 @@ std::string RenderJson(const Report& r) {
     steps.push_back(std::move(e));
   }
   j["steps"] = std::move(steps);
+  if (r.sampler != nullptr) {
+    ordered_json sampler = {{"symbol", r.sampler->symbol}, {"block", r.sampler->block}};
+    ordered_json shapes = ordered_json::array();
+    for (size_t s = 0; s < r.shapes.size(); ++s) {
+      ordered_json modes = ordered_json::array();
+      for (const Report::SamplerMode& mode : r.sampler_modes[s])
+        modes.push_back({{"mode", mode.name},
+                         {"passes", mode.passes},
+                         {"bytes", mode.bytes},
+                         {"seconds", Num(mode.p.seconds)},
+                         {"bound", mode.p.bound}});
+      shapes.push_back({{"shape", r.shapes[s].name}, {"modes", std::move(modes)}});
+    }
+    sampler["shapes"] = std::move(shapes);
+    j["sampler"] = std::move(sampler);
+  }
   return j.dump(2) + "\n";
 }
 
@@ -670,6 +724,58 @@ absl::StatusOr<ReportShape> ParsePrefillFlag(int64_t tokens) {
 }
 
 namespace {
+
+// The device sampler's picks at each shape (a pick a logits row: L of
+// them), by how many times each way of picking reads its row (the passes
+// of llmc_cuda_sample.cuh): greedy 1 (the argmax); temperature and min-p
+// over the whole vocabulary 2 (the max, the chunked weights); top-k, with
+// top-p and min-p over it, 7 (a count, 4 radix-select passes, the gather's
+// count and the gather); a greedy pick with its top-N logprobs 10 (the
+// argmax, the max and the normalizer, and the top-N select). The first
+// pass comes from DRAM; the others too unless the rows of the blocks in
+// flight fit in half the L2 (then they are L2 hits, not modelled: a lower
+// bound). Instructions: the SASS once a warp, and for every pass each
+// thread's share of the row at kSamplerInstructionsPerLogit (a load, the
+// cleaning, a compare or key, a select or shared-memory add, the loop's
+// own: a count, not read from the SASS).
+constexpr double kSamplerInstructionsPerLogit = 10;
+void EvaluateSampler(Report& r) {
+  const Manifest& m = *r.m;
+  for (const ManifestCudaSampler& s : m.cuda.samplers)
+    if (s.kind == "sample") r.sampler = &s;
+  if (r.sampler == nullptr || m.logits_buffer < 0) {
+    r.sampler = nullptr;
+    return;
+  }
+  for (const ManifestPtxasEntry& e : m.cuda.modules[r.model_module].ptxas)
+    if (e.symbol == r.sampler->symbol) r.sampler_ptxas = &e;
+  perf::KernelResources res;
+  res.threads_per_block = int(r.sampler->block);
+  res.regs = r.sampler_ptxas ? int(r.sampler_ptxas->registers) : 0;
+  res.static_smem = r.sampler_ptxas ? r.sampler_ptxas->shared_bytes : 0;
+  const perf::Occupancy occ = perf::TheoreticalOccupancy(*r.device, res);
+  const double row = double(m.model.vocab_size) * 4.0;  // f32 logits
+  for (const ReportShape& shape : r.shapes) {
+    std::vector<Report::SamplerMode>& modes = r.sampler_modes.emplace_back();
+    const int64_t picks = shape.vars.logits;
+    const double in_flight =
+        double(std::min<int64_t>(picks, int64_t(r.device->sms) * std::max(1, occ.blocks_per_sm)));
+    const bool l2_holds = in_flight * row <= r.device->l2_bytes / 2;
+    for (auto [name, passes] : {std::pair<const char*, int>{"greedy", 1},
+                                {"temperature, min-p", 2},
+                                {"top-k (+ top-p, min-p)", 7},
+                                {"greedy + top-N logprobs", 10}}) {
+      Report::SamplerMode mode{name, passes};
+      mode.bytes = double(picks) * row * (l2_holds ? 1 : passes);
+      const double per_thread = std::ceil(double(m.model.vocab_size) / double(r.sampler->block));
+      const double loops = double(picks) * passes * per_thread *
+                           double((r.sampler->block + 31) / 32) * kSamplerInstructionsPerLogit;
+      mode.p = PredictEntry(r, r.sampler->symbol, {unsigned(picks), 1, 1},
+                            unsigned(r.sampler->block), mode.bytes, loops);
+      modes.push_back(mode);
+    }
+  }
+}
 
 // Everything the report says, at `shapes` on `device` ("": the artifact's
 // first arch), into `r` (which keeps pointers into itself and the
@@ -793,6 +899,7 @@ absl::Status BuildReport(const Artifact& artifact, const std::vector<ReportShape
     }
     EvaluateGemmPaths(r, s, selected, own_gemm, t);
   }
+  EvaluateSampler(r);
   return absl::OkStatus();
 }
 

@@ -86,6 +86,9 @@ struct DeviceSpec {
   // A vendor library's GEMM (cuBLASLt): the fraction of tensor_flops_per_s
   // it sustains on prefill-sized bf16 GEMMs (PredictLibraryGemm).
   double library_gemm_efficiency;
+  // Bytes of L2: a kernel's repeated passes over data the blocks in flight
+  // hold in it come from L2, not DRAM (the device sampler's rows).
+  double l2_bytes = 0;
 };
 
 // "sm_90", "sm_90a", "h200" -> H200; "sm_80", "a100", "A100-80GB" -> A100-80GB.
