@@ -90,6 +90,42 @@ def check_echo(c, model, name, prompt, server):
         x.logprobs.token_logprobs[:len(ids)] == lp.token_logprobs and
         x.finish_reason == "length" and len(x.logprobs.tokens) == len(ids) + 4 for x in sampled),
           f"{[x.text[len(alone.text):] for x in sampled]!r}")
+    # vLLM's prompt_logprobs: the same scores beside a generation, the
+    # prompt token and its N best at each position, ranked.
+    status, _, body = H.http(server.base, "POST", "/v1/completions",
+                             {"model": model, "prompt": ids, "max_tokens": 3, "temperature": 0,
+                              "prompt_logprobs": 3}, auth())
+    plp = body["choices"][0].get("prompt_logprobs") if status == 200 else None
+    def position_ok(i):
+        d = plp[i]
+        own = d.get(str(ids[i]))
+        top = sorted((e for e in d.values() if e["rank"] is not None), key=lambda e: e["rank"])
+        return (own is not None and abs(own["logprob"] - lp.token_logprobs[i]) < 1e-6
+                and [e["rank"] for e in top] == [1, 2, 3] and len(d) <= 4
+                and all(a["logprob"] >= b["logprob"] for a, b in zip(top, top[1:]))
+                # The echo's best are keyed by text, where byte tokens
+                # collide ("\ufffd"): its max is at most the true best.
+                and top[0]["logprob"] >= max(lp.top_logprobs[i].values()) - 1e-6)
+    ok = (plp is not None and len(plp) == len(ids) and plp[0] is None
+          and all(position_ok(i) for i in range(1, len(ids)))
+          and body["choices"][0]["text"] != "" and body["usage"]["completion_tokens"] == 3)
+    check(f"{name}/prompt-logprobs", ok, f"{status}: {len(plp) if plp else None} positions, the "
+          f"echo's scores, 3 ranked best each, then {body['choices'][0]['text'] if status == 200 else body!r}")
+    # A chat's one prompt (its template applied): beside the choices.
+    status, _, body = H.http(server.base, "POST", "/v1/chat/completions",
+                             {"model": model, "messages": [{"role": "user", "content": prompt}],
+                              "max_tokens": 2, "prompt_logprobs": 2, "n": 2}, auth())
+    chat_plp = body.get("prompt_logprobs") if status == 200 else None
+    check(f"{name}/prompt-logprobs-chat", chat_plp is not None and chat_plp[0] is None and
+          len(chat_plp) == body["usage"]["prompt_tokens"] and len(body["choices"]) == 2 and
+          all(2 <= len(d) <= 3 for d in chat_plp[1:]),
+          f"{status}: {len(chat_plp) if chat_plp else None} positions of "
+          f"{body.get('usage', {}).get('prompt_tokens')} prompt tokens")
+    status, _, body = H.http(server.base, "POST", "/v1/completions",
+                             {"model": model, "prompt": ids, "prompt_logprobs": 1, "stream": True},
+                             auth())
+    check(f"{name}/prompt-logprobs-stream", status == 400 and
+          body.get("error", {}).get("param") == "prompt_logprobs", f"{status} {body}")
     # The last prompt position's row, scored (its 20 best) and generated
     # from (a greedy step's 20 best): the same distribution.
     gen = c.completions.create(model=model, prompt=ids[:-1], max_tokens=1, temperature=0,

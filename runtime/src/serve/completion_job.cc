@@ -86,29 +86,27 @@ void CompletionJob::Submit() {
       c.params.seed = (uint64_t(seeder()) << 32) ^ seeder();
     }
   }
+  // The prompt's logprobs (echo's, prompt_logprobs'): scored before the
+  // generation is submitted, whose prefix cache then holds the prompt.
+  const bool echo_logprobs = req_.echo && req_.want_logprobs;
+  const bool scored = echo_logprobs || req_.prompt_logprobs >= 0;
   for (Choice& c : choices_) {
     auto wake = [self = shared_from_this()] { self->Wake(); };
-    if (!req_.echo) {
+    if (!req_.echo && !scored) {
       c.stream = ctx_.loop->Submit(prompts_[size_t(c.prompt)], c.params, std::move(wake));
       continue;
     }
     c.echo_pending = true;
-    if (!req_.want_logprobs) continue;
+    if (!scored) continue;
     // One score request a prompt: the first of its n choices owns it.
     c.score_owner = c.index - c.index % req_.n;
     if (c.score_owner != c.index) continue;
-    // The first prompt token has no logprob (null); the score request
-    // gives the rest.
-    SampleResult first;
-    first.token = prompts_[size_t(c.prompt)].front();
-    first.logprob = std::numeric_limits<float>::quiet_NaN();
-    c.logprobs.push_back(first);
     ScoreOptions score;
-    score.prompt_logprobs = req_.top_logprobs;
+    score.prompt_logprobs = std::max(echo_logprobs ? req_.top_logprobs : 0, req_.prompt_logprobs);
     c.score = ctx_.loop->SubmitScore(prompts_[size_t(c.prompt)], score, std::move(wake));
   }
   // Echoes without a score request go out at once.
-  if (req_.echo) Wake();
+  if (req_.echo && !scored) Wake();
 }
 
 std::string CompletionJob::PromptText(int prompt) const {
@@ -143,8 +141,7 @@ void CompletionJob::Echo(Choice& c, std::string& events) {
       Take(c, ended, events);
       return;
     }
-    c.logprobs.assign(owner.logprobs.begin(),
-                      owner.logprobs.begin() + std::ptrdiff_t(owner.prompt_logprobs));
+    c.prompt_logprobs = owner.prompt_logprobs;
   }
   while (c.score) {
     std::optional<RequestOutput> out = c.score->TryNext();
@@ -164,11 +161,18 @@ void CompletionJob::Echo(Choice& c, std::string& events) {
       Take(c, ended, events);
       return;
     }
-    for (SampleResult& r : out->prompt_logprobs) c.logprobs.push_back(std::move(r));
+    for (SampleResult& r : out->prompt_logprobs) c.prompt_logprobs.push_back(std::move(r));
     if (out->finished) c.score.reset();
   }
-  c.prompt_logprobs = c.logprobs.size();
   c.echo_pending = false;
+  if (req_.echo && req_.want_logprobs) {
+    // The first prompt token has no logprob (null); the score gave the rest.
+    SampleResult first;
+    first.token = prompts_[size_t(c.prompt)].front();
+    first.logprob = std::numeric_limits<float>::quiet_NaN();
+    c.logprobs.push_back(first);
+    c.logprobs.insert(c.logprobs.end(), c.prompt_logprobs.begin(), c.prompt_logprobs.end());
+  }
   if (cancelled_) {  // the client went away while its prompt was scored
     c.finished = true;
     --unfinished_;
@@ -176,7 +180,7 @@ void CompletionJob::Echo(Choice& c, std::string& events) {
     ctx_.metrics->CountFinished(c.finish_reason);
     return;
   }
-  const std::string text = PromptText(c.prompt);
+  const std::string text = req_.echo ? PromptText(c.prompt) : std::string();
   c.text += text;
   const bool alone = req_.echo_only;
   if (alone) {
@@ -190,7 +194,8 @@ void CompletionJob::Echo(Choice& c, std::string& events) {
     c.stream = ctx_.loop->Submit(prompts_[size_t(c.prompt)], c.params,
                                  [self = shared_from_this()] { self->Wake(); });
   }
-  if (req_.stream && !cancelled_) events += Chunk(c, text, 0, alone ? "length" : nullptr);
+  if (req_.echo && req_.stream && !cancelled_)
+    events += Chunk(c, text, 0, alone ? "length" : nullptr);
 }
 
 void CompletionJob::Wake() {
@@ -386,12 +391,45 @@ std::string CompletionJob::Whole() const {
       choice["logprobs"] = nullptr;
     }
     choice["finish_reason"] = c.finish_reason;
+    if (req_.prompt_logprobs >= 0 && !req_.chat) choice["prompt_logprobs"] = PromptLogprobsJson(c);
     choices.push_back(choice);
   }
   json body = Envelope(/*chunk=*/false);
   body["choices"] = choices;
+  // A chat has one prompt: vLLM gives its logprobs beside the choices.
+  if (req_.prompt_logprobs >= 0 && req_.chat && !choices_.empty())
+    body["prompt_logprobs"] = PromptLogprobsJson(choices_.front());
   body["usage"] = Usage();
   return Dump(body);
+}
+
+json CompletionJob::PromptLogprobsJson(const Choice& c) const {
+  // vLLM's form: null for the first token, then per position the prompt
+  // token and the N best, by id: {logprob, rank, decoded_token}. A rank is
+  // the place among the N best (1 the best); a prompt token outside them
+  // has none here (null): neither sampler counts the tokens above it.
+  const Tokenizer& tok = *ctx_.tokenizer;
+  auto entry = [&](int32_t id, float logprob, std::optional<int> rank) {
+    return json{{"logprob", std::isnan(logprob) ? json(nullptr) : json(logprob)},
+                {"rank", rank ? json(*rank) : json(nullptr)},
+                {"decoded_token", tok.TokenToPiece(id, /*render_special=*/true)}};
+  };
+  json out = json::array({nullptr});
+  const int n = req_.prompt_logprobs;
+  for (const SampleResult& r : c.prompt_logprobs) {
+    json position = json::object();
+    std::optional<int> own_rank;
+    for (int i = 0; i < n && i < int(r.top_logprobs.size()); ++i)
+      if (r.top_logprobs[size_t(i)].token == r.token) own_rank = i + 1;
+    position[std::to_string(r.token)] = entry(r.token, r.logprob, own_rank);
+    for (int i = 0; i < n && i < int(r.top_logprobs.size()); ++i) {
+      const TokenLogprob& t = r.top_logprobs[size_t(i)];
+      if (t.token < 0) break;  // fewer tokens above -inf
+      position[std::to_string(t.token)] = entry(t.token, t.logprob, i + 1);
+    }
+    out.push_back(std::move(position));
+  }
+  return out;
 }
 
 void CompletionJob::Finish() {

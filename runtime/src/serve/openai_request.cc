@@ -325,6 +325,10 @@ Error ReadCompletion(const json& obj, CompletionRequest& req) {
     req.top_logprobs = given ? int(v) : 0;
   }
   if (req.want_logprobs) p.logprobs = std::max(1, req.top_logprobs);
+  given = false;
+  if (auto e = GetInt(obj, "prompt_logprobs", 0, kMaxLogprobs, &v, &given)) return e;
+  if (given && req.stream) return BadField("prompt_logprobs", "is not supported with stream: true");
+  req.prompt_logprobs = given ? int(v) : -1;
   if (auto e = Unsupported(obj, req)) return e;
   // What remains are the engine's own range checks (empty stop strings and
   // the like were refused above with the API's field names).

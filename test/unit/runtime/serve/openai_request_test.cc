@@ -383,6 +383,21 @@ TEST(ParseCompletionRequest, EchoIsForCompletionsAndAllowsNoOutput) {
   ExpectFieldError(R"({"prompt": "x", "echo": 1})", false, "echo");
 }
 
+TEST(ParseCompletionRequest, PromptLogprobsAsVllmTakesThem) {
+  EXPECT_EQ(MustParse(R"({"prompt": "x"})", false).prompt_logprobs, -1);
+  EXPECT_EQ(MustParse(R"({"prompt": "x", "prompt_logprobs": null})", false).prompt_logprobs, -1);
+  EXPECT_EQ(MustParse(R"({"prompt": "x", "prompt_logprobs": 0})", false).prompt_logprobs, 0);
+  CompletionRequest r = MustParse(
+      R"({"messages": [{"role": "user", "content": "x"}], "prompt_logprobs": 5})", true);
+  EXPECT_EQ(r.prompt_logprobs, 5);
+  EXPECT_FALSE(r.want_logprobs);  // the output's logprobs are another field
+  ExpectFieldError(R"({"prompt": "x", "prompt_logprobs": -1})", false, "prompt_logprobs");
+  ExpectFieldError(R"({"prompt": "x", "prompt_logprobs": 21})", false, "prompt_logprobs");
+  ExpectFieldError(R"({"prompt": "x", "prompt_logprobs": true})", false, "prompt_logprobs");
+  ExpectFieldError(R"({"prompt": "x", "prompt_logprobs": 2, "stream": true})", false,
+                   "prompt_logprobs");
+}
+
 TEST(ParseCompletionRequest, UnsupportedFieldsAreRefused) {
   ExpectFieldError(R"({"prompt": "x", "logit_bias": {"50256": -100}})", false, "logit_bias");
   ExpectFieldError(R"({"prompt": "x", "best_of": 2})", false, "best_of");

@@ -73,9 +73,12 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
     // The choice whose `score` scores this choice's prompt: the first
     // choice of each prompt (itself), whose n - 1 siblings take its prompt
     // logprobs (the first `prompt_logprobs` entries of its `logprobs`)
-    // rather than scoring the prompt again. -1: no score.
+    // rather than scoring the prompt again. -1: no score. With echo the
+    // scored logprobs also lead `logprobs`.
     int score_owner = -1;
-    size_t prompt_logprobs = 0;
+    // The scored prompt's logprobs, from its second token on (each with
+    // the score's N best); siblings copy the owner's.
+    std::vector<SampleResult> prompt_logprobs;
     // The owner's score ended without its logprobs (failed, or aborted):
     // how, for its siblings to end alike.
     std::optional<RequestOutput> score_end;
@@ -107,6 +110,8 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   nlohmann::ordered_json Usage() const;
   std::string UsageChunk() const;
   std::string Whole() const;
+  // prompt_logprobs (vLLM's field) of choice `c`'s prompt.
+  nlohmann::ordered_json PromptLogprobsJson(const Choice& c) const;
   void Finish();
 
   JobContext ctx_;

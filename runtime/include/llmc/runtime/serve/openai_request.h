@@ -67,6 +67,10 @@ struct CompletionRequest {
   // generated (lm-evaluation-harness's loglikelihood requests);
   // params.max_tokens is then 1 and unused.
   bool echo_only = false;
+  // vLLM's prompt_logprobs: each prompt token's logprob (the first's null)
+  // and its N best, scored before the generation; -1: not asked. Not with
+  // stream (refused).
+  int prompt_logprobs = -1;
   std::string user;
 };
 
