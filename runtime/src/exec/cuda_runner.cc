@@ -1006,11 +1006,10 @@ absl::StatusOr<StepOutput> CudaRunner::Collect(StepAccess) {
 
 absl::Status CudaRunner::Enqueue(const StepBatch& batch, StepSlot& slot, bool* device_picks) {
   const Manifest& m = artifact_->manifest();
-  ++steps_;
   // A decode step replays its bucket's graph, padded to it.
-  const Graph* graph = IsGraphStep(batch) && batch.max_blocks <= graph_columns_
-                           ? GraphFor(batch.num_seqs())
-                           : nullptr;
+  const bool decode = IsGraphStep(batch);
+  const Graph* graph =
+      decode && batch.max_blocks <= graph_columns_ ? GraphFor(batch.num_seqs()) : nullptr;
   graph_step_ = graph != nullptr;
   const StagingLayout layout =
       graph ? PlanStaging(batch, graph_columns_, graph->bucket) : PlanStaging(batch);
@@ -1068,7 +1067,7 @@ absl::Status CudaRunner::Enqueue(const StepBatch& batch, StepSlot& slot, bool* d
     LLMC_RETURN_IF_ERROR(SelectLaunches(
         m.cuda, parsed_, vars, max_context,
         kAttentionFillBlocksPerSm * device_->info().multiprocessors, &selected_,
-        IsGraphStep(batch) ? CudaGraphBucketOf(batch.num_seqs()) : 0));
+        decode ? CudaGraphBucketOf(batch.num_seqs()) : 0));
     ApplyGemmPolicy(m.cuda, gemm_policy_, vars, &selected_, &selected_scratch_);
     if (options_.profile_kernels) {
       LLMC_RETURN_IF_ERROR(LaunchProfiled(&info));

@@ -269,7 +269,6 @@ class CudaRunner : public StepRunner {
   int64_t graph_context_ = 0;
   int64_t graph_columns_ = 0;
   bool graph_step_ = false;  // the step enqueued last replayed a graph
-  uint64_t steps_ = 0;       // Enqueue calls
   // The device sampler (null: the artifact has none) and its picked ids on
   // the device [max_logits] (the slots hold them on the host).
   cuda::CUfunction sampler_ = nullptr;
