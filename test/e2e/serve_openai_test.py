@@ -445,10 +445,10 @@ def case_cancel(server, rng):
             results[i] = sse_request(server.port, body(prompts[i], 40))
         else:
             p = [rng.randrange(2, 300) for _ in range(rng.randint(4, 200))]
-            # 1,800 tokens: a request the server ends by length while the
-            # abort of its gone client is on its way to the engine (the
-            # one race the client cannot see) needs the client starved for
-            # nearly all of them first.
+            # Long, so that most are cut while they run; one that ends
+            # first is seen to (the server flushes what it had queued before
+            # it closes on the hang-up, and one the engine ends while the
+            # abort is on its way counts as aborted).
             b, cut_after = body(p, 1800), rng.randint(1, 30)
             # A third echo their prompt with its logprobs (a score request
             # first).

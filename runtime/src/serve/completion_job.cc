@@ -262,7 +262,10 @@ void CompletionJob::Take(Choice& c, RequestOutput& out, std::string& events) {
     c.finished = true;
     --unfinished_;
     c.status = out.status;
-    c.finish_reason = ApiFinishReason(out.reason);
+    // A client gone first got no finish: the engine may have ended the
+    // choice before the abort reached it, but the answer was cut all the
+    // same.
+    c.finish_reason = cancelled_ ? "abort" : ApiFinishReason(out.reason);
     reason = c.finish_reason.c_str();
     ctx_.metrics->CountFinished(c.finish_reason);
     ctx_.metrics->ObserveRequestLatency(std::chrono::duration<double>(now - arrival_).count());

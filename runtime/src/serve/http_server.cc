@@ -335,7 +335,26 @@ class Connection : public Closable, public std::enable_shared_from_this<Connecti
       ReadRequest();
       return;
     }
-    Close();
+    if (ec == net::error::eof) {
+      Hangup();
+    } else {
+      Close();
+    }
+  }
+
+  // The client ended its side (it went away, or half-closed): its request
+  // is cancelled, but what was queued for it before (a finish the server
+  // already counted) still goes out, then the connection closes. Without
+  // the flush a client starved of its reads lost a finished answer's last
+  // events while /metrics counted it finished by length.
+  void Hangup() {
+    if (!writing_ && out_.empty()) {
+      Close();
+      return;
+    }
+    keep_alive_ = false;
+    close_after_write_ = true;
+    DropExchange();  // nothing more is queued for it
   }
 
   void Queue(std::string bytes, bool last) {
@@ -364,6 +383,8 @@ class Connection : public Closable, public std::enable_shared_from_this<Connecti
     }
     if (!out_.empty()) {
       DoWrite();
+    } else if (close_after_write_) {
+      Close();
     } else if (end_after_write_) {
       FinishExchange();
     }
@@ -394,6 +415,15 @@ class Connection : public Closable, public std::enable_shared_from_this<Connecti
   void Close() {
     if (closed_) return;
     closed_ = true;
+    DropExchange();
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  // Detaches the open exchange; one not ended is cancelled (its client is
+  // gone).
+  void DropExchange() {
     if (exchange_) {
       // Taken out either way: the callback holds its handler's state, which
       // holds the exchange (a cycle if it stayed).
@@ -406,9 +436,6 @@ class Connection : public Closable, public std::enable_shared_from_this<Connecti
       --state_->exchanges;
     }
     exchange_.reset();  // it holds this connection: break the cycle
-    error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
   }
 
   beast::tcp_stream stream_;
@@ -424,29 +451,34 @@ class Connection : public Closable, public std::enable_shared_from_this<Connecti
   bool watching_ = false;
   bool read_next_ = false;
   bool end_after_write_ = false;
+  bool close_after_write_ = false;  // Hangup: flush, then close
   bool closed_ = false;
 };
 
+// The answer's bytes are dispatched: on the connection's strand (a job's
+// Drain) they are queued at once, so what a handler counted before the
+// client hung up is queued before that hang-up is seen (and flushed by
+// it); from another thread they are posted.
 void Exchange::Respond(HttpResponse response) {
-  net::post(conn_->executor(), [self = shared_from_this(), r = std::move(response)]() mutable {
+  net::dispatch(conn_->executor(), [self = shared_from_this(), r = std::move(response)]() mutable {
     self->conn_->Respond(*self, std::move(r));
   });
 }
 
 void Exchange::BeginStream(int status, std::string content_type, HttpHeaders headers) {
-  net::post(conn_->executor(), [self = shared_from_this(), status, ct = std::move(content_type),
+  net::dispatch(conn_->executor(), [self = shared_from_this(), status, ct = std::move(content_type),
                                 h = std::move(headers)] {
     self->conn_->BeginStream(*self, status, ct, h);
   });
 }
 
 void Exchange::Write(std::string data) {
-  net::post(conn_->executor(),
+  net::dispatch(conn_->executor(),
             [self = shared_from_this(), d = std::move(data)] { self->conn_->Write(*self, d); });
 }
 
 void Exchange::EndStream() {
-  net::post(conn_->executor(), [self = shared_from_this()] { self->conn_->EndStream(*self); });
+  net::dispatch(conn_->executor(), [self = shared_from_this()] { self->conn_->EndStream(*self); });
 }
 
 void Exchange::Post(std::function<void()> fn) {

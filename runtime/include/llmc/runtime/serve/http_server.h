@@ -8,7 +8,9 @@
 // EndStream), from any thread. While an exchange is open the connection
 // keeps a read pending on the socket, so a client that goes away is noticed
 // at once (not at the next write): the exchange's cancel callback runs and
-// the handler can abort the work it started.
+// the handler can abort the work it started. What was queued for the
+// client before it went away is still written (one that only half-closed
+// reads it), then the connection closes.
 //
 // Limits: a request whose headers exceed max_header_bytes is answered 431,
 // a body over max_body_bytes 413 (from Content-Length, before the body is
