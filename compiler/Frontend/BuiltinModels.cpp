@@ -32,6 +32,21 @@ ModelConfig tinyQwen2() {
   return c;
 }
 
+// Qwen3's layer on the tiny shape: Q and K normed per head, no biases, and
+// heads wider than hidden_size / num_heads (as Qwen3-0.6B's 16 x 128 over a
+// hidden size of 1024).
+ModelConfig tinyQwen3() {
+  ModelConfig c = tinyLlama();
+  c.architecture = "qwen3";
+  c.vocab_size = 300;
+  c.head_dim = 32;
+  c.qk_norm = true;
+  c.tie_word_embeddings = false;
+  c.rope_theta = 1000000.0;
+  c.rms_norm_eps = 1e-6;
+  return c;
+}
+
 // SmolLM2-135M's shape (config.json of HuggingFaceTB/SmolLM2-135M).
 ModelConfig smollm2Shape() {
   ModelConfig c;
@@ -71,6 +86,8 @@ ModelConfig llama3_8bShape() {
 const BuiltinModel kModels[] = {
     {"tiny-llama", "2 layers, hidden 64, GQA 4/2 heads, tied embeddings", tinyLlama()},
     {"tiny-qwen2", "2 layers, hidden 64, QKV bias, untied embeddings, vocab 300", tinyQwen2()},
+    {"tiny-qwen3", "2 layers, hidden 64, 4/2 heads of 32, Q/K norm per head, untied, vocab 300",
+     tinyQwen3()},
     {"smollm2-135m-shape", "SmolLM2-135M's shape: 30 layers, hidden 576, 9/3 heads",
      smollm2Shape()},
     {"llama3-8b-shape",
@@ -95,11 +112,14 @@ HFNamedCatalog::find(WeightRole role, int layer, llvm::ArrayRef<int64_t>) const 
                 role == WeightRole::kValueBias;
   if (isBias && !config.attention_bias)
     return std::nullopt;
+  bool isHeadNorm = role == WeightRole::kQueryNorm || role == WeightRole::kKeyNorm;
+  if (isHeadNorm && !config.qk_norm)
+    return std::nullopt;
   if (role == WeightRole::kLMHead && config.tie_word_embeddings)
     return std::nullopt;
   // Norms and biases stay in f32 whatever the matrices are stored in.
-  bool vector = isBias || role == WeightRole::kAttnNorm || role == WeightRole::kMlpNorm ||
-                role == WeightRole::kFinalNorm;
+  bool vector = isBias || isHeadNorm || role == WeightRole::kAttnNorm ||
+                role == WeightRole::kMlpNorm || role == WeightRole::kFinalNorm;
   return WeightEntry{hfWeightName(role, layer), vector ? llm::WeightFormat::f32 : format};
 }
 

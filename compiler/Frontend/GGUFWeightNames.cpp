@@ -14,6 +14,8 @@ std::string ggufWeightName(WeightRole role, int layer) {
   case WeightRole::kQueryBias: return l + "attn_q.bias";
   case WeightRole::kKeyBias: return l + "attn_k.bias";
   case WeightRole::kValueBias: return l + "attn_v.bias";
+  case WeightRole::kQueryNorm: return l + "attn_q_norm.weight";
+  case WeightRole::kKeyNorm: return l + "attn_k_norm.weight";
   case WeightRole::kAttnOutput: return l + "attn_output.weight";
   case WeightRole::kMlpNorm: return l + "ffn_norm.weight";
   case WeightRole::kGate: return l + "ffn_gate.weight";

@@ -14,6 +14,8 @@ std::string hfWeightName(WeightRole role, int layer) {
   case WeightRole::kQueryBias: return l + "self_attn.q_proj.bias";
   case WeightRole::kKeyBias: return l + "self_attn.k_proj.bias";
   case WeightRole::kValueBias: return l + "self_attn.v_proj.bias";
+  case WeightRole::kQueryNorm: return l + "self_attn.q_norm.weight";
+  case WeightRole::kKeyNorm: return l + "self_attn.k_norm.weight";
   case WeightRole::kAttnOutput: return l + "self_attn.o_proj.weight";
   case WeightRole::kMlpNorm: return l + "post_attention_layernorm.weight";
   case WeightRole::kGate: return l + "mlp.gate_proj.weight";

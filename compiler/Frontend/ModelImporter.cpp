@@ -34,6 +34,8 @@ bool isVectorRole(WeightRole role) {
   case WeightRole::kQueryBias:
   case WeightRole::kKeyBias:
   case WeightRole::kValueBias:
+  case WeightRole::kQueryNorm:
+  case WeightRole::kKeyNorm:
   case WeightRole::kRopeFreqFactors:
     return true;
   default:

@@ -24,6 +24,8 @@ const char *toString(WeightRole role) {
   case WeightRole::kQueryBias: return "query bias";
   case WeightRole::kKeyBias: return "key bias";
   case WeightRole::kValueBias: return "value bias";
+  case WeightRole::kQueryNorm: return "query norm (per head)";
+  case WeightRole::kKeyNorm: return "key norm (per head)";
   case WeightRole::kAttnOutput: return "attention output projection";
   case WeightRole::kMlpNorm: return "MLP norm";
   case WeightRole::kGate: return "MLP gate projection";
@@ -122,6 +124,20 @@ Value StepBuilder::attention(int i, Value hidden) {
   Value v = project(WeightRole::kValue, WeightRole::kValueBias, c.kv_size());
   if (failed)
     return {};
+  // Qwen3: each head of Q and K normalized on its own, before RoPE.
+  auto headNorm = [&](Value x, WeightRole role) -> Value {
+    Value w = weight(role, i, {c.head_dim});
+    if (failed)
+      return {};
+    return b.create<llm::RMSNormOp>(l, x, w, b.getF64FloatAttr(c.rms_norm_eps),
+                                    b.getI64IntegerAttr(c.head_dim));
+  };
+  if (c.qk_norm) {
+    q = headNorm(q, WeightRole::kQueryNorm);
+    k = headNorm(k, WeightRole::kKeyNorm);
+    if (failed)
+      return {};
+  }
 
   llm::RopeScalingAttr scaling;
   if (c.rope_scaling.kind != RopeScaling::Kind::kNone) {
@@ -207,6 +223,8 @@ DictionaryAttr StepBuilder::configAttr() {
       b.getNamedAttr("max_position", b.getI64IntegerAttr(c.max_position)),
       b.getNamedAttr("tie_word_embeddings", b.getBoolAttr(c.tie_word_embeddings)),
   };
+  if (c.qk_norm)
+    attrs.push_back(b.getNamedAttr("qk_norm", b.getBoolAttr(true)));
   return b.getDictionaryAttr(attrs);
 }
 

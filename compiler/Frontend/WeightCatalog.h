@@ -28,6 +28,8 @@ enum class WeightRole {
   kQueryBias,
   kKeyBias,
   kValueBias,
+  kQueryNorm, // per-head RMSNorm of Q and K (Qwen3), [head_dim]
+  kKeyNorm,
   kAttnOutput,
   kMlpNorm,
   kGate,

@@ -76,6 +76,16 @@ CASES = {
         ["--arch", "qwen2", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "256", "--layers", "2", "--dtype", "bf16"],
         "hf", "f16", 30, 4),
+    # Qwen3's per-head Q/K norms (their own kernels): bf16 activations over
+    # q8_0 matrices, Q twice as wide as the hidden size.
+    "qwen3-qknorm-q8_0-bf16": (
+        ["--arch", "qwen3", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "64", "--intermediate", "256", "--layers", "2", "--gguf-type", "q8_0"],
+        "gguf", "bf16", 20, 4),
+    "qwen3-qknorm-hf-f32": (
+        ["--arch", "qwen3", "--vocab", "300", "--hidden", "64", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "32", "--intermediate", "192", "--layers", "2", "--no-tie-embeddings"],
+        "hf", "f32", 12, 4),
     "llama3-scaled-hd16-f32": (
         ["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "8", "--kv-heads", "2",
          "--intermediate", "256", "--layers", "2", "--rope-scaling", "llama3:8,1,4,16",

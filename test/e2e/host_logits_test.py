@@ -50,8 +50,9 @@ DECODE = 32
 BLOCK_SIZE = 5
 
 # name -> synth_model.py options. Together they cover GQA and MHA, QKV bias,
-# tied and untied embeddings, head_dim 64 and 128, vocabularies that are not
-# powers of two, RoPE scaling and a sliding window shorter than the sequence.
+# tied and untied embeddings, head_dim 32, 64 and 128, vocabularies that are
+# not powers of two, RoPE scaling, a sliding window shorter than the sequence
+# and Qwen3's per-head norm of Q and K.
 SHAPES = {
     "llama-gqa-tied-hd64": ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4",
                             "--kv-heads", "2", "--head-dim", "64", "--intermediate", "384",
@@ -66,6 +67,11 @@ SHAPES = {
     "qwen2-bias-bf16": ["--arch", "qwen2", "--vocab", "300", "--hidden", "128", "--heads", "4",
                         "--kv-heads", "2", "--intermediate", "256", "--layers", "1",
                         "--dtype", "bf16"],
+    # Qwen3: Q and K normed per head before RoPE; 4 heads of 32 make Q
+    # twice as wide as the hidden size (Qwen3-0.6B: 16 x 128 over 1024).
+    "qwen3-qknorm-hd32": ["--arch", "qwen3", "--vocab", "300", "--hidden", "64", "--heads", "4",
+                          "--kv-heads", "2", "--head-dim", "32", "--intermediate", "192",
+                          "--layers", "2", "--no-tie-embeddings", "--rope-theta", "1000000"],
     "llama3-scaled-gqa": ["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "8",
                           "--kv-heads", "2", "--intermediate", "256", "--layers", "3",
                           "--rope-scaling", "llama3:8,1,4,16", "--max-position", "512"],

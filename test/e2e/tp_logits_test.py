@@ -3,7 +3,7 @@
 
 For synthetic models that exercise every split the partition passes make
 (GQA with fewer KV heads than ranks, so KV heads are replicated; KV heads
-split; QKV biases; a vocabulary that no TP degree divides; tied and untied
+split; QKV biases; Qwen3's per-head norms of Q and K; a vocabulary that no TP degree divides; tied and untied
 embeddings; GGUF q8_0 blocks sliced by rows and by whole blocks of
 columns; pipeline stages of unequal layer counts, alone and with TP inside
 each stage), compile the model unsplit and split as TP x PP, and compare
@@ -84,6 +84,12 @@ CASES = {
     "qwen2-mqa-pipeline": (["--arch", "qwen2", "--vocab", "301", "--hidden", "128",
                             "--heads", "4", "--kv-heads", "1", "--intermediate", "256",
                             "--layers", "3"], None, [(2, 1), (1, 2), (2, 2)], [], 70),
+    # Qwen3: each rank norms its own Q and K heads with the whole per-head
+    # weights (4 query heads of 32 over a hidden size of 64; KV heads split
+    # at TP=2, replicated at TP=4).
+    "qwen3-qknorm": (["--arch", "qwen3", "--vocab", "301", "--hidden", "64", "--heads", "4",
+                      "--kv-heads", "2", "--head-dim", "32", "--intermediate", "192",
+                      "--layers", "2", "--no-tie-embeddings"], None, [(2, 1), (4, 1)], [], PROMPT),
     # KV heads split, untied LM head, GGUF q8_0 (row-parallel slices of whole blocks).
     "llama-untied-q8_0": (["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "4",
                            "--kv-heads", "2", "--intermediate", "256", "--layers", "2",

@@ -3,9 +3,10 @@
 
 Pure numpy. It shares no code with llmc (neither the compiler's codegen nor the
 runtime): tests use it to check llmc's logits. It computes what Hugging Face
-transformers computes for LlamaForCausalLM, MistralForCausalLM and
-Qwen2ForCausalLM (see README.md beside this file for the exact semantics and
-the places where it deliberately differs, e.g. float64 everywhere).
+transformers computes for LlamaForCausalLM, MistralForCausalLM,
+Qwen2ForCausalLM and Qwen3ForCausalLM (see README.md beside this file for the
+exact semantics and the places where it deliberately differs, e.g. float64
+everywhere).
 
     import sys; sys.path.insert(0, "test/reference")
     import reference_forward as rf
@@ -70,6 +71,9 @@ class RefConfig:
     # divisor of the default inverse frequency. When set it replaces
     # rope_scaling's llama3 rule, as llama.cpp does.
     rope_freqs: np.ndarray | None = None
+    # Qwen3's QK-norm: q and k get a per-head RMSNorm over head_dim (weights
+    # self_attn.q_norm / k_norm, [head_dim], shared by all heads) before RoPE.
+    qk_norm: bool = False
 
     def summary(self) -> str:
         win = sorted({w for w in self.layer_windows if w})
@@ -78,6 +82,7 @@ class RefConfig:
                 f"{self.kv_heads} x {self.head_dim}, act {self.hidden_act}, "
                 f"theta {self.rope_theta:g}, scaling {self.rope_scaling}, "
                 f"{'tied' if self.tie_embeddings else 'untied'}"
+                + (", qk-norm" if self.qk_norm else "")
                 + (f", window {win}" if win else ""))
 
 
@@ -106,7 +111,7 @@ def _norm_rope_scaling(rs: dict | None) -> dict | None:
 
 
 def config_from_hf(d: dict) -> RefConfig:
-    """A RefConfig from a Hugging Face config.json dict (Llama, Mistral, Qwen2)."""
+    """A RefConfig from a Hugging Face config.json dict (Llama, Mistral, Qwen2, Qwen3)."""
     try:
         hidden, heads = int(d["hidden_size"]), int(d["num_attention_heads"])
         layers = int(d["num_hidden_layers"])
@@ -115,15 +120,16 @@ def config_from_hf(d: dict) -> RefConfig:
         raise ReferenceError(f"config.json: missing {e.args[0]}") from None
     model_type = d.get("model_type", "llama")
     kv = int(d.get("num_key_value_heads") or heads)
-    head_dim = int(d.get("head_dim") or hidden // heads)
+    # Qwen3Config's head_dim defaults to 128; the others derive it.
+    head_dim = int(d.get("head_dim") or (128 if model_type == "qwen3" else hidden // heads))
     # Sliding windows, per layer, as transformers decides them.
     sw = d.get("sliding_window")
     if d.get("layer_types") is not None:
         windows = [sw if t == "sliding_attention" else None for t in d["layer_types"]]
     elif model_type == "mistral":
         windows = [sw] * layers
-    elif model_type == "qwen2":
-        # Qwen2: only with use_sliding_window, and only layers >= max_window_layers.
+    elif model_type in ("qwen2", "qwen3"):
+        # Qwen2/3: only with use_sliding_window, and only layers >= max_window_layers.
         on = bool(d.get("use_sliding_window", False)) and sw is not None
         mwl = int(d.get("max_window_layers", layers))
         windows = [sw if on and i >= mwl else None for i in range(layers)]
@@ -142,7 +148,8 @@ def config_from_hf(d: dict) -> RefConfig:
         hidden_act=d.get("hidden_act", "silu"),
         tie_embeddings=bool(d.get("tie_word_embeddings", False)),
         layer_windows=windows,
-        max_position=int(d.get("max_position_embeddings", 2048)))
+        max_position=int(d.get("max_position_embeddings", 2048)),
+        qk_norm=model_type == "qwen3")
 
 
 def config_from_synth(d: dict) -> RefConfig:
@@ -161,7 +168,8 @@ def config_from_synth(d: dict) -> RefConfig:
         rope_scaling=_norm_rope_scaling(rs), hidden_act="silu",
         tie_embeddings=bool(d.get("tie_embeddings", True)),
         layer_windows=[d.get("sliding_window")] * d["layers"],
-        max_position=int(d.get("max_position", 512)))
+        max_position=int(d.get("max_position", 512)),
+        qk_norm=d.get("arch", "llama") == "qwen3")
 
 
 def normalize_config(cfg: Any) -> RefConfig:
@@ -302,6 +310,12 @@ _LAYER_TENSORS = {  # HF suffix -> (shape as a function of config, required)
     "mlp.up_proj.bias": (lambda c: (c.intermediate,), False),
     "mlp.down_proj.bias": (lambda c: (c.hidden,), False),
 }
+# Qwen3's QK-norm weights: required with qk_norm, and otherwise not used (so
+# rejected, rather than silently computing a model without them).
+_QK_NORM_TENSORS = {
+    "self_attn.q_norm.weight": (lambda c: (c.head_dim,), True),
+    "self_attn.k_norm.weight": (lambda c: (c.head_dim,), True),
+}
 _IGNORED = re.compile(r"model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq")
 
 
@@ -313,8 +327,9 @@ def _check_weights(c: RefConfig, weights: dict[str, np.ndarray]) -> dict[str, np
         "model.norm.weight": ((c.hidden,), True),
         "lm_head.weight": ((c.vocab, c.hidden), not c.tie_embeddings),
     }
+    layer_tensors = dict(_LAYER_TENSORS, **(_QK_NORM_TENSORS if c.qk_norm else {}))
     for i in range(c.layers):
-        for suffix, (shape, req) in _LAYER_TENSORS.items():
+        for suffix, (shape, req) in layer_tensors.items():
             want[f"model.layers.{i}.{suffix}"] = (shape(c), req)
     problems = []
     out = {}
@@ -400,7 +415,7 @@ class ReferenceModel:
 
     @classmethod
     def from_gguf(cls, path: str, use_sliding_window: bool = True) -> "ReferenceModel":
-        """A GGUF (llama or qwen2 architecture), every tensor dequantized by
+        """A GGUF (llama, qwen2 or qwen3 architecture), every tensor dequantized by
         gguf-py and brought back to HF names and layout: Q/K rows unpermuted
         for llama (convert_hf_to_gguf permutes them for GGML's interleaved
         RoPE). A llama3 rope_freqs tensor is used as llama.cpp uses it.
@@ -429,6 +444,28 @@ class ReferenceModel:
         head = self.W.get("lm_head.weight", self.W["model.embed_tokens.weight"])
         return x @ head.T
 
+    def _qk_norm(self, p: str, which: str, x: np.ndarray) -> np.ndarray:
+        """Qwen3's QK-norm of q or k (which: "q" | "k"), x [n, heads, head_dim]:
+        RMSNorm over head_dim of each head with the one weight all heads share
+        (HF Qwen3RMSNorm on the [.., heads, head_dim] view). Identity without
+        qk_norm. Applied before RoPE."""
+        if not self.cfg.qk_norm:
+            return x
+        return rms_norm(x, self.W[f"{p}self_attn.{which}_norm.weight"], self.cfg.rms_norm_eps)
+
+    def _project_qk(self, p: str, h: np.ndarray, cos: np.ndarray, sin: np.ndarray,
+                    tr: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """q [n, heads, head_dim] and k [n, kv_heads, head_dim] of normed
+        hidden h: projection (+ bias), QK-norm (Qwen3), then RoPE. tr, if
+        given, receives q_norm / k_norm (after the norm, before RoPE)."""
+        c, n = self.cfg, len(h)
+        q = self._lin(p, "self_attn.q_proj", h).reshape(n, c.heads, c.head_dim)
+        k = self._lin(p, "self_attn.k_proj", h).reshape(n, c.kv_heads, c.head_dim)
+        q, k = self._qk_norm(p, "q", q), self._qk_norm(p, "k", k)
+        if tr is not None and c.qk_norm:
+            tr.update({"q_norm": q, "k_norm": k})
+        return apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+
     def _mlp(self, p: str, x: np.ndarray) -> np.ndarray:
         c = self.cfg
         h = rms_norm(x, self.W[p + "post_attention_layernorm.weight"], c.rms_norm_eps)
@@ -440,8 +477,9 @@ class ReferenceModel:
         """Logits [len, vocab] of one whole sequence from position 0, without
         any cache (full T x T causal mask, KV heads repeated as HF's repeat_kv).
         trace: if a dict, receives named intermediates (embed, L{i}.attn_norm,
-        L{i}.q/k (after RoPE), L{i}.v, L{i}.attn (before o_proj), L{i}.h_attn
-        (residual after attention), L{i}.h_mlp, final_norm)."""
+        L{i}.q_norm/k_norm (Qwen3 only: after QK-norm, before RoPE), L{i}.q/k
+        (after RoPE), L{i}.v, L{i}.attn (before o_proj), L{i}.h_attn (residual
+        after attention), L{i}.h_mlp, final_norm)."""
         c = self.cfg
         t = self._tokens(tokens)
         T = len(t)
@@ -454,8 +492,9 @@ class ReferenceModel:
         for i in range(c.layers):
             p = f"model.layers.{i}."
             h = rms_norm(x, self.W[p + "input_layernorm.weight"], c.rms_norm_eps)
-            q = apply_rope(self._lin(p, "self_attn.q_proj", h).reshape(T, c.heads, c.head_dim), cos, sin)
-            k = apply_rope(self._lin(p, "self_attn.k_proj", h).reshape(T, c.kv_heads, c.head_dim), cos, sin)
+            qk_tr: dict = {}
+            q, k = self._project_qk(p, h, cos, sin, qk_tr)
+            tr.update({f"L{i}.{name}": a for name, a in qk_tr.items()})
             v = self._lin(p, "self_attn.v_proj", h).reshape(T, c.kv_heads, c.head_dim)
             kr, vr = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)  # repeat_kv
             s = np.einsum("thd,shd->hts", q, kr) / math.sqrt(c.head_dim)
@@ -504,8 +543,7 @@ class ReferenceModel:
         for i in range(c.layers):
             p = f"model.layers.{i}."
             h = rms_norm(x, self.W[p + "input_layernorm.weight"], c.rms_norm_eps)
-            q = apply_rope(self._lin(p, "self_attn.q_proj", h).reshape(T, c.heads, c.head_dim), cos, sin)
-            k = apply_rope(self._lin(p, "self_attn.k_proj", h).reshape(T, c.kv_heads, c.head_dim), cos, sin)
+            q, k = self._project_qk(p, h, cos, sin)
             v = self._lin(p, "self_attn.v_proj", h).reshape(T, c.kv_heads, c.head_dim)
             o = np.empty((T, c.heads, c.head_dim))
             for j in range(len(seqs)):
@@ -618,6 +656,8 @@ _GGUF_TO_HF_LAYER = {
     "attn_v.bias": "self_attn.v_proj.bias",
     "attn_output.weight": "self_attn.o_proj.weight",
     "attn_output.bias": "self_attn.o_proj.bias",
+    "attn_q_norm.weight": "self_attn.q_norm.weight",
+    "attn_k_norm.weight": "self_attn.k_norm.weight",
     "ffn_norm.weight": "post_attention_layernorm.weight",
     "ffn_gate.weight": "mlp.gate_proj.weight",
     "ffn_up.weight": "mlp.up_proj.weight",
@@ -649,8 +689,9 @@ def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, di
         return f.parts[f.data[0]].tolist()
 
     arch = field("general.architecture")
-    if arch not in ("llama", "qwen2"):
-        raise ReferenceError(f"{path}: general.architecture {arch!r} is not llama or qwen2")
+    if arch not in ("llama", "qwen2", "qwen3"):
+        raise ReferenceError(f"{path}: general.architecture {arch!r} is not llama, qwen2 "
+                             "or qwen3")
     raw = {}
     for t in r.tensors:
         shape = [int(x) for x in t.shape][::-1]   # GGML order reversed = numpy order
@@ -678,7 +719,8 @@ def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, di
         tie_embeddings="output.weight" not in raw,
         layer_windows=[int(sw) if sw else None] * layers,
         max_position=int(field(f"{arch}.context_length", 2048)),
-        rope_freqs=raw.pop("rope_freqs.weight", None))
+        rope_freqs=raw.pop("rope_freqs.weight", None),
+        qk_norm=arch == "qwen3")
     W = {}
     for name, a in raw.items():
         if name == "token_embd.weight":

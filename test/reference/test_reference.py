@@ -9,7 +9,8 @@
    synth_model.write_gguf: prompt + decode logits within 1e-4 relative
    (and one q8_0 model, against the reference on the dequantized weights)
 4. HF folder and GGUF of the same seed give the same reference logits
-5. sliding-window semantics, GQA head grouping, llama3 frequencies, real HF
+5. sliding-window semantics, GQA head grouping, llama3 frequencies, Qwen3's
+   QK-norm (it matters; per head; == a plain loop; before RoPE), real HF
    configs, the CLI
 Relative error everywhere: max |a - b| / max |b|.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import json
+import math
 import os
 import re
 import subprocess
@@ -68,6 +70,12 @@ SHAPES = {
                                  rope_scaling="linear:2", tie_embeddings=False), 4),
     "llama-bias-mqa": (dict(arch="llama", qkv_bias=True, hidden=64, heads=4, kv_heads=1,
                             layers=1), 5),
+    # Qwen3: QK-norm, no bias, heads*head_dim = 2*hidden, Qwen3's theta/eps, bf16.
+    "qwen3-qknorm-untied": (dict(arch="qwen3", vocab=300, hidden=64, heads=4, kv_heads=2,
+                                 head_dim=32, intermediate=128, tie_embeddings=False,
+                                 rope_theta=1000000.0, rms_norm_eps=1e-6, dtype="bf16"), 9),
+    "qwen3-tied-mqa": (dict(arch="qwen3", vocab=320, hidden=64, heads=4, kv_heads=1,
+                            layers=3), 10),
 }
 
 
@@ -192,6 +200,8 @@ LLAMA_CPP_SHAPES = {
     # llama.cpp's llama architecture ignores the window, so none here.
     "mistral-linear": (dict(SHAPES["mistral-swa5-linear"][0], sliding_window=None), 4),
     "llama-bias-mqa": SHAPES["llama-bias-mqa"],
+    "qwen3-qknorm-untied": (dict(SHAPES["qwen3-qknorm-untied"][0], dtype="f32"), 9),
+    "qwen3-tied-mqa": SHAPES["qwen3-tied-mqa"],
 }
 
 
@@ -211,6 +221,14 @@ def check_llama_cpp(tmp: str) -> None:
         check(f"{tag}/3/llama.cpp-f32==reference", e < 1e-4,
               f"rel err {e:.1e} (decode rows {e_dec:.1e}), 10-token prompt + 4 decode, "
               f"argmax agreement {agree:.2f}")
+        if c.arch == "qwen3":  # likewise the QK-norm weights
+            W = sm.make_weights(c, seed)
+            plain = rf.ReferenceModel(sm.hf_config_json(c), {
+                k: np.ones_like(a) if k.endswith(("q_norm.weight", "k_norm.weight")) else a
+                for k, a in W.items()})
+            d = rel(got, plain.forward(t))
+            check(f"{tag}/3/qk-norm-weights-matter", d > 1e-3,
+                  f"llama.cpp vs reference with all-ones q/k_norm: rel diff {d:.1e}")
         if c.rope_scaling:  # the scaling must matter, or the check above proves little
             plain = rf.ReferenceModel.from_synth(sm.make_config(c, rope_scaling=None), seed)
             d = rel(got, plain.forward(t))
@@ -260,17 +278,23 @@ def check_hf_vs_gguf(tmp: str) -> None:
         check(f"{tag}/4/from_synth==from_hf_folder",
               all(np.array_equal(ms.W[k], mh.W[k]) for k in mh.W) and set(ms.W) == set(mh.W)
               and ms.cfg == mh.cfg)
-    # Quantized GGUFs: from_gguf's dequantization == synth's dequantized_weights.
-    c, seed = sm.make_config(SHAPES["llama-gqa-tied"][0]), 1
-    for gt in ("q8_0", "q4_0", "q5_1"):
-        gg = os.path.join(tmp, f"gqa-{gt}.gguf")
-        sm.write_gguf(gg, c, seed, gt)
-        mg = rf.ReferenceModel.from_gguf(gg)
-        ms = rf.ReferenceModel.from_synth(c, seed, gguf_type=gt)
-        same = set(mg.W) == set(ms.W) and all(np.array_equal(mg.W[k], ms.W[k]) for k in ms.W)
-        t = toks(8, c.vocab, 42)
-        check(f"llama-gqa-tied/4/gguf-{gt}==from_synth(gguf_type)",
-              same and rel(mg.forward(t), ms.forward(t)) < 1e-12)
+    # Quantized GGUFs: from_gguf's dequantization == synth's dequantized_weights
+    # (qwen3: its f32 q_norm / k_norm beside quantized matrices).
+    for tag, gts in (("llama-gqa-tied", ("q8_0", "q4_0", "q5_1")),
+                     ("qwen3-qknorm-untied", ("q8_0", "q4_0"))):
+        cd, seed = SHAPES[tag]
+        c = sm.make_config(cd)
+        for gt in gts:
+            gg = os.path.join(tmp, f"{tag}-{gt}.gguf")
+            sm.write_gguf(gg, c, seed, gt)
+            mg = rf.ReferenceModel.from_gguf(gg)
+            ms = rf.ReferenceModel.from_synth(c, seed, gguf_type=gt)
+            same = set(mg.W) == set(ms.W) and all(np.array_equal(mg.W[k], ms.W[k])
+                                                  for k in ms.W)
+            t = toks(8, c.vocab, 42)
+            check(f"{tag}/4/gguf-{gt}==from_synth(gguf_type)",
+                  same and mg.cfg.qk_norm == c.qk_norm
+                  and rel(mg.forward(t), ms.forward(t)) < 1e-12)
 
 
 # ------------------------------------------------------------------ (5) semantics
@@ -342,6 +366,109 @@ def check_semantics() -> None:
           and rel(tr["final_norm"] @ m.W["lm_head.weight"].T, lg) < 1e-15)
 
 
+def _loop_rms_heads(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    """Per-head RMSNorm as a plain loop over rows, heads and elements, in
+    Python floats: x [n, heads, head_dim], w [head_dim]."""
+    n, heads, d = x.shape
+    out = np.empty_like(x)
+    for t in range(n):
+        for hd in range(heads):
+            ss = 0.0
+            for e in range(d):
+                ss += float(x[t, hd, e]) ** 2
+            inv = 1.0 / math.sqrt(ss / d + eps)
+            for e in range(d):
+                out[t, hd, e] = float(x[t, hd, e]) * inv * float(w[e])
+    return out
+
+
+def _loop_rope(x: np.ndarray, theta: float) -> np.ndarray:
+    """Rotate-half RoPE at positions 0..n-1 as a plain loop: element e < d/2
+    pairs with e + d/2 at angle pos * theta^(-2e/d)."""
+    n, heads, d = x.shape
+    out = np.empty_like(x)
+    for t in range(n):
+        for hd in range(heads):
+            for e in range(d // 2):
+                a = t * theta ** (-2.0 * e / d)
+                x1, x2 = float(x[t, hd, e]), float(x[t, hd, e + d // 2])
+                out[t, hd, e] = x1 * math.cos(a) - x2 * math.sin(a)
+                out[t, hd, e + d // 2] = x2 * math.cos(a) + x1 * math.sin(a)
+    return out
+
+
+def check_qk_norm() -> None:
+    """Qwen3's QK-norm: it matters, it is per head over head_dim with the
+    shared weight, it equals a plain loop, and it comes before RoPE, in the
+    cached path too (the stateful checks (1), (2) run the qwen3 shapes)."""
+    cd, seed = SHAPES["qwen3-qknorm-untied"]
+    c = sm.make_config(cd)
+    W = sm.make_weights(c, seed)
+    m = rf.ReferenceModel.from_synth(c, seed)
+    t = toks(9, c.vocab, 61)
+    tr: dict = {}
+    ref = m.forward(t, trace=tr)
+    # The weights matter: each of q_norm, k_norm changed alone moves the logits.
+    # (Scaled or all ones; a bug that dropped or swapped them would show.)
+    diffs = {}
+    for name, f in (("q_norm=ones", lambda a: np.ones_like(a)),
+                    ("k_norm=ones", lambda a: np.ones_like(a)),
+                    ("q_norm*1.5", lambda a: a * 1.5)):
+        key = f"model.layers.0.self_attn.{name[:6]}.weight"
+        diffs[name] = rel(rf.ReferenceModel(sm.hf_config_json(c), dict(W, **{key: f(W[key])}))
+                          .forward(t), ref)
+    swapped = dict(W)
+    for i in range(c.layers):
+        q, k = (f"model.layers.{i}.self_attn.{n}_norm.weight" for n in "qk")
+        swapped[q], swapped[k] = W[k], W[q]
+    diffs["q<->k"] = rel(rf.ReferenceModel(sm.hf_config_json(c), swapped).forward(t), ref)
+    check("qk-norm/weights-matter", min(diffs.values()) > 1e-2,
+          ", ".join(f"{k}: {v:.1e}" for k, v in diffs.items()))
+    # == a plain loop: the trace's q_norm/k_norm (before RoPE) from the
+    # projections of the traced attn_norm, and its q/k after RoPE.
+    p = "model.layers.0.self_attn."
+    h = tr["L0.attn_norm"]
+    qp = (h @ W[p + "q_proj.weight"].astype(np.float64).T).reshape(len(t), c.heads, c.head_dim)
+    kp = (h @ W[p + "k_proj.weight"].astype(np.float64).T).reshape(len(t), c.kv_heads, c.head_dim)
+    ql = _loop_rms_heads(qp, W[p + "q_norm.weight"], c.rms_norm_eps)
+    kl = _loop_rms_heads(kp, W[p + "k_norm.weight"], c.rms_norm_eps)
+    e_norm = max(rel(tr["L0.q_norm"], ql), rel(tr["L0.k_norm"], kl))
+    e_rope = max(rel(tr["L0.q"], _loop_rope(ql, c.rope_theta)),
+                 rel(tr["L0.k"], _loop_rope(kl, c.rope_theta)))
+    check("qk-norm/per-head==plain-loop", e_norm < 1e-13 and e_rope < 1e-12,
+          f"norm rel err {e_norm:.1e}, after RoPE {e_rope:.1e}")
+    # The order and the axis matter: RoPE first, or one norm over all heads of
+    # a row, would give other q (RoPE keeps the RMS but not the per-element weight).
+    qrope_first = _loop_rms_heads(_loop_rope(qp, c.rope_theta), W[p + "q_norm.weight"],
+                                  c.rms_norm_eps)
+    flat = qp.reshape(len(t), 1, -1)
+    q_whole_row = _loop_rope(_loop_rms_heads(flat, np.tile(W[p + "q_norm.weight"], c.heads),
+                                             c.rms_norm_eps).reshape(qp.shape), c.rope_theta)
+    d_order, d_axis = rel(qrope_first, tr["L0.q"]), rel(q_whole_row, tr["L0.q"])
+    check("qk-norm/before-rope-and-per-head-matter", d_order > 1e-3 and d_axis > 1e-3,
+          f"RoPE-then-norm differs by {d_order:.1e}, norm over the whole row by {d_axis:.1e}")
+    # Per head: scaling one query head's q_proj rows (and one KV head's k_proj
+    # rows) leaves the logits as they were (eps aside: 1e-12 here); without
+    # QK-norm the same scaling changes them.
+    c0 = sm.make_config(c, rms_norm_eps=1e-12)
+    W0 = sm.make_weights(c0, seed)
+    scaled = dict(W0)
+    d = c.head_dim
+    for n, head in (("q_proj", 1), ("k_proj", 0)):
+        a = W0[p + n + ".weight"].copy()
+        a[head * d:(head + 1) * d] *= 7.0
+        scaled[p + n + ".weight"] = a
+    base0 = rf.ReferenceModel(sm.hf_config_json(c0), W0).forward(t)
+    e_inv = rel(rf.ReferenceModel(sm.hf_config_json(c0), scaled).forward(t), base0)
+    def without_qk_norm(w: dict) -> dict:
+        return {k: a for k, a in w.items() if not k.endswith(("q_norm.weight", "k_norm.weight"))}
+    cfg_nn = dict(sm.hf_config_json(c0), model_type="qwen2")   # same model, no QK-norm
+    d_nn = rel(rf.ReferenceModel(cfg_nn, without_qk_norm(scaled)).forward(t),
+               rf.ReferenceModel(cfg_nn, without_qk_norm(W0)).forward(t))
+    check("qk-norm/per-head-scale-invariant", e_inv < 1e-9 and d_nn > 1e-2,
+          f"head rows x7: rel diff {e_inv:.1e} with QK-norm, {d_nn:.1e} without")
+
+
 def check_hf_configs() -> None:
     d = os.path.join(ROOT, "test", "data", "hf_configs")
     if not os.path.isdir(d):
@@ -363,9 +490,37 @@ def check_hf_configs() -> None:
     if "qwen2-0.5b" in got:
         c = got["qwen2-0.5b"]
         ok &= c.layer_windows == [None] * c.layers and c.tie_embeddings
+    if "qwen3-0.6b" in got:
+        c = got["qwen3-0.6b"]
+        ok &= (c.qk_norm and c.head_dim == 128 and c.layer_windows == [None] * c.layers
+               and c.tie_embeddings)
     for k, c in got.items():
         detail.append(f"{k}: {c.heads}/{c.kv_heads}x{c.head_dim}")
     check("semantics/real-hf-configs-parse", bool(ok) and len(got) > 0, "; ".join(detail))
+    # Qwen3-0.6B's config.json, here too so that the check does not depend on
+    # test/data: QK-norm, explicit head_dim 128 (heads*head_dim = 2*hidden),
+    # null window turned off.
+    q3 = {"architectures": ["Qwen3ForCausalLM"], "attention_bias": False,
+          "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645,
+          "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+          "initializer_range": 0.02, "intermediate_size": 3072,
+          "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+          "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+          "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000,
+          "sliding_window": None, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+          "transformers_version": "4.51.0", "use_cache": True, "use_sliding_window": False,
+          "vocab_size": 151936}
+    c = rf.normalize_config(q3)
+    ok = (c.qk_norm and c.head_dim == 128 and c.heads * c.head_dim == 2 * c.hidden
+          and c.layer_windows == [None] * 28 and c.tie_embeddings and c.rope_theta == 1e6)
+    # Qwen3Config defaults head_dim to 128 (not hidden/heads); windows as Qwen2's.
+    c2 = rf.normalize_config({k: v for k, v in q3.items() if k != "head_dim"})
+    ok &= c2.head_dim == 128
+    c3 = rf.normalize_config(dict(q3, use_sliding_window=True, sliding_window=4096,
+                                  max_window_layers=20))
+    ok &= c3.layer_windows == [None] * 20 + [4096] * 8
+    ok &= not rf.normalize_config(dict(q3, model_type="qwen2")).qk_norm
+    check("semantics/qwen3-hf-config", bool(ok), c.summary())
 
 
 # ------------------------------------------------------------------ CLI, errors
@@ -405,6 +560,14 @@ def check_errors() -> None:
     cases.append(("unknown tensor", sm.hf_config_json(c), bad, "q_norm"))
     cfg = dict(sm.hf_config_json(c), rope_scaling={"rope_type": "yarn", "factor": 4.0})
     cases.append(("yarn", cfg, W, "yarn"))
+    c3 = sm.make_config(arch="qwen3", head_dim=32)
+    W3 = sm.make_weights(c3, 1)
+    bad = {k: a for k, a in W3.items() if k != "model.layers.1.self_attn.k_norm.weight"}
+    cases.append(("qwen3 without k_norm", sm.hf_config_json(c3), bad,
+                  "layers.1.self_attn.k_norm.weight: missing"))
+    bad = dict(W3, **{"model.layers.0.self_attn.q_norm.weight": np.ones(64, np.float32)})
+    cases.append(("q_norm [hidden]", sm.hf_config_json(c3), bad,
+                  "q_norm.weight: shape (64,), config says (32,)"))
     ok = True
     for name, cfg, w, want in cases:
         try:
@@ -422,7 +585,7 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
         m = rf.ReferenceModel.from_synth(cd, seed)
         check_incremental(tag, m)
         if tag in ("llama-gqa-tied", "qwen2-bias-untied", "mistral-swa5-linear",
-                   "llama-bias-mqa"):
+                   "llama-bias-mqa", "qwen3-qknorm-untied"):
             check_ragged(tag, m)
     have = False
     if use_llama_cpp:
@@ -439,6 +602,7 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
     except ImportError:
         print("note: gguf not importable: GGUF checks skipped")
     check_semantics()
+    check_qk_norm()
     check_hf_configs()
     check_errors()
     check_cli(tmp)

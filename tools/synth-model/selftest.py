@@ -7,7 +7,8 @@ config.json and tokenizer files; GGUF keys, tensor names, shapes, types and
 dequantized values (exact for f32, within the quantization error otherwise);
 GGUF == gguf_from_hf(HF folder) byte for byte; that the GGUF under GGML's
 interleaved RoPE computes the same logits as the HF folder under rotate-half
-RoPE (float64 numpy forward passes); and, when llama-cpp-python is installed,
+RoPE (float64 numpy forward passes); for qwen3, llama.cpp's tensor set and
+that its QK-norm weights matter; and, when llama-cpp-python is installed,
 that llama.cpp loads each GGUF, tokenizes like the reference BPE and computes
 the same logits.
 
@@ -74,6 +75,17 @@ SHAPES = {
     # Llama with attention_bias (zero o_proj bias), tied.
     "llama-bias": dict(cfg=dict(arch="llama", qkv_bias=True, hidden=64, heads=4,
                                 kv_heads=1, layers=1), seed=5, shards=1),
+    # Qwen3 (QK-norm, no bias), untied, heads*head_dim = 2*hidden as in real
+    # Qwen3 checkpoints, Qwen3's theta and eps; HF bf16 in 2 shards.
+    "qwen3-qknorm-untied": dict(cfg=dict(arch="qwen3", vocab=300, hidden=64, heads=4,
+                                         kv_heads=2, head_dim=32, intermediate=128,
+                                         layers=2, tie_embeddings=False, dtype="bf16",
+                                         rope_theta=1000000.0, rms_norm_eps=1e-6),
+                                seed=6, shards=2),
+    # Qwen3 tied, MQA, head_dim = hidden/heads, 3 layers; HF f32.
+    "qwen3-qknorm-tied-mqa": dict(cfg=dict(arch="qwen3", vocab=320, hidden=64, heads=4,
+                                           kv_heads=1, intermediate=160, layers=3),
+                                  seed=7, shards=1),
 }
 
 
@@ -148,7 +160,7 @@ def check_hf(tag: str, folder: str, cfg: sm.Config, seed: int, shards: int) -> N
 
     c = json.load(open(os.path.join(folder, "config.json")))
     arch_cls = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                "mistral": "MistralForCausalLM"}[cfg.arch]
+                "mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM"}[cfg.arch]
     v = sm.build_vocab(cfg.vocab)
     ok = (c["model_type"] == cfg.arch and c["architectures"] == [arch_cls]
           and c["vocab_size"] == cfg.vocab and c["hidden_size"] == cfg.hidden
@@ -168,6 +180,12 @@ def check_hf(tag: str, folder: str, cfg: sm.Config, seed: int, shards: int) -> N
         ok = ok and c["sliding_window"] == cfg.sliding_window and "attention_bias" not in c
     if cfg.arch == "llama":
         ok = ok and c["attention_bias"] == cfg.qkv_bias
+    if cfg.arch == "qwen3":
+        # The keys Qwen3Config reads, with its inactive window as real configs
+        # carry it; transformers knows qwen3 from 4.51 on.
+        ok = (ok and c["attention_bias"] is False and c["use_sliding_window"] is False
+              and c["sliding_window"] is None and c["max_window_layers"] == cfg.layers
+              and c["transformers_version"] == "4.51.0")
     check(f"{tag}/hf/config.json", ok, json.dumps(c))
     check(f"{tag}/hf/config-roundtrip", sm.read_hf_config(folder) == cfg)
 
@@ -298,6 +316,29 @@ def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -
     tensors = {t.name: t for t in r.tensors}
     check(f"{tag}/gguf-{gguf_type}/tensor-names",
           list(tensors) == [p["gguf"] for p in plan], f"{list(tensors)}")
+    if cfg.arch == "qwen3":
+        # Spelled out here rather than taken from the plan: llama.cpp's qwen3
+        # loads exactly these per layer (no biases), the norms f32 [head_dim].
+        want = [f"blk.0.{n}.weight" for n in (
+            "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm",
+            "attn_k_norm", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")]
+        got = [n for n in tensors if n.startswith("blk.0.")]
+        norms = [tensors[f"blk.{i}.attn_{qk}_norm.weight"] for i in range(cfg.layers)
+                 for qk in "qk"]
+        check(f"{tag}/gguf-{gguf_type}/qwen3-layer-tensors",
+              got == want and all(t.tensor_type.name == "F32"
+                                  and [int(x) for x in t.shape] == [cfg.head_dim]
+                                  for t in norms), f"{got}")
+        # llama.cpp runs qwen3 with NEOX RoPE: the arch must say so, and the
+        # Q/K rows stay in HF order (no LlamaModel.permute).
+        hf = sm.make_weights(cfg, seed)
+        same_rows = gguf_type != "f32" or all(
+            np.array_equal(np.asarray(tensors[f"blk.{i}.attn_{x}.weight"].data).reshape(
+                hf[f"model.layers.{i}.self_attn.{x}_proj.weight"].shape),
+                hf[f"model.layers.{i}.self_attn.{x}_proj.weight"])
+            for i in range(cfg.layers) for x in "qk")
+        check(f"{tag}/gguf-{gguf_type}/qwen3-neox-unpermuted",
+              gguf_field(r, "general.architecture") == "qwen3" and same_rows)
     weights = sm.make_weights(cfg, seed)
     deq_api = sm.dequantized_weights(cfg, seed, gguf_type)
     shapes_ok = types_ok = True
@@ -392,8 +433,12 @@ def forward(cfg: sm.Config, W: dict, tokens: list[int], interleaved: bool) -> np
         def lin(name, inp):
             y = inp @ W[p + name + ".weight"].T
             return y + W[p + name + ".bias"] if p + name + ".bias" in W else y
-        q = rope(lin("self_attn.q_proj", h).reshape(T, nh, d))
-        k = rope(lin("self_attn.k_proj", h).reshape(T, nkv, d))
+        q = lin("self_attn.q_proj", h).reshape(T, nh, d)
+        k = lin("self_attn.k_proj", h).reshape(T, nkv, d)
+        if p + "self_attn.q_norm.weight" in W:  # Qwen3: per-head RMSNorm before RoPE
+            q = rms(q, W[p + "self_attn.q_norm.weight"])
+            k = rms(k, W[p + "self_attn.k_norm.weight"])
+        q, k = rope(q), rope(k)
         v = lin("self_attn.v_proj", h).reshape(T, nkv, d)
         rep = nh // nkv
         k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
@@ -419,8 +464,10 @@ def gguf_layout_weights(cfg: sm.Config, W: dict) -> dict:
 def check_rope_equivalence(tag: str, cfg: sm.Config, seed: int, tokens: list[int]) -> np.ndarray:
     W = sm.make_weights(cfg, seed)
     ref = forward(cfg, W, tokens, interleaved=False)
-    if cfg.arch == "qwen2":  # NEOX RoPE in llama.cpp, no permutation: nothing to compare
+    if cfg.arch in ("qwen2", "qwen3"):  # NEOX RoPE in llama.cpp, no permutation
         check(f"{tag}/logits-finite", bool(np.isfinite(ref).all()))
+        if cfg.qk_norm:
+            check_qk_norm(tag, cfg, seed, W, tokens, ref)
         return ref
     g = forward(cfg, gguf_layout_weights(cfg, W), tokens, interleaved=True)
     err = float(np.abs(g - ref).max() / np.abs(ref).max())
@@ -430,6 +477,40 @@ def check_rope_equivalence(tag: str, cfg: sm.Config, seed: int, tokens: list[int
     check(f"{tag}/unpermuted-would-differ",
           float(np.abs(wrong - ref).max() / np.abs(ref).max()) > 1e-3)
     return ref
+
+
+def check_qk_norm(tag: str, cfg: sm.Config, seed: int, W: dict, tokens: list[int],
+                  ref: np.ndarray) -> None:
+    """q_norm / k_norm: [head_dim], their own wide spread around 1, distinct
+    per layer and from each other, and each one moves the logits."""
+    names = [f"model.layers.{i}.self_attn.{n}_norm.weight"
+             for i in range(cfg.layers) for n in "qk"]
+    ok = all(W[n].shape == (cfg.head_dim,) for n in names)
+    lo = min(float(W[n].min()) for n in names)
+    hi = max(float(W[n].max()) for n in names)
+    distinct = len({W[n].tobytes() for n in names}) == len(names)
+    check(f"{tag}/qk-norm-weights", ok and 0.7 <= lo and hi <= 1.3 and hi - lo > 0.4
+          and distinct, f"range [{lo:.3f}, {hi:.3f}], {len(names)} distinct: {distinct}")
+    for n in ("q", "k"):
+        name = f"model.layers.0.self_attn.{n}_norm.weight"
+        diff = float(np.abs(forward(cfg, dict(W, **{name: np.ones_like(W[name])}), tokens,
+                                    interleaved=False) - ref).max() / np.abs(ref).max())
+        check(f"{tag}/{n}_norm-matters", diff > 1e-2, f"all-ones {n}_norm: rel diff {diff:.1e}")
+    swapped = dict(W)
+    for i in range(cfg.layers):
+        q, k = (f"model.layers.{i}.self_attn.{n}_norm.weight" for n in "qk")
+        swapped[q], swapped[k] = W[k], W[q]
+    diff = float(np.abs(forward(cfg, swapped, tokens, interleaved=False) - ref).max()
+                 / np.abs(ref).max())
+    check(f"{tag}/q_norm-k_norm-swap-matters", diff > 1e-2, f"rel diff {diff:.1e}")
+    # qk_gain: QK-norm would cancel it on the projections, so it scales the norms.
+    # (In f32: the gained values are drawn, not multiplied, so only f32 rounding
+    # separates them.)
+    W1 = sm.make_weights(sm.make_config(cfg, dtype="f32"), seed)
+    g = sm.make_weights(sm.make_config(cfg, dtype="f32", qk_gain=3.0), seed)
+    check(f"{tag}/qk_gain-scales-qk-norms",
+          all(np.allclose(g[n], 3 * W1[n], rtol=1e-6) for n in names)
+          and all(np.array_equal(g[k], W1[k]) for k in W1 if k not in names))
 
 
 # ---------------------------------------------------------------- llama.cpp
@@ -551,6 +632,22 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
               and any(t["name"] == "blk.0.attn_q.bias" and t["dtype"] == "f32" for t in d["tensors"])
               and any(t["name"] == "output.weight" and t["dtype"] == "q8_0" for t in d["tensors"]))
     check("cli/describe", ok, r.stderr[-300:])
+    r = subprocess.run(S + ["--format", "gguf", "--describe", "--arch", "qwen3",
+                            "--head-dim", "32", "--gguf-type", "q8_0"],
+                       capture_output=True, text=True)
+    ok = r.returncode == 0
+    if ok:
+        d = json.loads(r.stdout)
+        t = {x["name"]: x for x in d["tensors"]}
+        hc = d["hf_config"]
+        ok = (hc["model_type"] == "qwen3" and hc["architectures"] == ["Qwen3ForCausalLM"]
+              and hc["head_dim"] == 32 and hc["attention_bias"] is False
+              and d["gguf_arch"] == "qwen3" and d["qk_norm"] is True
+              and t["blk.1.attn_q_norm.weight"]["dtype"] == "f32"
+              and t["blk.1.attn_k_norm.weight"]["ggml_shape"] == [32]
+              and t["blk.0.attn_q.weight"]["dtype"] == "q8_0"
+              and not any(x["qk_permuted"] or x["name"].endswith(".bias") for x in t.values()))
+    check("cli/describe-qwen3", ok, r.stderr[-300:])
     out1, out2 = os.path.join(tmp, "cli1"), os.path.join(tmp, "cli2")
     for o in (out1, out2):
         subprocess.run(S + ["--format", "hf", "--out", o, "--seed", "7", "--dtype", "bf16",
@@ -573,6 +670,8 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
         check("cli/rejects --gguf-type iq4_nl", r.returncode == 2 and "iq4_nl" in r.stderr
               and not os.path.exists(os.path.join(tmp, "k.gguf")), r.stderr.strip()[-200:])
     for bad, why in ((["--arch", "qwen2", "--no-qkv-bias"], "qkv_bias"),
+                     (["--arch", "qwen3", "--qkv-bias"], "qkv_bias"),
+                     (["--arch", "qwen3", "--sliding-window", "8"], "sliding_window"),
                      (["--heads", "4", "--kv-heads", "3"], "kv_heads"),
                      (["--vocab", "100"], "vocab"),
                      (["--rope-scaling", "yarn:4"], "rope-scaling"),

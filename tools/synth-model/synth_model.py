@@ -39,12 +39,12 @@ if not any(os.path.abspath(p) == _HERE for p in sys.path):
 from synthlib.cli import _parser, describe, main  # noqa: E402,F401
 from synthlib.config import (  # noqa: E402,F401
     ARCHES, BOS_TOKEN, CHAT_TEMPLATE, EOS_TOKEN, GGUF_TYPES, HF_DTYPES, PAD_TOKEN,
-    SPECIAL_TOKENS, TRANSFORMERS_VERSION, Config, SynthError, _check_rope_scaling,
-    make_config, parse_rope_scaling)
+    QK_NORM_ARCHES, SPECIAL_TOKENS, TRANSFORMERS_VERSION, Config, SynthError,
+    _check_rope_scaling, make_config, parse_rope_scaling, transformers_version)
 from synthlib.files import _umask_mode, _write_atomic, _write_json  # noqa: E402,F401
 from synthlib.gguf_layout import (  # noqa: E402,F401
-    _GGUF_NAMES, _gguf_layout, gguf_arch, gguf_name, gguf_tensor_plan, llama3_rope_freqs,
-    permute_qk, unpermute_qk)
+    _GGUF_NAMES, NEOX_ARCHES, _gguf_layout, gguf_arch, gguf_name, gguf_tensor_plan,
+    llama3_rope_freqs, permute_qk, unpermute_qk)
 from synthlib.gguf_types import (  # noqa: E402,F401
     _dequantize, _encode_gguf_tensor, _file_type, _gguf, _gguf_qtype, _gguf_version,
     _kquant, _matrix_type)

@@ -297,6 +297,29 @@ LogicalResult GroupEmitter::emitRMSNorm(RMSNormOp n, KernelText &text) {
   if (failed(f))
     return failure();
   std::string w = bindWeight(n.getWeight());
+  if (n.getHeadDim()) {
+    const int64_t headDim = n.getSpan(), heads = widthOf(n.getInput()) / headDim;
+    if (headDim % 8 != 0)
+      return n.emitError() << "CUDA codegen: a per-head RMS norm needs head_dim a multiple of 8, "
+                              "got "
+                           << headDim;
+    // One warp a head, four a block.
+    const int64_t warps = std::min<int64_t>(heads, 4);
+    text.defs = entry("rms_norm_heads", int(32 * warps), 4,
+                      io.decls + llvm::formatv("  rms_norm_heads<{0}, {1}, {2}, act>(s.num_tokens, "
+                                               "{3}, {4}, out0, {5}f);\n",
+                                               heads, headDim, *f, io.in(n.getInput()), w,
+                                               number(n.getEpsilon().convertToDouble()))
+                                     .str());
+    text.launches.push_back(launch("rms_norm_heads", "",
+                                   {"T", std::to_string((heads + warps - 1) / warps), "1"},
+                                   int(32 * warps)));
+    CostTerms c;
+    c.bytesT = 2.0 * double(heads * headDim) * actBytes(*io.options);
+    c.bytesC = double(headDim) * 4.0;
+    setCost(text.launches.back(), c);
+    return success();
+  }
   text.defs = entry("rms_norm", 128, 4,
                     io.decls + llvm::formatv("  rms_norm<{0}, {1}, act, 128>(s.num_tokens, {2}, "
                                              "{3}, out0, {4}f);\n",
@@ -534,6 +557,9 @@ LogicalResult GroupEmitter::emit(KernelText &text) {
       p += shape(h.getWeight());
     else if (auto e = dyn_cast<EmbedOp>(op))
       p += shape(e.getTable());
+    else if (auto n = dyn_cast<RMSNormOp>(op); n && n.getHeadDim())
+      p += llvm::formatv(" {0}x{1} per head", widthOf(op->getResult(0)) / n.getSpan(), n.getSpan())
+               .str();
     else if (isa<RMSNormOp>(op))
       p += " " + std::to_string(widthOf(op->getResult(0)));
     else if (auto a = dyn_cast<PagedAttentionOp>(op))

@@ -265,6 +265,8 @@ LogicalResult GemmGroupEmitter::prologue(Operation *anchor, ArrayRef<Operation *
     return success();
   }
   auto norm = dyn_cast<RMSNormOp>(pro.back());
+  if (norm && norm.getHeadDim())
+    return norm.emitError() << "CUDA codegen: a per-head RMS norm cannot be a GEMM's prologue";
   if (pro.size() != 1 || !norm)
     return pro.front()->emitError()
            << "CUDA codegen folds only an RMS norm into a GEMM's prologue (not "

@@ -179,6 +179,15 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::strin
     ops = llvm::formatv("embed {0} {1}x{2}", stringifyWeightFormat(t.getFormat()), t.getShape()[0],
                         t.getShape()[1]);
     launch = "T tokens, one row each";
+  } else if (auto n = dyn_cast<RMSNormOp>(op); n && n.getHeadDim()) {
+    const int64_t headDim = n.getSpan(), heads = width(n.getInput()) / headDim;
+    std::string in = input(n.getInput(), b);
+    std::string w = weight(n.getWeight(), b);
+    os << llvm::formatv("  llmc::host::rms_norm_heads<{0}, {1}, {2}>(a->step, {3}, {4}, {5}, {6});\n",
+                        heads, headDim, formatTag(n.getWeight().getType()), in, w, output(0, b),
+                        number(n.getEpsilon().convertToDouble()));
+    ops = llvm::formatv("rms_norm {0}x{1} per head", heads, headDim);
+    launch = llvm::formatv("T tokens x {0} heads", heads);
   } else if (auto n = dyn_cast<RMSNormOp>(op)) {
     std::string in = input(n.getInput(), b);
     std::string w = weight(n.getWeight(), b);

@@ -27,6 +27,15 @@ std::string number(double v) { return llvm::formatv("{0:e16}", v).str(); }
 
 bool isNorm(Operation *op) { return isa<RMSNormOp, LayerNormOp>(op); }
 
+// The fuse pass puts only row norms in a prologue; a per-head norm there
+// would be computed as one.
+LogicalResult rejectHeadNorm(Operation *op) {
+  auto n = dyn_cast<RMSNormOp>(op);
+  if (n && n.getHeadDim())
+    return n.emitError() << "host codegen: a per-head RMS norm cannot be a GEMM's prologue";
+  return success();
+}
+
 class FusedGroupEmitter {
 public:
   FusedGroupEmitter(FusionOp group, const llvm::DenseMap<Value, int64_t> &bufferOf, bool q8,
@@ -140,6 +149,8 @@ LogicalResult FusedGroupEmitter::emitPrologue(ArrayRef<Operation *> pro, Value a
     return success();
   }
   Operation *norm = isNorm(pro.back()) ? pro.back() : nullptr;
+  if (norm && failed(rejectHeadNorm(norm)))
+    return failure();
   ArrayRef<Operation *> elementwise = norm ? pro.drop_back() : pro;
   for (Operation *op : elementwise)
     if (!ExprEmitter::isElementwise(op) || widthOf(op->getResult(0)) != K)

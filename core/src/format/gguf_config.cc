@@ -9,7 +9,7 @@
 namespace llmc {
 namespace {
 
-constexpr const char* kSupported = "llama, qwen2";
+constexpr const char* kSupported = "llama, qwen2, qwen3";
 
 // Reads `<arch>.<suffix>` keys and names them in errors.
 class KeyReader {
@@ -77,7 +77,7 @@ absl::StatusOr<RopeScaling> ReadRopeScaling(const GgufFile& gguf, const KeyReade
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   const std::string& path = gguf.path();
   LLMC_ASSIGN_OR_RETURN(std::string arch, gguf.GetString("general.architecture"));
-  if (arch != "llama" && arch != "qwen2")
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: key 'general.architecture' is '%s', which llmc does not support (supported: %s)", path,
         arch, kSupported));
@@ -139,8 +139,12 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
 
   c.tie_word_embeddings = gguf.FindTensor("output.weight") == nullptr;
   c.attention_bias = arch == "qwen2" || gguf.FindTensor("blk.0.attn_q.bias") != nullptr;
+  // llama.cpp's qwen3 graph always norms Q and K per head (attn_q_norm,
+  // attn_k_norm); the IR builder reports them missing by name.
+  c.qk_norm = arch == "qwen3";
   // llama.cpp's converter permutes Llama's Q/K rows so that GGML's normal
-  // (interleaved) rope applies; Qwen2 uses NEOX (half-split) rope unpermuted.
+  // (interleaved) rope applies; Qwen2 and Qwen3 use NEOX (half-split) rope
+  // unpermuted.
   c.rope_style = arch == "llama" ? RopeStyle::kInterleaved : RopeStyle::kHalf;
   c.activation = Activation::kSiLU;
 

@@ -30,6 +30,7 @@ constexpr Architecture kArchitectures[] = {
     {"llama", "LlamaForCausalLM", 2048},
     {"mistral", "MistralForCausalLM", 4096 * 32},
     {"qwen2", "Qwen2ForCausalLM", 32768},
+    {"qwen3", "Qwen3ForCausalLM", 32768},
 };
 
 std::string SupportedList(bool classes) {
@@ -247,6 +248,16 @@ absl::Status ReadQwen2Window(const Fields& f, ModelConfig& c) {
   return absl::OkStatus();
 }
 
+// Llama's and Qwen3's attention_bias biases o_proj as well as Q/K/V.
+absl::Status RefuseAttentionBias(const Fields& f, const char* family) {
+  bool attention_bias = false;
+  LLMC_RETURN_IF_ERROR(f.Bool("attention_bias", attention_bias));
+  if (!attention_bias) return absl::OkStatus();
+  return f.Error("attention_bias",
+                 absl::StrCat("is true; ", family,
+                              " then biases o_proj as well as Q/K/V, which llmc does not support"));
+}
+
 absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
   Fields f(j, path);
   LLMC_ASSIGN_OR_RETURN(const Architecture* arch, ReadArchitecture(f, path));
@@ -266,7 +277,7 @@ absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
   c.architecture = type;
   c.rope_style = RopeStyle::kHalf;
   c.max_position = arch->default_max_position;
-  c.rms_norm_eps = 1e-6;  // transformers' default for all three classes
+  c.rms_norm_eps = 1e-6;  // transformers' default for all four classes
   for (const char* key : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                           "num_attention_heads"}) {
     LLMC_RETURN_IF_ERROR(f.Require(key));
@@ -278,8 +289,10 @@ absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
   LLMC_RETURN_IF_ERROR(f.Int("num_attention_heads", c.num_heads));
   c.num_kv_heads = c.num_heads;
   LLMC_RETURN_IF_ERROR(f.Int("num_key_value_heads", c.num_kv_heads));
+  // Qwen3Config's head_dim defaults to 128, not hidden_size / heads.
+  if (type == "qwen3") c.head_dim = 128;
   LLMC_RETURN_IF_ERROR(f.Int("head_dim", c.head_dim));
-  if (f.Get("head_dim") == nullptr && c.num_heads > 0) {
+  if (f.Get("head_dim") == nullptr && c.num_heads > 0 && type != "qwen3") {
     if (c.hidden_size % c.num_heads != 0)
       return f.Error("head_dim",
                      absl::StrFormat("is absent and hidden_size (%d) is not a multiple of "
@@ -299,12 +312,7 @@ absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
     bool mlp_bias = false;
     LLMC_RETURN_IF_ERROR(f.Bool("mlp_bias", mlp_bias));
     if (mlp_bias) return f.Error("mlp_bias", "is true; llmc does not support MLP biases");
-    bool attention_bias = false;
-    LLMC_RETURN_IF_ERROR(f.Bool("attention_bias", attention_bias));
-    if (attention_bias)
-      return f.Error("attention_bias",
-                     "is true; Llama then biases o_proj as well as Q/K/V, which llmc does not "
-                     "support");
+    LLMC_RETURN_IF_ERROR(RefuseAttentionBias(f, "Llama"));
     c.attention_bias = false;
     c.sliding_window = 0;
   } else if (type == "mistral") {
@@ -312,8 +320,13 @@ absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
     // Absent means transformers' default 4096; null means full attention.
     c.sliding_window = f.Present("sliding_window") ? 0 : 4096;
     LLMC_RETURN_IF_ERROR(f.Int("sliding_window", c.sliding_window));
-  } else {                    // qwen2
+  } else if (type == "qwen2") {
     c.attention_bias = true;  // Qwen2Attention always biases Q/K/V (not o_proj)
+    LLMC_RETURN_IF_ERROR(ReadQwen2Window(f, c));
+  } else {  // qwen3: Qwen2's window rule, no biases, Q and K normed per head
+    LLMC_RETURN_IF_ERROR(RefuseAttentionBias(f, "Qwen3"));
+    c.attention_bias = false;
+    c.qk_norm = true;
     LLMC_RETURN_IF_ERROR(ReadQwen2Window(f, c));
   }
 

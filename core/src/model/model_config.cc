@@ -43,9 +43,11 @@ const char* ToString(Activation activation) {
 }
 
 absl::Status ValidateModelConfig(const ModelConfig& c) {
-  if (c.architecture != "llama" && c.architecture != "mistral" && c.architecture != "qwen2")
-    return FieldError("architecture",
-                      absl::StrFormat("is '%s'; supported: llama, mistral, qwen2", c.architecture));
+  if (c.architecture != "llama" && c.architecture != "mistral" && c.architecture != "qwen2" &&
+      c.architecture != "qwen3")
+    return FieldError("architecture", absl::StrFormat("is '%s'; supported: llama, mistral, qwen2, "
+                                                      "qwen3",
+                                                      c.architecture));
   struct {
     const char* name;
     int64_t value;
@@ -104,6 +106,7 @@ std::string ModelConfigToJson(const ModelConfig& c, int indent) {
       {"hidden_act", ToString(c.activation)},
       {"tie_word_embeddings", c.tie_word_embeddings},
       {"attention_bias", c.attention_bias},
+      {"qk_norm", c.qk_norm},
       {"sliding_window", c.sliding_window},
       {"rope_freq_factors", c.rope_freq_factors},
   };
@@ -165,6 +168,7 @@ absl::StatusOr<ModelConfig> ParseConfig(const json& j) {
   read("rope_theta", c.rope_theta);
   read("tie_word_embeddings", c.tie_word_embeddings);
   read("attention_bias", c.attention_bias);
+  read("qk_norm", c.qk_norm);
   read("sliding_window", c.sliding_window);
   read("rope_freq_factors", c.rope_freq_factors);
   if (!st.ok()) return st;

@@ -13,6 +13,8 @@
 //    combine two regions (SiLU(gate) * up) pair the regions' tiles, which
 //    needs equal widths and no RoPE;
 //  - leftover chains of elementwise ops form groups of their own.
+// A per-head RMS norm (Qwen3's of Q and K) and a RoPE reading it stay single
+// for now: they are kernels of their own.
 // Attention, embeddings and the ops nothing absorbs stay single (the outline
 // pass wraps them).
 //
@@ -36,7 +38,13 @@ namespace {
 
 bool isAnchor(Operation *op) { return isa<LinearOp, LMHeadOp>(op); }
 bool isElementwise(Operation *op) { return isa<AddOp, MulOp, SiLUOp, GELUOp>(op); }
-bool isNorm(Operation *op) { return isa<RMSNormOp, LayerNormOp>(op); }
+// A norm over whole rows (a per-head RMS norm of Q or K is not a GEMM's
+// prologue: it normalizes a GEMM's output head by head).
+bool isNorm(Operation *op) {
+  if (auto n = dyn_cast<RMSNormOp>(op))
+    return !n.getHeadDim();
+  return isa<LayerNormOp>(op);
+}
 bool isTopLevel(Operation *op, Block *block) { return op && op->getBlock() == block; }
 int64_t widthOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
 

@@ -78,6 +78,9 @@ struct PartitionTensorPass : llmc::impl::PartitionTensorBase<PartitionTensorPass
           agree(0);
       } else if (auto rope = dyn_cast<RopeOp>(user); rope && use.get() == rope.getInput()) {
         agree(splitPieces(rope.getResult()));
+      } else if (auto norm = dyn_cast<RMSNormOp>(user);
+                 norm && norm.getHeadDim() && use.get() == norm.getInput()) {
+        agree(splitPieces(norm.getResult())); // per head: a slice of whole heads norms alone
       } else if (isa<SiLUOp, GELUOp, MulOp>(user)) {
         agree(splitPieces(user->getResult(0)));
       } else if (auto linear = dyn_cast<LinearOp>(user); linear && use.get() == linear.getInput()) {
@@ -119,6 +122,7 @@ struct PartitionTensorPass : llmc::impl::PartitionTensorBase<PartitionTensorPass
               .Case<WeightOp, func::ReturnOp>([](Operation *) { return success(); })
               .Case<LinearOp>([&](LinearOp l) { return partitionLinear(l); })
               .Case<RopeOp>([&](RopeOp r) { return partitionRope(r); })
+              .Case<RMSNormOp>([&](RMSNormOp n) { return partitionNorm(n); })
               .Case<PagedAttentionOp>([&](PagedAttentionOp a) { return partitionAttention(a); })
               .Case<SiLUOp, GELUOp>(
                   [&](Operation *u) { return followInput(u, piecesOf(u->getOperand(0))); })
@@ -220,6 +224,19 @@ struct PartitionTensorPass : llmc::impl::PartitionTensorBase<PartitionTensorPass
                               << " heads do not split into " << p << " pieces";
     rope.setHeads(rope.getHeads() / p);
     return followInput(rope, p);
+  }
+
+  // A per-head norm of a head-split value works on the rank's heads with the
+  // whole (shared) weight; a row norm needs the whole row.
+  LogicalResult partitionNorm(RMSNormOp norm) {
+    int64_t p = piecesOf(norm.getInput());
+    if (!p || !norm.getHeadDim())
+      return requireReplicated(norm);
+    int64_t width = cast<RankedTensorType>(norm.getInput().getType()).getDimSize(1);
+    if (width % norm.getSpan() != 0)
+      return norm.emitError() << "llmc-partition-tp: a slice of " << width
+                              << " features is not a whole number of heads of " << norm.getSpan();
+    return followInput(norm, p);
   }
 
   LogicalResult partitionAttention(PagedAttentionOp attn) {

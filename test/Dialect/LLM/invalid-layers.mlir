@@ -69,6 +69,33 @@ func.func @rms_norm_eps_one(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
 
 // -----
 
+func.func @rms_norm_heads_do_not_divide(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %w = llm.weight "q_norm" : !llm.weight<24, f32>
+  // expected-error @+1 {{'llm.rms_norm' op input has 64 features, not a whole number of heads of 24}}
+  %y = llm.rms_norm %x, %w eps = 1.0e-6 head_dim = 24 : tensor<?x64xf32>, !llm.weight<24, f32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @rms_norm_head_weight_is_a_row(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %w = llm.weight "q_norm" : !llm.weight<64, f32>
+  // expected-error @+1 {{'llm.rms_norm' op weight has 64 elements, expected 16 (one per feature of a head)}}
+  %y = llm.rms_norm %x, %w eps = 1.0e-6 head_dim = 16 : tensor<?x64xf32>, !llm.weight<64, f32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @rms_norm_head_dim_zero(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %w = llm.weight "q_norm" : !llm.weight<16, f32>
+  // expected-error @+1 {{'llm.rms_norm' op head_dim must be positive, got 0}}
+  %y = llm.rms_norm %x, %w eps = 1.0e-6 head_dim = 0 : tensor<?x64xf32>, !llm.weight<16, f32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
 func.func @rms_norm_matrix_weight(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %w = llm.weight "norm" : !llm.weight<1x64, f32>
   // expected-error @+1 {{'llm.rms_norm' op weight must be a vector, got rank 2}}

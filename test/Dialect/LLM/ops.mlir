@@ -170,6 +170,19 @@ func.func @rms_norm_bf16(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
 
 // -----
 
+// A per-head norm (Qwen3's of Q): 4 heads of 32, one weight of 32.
+// CHECK-LABEL: func.func @rms_norm_per_head(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x128xbf16>
+// CHECK: %[[W:.+]] = llm.weight "q_norm" : !llm.weight<32, f32>
+// CHECK: llm.rms_norm %[[X]], %[[W]] eps = 9.9999999999999995E-7 head_dim = 32 : tensor<?x128xbf16>, !llm.weight<32, f32>
+func.func @rms_norm_per_head(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
+  %w = llm.weight "q_norm" : !llm.weight<32, f32>
+  %y = llm.rms_norm %x, %w eps = 1.0e-06 head_dim = 32 : tensor<?x128xbf16>, !llm.weight<32, f32>
+  return %y : tensor<?x128xbf16>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @layer_norm(
 // CHECK-SAME: %[[X:[^:]+]]: tensor<?x64xf32>
 // CHECK: %[[W:.+]] = llm.weight "ln.weight" : !llm.weight<64, f32>

@@ -65,6 +65,13 @@ TEST(ModelConfig, JsonRoundTrip) {
   EXPECT_EQ(back->rope_style, RopeStyle::kInterleaved);
   EXPECT_EQ(back->rope_scaling.kind, RopeScaling::Kind::kLlama3);
   EXPECT_EQ(back->sliding_window, 4096);
+  EXPECT_FALSE(back->qk_norm);
+  c.architecture = "qwen3";
+  c.qk_norm = true;
+  back = ModelConfigFromJson(ModelConfigToJson(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->architecture, "qwen3");
+  EXPECT_TRUE(back->qk_norm);
 }
 
 TEST(ModelConfig, JsonDefaultsHeadDimAndKvHeads) {

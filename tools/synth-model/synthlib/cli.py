@@ -25,6 +25,7 @@ def describe(cfg: Config | dict, fmt: str, gguf_type: str = "f32", shards: int =
         "format": fmt,
         "config": c.to_dict(),
         "hf_config": hf_config_json(c),
+        "qk_norm": c.qk_norm,   # per-head q_norm / k_norm before RoPE (qwen3)
         "vocab": {"size": len(v.tokens), "merges": len(v.merges),
                   "reserved_fillers": v.n_reserved, "special": v.special,
                   "bos_id": v.bos_id, "eos_id": v.eos_id, "pad_id": v.pad_id},
@@ -68,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="default hidden/heads (16 with the defaults)")
     p.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--qkv-bias", action=argparse.BooleanOptionalAction, default=None,
-                   help="default: on for qwen2 (required there), off otherwise")
+                   help="default: on for qwen2 (required there), off otherwise; "
+                        "mistral and qwen3 reject it")
     p.add_argument("--rope-theta", type=float, default=10000.0)
     p.add_argument("--rope-scaling", default="none",
                    help="none | linear:F | llama3:F,low,high,orig")
@@ -83,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-position", type=int, default=512)
     p.add_argument("--sliding-window", type=int, default=None, help="mistral only")
     p.add_argument("--qk-gain", type=float, default=1.0,
-                   help="scale q_proj and k_proj by this: peaked attention, scores x gain^2")
+                   help="scale q_proj and k_proj (qwen3: q_norm and k_norm) by this: "
+                        "peaked attention, scores x gain^2")
     return p
 
 

@@ -7,7 +7,10 @@ from typing import Any
 
 import numpy as np
 
-ARCHES = ("llama", "qwen2", "mistral")
+ARCHES = ("llama", "qwen2", "mistral", "qwen3")
+# Architectures with Qwen3's QK-norm: a per-head RMSNorm of q and k (weights
+# self_attn.q_norm / k_norm, [head_dim], shared by all heads) before RoPE.
+QK_NORM_ARCHES = ("qwen3",)
 HF_DTYPES = {"f32": ("F32", "float32"), "f16": ("F16", "float16"),
              "bf16": ("BF16", "bfloat16")}
 GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k",
@@ -22,6 +25,14 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 TRANSFORMERS_VERSION = "4.46.0"  # written into config.json for realism only
+# The first transformers release that knows an architecture, where newer than
+# TRANSFORMERS_VERSION (a config.json claiming an older one would be odd).
+_FIRST_TRANSFORMERS = {"qwen3": "4.51.0"}
+
+
+def transformers_version(arch: str) -> str:
+    """The transformers_version written into config.json for arch."""
+    return _FIRST_TRANSFORMERS.get(arch, TRANSFORMERS_VERSION)
 
 
 class SynthError(Exception):
@@ -54,10 +65,17 @@ class Config:
     # the weights carry it). Attention scores grow by its square, so a gain
     # of a few gives the peaked attention of trained models, whose row maxima
     # jump far between key tiles (what lazy softmax rescaling must handle).
+    # With QK-norm (qwen3) the norm would cancel a gain on the projections, so
+    # the gain scales the q_norm and k_norm weights instead.
     qk_gain: float = 1.0
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    @property
+    def qk_norm(self) -> bool:
+        """Whether q and k get a per-head RMSNorm before RoPE (Qwen3)."""
+        return self.arch in QK_NORM_ARCHES
 
 
 def make_config(cfg: Config | dict | None = None, **overrides: Any) -> Config:
@@ -109,6 +127,12 @@ def make_config(cfg: Config | dict | None = None, **overrides: Any) -> Config:
     if c.arch == "mistral" and c.qkv_bias:
         raise SynthError("qkv_bias: HF Mistral has no attention biases; "
                          "use --arch llama (attention_bias) or qwen2")
+    if c.arch == "qwen3" and c.qkv_bias:
+        # Not supported rather than half-supported: HF Qwen3's attention_bias
+        # also biases o_proj, and llama.cpp's qwen3 loads no attention biases.
+        raise SynthError("qkv_bias: qwen3 here has no attention biases (HF Qwen3's "
+                         "attention_bias would also bias o_proj, and llama.cpp's qwen3 "
+                         "loads none); use --arch qwen2 or llama (attention_bias)")
     if c.sliding_window is not None:
         if c.arch != "mistral":
             raise SynthError("sliding_window: only --arch mistral has a sliding window here")

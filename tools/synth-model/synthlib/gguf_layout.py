@@ -41,6 +41,8 @@ _GGUF_NAMES = {
     "self_attn.v_proj.bias": "attn_v.bias",
     "self_attn.o_proj.weight": "attn_output.weight",
     "self_attn.o_proj.bias": "attn_output.bias",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
     "post_attention_layernorm.weight": "ffn_norm.weight",
     "mlp.gate_proj.weight": "ffn_gate.weight",
     "mlp.up_proj.weight": "ffn_up.weight",
@@ -62,9 +64,15 @@ def gguf_name(hf_name: str) -> str:
     raise SynthError(f"no GGUF name for tensor {hf_name!r}")
 
 
+# Architectures llama.cpp runs with NEOX (rotate-half) RoPE, as HF does: their
+# Q/K rows stay in HF order. The others get LlamaModel.permute for GGML's
+# interleaved RoPE.
+NEOX_ARCHES = ("qwen2", "qwen3")
+
+
 def gguf_arch(cfg: Config) -> str:
     """general.architecture: llama.cpp converts Mistral as "llama"."""
-    return "qwen2" if cfg.arch == "qwen2" else "llama"
+    return cfg.arch if cfg.arch in NEOX_ARCHES else "llama"
 
 
 def llama3_rope_freqs(cfg: Config) -> np.ndarray:
@@ -105,7 +113,7 @@ def gguf_tensor_plan(cfg: Config | dict, gguf_type: str = "f32") -> list[dict]:
         plan.append({"hf": None, "gguf": "rope_freqs.weight", "shape": [c.head_dim // 2],
                      "type": "f32", "permuted": False})
     for s in specs[1:]:
-        permuted = (c.arch != "qwen2"
+        permuted = (c.arch not in NEOX_ARCHES
                     and re.search(r"\.(q|k)_proj\.(weight|bias)$", s.name) is not None)
         plan.append({"hf": s.name, "gguf": gguf_name(s.name), "shape": list(s.shape),
                      "type": _matrix_type(gguf_type, s.shape), "permuted": permuted})
@@ -113,8 +121,9 @@ def gguf_tensor_plan(cfg: Config | dict, gguf_type: str = "f32") -> list[dict]:
 
 
 def _gguf_layout(c: Config, name: str, w: np.ndarray) -> np.ndarray:
-    """HF layout -> the layout the GGUF stores (Q/K rows permuted for llama)."""
-    if c.arch == "qwen2":
+    """HF layout -> the layout the GGUF stores (Q/K rows permuted for llama).
+    q_norm / k_norm exist only in NEOX architectures (qwen3), so stay as they are."""
+    if c.arch in NEOX_ARCHES:
         return w
     if re.search(r"\.q_proj\.(weight|bias)$", name):
         return permute_qk(w, c.heads, c.heads)

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .config import (ARCHES, CHAT_TEMPLATE, HF_DTYPES, TRANSFORMERS_VERSION, Config,
-                     SynthError, make_config)
+from .config import (ARCHES, CHAT_TEMPLATE, HF_DTYPES, Config, SynthError, make_config,
+                     transformers_version)
 from .files import _write_json
 from .safetensors_io import read_safetensors, write_safetensors
 from .vocab import build_vocab, tokenizer_json
@@ -21,20 +21,20 @@ def hf_config_json(cfg: Config) -> dict:
     c = make_config(cfg)
     v = build_vocab(c.vocab)
     arch_name = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                 "mistral": "MistralForCausalLM"}[c.arch]
+                 "mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM"}[c.arch]
     d: dict[str, Any] = {"architectures": [arch_name]}
-    if c.arch in ("llama", "qwen2"):
+    if c.arch in ("llama", "qwen2", "qwen3"):
         d["attention_bias"] = bool(c.qkv_bias)
     d["attention_dropout"] = 0.0
     d["bos_token_id"] = v.bos_id
     d["eos_token_id"] = v.eos_id
-    d["head_dim"] = c.head_dim
+    d["head_dim"] = c.head_dim  # always explicit: Qwen3Config's default is 128, not hidden/heads
     d["hidden_act"] = "silu"
     d["hidden_size"] = c.hidden
     d["initializer_range"] = 0.02
     d["intermediate_size"] = c.intermediate
     d["max_position_embeddings"] = c.max_position
-    if c.arch == "qwen2":
+    if c.arch in ("qwen2", "qwen3"):
         d["max_window_layers"] = c.layers
     if c.arch == "llama":
         d["mlp_bias"] = False
@@ -52,11 +52,13 @@ def hf_config_json(cfg: Config) -> dict:
     if c.arch == "qwen2":
         # Real Qwen2 configs carry a window that use_sliding_window turns off.
         d["sliding_window"] = c.max_position
+    if c.arch == "qwen3":
+        d["sliding_window"] = None  # as real Qwen3 configs (use_sliding_window false too)
     d["tie_word_embeddings"] = bool(c.tie_embeddings)
     d["torch_dtype"] = HF_DTYPES[c.dtype][1]
-    d["transformers_version"] = TRANSFORMERS_VERSION
+    d["transformers_version"] = transformers_version(c.arch)
     d["use_cache"] = True
-    if c.arch == "qwen2":
+    if c.arch in ("qwen2", "qwen3"):
         d["use_sliding_window"] = False
     d["vocab_size"] = c.vocab
     return d
@@ -81,7 +83,9 @@ def config_from_hf_json(d: dict) -> Config:
         intermediate=d["intermediate_size"], layers=d["num_hidden_layers"],
         heads=d["num_attention_heads"],
         kv_heads=d.get("num_key_value_heads", d["num_attention_heads"]),
-        head_dim=d.get("head_dim"), tie_embeddings=bool(d.get("tie_word_embeddings", False)),
+        # Qwen3Config's head_dim defaults to 128, not hidden/heads.
+        head_dim=d.get("head_dim", 128 if arch == "qwen3" else None),
+        tie_embeddings=bool(d.get("tie_word_embeddings", False)),
         qkv_bias=True if arch == "qwen2" else bool(d.get("attention_bias", False)),
         rope_theta=d.get("rope_theta", 10000.0), rope_scaling=rs, dtype=dtype,
         max_position=d.get("max_position_embeddings", 2048), sliding_window=sw,
@@ -144,7 +148,7 @@ def write_hf(path: str, cfg: Config | dict, seed: int, shards: int = 1) -> None:
     _write_json(os.path.join(path, "config.json"), hf_config_json(c))
     _write_json(os.path.join(path, "generation_config.json"),
                 {"bos_token_id": v.bos_id, "eos_token_id": v.eos_id,
-                 "transformers_version": TRANSFORMERS_VERSION})
+                 "transformers_version": transformers_version(c.arch)})
     _write_json(os.path.join(path, "tokenizer.json"), tokenizer_json(v))
     added_decoder = {str(i): {"content": t, "lstrip": False, "normalized": False,
                               "rstrip": False, "single_word": False, "special": True}

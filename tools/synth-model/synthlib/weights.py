@@ -16,6 +16,7 @@ class TensorSpec:
     shape: tuple[int, ...]    # HF layout: [out, in] for projections
     init: str                 # "uniform" | "norm" | "zero"
     std: float                # standard deviation (uniform) / spread (norm)
+    center: float = 1.0       # norm only: the values are center + uniform(-std, std)
 
 
 def tensor_specs(cfg: Config) -> list[TensorSpec]:
@@ -23,16 +24,19 @@ def tensor_specs(cfg: Config) -> list[TensorSpec]:
     c = make_config(cfg)
     H, I, V, D = c.hidden, c.intermediate, c.vocab, c.head_dim
     q, kv = c.heads * D, c.kv_heads * D
+    # QK-norm cancels any scale of q_proj/k_proj, so qk_gain moves to the norms.
+    proj_gain = 1.0 if c.qk_norm else c.qk_gain
+    norm_gain = c.qk_gain if c.qk_norm else 1.0
     specs = [TensorSpec("model.embed_tokens.weight", (V, H), "uniform", 1.0)]
     for i in range(c.layers):
         p = f"model.layers.{i}."
         specs.append(TensorSpec(p + "input_layernorm.weight", (H,), "norm", 0.1))
         specs.append(TensorSpec(p + "self_attn.q_proj.weight", (q, H), "uniform",
-                                c.qk_gain * H ** -0.5))
+                                proj_gain * H ** -0.5))
         if c.qkv_bias:
             specs.append(TensorSpec(p + "self_attn.q_proj.bias", (q,), "uniform", 0.1))
         specs.append(TensorSpec(p + "self_attn.k_proj.weight", (kv, H), "uniform",
-                                c.qk_gain * H ** -0.5))
+                                proj_gain * H ** -0.5))
         if c.qkv_bias:
             specs.append(TensorSpec(p + "self_attn.k_proj.bias", (kv,), "uniform", 0.1))
         specs.append(TensorSpec(p + "self_attn.v_proj.weight", (kv, H), "uniform", H ** -0.5))
@@ -43,6 +47,13 @@ def tensor_specs(cfg: Config) -> list[TensorSpec]:
             # HF Llama's attention_bias also gives o_proj a bias; it is zero so
             # that the model is "Q/K/V bias only".
             specs.append(TensorSpec(p + "self_attn.o_proj.bias", (H,), "zero", 0.0))
+        if c.qk_norm:
+            # HF Qwen3Attention's q_norm / k_norm (after o_proj in its module
+            # order). A wider spread than the other norms (0.3, not 0.1), so that
+            # dropping or swapping them moves the logits clearly.
+            for n in ("q_norm", "k_norm"):
+                specs.append(TensorSpec(p + f"self_attn.{n}.weight", (D,), "norm",
+                                        0.3 * norm_gain, center=norm_gain))
         specs.append(TensorSpec(p + "post_attention_layernorm.weight", (H,), "norm", 0.1))
         specs.append(TensorSpec(p + "mlp.gate_proj.weight", (I, H), "uniform", H ** -0.5))
         specs.append(TensorSpec(p + "mlp.up_proj.weight", (I, H), "uniform", H ** -0.5))
@@ -115,7 +126,8 @@ def make_weights(cfg: Config | dict, seed: int) -> dict[str, np.ndarray]:
     cfg.dtype). Each tensor is drawn from its own stream keyed by (seed, name),
     so changing e.g. the layer count leaves the other tensors unchanged.
     Scheme: uniform with the stated std (half-width std*sqrt(3)); norm weights
-    1 + uniform(-0.1, 0.1); zero tensors are zero.
+    1 + uniform(-0.1, 0.1) (q_norm / k_norm: 1 + uniform(-0.3, 0.3), times
+    qk_gain); zero tensors are zero.
     """
     c = make_config(cfg)
     if not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -126,7 +138,7 @@ def make_weights(cfg: Config | dict, seed: int) -> dict[str, np.ndarray]:
         if s.init == "zero":
             w = np.zeros(s.shape, np.float32)
         elif s.init == "norm":
-            w = _uniform(seed, s.name, n, s.std, center=1.0)
+            w = _uniform(seed, s.name, n, s.std, center=s.center)
         else:
             w = _uniform(seed, s.name, n, s.std * math.sqrt(3.0))
         out[s.name] = _round_to_dtype(w.reshape(s.shape), c.dtype)

@@ -74,6 +74,47 @@ __device__ void rms_norm(int T, const Act* x, const void* __restrict__ weight, A
 }
 
 //===----------------------------------------------------------------------===//
+// Per-head RMS norm (Qwen3's of Q and K): x, out [T, Heads * HeadDim], each
+// head normalized on its own with one weight of HeadDim for all heads. One
+// warp a head, its sum reduced by shuffles: grid (T, cdiv(Heads, warps a
+// block)), any multiple of 32 threads. In place allowed.
+//===----------------------------------------------------------------------===//
+template <int Heads, int HeadDim, class WFmt, class Act>
+__device__ void rms_norm_heads(int T, const Act* x, const void* __restrict__ weight, Act* out,
+                               float eps) {
+  static_assert(HeadDim % 8 == 0, "rms_norm_heads: HeadDim must be a multiple of 8");
+  const int t = blockIdx.x;
+  const int h = blockIdx.y * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (t >= T || h >= Heads) return;  // whole warps: the shuffles below see all 32 lanes
+  constexpr int G = HeadDim / 8, PerLane = (G + 31) / 32;
+  const i64 at = (static_cast<i64>(t) * Heads + h) * HeadDim;
+  float v[PerLane][8];
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < PerLane; ++j) {
+    const int g = lane + 32 * j;
+    if (g < G) {
+      load8(x + at + 8 * g, v[j]);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) ss = fmaf(v[j][i], v[j][i], ss);
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  const float inv = rsqrtf(ss / static_cast<float>(HeadDim) + eps);
+#pragma unroll
+  for (int j = 0; j < PerLane; ++j) {
+    const int g = lane + 32 * j;
+    if (g < G) {
+      float c[8];
+      WFmt::decode8(static_cast<const u8*>(weight), g, c);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) out[at + 8 * g + i] = from_float<Act>(v[j][i] * inv * c[i]);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // RoPE. `inv_freq` holds HeadDim/2 inverse frequencies in double (the
 // emitter writes them into the generated source as a __device__ array,
 // scaling and freq_factors applied, exactly as the host's rope_inv_freq);

@@ -99,11 +99,12 @@ LLMC_HOST_INLINE void rms_norm_row(const float* xr, const void* weight, float ep
   for (int64_t i = V; i < Hidden; ++i) o[i] = detail::load_plain<WFmt>(weight, i) * (xr[i] * r);
 }
 
-// out = x / sqrt(mean(x^2) + eps) * weight per token (mean in f32, as HF:
-// out = w * (x * r)). WFmt: f32, f16 or bf16. In place (out == x) allowed.
-template <int64_t Hidden, class WFmt = fmt::f32, class Act = float>
-void rms_norm(const llmc_host_step_info* step, const Act* x, const void* weight, Act* out,
-              double eps) {
+// Each head of each row normalized on its own (Qwen3's norm of Q and K):
+// x, out [T, Heads * HeadDim], one weight of HeadDim for every head, the
+// mean in f32 as HF's. In place (out == x) allowed.
+template <int64_t Heads, int64_t HeadDim, class WFmt = fmt::f32, class Act = float>
+void rms_norm_heads(const llmc_host_step_info* step, const Act* x, const void* weight, Act* out,
+                    double eps) {
   LLMC_HOST_CHECK_ACT(Act);
   static_assert(WFmt::is_plain, "norm weights must be f32, f16 or bf16");
   const int64_t T = step->num_tokens;
@@ -111,9 +112,20 @@ void rms_norm(const llmc_host_step_info* step, const Act* x, const void* weight,
   const float feps = static_cast<float>(eps);
   auto body = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)
-      rms_norm_row<Hidden, WFmt>(x + t * Hidden, weight, feps, out + t * Hidden);
+      for (int64_t h = 0; h < Heads; ++h) {
+        const int64_t at = (t * Heads + h) * HeadDim;
+        rms_norm_row<HeadDim, WFmt>(x + at, weight, feps, out + at);
+      }
   };
-  parallel_for(step, T, detail::token_grain(Hidden), body);
+  parallel_for(step, T, detail::token_grain(Heads * HeadDim), body);
+}
+
+// out = x / sqrt(mean(x^2) + eps) * weight per token (mean in f32, as HF:
+// out = w * (x * r)). WFmt: f32, f16 or bf16. In place (out == x) allowed.
+template <int64_t Hidden, class WFmt = fmt::f32, class Act = float>
+void rms_norm(const llmc_host_step_info* step, const Act* x, const void* weight, Act* out,
+              double eps) {
+  rms_norm_heads<1, Hidden, WFmt, Act>(step, x, weight, out, eps);
 }
 
 // One row of layer_norm (below); also the norm of fused prologues.

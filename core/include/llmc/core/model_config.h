@@ -32,7 +32,7 @@ enum class RopeStyle { kHalf, kInterleaved };
 enum class Activation { kSiLU, kGeluTanh, kGeluErf };
 
 struct ModelConfig {
-  std::string architecture = "llama";  // llama | mistral | qwen2
+  std::string architecture = "llama";  // llama | mistral | qwen2 | qwen3
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -48,6 +48,10 @@ struct ModelConfig {
   Activation activation = Activation::kSiLU;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // Q/K/V projections carry a bias (Qwen2)
+  // Each head of Q and K is RMS-normalized (one weight of head_dim for all
+  // heads, the model's rms_norm_eps) after its projection, before RoPE
+  // (Qwen3's q_norm / k_norm).
+  bool qk_norm = false;
   int64_t sliding_window = 0;   // 0: full attention
   // RoPE frequencies are divided by per-pair factors stored as a weight
   // (GGUF's `rope_freqs.weight`, how llama.cpp stores Llama 3.1 scaling).

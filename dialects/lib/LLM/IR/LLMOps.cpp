@@ -127,9 +127,23 @@ LogicalResult EmbedOp::verify() {
                         "the embedding width of the table");
 }
 
+int64_t RMSNormOp::getSpan() {
+  return getHeadDim() ? int64_t(*getHeadDim()) : features(getInput());
+}
+
 LogicalResult RMSNormOp::verify() {
   if (failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
     return failure();
+  if (std::optional<uint64_t> d = getHeadDim()) {
+    int64_t headDim = int64_t(*d), width = features(getInput());
+    if (headDim <= 0)
+      return emitOpError() << "head_dim must be positive, got " << headDim;
+    if (!ShapedType::isDynamic(width) && width % headDim != 0)
+      return emitOpError() << "input has " << width << " features, not a whole number of heads of "
+                           << headDim;
+    return verifyVectorWeight(*this, getWeight().getType(), "weight", headDim,
+                              "one per feature of a head");
+  }
   return verifyVectorWeight(*this, getWeight().getType(), "weight", features(getInput()),
                             "one per input feature");
 }

@@ -117,6 +117,25 @@ TEST(GgufConfig, Qwen2) {
   EXPECT_EQ(c->rope_theta, 1e6);
 }
 
+TEST(GgufConfig, Qwen3) {
+  auto b = Model("qwen3");
+  // Heads wider than embedding_length / head_count, as Qwen3-0.6B's.
+  b.U32("qwen3.attention.key_length", 32).U32("qwen3.attention.value_length", 32);
+  b.U32("qwen3.rope.dimension_count", 32);
+  auto c = Config(b);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "qwen3");
+  EXPECT_EQ(c->rope_style, RopeStyle::kHalf);  // NEOX rope, rows unpermuted
+  EXPECT_TRUE(c->qk_norm);                     // attn_q_norm / attn_k_norm
+  EXPECT_FALSE(c->attention_bias);
+  EXPECT_EQ(c->head_dim, 32);
+  EXPECT_EQ(c->q_size(), 128);
+  // Only qwen3 norms per head.
+  auto llama = Config(Model("llama"));
+  ASSERT_TRUE(llama.ok()) << llama.status();
+  EXPECT_FALSE(llama->qk_norm);
+}
+
 TEST(GgufConfig, RopeScalingFollowsLlamaCpp) {
   // The older key name, and the type defaulting to linear.
   auto old_key = Model("llama");
@@ -152,7 +171,7 @@ TEST(GgufConfig, RopeScalingFollowsLlamaCpp) {
 TEST(GgufConfig, RejectsUnsupportedArchitectures) {
   EXPECT_EQ(ConfigError(Model("gpt2")),
             "test.gguf: key 'general.architecture' is 'gpt2', which llmc does not support "
-            "(supported: llama, qwen2)");
+            "(supported: llama, qwen2, qwen3)");
   EXPECT_EQ(ConfigError(Model("llama", {"general.architecture"})),
             "test.gguf: key 'general.architecture' is missing");
 }

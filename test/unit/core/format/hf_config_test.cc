@@ -139,6 +139,50 @@ TEST(HFConfig, Qwen2_05B) {
   EXPECT_EQ(c->sliding_window, 0);  // use_sliding_window is false
 }
 
+TEST(HFConfig, Qwen3_06B) {
+  auto c = ParseDataFile("qwen3-0.6b.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "qwen3");
+  EXPECT_EQ(c->vocab_size, 151936);
+  EXPECT_EQ(c->hidden_size, 1024);
+  EXPECT_EQ(c->intermediate_size, 3072);
+  EXPECT_EQ(c->num_layers, 28);
+  EXPECT_EQ(c->num_heads, 16);
+  EXPECT_EQ(c->num_kv_heads, 8);
+  EXPECT_EQ(c->head_dim, 128);  // 16 x 128 = 2048 query features over a hidden size of 1024
+  EXPECT_EQ(c->max_position, 40960);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(c->rms_norm_eps, 1e-6);
+  EXPECT_EQ(c->rope_style, RopeStyle::kHalf);
+  EXPECT_FALSE(c->attention_bias);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_EQ(c->sliding_window, 0);
+}
+
+TEST(HFConfig, Qwen3DefaultsAndErrors) {
+  Fields f = With(With(SmallLlama(), "model_type", "\"qwen3\""), "architectures",
+                  "[\"Qwen3ForCausalLM\"]");
+  // Qwen3Config's head_dim defaults to 128, not hidden_size / heads.
+  auto c = ParseFields(f);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->head_dim, 128);
+  EXPECT_EQ(c->max_position, 32768);
+  EXPECT_TRUE(c->qk_norm);
+  // The other families never norm per head.
+  auto llama = ParseFields(SmallLlama());
+  ASSERT_TRUE(llama.ok()) << llama.status();
+  EXPECT_FALSE(llama->qk_norm);
+  // Qwen2's window rule.
+  c = ParseFields(With(With(With(f, "use_sliding_window", "true"), "sliding_window", "64"),
+                       "max_window_layers", "0"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sliding_window, 64);
+  // With attention_bias Qwen3 biases o_proj too, which llmc does not run.
+  ExpectError(ParseFields(With(f, "attention_bias", "true")),
+              {"cfg/config.json", "field 'attention_bias'", "Qwen3", "o_proj"});
+}
+
 TEST(HFConfig, TinyLlama_11B) {
   auto c = ParseDataFile("tinyllama-1.1b-chat-v1.0.json");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -260,7 +304,7 @@ TEST(HFConfig, LoadsConfigJsonFromFolder) {
 TEST(HFConfig, ErrorUnsupportedModelType) {
   ExpectError(
       ParseFields(With(Without(SmallLlama(), "architectures"), "model_type", "\"gpt_neox\"")),
-      {"cfg/config.json", "model_type 'gpt_neox'", "llama, mistral, qwen2"});
+      {"cfg/config.json", "model_type 'gpt_neox'", "llama, mistral, qwen2, qwen3"});
   ExpectError(ParseFields(Without(With(SmallLlama(), "architectures", "[\"GPTNeoXForCausalLM\"]"),
                                   "model_type")),
               {"cfg/config.json", "'GPTNeoXForCausalLM'", "LlamaForCausalLM"});

@@ -97,15 +97,34 @@ def LLM_RMSNormOp : LLM_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>
     `result = input / sqrt(mean(input^2) + eps) * weight`, per token, with the
     mean taken in f32.
 
+    With `head_dim`, each head of the row (each `head_dim` features in
+    order) is normalized on its own, with one weight of `head_dim` for all
+    heads: the per-head norm of Q and K that Qwen3 and Gemma 3 apply between
+    the projection and RoPE.
+
     ```mlir
     %y = llm.rms_norm %x, %w eps = 1.0e-05 : tensor<?x576xf32>, !llm.weight<576, f32>
+    %qn = llm.rms_norm %q, %wq eps = 1.0e-06 head_dim = 128
+        : tensor<?x2048xbf16>, !llm.weight<128, f32>
     ```
   }];
-  let arguments = (ins LLM_Activation:$input, LLM_WeightType:$weight, F64Attr:$epsilon);
+  let arguments = (ins LLM_Activation:$input, LLM_WeightType:$weight, F64Attr:$epsilon,
+                       OptionalAttr<I64Attr>:$head_dim);
   let results = (outs LLM_Activation:$result);
   let assemblyFormat = [{
-    $input `,` $weight `eps` `=` $epsilon attr-dict `:` type($input) `,`
-    qualified(type($weight))
+    $input `,` $weight `eps` `=` $epsilon (`head_dim` `=` $head_dim^)? attr-dict `:`
+    type($input) `,` qualified(type($weight))
+  }];
+  let builders = [
+    // A norm over whole rows.
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::Value":$weight,
+                   "::mlir::FloatAttr":$epsilon), [{
+      build($_builder, $_state, input, weight, epsilon, ::mlir::IntegerAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    // The width of one normalized span: head_dim, or the whole row.
+    int64_t getSpan();
   }];
   let hasVerifier = 1;
 }
