@@ -65,24 +65,78 @@ std::string DefaultSystemPrompt(std::string_view jinja) {
   return "";
 }
 
+std::string_view StripNewlines(std::string_view s, bool left, bool right) {
+  while (left && !s.empty() && s.front() == '\n') s.remove_prefix(1);
+  while (right && !s.empty() && s.back() == '\n') s.remove_suffix(1);
+  return s;
+}
+
+// Qwen3's assistant turn (its Jinja, for a message without a separate
+// reasoning_content): the reasoning is what precedes the first </think>,
+// after the last <think> before it; the answer is what follows the last
+// </think>. Turns after the last user message keep the reasoning when they
+// have some or are the last message; earlier turns keep only the answer.
+void AppendQwen3Assistant(std::string& out, std::string_view content, bool keep_reasoning,
+                          bool last) {
+  std::string_view reasoning;
+  if (size_t close = content.find("</think>"); close != std::string_view::npos) {
+    std::string_view before = StripNewlines(content.substr(0, close), false, true);
+    if (size_t open = before.rfind("<think>"); open != std::string_view::npos)
+      before.remove_prefix(open + 7);
+    reasoning = StripNewlines(before, true, false);
+    content = StripNewlines(content.substr(content.rfind("</think>") + 8), true, false);
+  }
+  out += "<|im_start|>assistant\n";
+  if (keep_reasoning && (last || !reasoning.empty())) {
+    out += "<think>\n";
+    out += StripNewlines(reasoning, true, true);
+    out += "\n</think>\n\n";
+    out += StripNewlines(content, true, false);
+  } else {
+    out += content;
+  }
+  out += "<|im_end|>\n";
+}
+
+void AppendQwen3(std::string& out, absl::Span<const ChatMessage> messages) {
+  // The last user message (Qwen3's last_query_index; no tool turns here).
+  int last_query = int(messages.size()) - 1;
+  for (int i = int(messages.size()) - 1; i >= 0; --i)
+    if (messages[size_t(i)].role == "user") {
+      last_query = i;
+      break;
+    }
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "assistant")
+      AppendQwen3Assistant(out, m.content, int(i) > last_query, i + 1 == messages.size());
+    else
+      absl::StrAppend(&out, "<|im_start|>", m.role, "\n", m.content, "<|im_end|>\n");
+  }
+}
+
 }  // namespace
 
 const char* ToString(ChatTemplateKind kind) {
   switch (kind) {
     case ChatTemplateKind::kChatML:
       return "chatml";
+    case ChatTemplateKind::kQwen3:
+      return "qwen3";
     case ChatTemplateKind::kLlama3:
       return "llama3";
   }
   return "?";
 }
 
-std::vector<std::string> KnownChatTemplateNames() { return {"chatml", "llama3"}; }
+std::vector<std::string> KnownChatTemplateNames() { return {"chatml", "qwen3", "llama3"}; }
 
 absl::StatusOr<ChatTemplate> ChatTemplateByName(std::string_view name) {
   ChatTemplate t;
   if (name == "chatml") {
     t.kind = ChatTemplateKind::kChatML;
+  } else if (name == "qwen3") {
+    t.kind = ChatTemplateKind::kQwen3;
   } else if (name == "llama3") {
     t.kind = ChatTemplateKind::kLlama3;
     t.bos_token = kLlama3Bos;
@@ -103,6 +157,12 @@ absl::StatusOr<ChatTemplate> DetectChatTemplate(std::string_view jinja) {
       return absl::UnimplementedError(
           "the model's chat template uses <|im_start|> but is not ChatML (Phi-4/SmolVLM style); "
           "llmc does not support it");
+    // Qwen3 (and its MoE models) re-space or drop the reasoning of earlier
+    // assistant turns.
+    if (Contains(jinja, "</think>") && Contains(jinja, "reasoning_content")) {
+      t.kind = ChatTemplateKind::kQwen3;
+      return t;
+    }
     t.kind = ChatTemplateKind::kChatML;
     t.default_system_prompt = DefaultSystemPrompt(jinja);
     return t;
@@ -121,7 +181,8 @@ absl::StatusOr<ChatTemplate> DetectChatTemplate(std::string_view jinja) {
   }
   if (jinja.empty())
     return absl::NotFoundError(
-        "the model has no chat template; pass --chat-template NAME (known: chatml, llama3)");
+        absl::StrFormat("the model has no chat template; pass --chat-template NAME (known: %s)",
+                        absl::StrJoin(KnownChatTemplateNames(), ", ")));
   return absl::UnimplementedError(absl::StrFormat(
       "the model's chat template is not one llmc recognises (it looks for <|im_start|> for chatml, "
       "<|start_header_id|>/<|end_header_id|> for llama3); pass --chat-template NAME (known: %s)",
@@ -137,6 +198,10 @@ std::string ApplyChatTemplate(const ChatTemplate& tmpl, absl::Span<const ChatMes
         absl::StrAppend(&out, "<|im_start|>system\n", tmpl.default_system_prompt, "<|im_end|>\n");
       for (const ChatMessage& m : messages)
         absl::StrAppend(&out, "<|im_start|>", m.role, "\n", m.content, "<|im_end|>\n");
+      if (add_generation_prompt) absl::StrAppend(&out, "<|im_start|>assistant\n");
+      break;
+    case ChatTemplateKind::kQwen3:
+      AppendQwen3(out, messages);
       if (add_generation_prompt) absl::StrAppend(&out, "<|im_start|>assistant\n");
       break;
     case ChatTemplateKind::kLlama3:

@@ -37,6 +37,30 @@ constexpr char kLlama3Template[] =
     "{{ content }}{% endfor %}{% if add_generation_prompt %}"
     "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}";
 
+// The assistant and generation-prompt parts of Qwen3-0.6B's template (its
+// tool-call branches left out): what detection keys on and what the
+// rendering must reproduce.
+constexpr char kQwen3Template[] =
+    "{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}"
+    "{%- for message in messages[::-1] %}{%- set index = (messages|length - 1) - loop.index0 %}"
+    "{%- if ns.multi_step_tool and message.role == \"user\" %}{%- set ns.multi_step_tool = false "
+    "%}{%- set ns.last_query_index = index %}{%- endif %}{%- endfor %}"
+    "{%- for message in messages %}{%- if message.role == \"user\" or message.role == \"system\" %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}"
+    "{%- elif message.role == \"assistant\" %}{%- set content = message.content %}"
+    "{%- set reasoning_content = '' %}{%- if '</think>' in message.content %}"
+    "{%- set content = message.content.split('</think>')[-1].lstrip('\\n') %}"
+    "{%- set reasoning_content = "
+    "message.content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') %}"
+    "{%- endif %}{%- if loop.index0 > ns.last_query_index %}"
+    "{%- if loop.last or (not loop.last and reasoning_content) %}"
+    "{{- '<|im_start|>' + message.role + '\\n<think>\\n' + reasoning_content.strip('\\n') + "
+    "'\\n</think>\\n\\n' + content.lstrip('\\n') }}"
+    "{%- else %}{{- '<|im_start|>' + message.role + '\\n' + content }}{%- endif %}"
+    "{%- else %}{{- '<|im_start|>' + message.role + '\\n' + content }}{%- endif %}"
+    "{{- '<|im_end|>\\n' }}{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
 const std::vector<ChatMessage> kConversation = {{"system", "Be brief."},
                                                 {"user", "Hi!"},
                                                 {"assistant", "Hello."},
@@ -99,10 +123,43 @@ TEST(ChatTemplate, Llama3WritesBosAndTrimsContent) {
             ApplyChatTemplate(*t, kConversation, true));
 }
 
+TEST(ChatTemplate, Qwen3CutsTheReasoningOfEarlierTurns) {
+  auto t = DetectChatTemplate(kQwen3Template);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->kind, ChatTemplateKind::kQwen3);
+  // Without reasoning in the history, the text is ChatML's.
+  auto chatml = ChatTemplateByName("chatml");
+  ASSERT_TRUE(chatml.ok());
+  EXPECT_EQ(ApplyChatTemplate(*t, kConversation, true),
+            ApplyChatTemplate(*chatml, kConversation, true));
+  // An answered turn before the last question keeps only its answer.
+  const std::vector<ChatMessage> earlier = {
+      {"user", "2+2?"}, {"assistant", "<think>\nadd them\n</think>\n\n4"}, {"user", "3+3?"}};
+  EXPECT_EQ(ApplyChatTemplate(*t, earlier, true),
+            "<|im_start|>user\n2+2?<|im_end|>\n"
+            "<|im_start|>assistant\n4<|im_end|>\n"
+            "<|im_start|>user\n3+3?<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  // After the last question a turn keeps its reasoning, re-spaced; the last
+  // message keeps an empty think block even without reasoning.
+  const std::vector<ChatMessage> later = {{"user", "2+2?"},
+                                          {"assistant", "<think>\n\nadd\n\n</think>4"},
+                                          {"assistant", "Sure."}};
+  EXPECT_EQ(ApplyChatTemplate(*t, later, false),
+            "<|im_start|>user\n2+2?<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\nadd\n</think>\n\n4<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n\n</think>\n\nSure.<|im_end|>\n");
+  // A ChatML template without the reasoning rule stays ChatML.
+  auto plain = DetectChatTemplate(kPlainChatMLTemplate);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->kind, ChatTemplateKind::kChatML);
+}
+
 TEST(ChatTemplate, UnknownNameListsKnownOnes) {
   auto t = ChatTemplateByName("vicuna");
   ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().message(), "unknown chat template 'vicuna' (known: chatml, llama3)");
+  EXPECT_EQ(t.status().message(),
+            "unknown chat template 'vicuna' (known: chatml, qwen3, llama3)");
 }
 
 TEST(ChatTemplate, UnrecognisedTemplateSaysWhatWasLookedFor) {

@@ -11,6 +11,10 @@
 //           prompt <|im_start|>assistant\n. Templates such as SmolLM2's and
 //           Qwen2's insert a default system message when the conversation
 //           does not start with one; detection keeps that text.
+//   qwen3   chatml, with Qwen3's reasoning rule for assistant turns: their
+//           "<think>...</think>" is cut out before the last user message
+//           and kept (re-spaced: <think>\nR\n</think>\n\n) after it.
+//           Recognised by </think> and reasoning_content in a ChatML template.
 //   llama3  BOS, then <|start_header_id|>ROLE<|end_header_id|>\n\n
 //           CONTENT (trimmed)<|eot_id|> per message; generation prompt
 //           <|start_header_id|>assistant<|end_header_id|>\n\n.
@@ -33,6 +37,7 @@ struct ChatMessage {
 
 enum class ChatTemplateKind {
   kChatML,
+  kQwen3,
   kLlama3,
 };
 
@@ -53,7 +58,7 @@ const char* ToString(ChatTemplateKind kind);
 // and suggests --chat-template.
 absl::StatusOr<ChatTemplate> DetectChatTemplate(std::string_view jinja);
 
-// A built-in template by name ("chatml", "llama3"); an unknown name is an
+// A built-in template by name ("chatml", "qwen3", "llama3"); an unknown name is an
 // error listing the known ones.
 absl::StatusOr<ChatTemplate> ChatTemplateByName(std::string_view name);
 std::vector<std::string> KnownChatTemplateNames();
