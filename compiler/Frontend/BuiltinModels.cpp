@@ -47,6 +47,17 @@ ModelConfig tinyQwen3() {
   return c;
 }
 
+// Qwen3-MoE's layer on the tiny shape: 8 experts of 32, 2 per token.
+ModelConfig tinyQwen3Moe() {
+  ModelConfig c = tinyQwen3();
+  c.architecture = "qwen3_moe";
+  c.num_experts = 8;
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = 32;
+  c.norm_topk_prob = true;
+  return c;
+}
+
 // SmolLM2-135M's shape (config.json of HuggingFaceTB/SmolLM2-135M).
 ModelConfig smollm2Shape() {
   ModelConfig c;
@@ -88,6 +99,8 @@ const BuiltinModel kModels[] = {
     {"tiny-qwen2", "2 layers, hidden 64, QKV bias, untied embeddings, vocab 300", tinyQwen2()},
     {"tiny-qwen3", "2 layers, hidden 64, 4/2 heads of 32, Q/K norm per head, untied, vocab 300",
      tinyQwen3()},
+    {"tiny-qwen3-moe", "tiny-qwen3 with a mixture of 8 experts of 32, 2 per token",
+     tinyQwen3Moe()},
     {"smollm2-135m-shape", "SmolLM2-135M's shape: 30 layers, hidden 576, 9/3 heads",
      smollm2Shape()},
     {"llama3-8b-shape",
@@ -118,13 +131,19 @@ HFNamedCatalog::find(WeightRole role, int layer, llvm::ArrayRef<int64_t>) const 
   if (role == WeightRole::kLMHead && config.tie_word_embeddings)
     return std::nullopt;
   // Norms and biases stay in f32 whatever the matrices are stored in.
+  bool moeRole = role == WeightRole::kRouter || isExpertsRole(role);
+  if (moeRole != config.moe() && (moeRole || role == WeightRole::kGate ||
+                                  role == WeightRole::kUp || role == WeightRole::kDown))
+    return std::nullopt;
   bool vector = isBias || isHeadNorm || role == WeightRole::kAttnNorm ||
-                role == WeightRole::kMlpNorm || role == WeightRole::kFinalNorm;
-  return WeightEntry{hfWeightName(role, layer), vector ? llm::WeightFormat::f32 : format};
+                role == WeightRole::kMlpNorm || role == WeightRole::kFinalNorm ||
+                role == WeightRole::kRouter;
+  return WeightEntry{hfWeightName(role, layer, config.architecture),
+                     vector ? llm::WeightFormat::f32 : format};
 }
 
 std::string HFNamedCatalog::describe(WeightRole role, int layer) const {
-  return "tensor '" + hfWeightName(role, layer) + "' of the built-in model";
+  return "tensor '" + hfWeightName(role, layer, config.architecture) + "' of the built-in model";
 }
 
 } // namespace llmc

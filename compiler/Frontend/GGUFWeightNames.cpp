@@ -21,6 +21,10 @@ std::string ggufWeightName(WeightRole role, int layer) {
   case WeightRole::kGate: return l + "ffn_gate.weight";
   case WeightRole::kUp: return l + "ffn_up.weight";
   case WeightRole::kDown: return l + "ffn_down.weight";
+  case WeightRole::kRouter: return l + "ffn_gate_inp.weight";
+  case WeightRole::kGateExperts: return l + "ffn_gate_exps.weight";
+  case WeightRole::kUpExperts: return l + "ffn_up_exps.weight";
+  case WeightRole::kDownExperts: return l + "ffn_down_exps.weight";
   case WeightRole::kFinalNorm: return "output_norm.weight";
   case WeightRole::kLMHead: return "output.weight";
   case WeightRole::kRopeFreqFactors: return "rope_freqs.weight";

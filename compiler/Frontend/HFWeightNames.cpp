@@ -3,8 +3,31 @@
 
 namespace llmc {
 
-std::string hfWeightName(WeightRole role, int layer) {
+namespace {
+
+// Mixtral keeps its experts in block_sparse_moe with w1/w3/w2 for
+// gate/up/down; Qwen3-MoE in mlp with the dense names.
+bool mixtral(llvm::StringRef architecture) { return architecture == "mixtral"; }
+
+std::string expertProjection(WeightRole role, bool mixtral) {
+  switch (role) {
+  case WeightRole::kGateExperts: return mixtral ? "w1" : "gate_proj";
+  case WeightRole::kUpExperts: return mixtral ? "w3" : "up_proj";
+  default: return mixtral ? "w2" : "down_proj";
+  }
+}
+
+} // namespace
+
+std::string hfExpertName(WeightRole role, int layer, int expert, llvm::StringRef architecture) {
+  bool m = mixtral(architecture);
+  return "model.layers." + std::to_string(layer) + (m ? ".block_sparse_moe" : ".mlp") +
+         ".experts." + std::to_string(expert) + "." + expertProjection(role, m) + ".weight";
+}
+
+std::string hfWeightName(WeightRole role, int layer, llvm::StringRef architecture) {
   std::string l = "model.layers." + std::to_string(layer) + ".";
+  std::string moe = l + (mixtral(architecture) ? "block_sparse_moe." : "mlp.");
   switch (role) {
   case WeightRole::kTokenEmbedding: return "model.embed_tokens.weight";
   case WeightRole::kAttnNorm: return l + "input_layernorm.weight";
@@ -21,6 +44,11 @@ std::string hfWeightName(WeightRole role, int layer) {
   case WeightRole::kGate: return l + "mlp.gate_proj.weight";
   case WeightRole::kUp: return l + "mlp.up_proj.weight";
   case WeightRole::kDown: return l + "mlp.down_proj.weight";
+  case WeightRole::kRouter: return moe + "gate.weight";
+  case WeightRole::kGateExperts:
+  case WeightRole::kUpExperts:
+  case WeightRole::kDownExperts:
+    return moe + "experts." + expertProjection(role, mixtral(architecture)) + ".weight";
   case WeightRole::kFinalNorm: return "model.norm.weight";
   case WeightRole::kLMHead: return "lm_head.weight";
   // HF checkpoints express RoPE scaling in config.json, never as a tensor.

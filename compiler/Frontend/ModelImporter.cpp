@@ -26,7 +26,8 @@ std::string shapeString(llvm::ArrayRef<int64_t> shape) {
   return "[" + absl::StrJoin(shape.begin(), shape.end(), ", ") + "]";
 }
 
-bool isVectorRole(WeightRole role) {
+// Weights kept in a float format: vectors, and the MoE router.
+bool isFloatRole(WeightRole role) {
   switch (role) {
   case WeightRole::kAttnNorm:
   case WeightRole::kMlpNorm:
@@ -36,6 +37,7 @@ bool isVectorRole(WeightRole role) {
   case WeightRole::kValueBias:
   case WeightRole::kQueryNorm:
   case WeightRole::kKeyNorm:
+  case WeightRole::kRouter: // llama.cpp keeps it f32; the routing reads it as floats
   case WeightRole::kRopeFreqFactors:
     return true;
   default:
@@ -74,6 +76,10 @@ public:
       return std::nullopt;
     // GGML lists dimensions innermost first.
     std::vector<int64_t> logical(info->ne.rbegin(), info->ne.rend());
+    // Stacked experts [experts, rows, columns] are their rows one after
+    // another: the [experts * rows, columns] weight the IR takes.
+    if (isExpertsRole(role) && logical.size() == 3)
+      logical = {logical[0] * logical[1], logical[2]};
     if (llvm::ArrayRef<int64_t>(logical) != shape)
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: tensor '%s' has shape %s but the model config implies %s for the %s", path_, name,
@@ -85,10 +91,11 @@ public:
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: tensor '%s' has GGML type %d, which llmc does not support", path_, name,
           info->ggml_type));
-    if (isVectorRole(role) && *mapped != llm::WeightFormat::f32 &&
+    if (isFloatRole(role) && *mapped != llm::WeightFormat::f32 &&
         *mapped != llm::WeightFormat::f16 && *mapped != llm::WeightFormat::bf16)
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: tensor '%s' (%s) is stored as %s; norms and biases must be f32, f16 or bf16",
+          "%s: tensor '%s' (%s) is stored as %s; norms, biases and routers must be f32, f16 "
+          "or bf16",
           path_, name, toString(role), format->name));
     return WeightEntry{name, *mapped};
   }
@@ -148,31 +155,18 @@ public:
 
   absl::StatusOr<std::optional<WeightEntry>>
   find(WeightRole role, int layer, llvm::ArrayRef<int64_t> shape) const override {
-    std::string name = hfWeightName(role, layer);
-    const SafetensorsTensor *t = tensors->Find(name);
-    if (!t)
-      return std::nullopt;
-    if (llvm::ArrayRef<int64_t>(t->shape) != shape)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: tensor '%s' has shape %s but config.json implies %s for the %s", t->file, name,
-          shapeString(t->shape), shapeString(shape), toString(role)));
-    std::optional<llm::WeightFormat> format;
-    if (t->dtype == "F32")
-      format = llm::WeightFormat::f32;
-    else if (t->dtype == "F16")
-      format = llm::WeightFormat::f16;
-    else if (t->dtype == "BF16")
-      format = llm::WeightFormat::bf16;
-    if (!format)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: tensor '%s' has dtype %s; llmc imports F32, F16 and BF16 weights (quantize them "
-          "with --quantize instead of bringing pre-quantized safetensors)",
-          t->file, name, t->dtype));
-    return WeightEntry{name, *format};
+    if (isExpertsRole(role))
+      return findExperts(role, layer, shape);
+    std::string name = hfWeightName(role, layer, config_.architecture);
+    return findTensor(role, name, shape);
   }
 
   std::string describe(WeightRole role, int layer) const override {
-    return "tensor '" + hfWeightName(role, layer) + "' in the safetensors of " + path_;
+    if (isExpertsRole(role))
+      return "tensors '" + hfExpertName(role, layer, 0, config_.architecture) +
+             "' and on, one per expert, in the safetensors of " + path_;
+    return "tensor '" + hfWeightName(role, layer, config_.architecture) +
+           "' in the safetensors of " + path_;
   }
 
   std::optional<RawTensor> rawTensor(const std::string &name) const override {
@@ -201,6 +195,64 @@ public:
 
 private:
   HFModel() = default;
+
+  // A checkpoint stores each expert on its own: the stack is a concat of
+  // their rows (the weight store joins them when the artifact is packed).
+  absl::StatusOr<std::optional<WeightEntry>>
+  findExperts(WeightRole role, int layer, llvm::ArrayRef<int64_t> shape) const {
+    const int64_t experts = config_.num_experts;
+    if (experts < 1 || shape.size() != 2 || shape[0] % experts != 0)
+      return absl::InternalError("experts requested of a model without them");
+    const int64_t one[] = {shape[0] / experts, shape[1]};
+    WeightEntry stack{hfWeightName(role, layer, config_.architecture), llm::WeightFormat::f32};
+    for (int e = 0; e < experts; ++e) {
+      std::string name = hfExpertName(role, layer, e, config_.architecture);
+      absl::StatusOr<std::optional<WeightEntry>> part = findTensor(role, name, one);
+      if (!part.ok())
+        return part.status();
+      if (!*part) {
+        if (e == 0)
+          return std::nullopt;  // reported as the experts missing
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: tensor '%s' is missing: the %s has %d experts", path_, name, toString(role),
+            experts));
+      }
+      if (e > 0 && (*part)->format != stack.format)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: tensor '%s' is stored as %s, expert 0 as %s; the experts of one projection "
+            "must share a dtype",
+            path_, name, llm::stringifyWeightFormat((*part)->format).str(),
+            llm::stringifyWeightFormat(stack.format).str()));
+      stack.format = (*part)->format;
+      stack.parts.push_back(name);
+    }
+    return std::optional<WeightEntry>(std::move(stack));
+  }
+
+  absl::StatusOr<std::optional<WeightEntry>>
+  findTensor(WeightRole role, const std::string &name, llvm::ArrayRef<int64_t> shape) const {
+    const SafetensorsTensor *t = tensors->Find(name);
+    if (!t)
+      return std::nullopt;
+    if (llvm::ArrayRef<int64_t>(t->shape) != shape)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' has shape %s but config.json implies %s for the %s", t->file, name,
+          shapeString(t->shape), shapeString(shape), toString(role)));
+    std::optional<llm::WeightFormat> format;
+    if (t->dtype == "F32")
+      format = llm::WeightFormat::f32;
+    else if (t->dtype == "F16")
+      format = llm::WeightFormat::f16;
+    else if (t->dtype == "BF16")
+      format = llm::WeightFormat::bf16;
+    if (!format)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' has dtype %s; llmc imports F32, F16 and BF16 weights (quantize them "
+          "with --quantize instead of bringing pre-quantized safetensors)",
+          t->file, name, t->dtype));
+    return WeightEntry{name, *format};
+  }
+
   std::unique_ptr<SafetensorsModel> tensors;
 };
 

@@ -31,6 +31,10 @@ const char *toString(WeightRole role) {
   case WeightRole::kGate: return "MLP gate projection";
   case WeightRole::kUp: return "MLP up projection";
   case WeightRole::kDown: return "MLP down projection";
+  case WeightRole::kRouter: return "MoE router";
+  case WeightRole::kGateExperts: return "MoE gate experts";
+  case WeightRole::kUpExperts: return "MoE up experts";
+  case WeightRole::kDownExperts: return "MoE down experts";
   case WeightRole::kFinalNorm: return "final norm";
   case WeightRole::kLMHead: return "LM head";
   case WeightRole::kRopeFreqFactors: return "RoPE frequency factors";
@@ -61,6 +65,7 @@ private:
   Value layer(int index, Value hidden);
   Value attention(int index, Value hidden);
   Value mlp(int index, Value hidden);
+  Value moe(int index, Value hidden);
   DictionaryAttr configAttr();
 
   MLIRContext &ctx;
@@ -100,6 +105,11 @@ Value StepBuilder::weight(WeightRole role, int layer, ArrayRef<int64_t> shape, b
     failed = true;
     return {};
   }
+  if (!entry->parts.empty())
+    return b.create<llm::WeightOp>(loc(entry->name), type, entry->name,
+                                   b.getStrArrayAttr(llvm::SmallVector<StringRef>(
+                                       entry->parts.begin(), entry->parts.end())),
+                                   StringAttr(), llm::ShardAttr());
   return b.create<llm::WeightOp>(loc(entry->name), type, entry->name);
 }
 
@@ -177,8 +187,30 @@ Value StepBuilder::attention(int i, Value hidden) {
   return b.create<llm::AddOp>(l, hidden, out);
 }
 
+Value StepBuilder::moe(int i, Value hidden) {
+  const ModelConfig &c = config;
+  Location l = loc("layers." + std::to_string(i) + ".moe");
+  const int64_t E = c.num_experts, I = c.moe_intermediate_size, H = c.hidden_size;
+  Value normWeight = weight(WeightRole::kMlpNorm, i, {H});
+  Value router = weight(WeightRole::kRouter, i, {E, H});
+  Value gate = weight(WeightRole::kGateExperts, i, {E * I, H});
+  Value up = weight(WeightRole::kUpExperts, i, {E * I, H});
+  Value down = weight(WeightRole::kDownExperts, i, {E * H, I});
+  if (failed)
+    return {};
+  Value norm =
+      b.create<llm::RMSNormOp>(l, hidden, normWeight, b.getF64FloatAttr(c.rms_norm_eps));
+  Value out = b.create<llm::MoEOp>(l, norm.getType(), norm, router, gate, up, down,
+                                   b.getI64IntegerAttr(E),
+                                   b.getI64IntegerAttr(c.num_experts_per_tok),
+                                   c.norm_topk_prob ? b.getUnitAttr() : UnitAttr());
+  return b.create<llm::AddOp>(l, hidden, out);
+}
+
 Value StepBuilder::mlp(int i, Value hidden) {
   const ModelConfig &c = config;
+  if (c.moe())
+    return moe(i, hidden);
   Location l = loc("layers." + std::to_string(i) + ".mlp");
   Value normWeight = weight(WeightRole::kMlpNorm, i, {c.hidden_size});
   Value wg = weight(WeightRole::kGate, i, {c.intermediate_size, c.hidden_size});
@@ -225,6 +257,11 @@ DictionaryAttr StepBuilder::configAttr() {
   };
   if (c.qk_norm)
     attrs.push_back(b.getNamedAttr("qk_norm", b.getBoolAttr(true)));
+  if (c.moe()) {
+    attrs.push_back(b.getNamedAttr("num_experts", b.getI64IntegerAttr(c.num_experts)));
+    attrs.push_back(
+        b.getNamedAttr("num_experts_per_tok", b.getI64IntegerAttr(c.num_experts_per_tok)));
+  }
   return b.getDictionaryAttr(attrs);
 }
 

@@ -16,6 +16,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace llmc {
 
@@ -35,6 +36,13 @@ enum class WeightRole {
   kGate,
   kUp,
   kDown,
+  // Mixture of experts: the router [experts, hidden] and each projection's
+  // experts stacked row after row ([experts * moe_intermediate, hidden] for
+  // gate and up, [experts * hidden, moe_intermediate] for down).
+  kRouter,
+  kGateExperts,
+  kUpExperts,
+  kDownExperts,
   kFinalNorm,
   kLMHead,
   kRopeFreqFactors,
@@ -42,10 +50,19 @@ enum class WeightRole {
 
 const char *toString(WeightRole role);
 
+// The experts of a projection, stacked.
+inline bool isExpertsRole(WeightRole role) {
+  return role == WeightRole::kGateExperts || role == WeightRole::kUpExperts ||
+         role == WeightRole::kDownExperts;
+}
+
 struct WeightEntry {
   std::string name;
   llm::WeightFormat format;
   int64_t group = 0;
+  // Stored tensors whose rows make this weight, one after the other (a Hugging
+  // Face checkpoint's experts, one tensor each); empty: `name` is stored.
+  std::vector<std::string> parts = {};
 };
 
 class WeightCatalog {

@@ -51,8 +51,8 @@ BLOCK_SIZE = 5
 
 # name -> synth_model.py options. Together they cover GQA and MHA, QKV bias,
 # tied and untied embeddings, head_dim 32, 64 and 128, vocabularies that are
-# not powers of two, RoPE scaling, a sliding window shorter than the sequence
-# and Qwen3's per-head norm of Q and K.
+# not powers of two, RoPE scaling, a sliding window shorter than the sequence,
+# Qwen3's per-head norm of Q and K, and mixtures of experts.
 SHAPES = {
     "llama-gqa-tied-hd64": ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4",
                             "--kv-heads", "2", "--head-dim", "64", "--intermediate", "384",
@@ -72,6 +72,16 @@ SHAPES = {
     "qwen3-qknorm-hd32": ["--arch", "qwen3", "--vocab", "300", "--hidden", "64", "--heads", "4",
                           "--kv-heads", "2", "--head-dim", "32", "--intermediate", "192",
                           "--layers", "2", "--no-tie-embeddings", "--rope-theta", "1000000"],
+    # Mixtures of experts: top-2 of 8 (Qwen3-MoE's norms and routing, experts
+    # 96 wide over a hidden size of 64) and top-2 of 4 (Mixtral: Llama's
+    # attention, the dense width for the experts).
+    "qwen3moe-top2of8": ["--arch", "qwen3moe", "--vocab", "300", "--hidden", "64", "--heads", "4",
+                         "--kv-heads", "2", "--head-dim", "32", "--experts", "8",
+                         "--experts-per-tok", "2", "--moe-intermediate", "96", "--layers", "2",
+                         "--no-tie-embeddings"],
+    "mixtral-top2of4": ["--arch", "mixtral", "--vocab", "300", "--hidden", "64", "--heads", "4",
+                        "--kv-heads", "2", "--intermediate", "160", "--experts", "4",
+                        "--experts-per-tok", "2", "--layers", "2"],
     "llama3-scaled-gqa": ["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "8",
                           "--kv-heads", "2", "--intermediate", "256", "--layers", "3",
                           "--rope-scaling", "llama3:8,1,4,16", "--max-position", "512"],

@@ -4,9 +4,9 @@
 Pure numpy. It shares no code with llmc (neither the compiler's codegen nor the
 runtime): tests use it to check llmc's logits. It computes what Hugging Face
 transformers computes for LlamaForCausalLM, MistralForCausalLM,
-Qwen2ForCausalLM and Qwen3ForCausalLM (see README.md beside this file for the
-exact semantics and the places where it deliberately differs, e.g. float64
-everywhere).
+Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM and MixtralForCausalLM
+(see README.md beside this file for the exact semantics and the places where it
+deliberately differs, e.g. float64 everywhere).
 
     import sys; sys.path.insert(0, "test/reference")
     import reference_forward as rf
@@ -18,6 +18,7 @@ everywhere).
     pre = m.prefill([1, 2], seq_id=0)      # [2, vocab]; starts sequence 0 afresh
     dec = m.decode(3, seq_id=0)            # [vocab]; == full[2] to ~1e-15
     flat = m.step([(0, [4]), (7, [5, 6, 7])])   # ragged batch -> [4, vocab]
+    r = m.expert_routes([1, 2, 3])         # MoE: per layer, each token's experts / weights
 
 CLI:
     reference_forward.py MODEL --tokens 1,2,3 [--decode-steps N] [--out logits.npy]
@@ -74,6 +75,21 @@ class RefConfig:
     # Qwen3's QK-norm: q and k get a per-head RMSNorm over head_dim (weights
     # self_attn.q_norm / k_norm, [head_dim], shared by all heads) before RoPE.
     qk_norm: bool = False
+    # Sparse mixture of experts (Qwen3-MoE, Mixtral), on when num_experts > 0:
+    # every layer's MLP is a router [num_experts, hidden] and num_experts
+    # SwiGLU experts moe_intermediate wide; each token goes to experts_per_tok
+    # of them (see moe_route). moe_naming says which HF tensor names the layer
+    # has: "qwen3_moe" (mlp.gate, mlp.experts.M.gate_proj/up_proj/down_proj)
+    # or "mixtral" (block_sparse_moe.gate, block_sparse_moe.experts.M.w1/w3/w2).
+    num_experts: int = 0
+    experts_per_tok: int = 0
+    moe_intermediate: int = 0
+    norm_topk_prob: bool = True        # renormalize the top-k weights to sum 1
+    moe_naming: str = ""
+
+    @property
+    def moe(self) -> bool:
+        return self.num_experts > 0
 
     def summary(self) -> str:
         win = sorted({w for w in self.layer_windows if w})
@@ -83,6 +99,10 @@ class RefConfig:
                 f"theta {self.rope_theta:g}, scaling {self.rope_scaling}, "
                 f"{'tied' if self.tie_embeddings else 'untied'}"
                 + (", qk-norm" if self.qk_norm else "")
+                + (f", moe {self.experts_per_tok} of {self.num_experts} experts x "
+                   f"{self.moe_intermediate}"
+                   + ("" if self.norm_topk_prob else " (top-k weights not renormalized)")
+                   if self.moe else "")
                 + (f", window {win}" if win else ""))
 
 
@@ -110,8 +130,41 @@ def _norm_rope_scaling(rs: dict | None) -> dict | None:
     return rs
 
 
+def _moe_from_hf(d: dict, model_type: str, layers: int, inter: int) -> dict:
+    """RefConfig's MoE fields of an HF config (empty for dense models), with
+    transformers' defaults for missing keys (Qwen3MoeConfig: 128 experts, 8 per
+    token, 768 wide, norm_topk_prob False; MixtralConfig: 8 experts, 2 per
+    token). Qwen3-MoE with dense layers (mlp_only_layers, decoder_sparse_step)
+    is refused."""
+    if model_type == "qwen3_moe":
+        only = d.get("mlp_only_layers") or []
+        step = int(d.get("decoder_sparse_step", 1) or 1)
+        e = int(d.get("num_experts", 128))
+        if only or step != 1 or e <= 0:
+            raise ReferenceError(
+                f"config.json: qwen3_moe with dense MLP layers (mlp_only_layers {only}, "
+                f"decoder_sparse_step {step}, num_experts {e}) is not supported: only "
+                "models whose every layer is sparse (mlp_only_layers [], "
+                "decoder_sparse_step 1)")
+        out = dict(num_experts=e, experts_per_tok=int(d.get("num_experts_per_tok", 8)),
+                   moe_intermediate=int(d.get("moe_intermediate_size", 768)),
+                   norm_topk_prob=bool(d.get("norm_topk_prob", False)),
+                   moe_naming="qwen3_moe")
+    elif model_type == "mixtral":
+        out = dict(num_experts=int(d.get("num_local_experts", 8)),
+                   experts_per_tok=int(d.get("num_experts_per_tok", 2)),
+                   moe_intermediate=inter, norm_topk_prob=True, moe_naming="mixtral")
+    else:
+        return {}
+    if not 0 < out["experts_per_tok"] <= out["num_experts"]:
+        raise ReferenceError(f"config.json: num_experts_per_tok {out['experts_per_tok']} "
+                             f"is not in 1..{out['num_experts']}")
+    return out
+
+
 def config_from_hf(d: dict) -> RefConfig:
-    """A RefConfig from a Hugging Face config.json dict (Llama, Mistral, Qwen2, Qwen3)."""
+    """A RefConfig from a Hugging Face config.json dict (Llama, Mistral, Qwen2,
+    Qwen3, Qwen3-MoE, Mixtral)."""
     try:
         hidden, heads = int(d["hidden_size"]), int(d["num_attention_heads"])
         layers = int(d["num_hidden_layers"])
@@ -120,15 +173,16 @@ def config_from_hf(d: dict) -> RefConfig:
         raise ReferenceError(f"config.json: missing {e.args[0]}") from None
     model_type = d.get("model_type", "llama")
     kv = int(d.get("num_key_value_heads") or heads)
-    # Qwen3Config's head_dim defaults to 128; the others derive it.
+    # Qwen3Config's head_dim defaults to 128; the others (Qwen3MoeConfig
+    # included) derive it.
     head_dim = int(d.get("head_dim") or (128 if model_type == "qwen3" else hidden // heads))
     # Sliding windows, per layer, as transformers decides them.
     sw = d.get("sliding_window")
     if d.get("layer_types") is not None:
         windows = [sw if t == "sliding_attention" else None for t in d["layer_types"]]
-    elif model_type == "mistral":
+    elif model_type in ("mistral", "mixtral"):
         windows = [sw] * layers
-    elif model_type in ("qwen2", "qwen3"):
+    elif model_type in ("qwen2", "qwen3", "qwen3_moe"):
         # Qwen2/3: only with use_sliding_window, and only layers >= max_window_layers.
         on = bool(d.get("use_sliding_window", False)) and sw is not None
         mwl = int(d.get("max_window_layers", layers))
@@ -149,7 +203,8 @@ def config_from_hf(d: dict) -> RefConfig:
         tie_embeddings=bool(d.get("tie_word_embeddings", False)),
         layer_windows=windows,
         max_position=int(d.get("max_position_embeddings", 2048)),
-        qk_norm=model_type == "qwen3")
+        qk_norm=model_type in ("qwen3", "qwen3_moe"),
+        **_moe_from_hf(d, model_type, layers, inter))
 
 
 def config_from_synth(d: dict) -> RefConfig:
@@ -159,8 +214,19 @@ def config_from_synth(d: dict) -> RefConfig:
     if isinstance(rs, str):
         raise ReferenceError("config: pass synth configs through synth_model.make_config "
                              "first (rope_scaling is still a CLI string)")
+    arch = d.get("arch", "llama")
+    moe: dict = {}
+    if arch in ("qwen3moe", "mixtral"):
+        if not d.get("experts") or not d.get("experts_per_tok"):
+            raise ReferenceError("config: pass synth configs through synth_model.make_config "
+                                 "first (the MoE fields are not filled in)")
+        moe = dict(num_experts=int(d["experts"]), experts_per_tok=int(d["experts_per_tok"]),
+                   moe_intermediate=int(d["moe_intermediate"] if arch == "qwen3moe"
+                                        else d["intermediate"]),
+                   norm_topk_prob=bool(d.get("norm_topk_prob", True)),
+                   moe_naming="qwen3_moe" if arch == "qwen3moe" else "mixtral")
     return RefConfig(
-        model_type=d.get("arch", "llama"), vocab=d["vocab"], hidden=d["hidden"],
+        model_type=arch, vocab=d["vocab"], hidden=d["hidden"],
         intermediate=d["intermediate"], layers=d["layers"], heads=d["heads"],
         kv_heads=d.get("kv_heads") or d["heads"], head_dim=head_dim,
         rms_norm_eps=float(d.get("rms_norm_eps", 1e-5)),
@@ -169,7 +235,7 @@ def config_from_synth(d: dict) -> RefConfig:
         tie_embeddings=bool(d.get("tie_embeddings", True)),
         layer_windows=[d.get("sliding_window")] * d["layers"],
         max_position=int(d.get("max_position", 512)),
-        qk_norm=d.get("arch", "llama") == "qwen3")
+        qk_norm=arch in ("qwen3", "qwen3moe"), **moe)
 
 
 def normalize_config(cfg: Any) -> RefConfig:
@@ -278,6 +344,41 @@ def softmax_masked(scores: np.ndarray, visible: np.ndarray) -> np.ndarray:
     return s / s.sum(axis=-1, keepdims=True)
 
 
+def moe_route(logits: np.ndarray, k: int, norm_topk_prob: bool
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A MoE router's choice for each row of logits [T, E] (float64), as HF's
+    Qwen3MoeSparseMoeBlock / MixtralSparseMoeBlock make it: p = softmax over
+    all E experts; the k experts of largest p, in descending p; their weights
+    p[topk], divided by their sum when norm_topk_prob.
+
+    Ties (equal p) go to the lower expert index first, in the ranking and so
+    in the choice (a stable sort of -p). Ranking by p is ranking by the
+    logits (softmax is monotone) except where two distinct logits round to
+    one p.
+
+    Returns (experts [T, k] int64, weights [T, k] float64, margin [T]): margin
+    is the logit of the k-th chosen expert minus the largest logit not chosen
+    (inf when k == E), i.e. how far the choice is from a tie; a low-precision
+    implementation may choose differently only where it is small."""
+    logits = np.asarray(logits, np.float64)
+    E = logits.shape[-1]
+    if not 0 < k <= E:
+        raise ReferenceError(f"moe: top-{k} of {E} experts")
+    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    p = z / z.sum(axis=-1, keepdims=True)
+    order = np.argsort(-p, axis=-1, kind="stable")
+    top = order[:, :k]
+    w = np.take_along_axis(p, top, axis=-1)
+    if norm_topk_prob:
+        w = w / w.sum(axis=-1, keepdims=True)
+    if k < E:
+        margin = (np.take_along_axis(logits, order[:, k - 1:k], axis=-1)
+                  - np.take_along_axis(logits, order[:, k:k + 1], axis=-1))[:, 0]
+    else:
+        margin = np.full(len(logits), np.inf)
+    return top.astype(np.int64), w, margin
+
+
 def visible_mask(q_pos: np.ndarray, k_pos: np.ndarray, window: int | None) -> np.ndarray:
     """[nq, nk]: causal, and with a window (Mistral semantics) only keys at
     positions > q_pos - window, i.e. the last `window` keys including itself."""
@@ -316,6 +417,26 @@ _QK_NORM_TENSORS = {
     "self_attn.q_norm.weight": (lambda c: (c.head_dim,), True),
     "self_attn.k_norm.weight": (lambda c: (c.head_dim,), True),
 }
+# A MoE layer's HF names, per RefConfig.moe_naming: (router, expert prefix
+# with {m} for the expert index, (gate, up, down) projection names).
+MOE_NAMES = {
+    "qwen3_moe": ("mlp.gate.weight", "mlp.experts.{m}.", ("gate_proj", "up_proj", "down_proj")),
+    "mixtral": ("block_sparse_moe.gate.weight", "block_sparse_moe.experts.{m}.",
+                ("w1", "w3", "w2")),
+}
+
+
+def moe_tensor_names(c: RefConfig, layer: int) -> dict:
+    """{"router": name, "gate" / "up" / "down": [name for expert 0..E-1]} of
+    one MoE layer, in HF names."""
+    router, prefix, projs = MOE_NAMES[c.moe_naming]
+    p = f"model.layers.{layer}."
+    out: dict = {"router": p + router}
+    for role, proj in zip(("gate", "up", "down"), projs):
+        out[role] = [p + prefix.format(m=m) + proj + ".weight" for m in range(c.num_experts)]
+    return out
+
+
 _IGNORED = re.compile(r"model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq")
 
 
@@ -328,9 +449,26 @@ def _check_weights(c: RefConfig, weights: dict[str, np.ndarray]) -> dict[str, np
         "lm_head.weight": ((c.vocab, c.hidden), not c.tie_embeddings),
     }
     layer_tensors = dict(_LAYER_TENSORS, **(_QK_NORM_TENSORS if c.qk_norm else {}))
+    if c.moe:
+        if c.moe_naming not in MOE_NAMES:
+            raise ReferenceError(f"config: moe_naming {c.moe_naming!r} is not one of "
+                                 f"{', '.join(MOE_NAMES)}")
+        if not 0 < c.experts_per_tok <= c.num_experts:
+            raise ReferenceError(f"config: experts_per_tok {c.experts_per_tok} is not in "
+                                 f"1..{c.num_experts}")
+        # The sparse block replaces the dense MLP (whose tensors are then unused).
+        layer_tensors = {k: v for k, v in layer_tensors.items() if not k.startswith("mlp.")}
     for i in range(c.layers):
         for suffix, (shape, req) in layer_tensors.items():
             want[f"model.layers.{i}.{suffix}"] = (shape(c), req)
+        if c.moe:
+            n = moe_tensor_names(c, i)
+            I = c.moe_intermediate
+            want[n["router"]] = ((c.num_experts, c.hidden), True)
+            for role, shape in (("gate", (I, c.hidden)), ("up", (I, c.hidden)),
+                                ("down", (c.hidden, I))):
+                for name in n[role]:
+                    want[name] = (shape, True)
     problems = []
     out = {}
     for name, a in weights.items():
@@ -415,10 +553,11 @@ class ReferenceModel:
 
     @classmethod
     def from_gguf(cls, path: str, use_sliding_window: bool = True) -> "ReferenceModel":
-        """A GGUF (llama, qwen2 or qwen3 architecture), every tensor dequantized by
-        gguf-py and brought back to HF names and layout: Q/K rows unpermuted
-        for llama (convert_hf_to_gguf permutes them for GGML's interleaved
-        RoPE). A llama3 rope_freqs tensor is used as llama.cpp uses it.
+        """A GGUF (llama, qwen2, qwen3 or qwen3moe architecture; llama with
+        expert_count is Mixtral), every tensor dequantized by gguf-py and
+        brought back to HF names and layout: Q/K rows unpermuted for llama
+        (convert_hf_to_gguf permutes them for GGML's interleaved RoPE), the
+        stacked ffn_*_exps split into one tensor per expert. A llama3 rope_freqs tensor is used as llama.cpp uses it.
         use_sliding_window: apply `llama.attention.sliding_window` (a Mistral
         model's window; llama.cpp's llama architecture ignores it)."""
         cfg, W = read_gguf(path, use_sliding_window)
@@ -466,11 +605,43 @@ class ReferenceModel:
             tr.update({"q_norm": q, "k_norm": k})
         return apply_rope(q, cos, sin), apply_rope(k, cos, sin)
 
-    def _mlp(self, p: str, x: np.ndarray) -> np.ndarray:
+    def _mlp(self, p: str, x: np.ndarray, tr: dict | None = None) -> np.ndarray:
+        """The residual after the MLP block. tr, if given, receives ffn_norm
+        (the MLP's input) and, for MoE, the routing (see _moe)."""
         c = self.cfg
         h = rms_norm(x, self.W[p + "post_attention_layernorm.weight"], c.rms_norm_eps)
+        if tr is not None:
+            tr["ffn_norm"] = h
+        if c.moe:
+            return x + self._moe(int(p.split(".")[2]), h, tr)
         g = activation(c.hidden_act, self._lin(p, "mlp.gate_proj", h))
         return x + self._lin(p, "mlp.down_proj", g * self._lin(p, "mlp.up_proj", h))
+
+    def _moe(self, layer: int, h: np.ndarray, tr: dict | None = None) -> np.ndarray:
+        """HF's sparse MoE block on normed rows h [T, hidden]: router logits
+        h Wr^T, moe_route (softmax over all experts, top-k, renormalized with
+        norm_topk_prob), then sum_k w_k * down_k(act(gate_k(h)) * up_k(h)).
+        Each row is routed on its own (no capacity, nothing dropped), so a
+        token's route never depends on the other rows of the batch. tr, if
+        given, receives router_logits [T, E], experts [T, k] (int64, in
+        descending weight), expert_weights [T, k] and router_margin [T]."""
+        c = self.cfg
+        n = moe_tensor_names(c, layer)
+        logits = h @ self.W[n["router"]].T
+        top, w, margin = moe_route(logits, c.experts_per_tok, c.norm_topk_prob)
+        if tr is not None:
+            tr.update({"router_logits": logits, "experts": top, "expert_weights": w,
+                       "router_margin": margin})
+        out = np.zeros_like(h)
+        for e in range(c.num_experts):
+            rows, slot = np.nonzero(top == e)   # a row picks an expert at most once
+            if rows.size == 0:
+                continue
+            hs = h[rows]
+            g = activation(c.hidden_act, hs @ self.W[n["gate"][e]].T)
+            y = (g * (hs @ self.W[n["up"][e]].T)) @ self.W[n["down"][e]].T
+            out[rows] += w[rows, slot][:, None] * y
+        return out
 
     # ------------------------------------------------------ full sequence
     def forward(self, tokens: Sequence[int], trace: dict | None = None) -> np.ndarray:
@@ -479,7 +650,11 @@ class ReferenceModel:
         trace: if a dict, receives named intermediates (embed, L{i}.attn_norm,
         L{i}.q_norm/k_norm (Qwen3 only: after QK-norm, before RoPE), L{i}.q/k
         (after RoPE), L{i}.v, L{i}.attn (before o_proj), L{i}.h_attn (residual
-        after attention), L{i}.h_mlp, final_norm)."""
+        after attention), L{i}.ffn_norm (the MLP's input), L{i}.h_mlp,
+        final_norm; MoE models also L{i}.router_logits [T, E], L{i}.experts
+        [T, k] int64 (each token's experts, in descending weight; ties to the
+        lower index), L{i}.expert_weights [T, k] (the weights they get, after
+        renormalization) and L{i}.router_margin [T] (see moe_route))."""
         c = self.cfg
         t = self._tokens(tokens)
         T = len(t)
@@ -504,14 +679,17 @@ class ReferenceModel:
                        f"L{i}.attn": o})
             x = x + self._lin(p, "self_attn.o_proj", o)
             tr[f"L{i}.h_attn"] = x
-            x = self._mlp(p, x)
+            mlp_tr: dict = {}
+            x = self._mlp(p, x, mlp_tr)
+            tr.update({f"L{i}.{name}": a for name, a in mlp_tr.items()})
             tr[f"L{i}.h_mlp"] = x
         tr["final_norm"] = rms_norm(x, self.W["model.norm.weight"], c.rms_norm_eps)
         return self._head(x)
 
     # ---------------------------------------------------- cached (paged) API
     def step(self, batch: Sequence[tuple[Any, Sequence[int]]],
-             logits_rows: Sequence[int] | None = None) -> np.ndarray:
+             logits_rows: Sequence[int] | None = None,
+             trace: dict | None = None) -> np.ndarray:
         """One runtime step over a ragged batch: [(seq_id, new tokens), ...].
 
         A seq_id not seen before starts a new sequence at position 0; a known
@@ -519,7 +697,10 @@ class ReferenceModel:
         after sequence, as the runtime's `tokens` argument; the projections
         and the MLP run on all rows together, attention per sequence against
         its cache (which receives this step's K/V first). Returns logits
-        [T, vocab] for all rows, or [len(logits_rows), vocab]."""
+        [T, vocab] for all rows, or [len(logits_rows), vocab]. trace: if a
+        dict, receives L{i}.ffn_norm and (MoE) L{i}.router_logits / experts /
+        expert_weights / router_margin over the T flattened rows, as
+        forward's trace names them."""
         c = self.cfg
         ids = [sid for sid, _ in batch]
         if len(set(ids)) != len(ids):
@@ -558,7 +739,10 @@ class ReferenceModel:
                 w = softmax_masked(s, vis[None, None])
                 o[a:b] = np.einsum("grnl,lgd->ngrd", w, V).reshape(b - a, c.heads, c.head_dim)
             x = x + self._lin(p, "self_attn.o_proj", o.reshape(T, c.heads * c.head_dim))
-            x = self._mlp(p, x)
+            mlp_tr: dict = {}
+            x = self._mlp(p, x, mlp_tr)
+            if trace is not None:
+                trace.update({f"L{i}.{name}": a for name, a in mlp_tr.items()})
         if logits_rows is not None:
             rows = np.asarray(list(logits_rows), dtype=np.int64)
             if rows.size and (rows.min() < 0 or rows.max() >= T):
@@ -570,6 +754,24 @@ class ReferenceModel:
             s.tokens.extend(int(t) for t in toks[j])
             self._seqs[sid] = s
         return out
+
+    def expert_routes(self, tokens: Sequence[int]) -> dict:
+        """A MoE model's routing of one sequence from position 0 (forward's
+        trace, stacked over layers): {"experts": [layers, T, k] int64 (each
+        token's experts in descending weight, ties to the lower index),
+        "weights": [layers, T, k] float64 (after renormalization),
+        "margin": [layers, T] (logit of the k-th chosen minus the best one not
+        chosen: where it is small, a low-precision router may choose otherwise)}.
+        For a ragged batch, step(batch, trace={}) gives the same keys per layer
+        over the flattened rows."""
+        c = self.cfg
+        if not c.moe:
+            raise ReferenceError("expert_routes: this model has no experts")
+        tr: dict = {}
+        self.forward(tokens, trace=tr)
+        return {"experts": np.stack([tr[f"L{i}.experts"] for i in range(c.layers)]),
+                "weights": np.stack([tr[f"L{i}.expert_weights"] for i in range(c.layers)]),
+                "margin": np.stack([tr[f"L{i}.router_margin"] for i in range(c.layers)])}
 
     def batch_inputs(self, batch: Sequence[tuple[Any, Sequence[int]]]) -> dict:
         """The runtime's semantic step inputs for `batch` given the current
@@ -665,6 +867,26 @@ _GGUF_TO_HF_LAYER = {
 }
 
 
+# A MoE layer's GGUF tensors: the router and the experts stacked along the
+# first numpy axis (expert m at index m; GGML ne = [cols, rows, experts]).
+_GGUF_MOE = {"ffn_gate_inp.weight": "router", "ffn_gate_exps.weight": "gate",
+             "ffn_up_exps.weight": "up", "ffn_down_exps.weight": "down"}
+
+
+def _split_experts(path: str, c: RefConfig, layer: int, gguf_suffix: str,
+                   a: np.ndarray) -> dict[str, np.ndarray]:
+    """{HF name: array} of one MoE tensor of layer: the router as it is, a
+    stack [E, rows, cols] split into E per-expert matrices."""
+    n = moe_tensor_names(c, layer)
+    role = _GGUF_MOE[gguf_suffix]
+    if role == "router":
+        return {n["router"]: a}
+    if a.ndim != 3 or a.shape[0] != c.num_experts:
+        raise ReferenceError(f"{path}: blk.{layer}.{gguf_suffix} has numpy shape "
+                             f"{a.shape}, want [{c.num_experts}, rows, cols]")
+    return {name: a[m] for m, name in enumerate(n[role])}
+
+
 def _unpermute(w: np.ndarray, n_head: int) -> np.ndarray:
     """Inverse of convert_hf_to_gguf's LlamaModel.permute: within each head,
     GGML's interleaved pair rows (2i, 2i+1) back to rotate-half rows (i, i+d/2)."""
@@ -689,9 +911,9 @@ def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, di
         return f.parts[f.data[0]].tolist()
 
     arch = field("general.architecture")
-    if arch not in ("llama", "qwen2", "qwen3"):
-        raise ReferenceError(f"{path}: general.architecture {arch!r} is not llama, qwen2 "
-                             "or qwen3")
+    if arch not in ("llama", "qwen2", "qwen3", "qwen3moe"):
+        raise ReferenceError(f"{path}: general.architecture {arch!r} is not llama, qwen2, "
+                             "qwen3 or qwen3moe")
     raw = {}
     for t in r.tensors:
         shape = [int(x) for x in t.shape][::-1]   # GGML order reversed = numpy order
@@ -709,6 +931,22 @@ def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, di
         raise ReferenceError(f"{path}: rope.scaling.type "
                              f"{field(f'{arch}.rope.scaling.type')!r} is not supported")
     sw = field(f"{arch}.attention.sliding_window") if use_sliding_window else None
+    # MoE: qwen3moe, or llama with experts (Mixtral). llama.cpp renormalizes
+    # the top-k weights in both (no key says otherwise).
+    n_exp = int(field(f"{arch}.expert_count", 0) or 0)
+    moe: dict = {}
+    if arch == "qwen3moe" and n_exp <= 0:
+        raise ReferenceError(f"{path}: qwen3moe without {arch}.expert_count")
+    if n_exp and arch not in ("llama", "qwen3moe"):
+        raise ReferenceError(f"{path}: {arch}.expert_count in a {arch} model")
+    if n_exp:
+        ff = field(f"{arch}.expert_feed_forward_length") if arch == "qwen3moe" else None
+        moe = dict(num_experts=n_exp,
+                   experts_per_tok=int(field(f"{arch}.expert_used_count", 0) or 0),
+                   moe_intermediate=int(ff if ff is not None
+                                        else field(f"{arch}.feed_forward_length")),
+                   norm_topk_prob=True,
+                   moe_naming="qwen3_moe" if arch == "qwen3moe" else "mixtral")
     cfg = RefConfig(
         model_type=arch, vocab=vocab, hidden=hidden,
         intermediate=int(field(f"{arch}.feed_forward_length")), layers=layers,
@@ -720,7 +958,7 @@ def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, di
         layer_windows=[int(sw) if sw else None] * layers,
         max_position=int(field(f"{arch}.context_length", 2048)),
         rope_freqs=raw.pop("rope_freqs.weight", None),
-        qk_norm=arch == "qwen3")
+        qk_norm=arch in ("qwen3", "qwen3moe"), **moe)
     W = {}
     for name, a in raw.items():
         if name == "token_embd.weight":
@@ -731,6 +969,9 @@ def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, di
             W["lm_head.weight"] = a
         else:
             m = re.fullmatch(r"blk\.(\d+)\.(.+)", name)
+            if m and cfg.moe and m.group(2) in _GGUF_MOE:
+                W.update(_split_experts(path, cfg, int(m.group(1)), m.group(2), a))
+                continue
             if not m or m.group(2) not in _GGUF_TO_HF_LAYER:
                 raise ReferenceError(f"{path}: tensor {name!r} is not one this reference knows")
             hf = _GGUF_TO_HF_LAYER[m.group(2)]

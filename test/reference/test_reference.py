@@ -10,7 +10,9 @@
    (and one q8_0 model, against the reference on the dequantized weights)
 4. HF folder and GGUF of the same seed give the same reference logits
 5. sliding-window semantics, GQA head grouping, llama3 frequencies, Qwen3's
-   QK-norm (it matters; per head; == a plain loop; before RoPE), real HF
+   QK-norm (it matters; per head; == a plain loop; before RoPE), the MoE block
+   of Qwen3-MoE / Mixtral (== a per-token loop; only routed experts matter;
+   norm_topk_prob; the tie rule; routes independent of batch-mates), real HF
    configs, the CLI
 Relative error everywhere: max |a - b| / max |b|.
 """
@@ -76,7 +78,24 @@ SHAPES = {
                                  rope_theta=1000000.0, rms_norm_eps=1e-6, dtype="bf16"), 9),
     "qwen3-tied-mqa": (dict(arch="qwen3", vocab=320, hidden=64, heads=4, kv_heads=1,
                             layers=3), 10),
+    # Qwen3-MoE: QK-norm, top-2 of 6 experts 32 wide (!= hidden), renormalized,
+    # untied, bf16.
+    "qwen3moe-untied": (dict(arch="qwen3moe", vocab=300, hidden=64, heads=4, kv_heads=2,
+                             head_dim=32, intermediate=128, experts=6, experts_per_tok=2,
+                             moe_intermediate=32, tie_embeddings=False,
+                             rope_theta=1000000.0, rms_norm_eps=1e-6, dtype="bf16"), 12),
+    # Qwen3-MoE with norm_topk_prob off, top-3 of 5: HF only (no GGUF says it).
+    "qwen3moe-nonorm-k3": (dict(arch="qwen3moe", vocab=300, hidden=64, heads=4, kv_heads=2,
+                                intermediate=128, experts=5, experts_per_tok=3,
+                                moe_intermediate=64, norm_topk_prob=False), 13),
+    # Mixtral: llama attention (Q/K permuted in the GGUF), top-2 of 4 experts
+    # intermediate (96) wide, tied, MQA.
+    "mixtral-tied-mqa": (dict(arch="mixtral", vocab=320, hidden=64, heads=4, kv_heads=1,
+                              intermediate=96, experts=4, experts_per_tok=2,
+                              rope_theta=1000000.0), 14),
 }
+# Shapes no GGUF can express (llama.cpp's qwen3moe always renormalizes).
+HF_ONLY = {"qwen3moe-nonorm-k3"}
 
 
 def toks(n: int, vocab: int, seed: int) -> list[int]:
@@ -202,6 +221,8 @@ LLAMA_CPP_SHAPES = {
     "llama-bias-mqa": SHAPES["llama-bias-mqa"],
     "qwen3-qknorm-untied": (dict(SHAPES["qwen3-qknorm-untied"][0], dtype="f32"), 9),
     "qwen3-tied-mqa": SHAPES["qwen3-tied-mqa"],
+    "qwen3moe-untied": (dict(SHAPES["qwen3moe-untied"][0], dtype="f32"), 12),
+    "mixtral-tied-mqa": SHAPES["mixtral-tied-mqa"],
 }
 
 
@@ -221,7 +242,12 @@ def check_llama_cpp(tmp: str) -> None:
         check(f"{tag}/3/llama.cpp-f32==reference", e < 1e-4,
               f"rel err {e:.1e} (decode rows {e_dec:.1e}), 10-token prompt + 4 decode, "
               f"argmax agreement {agree:.2f}")
-        if c.arch == "qwen3":  # likewise the QK-norm weights
+        if c.moe:  # the routing must matter: with expert 0 everywhere it differs
+            W = sm.make_weights(c, seed)
+            d = rel(got, rf.ReferenceModel(sm.hf_config_json(c), _all_expert_0(c, W)).forward(t))
+            check(f"{tag}/3/experts-matter", d > 1e-2,
+                  f"llama.cpp vs reference with every expert = expert 0: rel diff {d:.1e}")
+        if c.qk_norm:  # likewise the QK-norm weights
             W = sm.make_weights(c, seed)
             plain = rf.ReferenceModel(sm.hf_config_json(c), {
                 k: np.ones_like(a) if k.endswith(("q_norm.weight", "k_norm.weight")) else a
@@ -251,6 +277,8 @@ def check_llama_cpp(tmp: str) -> None:
 
 def check_hf_vs_gguf(tmp: str) -> None:
     for tag, (cd, seed) in SHAPES.items():
+        if tag in HF_ONLY:
+            continue
         c = sm.make_config(cd)
         hf = os.path.join(tmp, f"{tag}-hf")
         gg = os.path.join(tmp, f"{tag}.gguf")
@@ -281,7 +309,9 @@ def check_hf_vs_gguf(tmp: str) -> None:
     # Quantized GGUFs: from_gguf's dequantization == synth's dequantized_weights
     # (qwen3: its f32 q_norm / k_norm beside quantized matrices).
     for tag, gts in (("llama-gqa-tied", ("q8_0", "q4_0", "q5_1")),
-                     ("qwen3-qknorm-untied", ("q8_0", "q4_0"))):
+                     ("qwen3-qknorm-untied", ("q8_0", "q4_0")),
+                     ("qwen3moe-untied", ("q8_0", "q4_0")),
+                     ("mixtral-tied-mqa", ("q8_0", "q4_0"))):
         cd, seed = SHAPES[tag]
         c = sm.make_config(cd)
         for gt in gts:
@@ -295,6 +325,39 @@ def check_hf_vs_gguf(tmp: str) -> None:
             check(f"{tag}/4/gguf-{gt}==from_synth(gguf_type)",
                   same and mg.cfg.qk_norm == c.qk_norm
                   and rel(mg.forward(t), ms.forward(t)) < 1e-12)
+            if c.moe:
+                check_gguf_moe_tensors(tag, gg, c, gt)
+
+
+def check_gguf_moe_tensors(tag: str, path: str, c, gguf_type: str) -> None:
+    """A MoE GGUF as llama.cpp's converter lays it out: the arch and expert
+    keys, per layer ffn_gate_inp F32 numpy [E, hidden], ffn_gate_exps /
+    ffn_up_exps [E, I, hidden] and ffn_down_exps [E, hidden, I] in gguf_type,
+    no dense ffn_gate/up/down; from_gguf's RefConfig has the MoE fields."""
+    import gguf
+    r = gguf.GGUFReader(path)
+    arch = "qwen3moe" if c.arch == "qwen3moe" else "llama"
+    f = {k: v.contents() for k, v in r.fields.items() if k.startswith(arch + ".")}
+    t = {x.name: x for x in r.tensors}
+    E, H, I = c.experts, c.hidden, c.expert_intermediate
+    ok = (r.fields["general.architecture"].contents() == arch
+          and f[f"{arch}.expert_count"] == E and f[f"{arch}.expert_used_count"] == c.experts_per_tok
+          and (f.get(f"{arch}.expert_feed_forward_length") == I if arch == "qwen3moe"
+               else f[f"{arch}.feed_forward_length"] == I))
+    for i in range(c.layers):
+        for name, shape, ttype in (("ffn_gate_inp", [E, H], "F32"),
+                                   ("ffn_gate_exps", [E, I, H], gguf_type.upper()),
+                                   ("ffn_up_exps", [E, I, H], gguf_type.upper()),
+                                   ("ffn_down_exps", [E, H, I], gguf_type.upper())):
+            x = t[f"blk.{i}.{name}.weight"]
+            ok &= ([int(n) for n in x.shape][::-1] == shape and x.tensor_type.name == ttype)
+        ok &= not any(f"blk.{i}.ffn_{n}.weight" in t for n in ("gate", "up", "down"))
+    cfg, _ = rf.read_gguf(path)
+    ok &= (cfg.num_experts == E and cfg.experts_per_tok == c.experts_per_tok
+           and cfg.moe_intermediate == I and cfg.norm_topk_prob
+           and cfg.moe_naming == ("qwen3_moe" if c.arch == "qwen3moe" else "mixtral"))
+    check(f"{tag}/4/gguf-{gguf_type}/moe-tensors", bool(ok),
+          f"router F32 [{E}, {H}], stacks {gguf_type} [{E}, {I}, {H}] / [{E}, {H}, {I}]")
 
 
 # ------------------------------------------------------------------ (5) semantics
@@ -469,6 +532,151 @@ def check_qk_norm() -> None:
           f"head rows x7: rel diff {e_inv:.1e} with QK-norm, {d_nn:.1e} without")
 
 
+def _all_expert_0(c, W: dict) -> dict:
+    """W with every expert of every layer replaced by expert 0 (what a bug
+    that runs expert 0 for every token computes)."""
+    out = dict(W)
+    for name in W:
+        m = re.fullmatch(r"(model\.layers\.\d+\.(?:mlp|block_sparse_moe)\.experts\.)(\d+)(\..+)",
+                         name)
+        if m and m.group(2) != "0":
+            out[name] = W[m.group(1) + "0" + m.group(3)]
+    return out
+
+
+def _loop_moe(c, W: dict, layer: int, h: np.ndarray) -> tuple[np.ndarray, list]:
+    """HF's sparse MoE block as a plain loop over tokens and their experts, in
+    Python floats where it matters: softmax over all experts, the k largest
+    (ties to the lower index), weights renormalized when norm_topk_prob, the
+    sum of w * down(silu(gate h) * up h). HF names spelled out here.
+    -> (out [T, hidden], [(experts, weights) per token])."""
+    p = f"model.layers.{layer}."
+    if c.arch == "qwen3moe":
+        router, ex, (g_, u_, d_) = p + "mlp.gate.weight", p + "mlp.experts.", (
+            "gate_proj", "up_proj", "down_proj")
+    else:
+        router, ex, (g_, u_, d_) = p + "block_sparse_moe.gate.weight", \
+            p + "block_sparse_moe.experts.", ("w1", "w3", "w2")
+    Wd = {k: np.asarray(v, np.float64) for k, v in W.items() if k.startswith(p)}
+    out = np.zeros_like(h)
+    routes = []
+    for t in range(len(h)):
+        logits = [float(Wd[router][e] @ h[t]) for e in range(c.experts)]
+        mx = max(logits)
+        z = [math.exp(x - mx) for x in logits]
+        probs = [x / sum(z) for x in z]
+        top = sorted(range(c.experts), key=lambda e: (-probs[e], e))[:c.experts_per_tok]
+        w = [probs[e] for e in top]
+        if c.norm_topk_prob:
+            s = sum(w)
+            w = [x / s for x in w]
+        routes.append((top, w))
+        for e, we in zip(top, w):
+            gate = Wd[f"{ex}{e}.{g_}.weight"] @ h[t]
+            up = Wd[f"{ex}{e}.{u_}.weight"] @ h[t]
+            act = np.array([x / (1.0 + math.exp(-x)) for x in gate]) * up
+            out[t] += we * (Wd[f"{ex}{e}.{d_}.weight"] @ act)
+    return out, routes
+
+
+def check_moe(tmp: str) -> None:
+    """The MoE block (Qwen3-MoE, Mixtral): == a plain per-token loop; the
+    routing matters and only routed experts do; norm_topk_prob; the tie rule;
+    a token's route does not depend on its batch-mates."""
+    for tag in ("qwen3moe-untied", "qwen3moe-nonorm-k3", "mixtral-tied-mqa"):
+        cd, seed = SHAPES[tag]
+        c = sm.make_config(cd)
+        W = sm.make_weights(c, seed)
+        m = rf.ReferenceModel.from_synth(c, seed)
+        t = toks(10, c.vocab, 71)
+        tr: dict = {}
+        ref = m.forward(t, trace=tr)
+        # == the loop, layer by layer from the traced MLP input; same routes.
+        e_out, same_routes, e_w = 0.0, True, 0.0
+        for i in range(c.layers):
+            out, routes = _loop_moe(c, W, i, tr[f"L{i}.ffn_norm"])
+            e_out = max(e_out, rel(tr[f"L{i}.h_mlp"] - tr[f"L{i}.h_attn"], out))
+            same_routes &= [r[0] for r in routes] == tr[f"L{i}.experts"].tolist()
+            e_w = max(e_w, rel(tr[f"L{i}.expert_weights"], np.array([r[1] for r in routes])))
+        shapes_ok = all(tr[f"L{i}.experts"].shape == (len(t), c.experts_per_tok)
+                        and tr[f"L{i}.experts"].dtype == np.int64
+                        and tr[f"L{i}.router_logits"].shape == (len(t), c.experts)
+                        and tr[f"L{i}.router_margin"].shape == (len(t),)
+                        and np.all(tr[f"L{i}.router_margin"] >= 0) for i in range(c.layers))
+        check(f"{tag}/moe/block==per-token-loop", e_out < 1e-12 and same_routes and e_w < 1e-14
+              and shapes_ok, f"rel err {e_out:.1e}, weights {e_w:.1e}, routes equal: "
+              f"{same_routes}")
+        # Expert 0 for everything would differ clearly.
+        d0 = rel(rf.ReferenceModel(sm.hf_config_json(c), _all_expert_0(c, W)).forward(t), ref)
+        check(f"{tag}/moe/expert-0-everywhere-differs", d0 > 1e-2, f"rel diff {d0:.1e}")
+        # Few tokens leave experts idle: changing an idle one (last layer) keeps
+        # the logits to the bit; changing a routed one moves them.
+        few = t[:max(1, (c.experts - 1) // c.experts_per_tok)]
+        ftr: dict = {}
+        base = m.forward(few, trace=ftr)
+        last = c.layers - 1
+        used = sorted(set(ftr[f"L{last}.experts"].ravel().tolist()))
+        idle = [e for e in range(c.experts) if e not in used]
+        proj = "mlp.experts.{}.down_proj" if c.arch == "qwen3moe" else \
+            "block_sparse_moe.experts.{}.w2"
+
+        def changed(e: int) -> np.ndarray:
+            key = f"model.layers.{last}.{proj.format(e)}.weight"
+            return rf.ReferenceModel(sm.hf_config_json(c), dict(W, **{key: -2 * W[key]})
+                                     ).forward(few)
+        d_idle = float(np.abs(changed(idle[0]) - base).max()) if idle else math.inf
+        d_used = rel(changed(used[0]), base)
+        check(f"{tag}/moe/only-routed-experts-matter", d_idle == 0.0 and d_used > 1e-2,
+              f"layer {last} routes {len(few)} tokens to {used}; idle expert {idle[:1]} "
+              f"x-2: diff {d_idle:.1e}; routed {used[0]} x-2: rel diff {d_used:.1e}")
+        # norm_topk_prob on/off (Qwen3-MoE's switch) changes the output.
+        if c.arch == "qwen3moe":
+            hf = dict(sm.hf_config_json(c), norm_topk_prob=not c.norm_topk_prob)
+            d_n = rel(rf.ReferenceModel(hf, W).forward(t), ref)
+            check(f"{tag}/moe/norm_topk_prob-matters", d_n > 1e-3,
+                  f"{c.norm_topk_prob} -> {not c.norm_topk_prob}: rel diff {d_n:.1e}")
+        # A token's route depends on that token's history only: a ragged step
+        # batch (with traces) routes each row as the sequence run alone does.
+        m.reset()
+        A, B, C = toks(7, c.vocab, 72), toks(5, c.vocab, 73), toks(3, c.vocab, 74)
+        m.prefill(A[:4], "a")
+        m.prefill(B[:2], "b")
+        st = [("b", B[2:]), ("c", C), ("a", A[4:])]
+        step_tr: dict = {}
+        m.step(st, trace=step_tr)
+        ok = True
+        for i in range(c.layers):
+            got = rf.ReferenceModel.split_rows(st, step_tr[f"L{i}.experts"])
+            gw = rf.ReferenceModel.split_rows(st, step_tr[f"L{i}.expert_weights"])
+            for sid, full, n in (("a", A, 3), ("b", B, 3), ("c", C, 3)):
+                r = m.expert_routes(full)
+                ok &= (np.array_equal(got[sid], r["experts"][i][-n:])
+                       and rel(gw[sid], r["weights"][i][-n:]) < 1e-12)
+        check(f"{tag}/moe/routes-independent-of-batch", bool(ok),
+              "step(trace=...) rows == expert_routes of each sequence alone")
+        m.reset()
+    # The tie rule: equal probabilities go to the lower expert index first.
+    ex, w, mg = rf.moe_route(np.array([[1.0, 2.0, 2.0, 0.0], [0.0, 0.0, 0.0, 0.0],
+                                       [3.0, 1.0, 3.0, 3.0]]), 2, True)
+    ex1, w1, _ = rf.moe_route(np.zeros((1, 4)), 2, False)
+    check("moe/tie-rule-lower-index-first",
+          ex.tolist() == [[1, 2], [0, 1], [0, 2]] and np.allclose(w, 0.5, rtol=0, atol=1e-15)
+          and mg.tolist() == [1.0, 0.0, 0.0] and ex1.tolist() == [[0, 1]]
+          and np.allclose(w1, 0.25, rtol=0, atol=1e-15))
+    # In a model: a router whose rows 1..E-1 all equal row 0 sends every
+    # token to experts 0..k-1 (whatever its logits).
+    cd, seed = SHAPES["mixtral-tied-mqa"]
+    c = sm.make_config(cd)
+    W = sm.make_weights(c, seed)
+    tied = dict(W)
+    for i in range(c.layers):
+        key = f"model.layers.{i}.block_sparse_moe.gate.weight"
+        tied[key] = np.repeat(W[key][:1], c.experts, axis=0)
+    r = rf.ReferenceModel(sm.hf_config_json(c), tied).expert_routes(toks(6, c.vocab, 75))
+    check("moe/tie-rule-in-model", bool(np.all(r["experts"] == np.arange(c.experts_per_tok)))
+          and np.allclose(r["weights"], 1 / c.experts_per_tok, rtol=0, atol=1e-15))
+
+
 def check_hf_configs() -> None:
     d = os.path.join(ROOT, "test", "data", "hf_configs")
     if not os.path.isdir(d):
@@ -521,6 +729,57 @@ def check_hf_configs() -> None:
     ok &= c3.layer_windows == [None] * 20 + [4096] * 8
     ok &= not rf.normalize_config(dict(q3, model_type="qwen2")).qk_norm
     check("semantics/qwen3-hf-config", bool(ok), c.summary())
+    # Qwen3-30B-A3B's config.json: QK-norm, 128 experts of 768, top-8
+    # renormalized, every layer sparse.
+    q3m = {"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": False,
+           "attention_dropout": 0.0, "bos_token_id": 151643, "decoder_sparse_step": 1,
+           "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048,
+           "initializer_range": 0.02, "intermediate_size": 6144,
+           "max_position_embeddings": 40960, "max_window_layers": 48, "mlp_only_layers": [],
+           "model_type": "qwen3_moe", "moe_intermediate_size": 768, "norm_topk_prob": True,
+           "num_attention_heads": 32, "num_experts": 128, "num_experts_per_tok": 8,
+           "num_hidden_layers": 48, "num_key_value_heads": 4, "output_router_logits": False,
+           "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000.0,
+           "router_aux_loss_coef": 0.001, "sliding_window": None, "tie_word_embeddings": False,
+           "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": True,
+           "use_sliding_window": False, "vocab_size": 151936}
+    c = rf.normalize_config(q3m)
+    ok = (c.qk_norm and c.moe and c.num_experts == 128 and c.experts_per_tok == 8
+          and c.moe_intermediate == 768 and c.norm_topk_prob and c.intermediate == 6144
+          and c.moe_naming == "qwen3_moe" and c.head_dim == 128
+          and c.layer_windows == [None] * 48)
+    # Qwen3MoeConfig's defaults: head_dim hidden/heads, norm_topk_prob False.
+    c2 = rf.normalize_config({k: v for k, v in q3m.items()
+                              if k not in ("head_dim", "norm_topk_prob")})
+    ok &= c2.head_dim == 64 and not c2.norm_topk_prob
+    refused = []
+    for bad in ({"mlp_only_layers": [0, 5]}, {"decoder_sparse_step": 2},
+                {"num_experts_per_tok": 129}):
+        try:
+            rf.normalize_config(dict(q3m, **bad))
+        except rf.ReferenceError as e:
+            refused.append(str(e))
+    ok &= (len(refused) == 3 and "mlp_only_layers" in refused[0]
+           and "decoder_sparse_step" in refused[1] and "num_experts_per_tok" in refused[2])
+    check("semantics/qwen3moe-hf-config", bool(ok), c.summary())
+    # Mixtral-8x7B's config.json: 8 experts of intermediate_size, top-2,
+    # always renormalized, window null (a set one applies to every layer).
+    mx = {"architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1,
+          "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 4096,
+          "initializer_range": 0.02, "intermediate_size": 14336,
+          "max_position_embeddings": 32768, "model_type": "mixtral", "num_attention_heads": 32,
+          "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8,
+          "num_local_experts": 8, "output_router_logits": False, "rms_norm_eps": 1e-05,
+          "rope_theta": 1000000.0, "router_aux_loss_coef": 0.02, "sliding_window": None,
+          "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+          "transformers_version": "4.36.0.dev0", "use_cache": True, "vocab_size": 32000}
+    c = rf.normalize_config(mx)
+    ok = (c.moe and not c.qk_norm and c.num_experts == 8 and c.experts_per_tok == 2
+          and c.moe_intermediate == 14336 and c.norm_topk_prob and c.moe_naming == "mixtral"
+          and c.head_dim == 128 and c.layer_windows == [None] * 32)
+    ok &= rf.normalize_config(dict(mx, sliding_window=4096)).layer_windows == [4096] * 32
+    ok &= not rf.normalize_config(dict(mx, model_type="mistral")).moe
+    check("semantics/mixtral-hf-config", bool(ok), c.summary())
 
 
 # ------------------------------------------------------------------ CLI, errors
@@ -568,14 +827,39 @@ def check_errors() -> None:
     bad = dict(W3, **{"model.layers.0.self_attn.q_norm.weight": np.ones(64, np.float32)})
     cases.append(("q_norm [hidden]", sm.hf_config_json(c3), bad,
                   "q_norm.weight: shape (64,), config says (32,)"))
+    cm = sm.make_config(arch="qwen3moe", experts=4, moe_intermediate=32)
+    Wm = sm.make_weights(cm, 1)
+    bad = {k: a for k, a in Wm.items() if k != "model.layers.1.mlp.experts.3.up_proj.weight"}
+    cases.append(("qwen3moe without an expert", sm.hf_config_json(cm), bad,
+                  "model.layers.1.mlp.experts.3.up_proj.weight: missing"))
+    bad = dict(Wm, **{"model.layers.0.mlp.gate_proj.weight": np.ones((128, 64), np.float32)})
+    cases.append(("dense MLP in a MoE model", sm.hf_config_json(cm), bad,
+                  "mlp.gate_proj.weight: not a tensor"))
+    bad = dict(Wm, **{"model.layers.0.mlp.experts.4.down_proj.weight":
+                      np.ones((64, 32), np.float32)})
+    cases.append(("an expert too many", sm.hf_config_json(cm), bad,
+                  "experts.4.down_proj.weight: not a tensor"))
+    bad = dict(Wm, **{"model.layers.0.mlp.experts.1.down_proj.weight":
+                      np.ones((32, 64), np.float32)})
+    cases.append(("expert down_proj transposed", sm.hf_config_json(cm), bad,
+                  "experts.1.down_proj.weight: shape (32, 64), config says (64, 32)"))
+    cx = sm.make_config(arch="mixtral", experts=3)
+    bad = {k: a for k, a in sm.make_weights(cx, 1).items()
+           if k != "model.layers.0.block_sparse_moe.gate.weight"}
+    cases.append(("mixtral without a router", sm.hf_config_json(cx), bad,
+                  "block_sparse_moe.gate.weight: missing"))
     ok = True
+    bad_cases = []
     for name, cfg, w, want in cases:
         try:
             rf.ReferenceModel(cfg, w)
             ok = False
+            bad_cases.append(f"{name}: accepted")
         except rf.ReferenceError as e:
-            ok &= want in str(e)
-    check("errors/rejected-with-names", ok)
+            if want not in str(e):
+                ok = False
+                bad_cases.append(f"{name}: {e}")
+    check("errors/rejected-with-names", ok, "; ".join(bad_cases))
 
 
 # ------------------------------------------------------------------ main
@@ -585,7 +869,8 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
         m = rf.ReferenceModel.from_synth(cd, seed)
         check_incremental(tag, m)
         if tag in ("llama-gqa-tied", "qwen2-bias-untied", "mistral-swa5-linear",
-                   "llama-bias-mqa", "qwen3-qknorm-untied"):
+                   "llama-bias-mqa", "qwen3-qknorm-untied", "qwen3moe-untied",
+                   "qwen3moe-nonorm-k3", "mixtral-tied-mqa"):
             check_ragged(tag, m)
     have = False
     if use_llama_cpp:
@@ -603,6 +888,7 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
         print("note: gguf not importable: GGUF checks skipped")
     check_semantics()
     check_qk_norm()
+    check_moe(tmp)
     check_hf_configs()
     check_errors()
     check_cli(tmp)

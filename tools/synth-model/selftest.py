@@ -8,9 +8,12 @@ dequantized values (exact for f32, within the quantization error otherwise);
 GGUF == gguf_from_hf(HF folder) byte for byte; that the GGUF under GGML's
 interleaved RoPE computes the same logits as the HF folder under rotate-half
 RoPE (float64 numpy forward passes); for qwen3, llama.cpp's tensor set and
-that its QK-norm weights matter; and, when llama-cpp-python is installed,
-that llama.cpp loads each GGUF, tokenizes like the reference BPE and computes
-the same logits.
+that its QK-norm weights matter; for the MoE arches (qwen3moe, mixtral), the
+router / expert tensors in both forms (the GGUF's stacked ffn_*_exps, expert m
+at index m), a per-token routing loop in the forward pass, and that routing,
+the experts and norm_topk_prob all matter; and, when llama-cpp-python is
+installed, that llama.cpp loads each GGUF, tokenizes like the reference BPE and
+computes the same logits.
 
     python3 tools/synth-model/selftest.py [-v] [--keep DIR] [--no-llama-cpp]
 """
@@ -86,6 +89,26 @@ SHAPES = {
     "qwen3-qknorm-tied-mqa": dict(cfg=dict(arch="qwen3", vocab=320, hidden=64, heads=4,
                                            kv_heads=1, intermediate=160, layers=3),
                                   seed=7, shards=1),
+    # Qwen3-MoE: QK-norm, 6 experts of 32 (!= hidden), top-2 renormalized,
+    # untied, head_dim 32; HF bf16 in 2 shards.
+    "qwen3moe-untied": dict(cfg=dict(arch="qwen3moe", vocab=300, hidden=64, heads=4,
+                                     kv_heads=2, head_dim=32, intermediate=128, layers=2,
+                                     experts=6, experts_per_tok=2, moe_intermediate=32,
+                                     tie_embeddings=False, dtype="bf16",
+                                     rope_theta=1000000.0, rms_norm_eps=1e-6),
+                            seed=8, shards=2),
+    # Qwen3-MoE without norm_topk_prob, top-3 of 5: HF only (no GGUF can say it).
+    "qwen3moe-nonorm-k3": dict(cfg=dict(arch="qwen3moe", vocab=300, hidden=64, heads=4,
+                                        kv_heads=2, intermediate=128, layers=1, experts=5,
+                                        experts_per_tok=3, moe_intermediate=64,
+                                        norm_topk_prob=False),
+                               seed=9, shards=1, hf_only=True),
+    # Mixtral: llama attention (Q/K permuted in the GGUF), 4 experts of 96,
+    # top-2, tied, MQA; HF f16.
+    "mixtral-tied-mqa": dict(cfg=dict(arch="mixtral", vocab=320, hidden=64, heads=4,
+                                      kv_heads=1, intermediate=96, layers=2, experts=4,
+                                      experts_per_tok=2, dtype="f16", rope_theta=1000000.0),
+                             seed=10, shards=1),
 }
 
 
@@ -160,9 +183,11 @@ def check_hf(tag: str, folder: str, cfg: sm.Config, seed: int, shards: int) -> N
 
     c = json.load(open(os.path.join(folder, "config.json")))
     arch_cls = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                "mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM"}[cfg.arch]
+                "mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM",
+                "qwen3moe": "Qwen3MoeForCausalLM", "mixtral": "MixtralForCausalLM"}[cfg.arch]
+    model_type = {"qwen3moe": "qwen3_moe"}.get(cfg.arch, cfg.arch)
     v = sm.build_vocab(cfg.vocab)
-    ok = (c["model_type"] == cfg.arch and c["architectures"] == [arch_cls]
+    ok = (c["model_type"] == model_type and c["architectures"] == [arch_cls]
           and c["vocab_size"] == cfg.vocab and c["hidden_size"] == cfg.hidden
           and c["intermediate_size"] == cfg.intermediate
           and c["num_hidden_layers"] == cfg.layers
@@ -186,6 +211,24 @@ def check_hf(tag: str, folder: str, cfg: sm.Config, seed: int, shards: int) -> N
         ok = (ok and c["attention_bias"] is False and c["use_sliding_window"] is False
               and c["sliding_window"] is None and c["max_window_layers"] == cfg.layers
               and c["transformers_version"] == "4.51.0")
+    if cfg.arch == "qwen3moe":
+        # The keys Qwen3MoeConfig reads: every layer sparse, the experts'
+        # width apart from the dense intermediate_size.
+        ok = (ok and c["attention_bias"] is False and c["use_sliding_window"] is False
+              and c["sliding_window"] is None and c["max_window_layers"] == cfg.layers
+              and c["num_experts"] == cfg.experts
+              and c["num_experts_per_tok"] == cfg.experts_per_tok
+              and c["moe_intermediate_size"] == cfg.moe_intermediate
+              and c["norm_topk_prob"] is cfg.norm_topk_prob
+              and c["decoder_sparse_step"] == 1 and c["mlp_only_layers"] == []
+              and c["output_router_logits"] is False and c["router_aux_loss_coef"] == 0.001
+              and c["transformers_version"] == "4.51.0" and "num_local_experts" not in c)
+    if cfg.arch == "mixtral":
+        ok = (ok and c["num_local_experts"] == cfg.experts
+              and c["num_experts_per_tok"] == cfg.experts_per_tok
+              and c["sliding_window"] is None and "attention_bias" not in c
+              and c["output_router_logits"] is False and "router_aux_loss_coef" in c
+              and "num_experts" not in c and "moe_intermediate_size" not in c)
     check(f"{tag}/hf/config.json", ok, json.dumps(c))
     check(f"{tag}/hf/config-roundtrip", sm.read_hf_config(folder) == cfg)
 
@@ -291,6 +334,14 @@ def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -
         "tokenizer.ggml.add_bos_token": False,
         "tokenizer.chat_template": sm.CHAT_TEMPLATE,
     }
+    if cfg.moe:
+        # convert_hf_to_gguf.py's keys: qwen3moe keeps the dense intermediate
+        # in feed_forward_length and the experts' width apart; llama (Mixtral)
+        # has its experts feed_forward_length wide.
+        kv[f"{arch}.expert_count"] = cfg.experts
+        kv[f"{arch}.expert_used_count"] = cfg.experts_per_tok
+        if cfg.arch == "qwen3moe":
+            kv[f"{arch}.expert_feed_forward_length"] = cfg.moe_intermediate
     bad = {k: (gguf_field(r, k), want) for k, want in kv.items() if gguf_field(r, k) != want}
     eps = gguf_field(r, f"{arch}.attention.layer_norm_rms_epsilon")
     base = gguf_field(r, f"{arch}.rope.freq_base")
@@ -339,6 +390,8 @@ def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -
             for i in range(cfg.layers) for x in "qk")
         check(f"{tag}/gguf-{gguf_type}/qwen3-neox-unpermuted",
               gguf_field(r, "general.architecture") == "qwen3" and same_rows)
+    if cfg.moe:
+        check_gguf_moe(tag, r, cfg, seed, gguf_type)
     weights = sm.make_weights(cfg, seed)
     deq_api = sm.dequantized_weights(cfg, seed, gguf_type)
     shapes_ok = types_ok = True
@@ -351,17 +404,22 @@ def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -
         shapes_ok &= [int(x) for x in t.shape] == p["shape"][::-1]
         types_ok &= t.tensor_type.name.lower() == p["type"]
         a = gguf.quants.dequantize(t.data, t.tensor_type).reshape(p["shape"]).astype(np.float64)
-        if p["hf"] is None:  # rope_freqs
+        if p.get("hf_experts"):  # a MoE layer's experts, stacked: expert m at [m]
+            src32 = np.stack([weights[n] for n in p["hf_experts"]])
+            exact_api &= np.array_equal(a, np.stack([deq_api[n] for n in p["hf_experts"]]))
+        elif p["hf"] is None:  # rope_freqs
             exact_api &= np.array_equal(a, sm.llama3_rope_freqs(cfg))
             continue
-        if p["permuted"]:
-            a = sm.unpermute_qk(a, cfg.heads,
-                                cfg.heads if ".q_proj." in p["hf"] else cfg.kv_heads)
-        src = weights[p["hf"]].astype(np.float64)
-        exact_api &= np.array_equal(a, deq_api[p["hf"]])
+        else:
+            if p["permuted"]:
+                a = sm.unpermute_qk(a, cfg.heads,
+                                    cfg.heads if ".q_proj." in p["hf"] else cfg.kv_heads)
+            src32 = weights[p["hf"]]
+            exact_api &= np.array_equal(a, deq_api[p["hf"]])
+        src = src32.astype(np.float64)
         if p["type"] in ("f32", "f16", "bf16") or len(p["shape"]) == 1:
             # Float types: exactly the source rounded to nearest (even).
-            want = sm._round_to_dtype(weights[p["hf"]], p["type"]).astype(np.float64)
+            want = sm._round_to_dtype(src32, p["type"]).astype(np.float64)
             if not np.array_equal(a, want):
                 worst = math.inf
         else:
@@ -386,6 +444,63 @@ def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -
     check(f"{tag}/gguf-{gguf_type}/dequantized_weights-api", exact_api)
 
 
+def check_gguf_moe(tag: str, r, cfg: sm.Config, seed: int, gguf_type: str) -> None:
+    """The MoE tensors as llama.cpp loads them, spelled out here rather than
+    taken from the plan: per layer ffn_gate_inp (router, f32 whatever the
+    type, numpy [E, hidden]), then ffn_gate_exps / ffn_up_exps [E, I, hidden]
+    and ffn_down_exps [E, hidden, I] in gguf_type (f16 where rows are not whole
+    blocks), expert m at index m of the first numpy axis; no dense ffn_*."""
+    tensors = {t.name: t for t in r.tensors}
+    E, H, I = cfg.experts, cfg.hidden, cfg.expert_intermediate
+    floats = ("f32", "f16", "bf16")
+    block = 256 if gguf_type.endswith("_k") else 32
+
+    def mtype(cols: int) -> str:  # rows not whole blocks: f16, as convert_hf_to_gguf
+        return "F16" if gguf_type not in floats and cols % block else gguf_type.upper()
+    detail = []
+    for i in range(cfg.layers):
+        names = [n for n in tensors if n.startswith(f"blk.{i}.")]
+        tail = [n.split(".", 2)[2] for n in names if ".ffn_" in n]
+        if tail != ["ffn_norm.weight", "ffn_gate_inp.weight", "ffn_gate_exps.weight",
+                    "ffn_up_exps.weight", "ffn_down_exps.weight"]:
+            detail.append(f"blk.{i}: {tail}")
+        for name, np_shape, ttype in (("ffn_gate_inp", [E, H], "F32"),
+                                      ("ffn_gate_exps", [E, I, H], mtype(H)),
+                                      ("ffn_up_exps", [E, I, H], mtype(H)),
+                                      ("ffn_down_exps", [E, H, I], mtype(I))):
+            t = tensors[f"blk.{i}.{name}.weight"]
+            got = ([int(x) for x in t.shape], t.tensor_type.name)
+            if got != (np_shape[::-1], ttype):
+                detail.append(f"{name}: {got}, want {(np_shape[::-1], ttype)}")
+    check(f"{tag}/gguf-{gguf_type}/moe-tensors", not detail,
+          "; ".join(detail) or f"{cfg.layers} layers, router F32, gate/up stacks {mtype(H)}, "
+          f"down {mtype(I)}")
+    if gguf_type != "f32":
+        return
+    # f32: each stack holds the HF experts in index order, bit for bit (HF names
+    # spelled out here, independent of synth_model's name tables).
+    W = sm.make_weights(cfg, seed)
+    if cfg.arch == "qwen3moe":
+        hf = {"ffn_gate_inp": "mlp.gate", "ffn_gate_exps": "mlp.experts.{m}.gate_proj",
+              "ffn_up_exps": "mlp.experts.{m}.up_proj",
+              "ffn_down_exps": "mlp.experts.{m}.down_proj"}
+    else:
+        hf = {"ffn_gate_inp": "block_sparse_moe.gate",
+              "ffn_gate_exps": "block_sparse_moe.experts.{m}.w1",
+              "ffn_up_exps": "block_sparse_moe.experts.{m}.w3",
+              "ffn_down_exps": "block_sparse_moe.experts.{m}.w2"}
+    same = True
+    for i in range(cfg.layers):
+        for g, h in hf.items():
+            a = np.asarray(tensors[f"blk.{i}.{g}.weight"].data)
+            if g == "ffn_gate_inp":
+                same &= np.array_equal(a, W[f"model.layers.{i}.{h}.weight"])
+            else:
+                same &= all(np.array_equal(a[m], W[f"model.layers.{i}.{h.format(m=m)}.weight"])
+                            for m in range(cfg.experts))
+    check(f"{tag}/gguf-f32/moe-stacks==hf-experts-in-order", same)
+
+
 # ----------------------------------------------------------- forward passes
 
 def rope_inv_freq(cfg: sm.Config) -> np.ndarray:
@@ -399,10 +514,47 @@ def rope_inv_freq(cfg: sm.Config) -> np.ndarray:
     return inv
 
 
-def forward(cfg: sm.Config, W: dict, tokens: list[int], interleaved: bool) -> np.ndarray:
+# A MoE layer's HF names (spelled out here, apart from synth_model's tables):
+# router, and per expert {m} the gate, up and down projections.
+MOE_HF = {"qwen3moe": ("mlp.gate", "mlp.experts.{m}.gate_proj", "mlp.experts.{m}.up_proj",
+                       "mlp.experts.{m}.down_proj"),
+          "mixtral": ("block_sparse_moe.gate", "block_sparse_moe.experts.{m}.w1",
+                      "block_sparse_moe.experts.{m}.w3", "block_sparse_moe.experts.{m}.w2")}
+
+
+def moe_per_token(cfg: sm.Config, W: dict, layer: int, h: np.ndarray,
+                  routes: list | None = None) -> np.ndarray:
+    """The sparse MoE block as a plain loop over tokens: softmax over all
+    experts, the top k (ties to the lower index), weights renormalized when
+    norm_topk_prob, sum of w * down(silu(gate h) * up h). routes, if given,
+    receives this layer's [(experts, weights, router logits) per token]."""
+    router, gate, up, down = (f"model.layers.{layer}.{n}" for n in MOE_HF[cfg.arch])
+    out = np.zeros_like(h)
+    chosen = []
+    for t in range(len(h)):
+        logits = W[router + ".weight"] @ h[t]
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        top = sorted(range(cfg.experts), key=lambda e: (-p[e], e))[:cfg.experts_per_tok]
+        w = np.array([p[e] for e in top])
+        if cfg.norm_topk_prob:
+            w /= w.sum()
+        chosen.append((top, w, logits))
+        for e, we in zip(top, w):
+            g = W[gate.format(m=e) + ".weight"] @ h[t]
+            u = W[up.format(m=e) + ".weight"] @ h[t]
+            out[t] += we * (W[down.format(m=e) + ".weight"] @ (g / (1 + np.exp(-g)) * u))
+    if routes is not None:
+        routes.append(chosen)
+    return out
+
+
+def forward(cfg: sm.Config, W: dict, tokens: list[int], interleaved: bool,
+            routes: list | None = None) -> np.ndarray:
     """float64 logits [T, vocab]. interleaved=False: HF semantics (rotate-half
     RoPE on HF weights). interleaved=True: GGML normal-mode RoPE, pairs
-    (2i, 2i+1), on the weights as the GGUF stores them."""
+    (2i, 2i+1), on the weights as the GGUF stores them. MoE layers run
+    moe_per_token (routes, if given, receives each layer's routing)."""
     W = {k: np.asarray(v, np.float64) for k, v in W.items()}
     T, H, nh, nkv, d = len(tokens), cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim
     eps = cfg.rms_norm_eps
@@ -449,6 +601,9 @@ def forward(cfg: sm.Config, W: dict, tokens: list[int], interleaved: bool) -> np
         o = np.einsum("hts,shd->thd", s, v).reshape(T, nh * d)
         x = x + lin("self_attn.o_proj", o)
         h = rms(x, W[p + "post_attention_layernorm.weight"])
+        if cfg.moe:
+            x = x + moe_per_token(cfg, W, i, h, routes)
+            continue
         g = lin("mlp.gate_proj", h)
         x = x + lin("mlp.down_proj", g / (1 + np.exp(-g)) * lin("mlp.up_proj", h))
     x = rms(x, W["model.norm.weight"])
@@ -464,7 +619,9 @@ def gguf_layout_weights(cfg: sm.Config, W: dict) -> dict:
 def check_rope_equivalence(tag: str, cfg: sm.Config, seed: int, tokens: list[int]) -> np.ndarray:
     W = sm.make_weights(cfg, seed)
     ref = forward(cfg, W, tokens, interleaved=False)
-    if cfg.arch in ("qwen2", "qwen3"):  # NEOX RoPE in llama.cpp, no permutation
+    if cfg.moe:
+        check_moe(tag, cfg, seed, W, tokens, ref)
+    if cfg.arch in ("qwen2", "qwen3", "qwen3moe"):  # NEOX RoPE in llama.cpp, no permutation
         check(f"{tag}/logits-finite", bool(np.isfinite(ref).all()))
         if cfg.qk_norm:
             check_qk_norm(tag, cfg, seed, W, tokens, ref)
@@ -511,6 +668,82 @@ def check_qk_norm(tag: str, cfg: sm.Config, seed: int, W: dict, tokens: list[int
     check(f"{tag}/qk_gain-scales-qk-norms",
           all(np.allclose(g[n], 3 * W1[n], rtol=1e-6) for n in names)
           and all(np.array_equal(g[k], W1[k]) for k in W1 if k not in names))
+
+
+def check_moe(tag: str, cfg: sm.Config, seed: int, W: dict, tokens: list[int],
+              ref: np.ndarray) -> None:
+    """The MoE weights make routing decisive and the experts distinct, and
+    every part of the block matters: which expert (all experts = expert 0
+    moves the logits), only the routed ones (changing an expert no token
+    picks changes nothing, a picked one changes the logits), and
+    norm_topk_prob."""
+    E, k, H = cfg.experts, cfg.experts_per_tok, cfg.hidden
+    routers = [W[f"model.layers.{i}.{MOE_HF[cfg.arch][0]}.weight"] for i in range(cfg.layers)]
+    std = float(np.std(np.stack(routers)))
+    want_std = sm.ROUTER_GAIN / math.sqrt(H)
+    names = [f"model.layers.{i}.{n.format(m=m)}.weight" for i in range(cfg.layers)
+             for n in MOE_HF[cfg.arch][1:] for m in range(E)]
+    distinct = len({W[n].tobytes() for n in names}) == len(names)
+    check(f"{tag}/moe-weights", all(r.shape == (E, H) for r in routers)
+          and abs(std / want_std - 1) < 0.1 and distinct,
+          f"router std {std:.3f} (want {want_std:.3f}), {len(names)} expert matrices "
+          f"distinct: {distinct}")
+    routes: list = []
+    again = forward(cfg, W, tokens, interleaved=False, routes=routes)
+    weights_ok = all(len(top) == k == len(set(top)) and np.all(w > 0)
+                     and (abs(w.sum() - 1) < 1e-12 if cfg.norm_topk_prob else w.sum() < 1)
+                     for layer in routes for top, w, _ in layer)
+    used = [sorted({e for top, _, _ in layer for e in top}) for layer in routes]
+    check(f"{tag}/moe-routes", np.array_equal(again, ref) and weights_ok
+          and all(len(u) > 1 for u in used), f"experts used per layer: {used}")
+    # Decisive routing: the router logits spread (std ~ ROUTER_GAIN = 2.5),
+    # and the k-th chosen logit is typically well above the next one.
+    logits = np.array([lg for layer in routes for _, _, lg in layer])
+    srt = -np.sort(-logits, axis=1)
+    gap = srt[:, k - 1] - srt[:, k] if k < E else np.full(len(srt), np.inf)
+    check(f"{tag}/moe-router-decisive", logits.std() > 1.5 and np.median(gap) > 0.3,
+          f"router logit std {logits.std():.2f}, k-th vs next gap median "
+          f"{np.median(gap):.2f}, min {gap.min():.3f} over {len(gap)} token-layers")
+    # Every expert replaced by expert 0 (what "expert 0 for everything" computes).
+    gate0 = dict(W)
+    for i in range(cfg.layers):
+        for n in MOE_HF[cfg.arch][1:]:
+            for m in range(1, E):
+                gate0[f"model.layers.{i}.{n.format(m=m)}.weight"] = \
+                    W[f"model.layers.{i}.{n.format(m=0)}.weight"]
+    d0 = float(np.abs(forward(cfg, gate0, tokens, interleaved=False) - ref).max()
+               / np.abs(ref).max())
+    check(f"{tag}/moe-expert-0-everywhere-differs", d0 > 1e-2, f"rel diff {d0:.1e}")
+    # Few tokens pick few experts: changing one no token routes to (in the
+    # last layer) leaves the logits as they were, bit for bit; a routed one
+    # moves them.
+    few = tokens[:max(1, (E - 1) // k)]
+    rts: list = []
+    base = forward(cfg, W, few, interleaved=False, routes=rts)
+    last = cfg.layers - 1
+    picked = sorted({e for top, _, _ in rts[last] for e in top})
+    idle = [e for e in range(E) if e not in picked]
+    down = f"model.layers.{last}.{MOE_HF[cfg.arch][3]}.weight"
+
+    def with_expert(e: int) -> np.ndarray:
+        w2 = dict(W, **{down.format(m=e): -2.0 * W[down.format(m=e)]})
+        return forward(cfg, w2, few, interleaved=False)
+    d_idle = float(np.abs(with_expert(idle[0]) - base).max()) if idle else math.inf
+    d_used = float(np.abs(with_expert(picked[0]) - base).max() / np.abs(base).max())
+    check(f"{tag}/moe-only-routed-experts-matter", d_idle == 0.0 and d_used > 1e-2,
+          f"{len(few)} tokens use experts {picked} of layer {last}: idle expert {idle[:1]} "
+          f"changed: diff {d_idle:.1e}; routed expert {picked[0]} changed: rel diff "
+          f"{d_used:.1e}")
+    # norm_topk_prob: on and off give other logits (for mixtral, which always
+    # renormalizes, the same weights run as qwen3moe's routing would).
+    flip = sm.make_config(cfg, norm_topk_prob=not cfg.norm_topk_prob) \
+        if cfg.arch == "qwen3moe" else None
+    if flip is not None:
+        d_norm = float(np.abs(forward(flip, W, tokens, interleaved=False) - ref).max()
+                       / np.abs(ref).max())
+        check(f"{tag}/moe-norm_topk_prob-matters", d_norm > 1e-3,
+              f"norm_topk_prob {cfg.norm_topk_prob} -> {flip.norm_topk_prob}: rel diff "
+              f"{d_norm:.1e}")
 
 
 # ---------------------------------------------------------------- llama.cpp
@@ -597,9 +830,22 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
         check_hf(tag, hf_a, cfg, seed, shards)
         tokens = v.encode(text)[:12] if cfg.vocab >= 300 else [1, 2, 3]
         ref = check_rope_equivalence(tag, cfg, seed, tokens)
+        if spec.get("hf_only"):
+            # qwen3moe without norm_topk_prob: no GGUF can express it.
+            if have_gguf:
+                try:
+                    sm.write_gguf(os.path.join(tmp, f"{tag}.gguf"), cfg, seed, "f32")
+                    refused = False
+                except sm.SynthError as e:
+                    refused = "norm_topk_prob" in str(e)
+                check(f"{tag}/gguf-refused", refused
+                      and not os.path.exists(os.path.join(tmp, f"{tag}.gguf")))
+            continue
         if not have_gguf:
             continue
         types = ["f32", "q8_0"] if tag != "llama-gqa-tied" else list(sm.GGUF_TYPES)
+        if cfg.moe:  # the stacked experts quantized; q4_k: rows of 32/64 fall back to f16
+            types = ["f32", "q8_0", "q4_0"] + (["q4_k"] if cfg.arch == "qwen3moe" else [])
         for gt in types:
             ga = os.path.join(tmp, f"{tag}-{gt}.gguf")
             gb = os.path.join(tmp, f"{tag}-{gt}-again.gguf")
@@ -648,6 +894,31 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
               and t["blk.0.attn_q.weight"]["dtype"] == "q8_0"
               and not any(x["qk_permuted"] or x["name"].endswith(".bias") for x in t.values()))
     check("cli/describe-qwen3", ok, r.stderr[-300:])
+    for arch, extra, gguf_arch in (
+            ("qwen3moe", ["--experts", "4", "--experts-per-tok", "3", "--moe-intermediate", "32"],
+             "qwen3moe"),
+            ("mixtral", ["--experts", "4", "--intermediate", "96"], "llama")):
+        r = subprocess.run(S + ["--format", "gguf", "--describe", "--arch", arch,
+                                "--gguf-type", "q4_0"] + extra, capture_output=True, text=True)
+        ok = r.returncode == 0
+        if ok:
+            d = json.loads(r.stdout)
+            t = {x["name"]: x for x in d["tensors"]}
+            I = 32 if arch == "qwen3moe" else 96
+            k = 3 if arch == "qwen3moe" else 2
+            ok = (d["gguf_arch"] == gguf_arch and d["moe"] == {
+                      "experts": 4, "experts_per_tok": k, "expert_intermediate": I,
+                      "norm_topk_prob": True}
+                  and t["blk.1.ffn_gate_inp.weight"]["dtype"] == "f32"
+                  and t["blk.1.ffn_gate_inp.weight"]["ggml_shape"] == [64, 4]
+                  and t["blk.1.ffn_gate_exps.weight"]["ggml_shape"] == [64, I, 4]
+                  and t["blk.1.ffn_up_exps.weight"]["ggml_shape"] == [64, I, 4]
+                  and t["blk.1.ffn_down_exps.weight"]["ggml_shape"] == [I, 64, 4]
+                  and t["blk.1.ffn_down_exps.weight"]["dtype"] == "q4_0"
+                  and len(t["blk.0.ffn_up_exps.weight"]["hf_experts"]) == 4
+                  and not any(".ffn_gate.weight" in n for n in t)
+                  and d["hf_config"]["num_experts_per_tok"] == k)
+        check(f"cli/describe-{arch}", ok, r.stderr[-300:])
     out1, out2 = os.path.join(tmp, "cli1"), os.path.join(tmp, "cli2")
     for o in (out1, out2):
         subprocess.run(S + ["--format", "hf", "--out", o, "--seed", "7", "--dtype", "bf16",
@@ -669,13 +940,47 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
                                 "--gguf-type", "iq4_nl"], capture_output=True, text=True)
         check("cli/rejects --gguf-type iq4_nl", r.returncode == 2 and "iq4_nl" in r.stderr
               and not os.path.exists(os.path.join(tmp, "k.gguf")), r.stderr.strip()[-200:])
+        # A GGUF cannot say "no top-k renormalization" (llama.cpp's qwen3moe
+        # always renormalizes): refused, nothing written; the HF form is fine.
+        nn = os.path.join(tmp, "nonorm.gguf")
+        r = subprocess.run(S + ["--format", "gguf", "--out", nn, "--arch", "qwen3moe",
+                                "--no-norm-topk-prob"], capture_output=True, text=True)
+        r2 = subprocess.run(S + ["--format", "hf", "--out", os.path.join(tmp, "nonorm-hf"),
+                                 "--arch", "qwen3moe", "--no-norm-topk-prob"],
+                            capture_output=True, text=True)
+        hfc = (json.load(open(os.path.join(tmp, "nonorm-hf", "config.json")))
+               if r2.returncode == 0 else {})
+        check("cli/qwen3moe-no-norm-topk-prob: gguf refused, hf written",
+              r.returncode == 2 and "norm_topk_prob" in r.stderr and "llama.cpp" in r.stderr
+              and not os.path.exists(nn) and hfc.get("norm_topk_prob") is False,
+              (r.stderr + r2.stderr).strip()[-300:])
+        # The router keeps f32 silently; stacks with rows that are not whole
+        # blocks get the same note as any matrix.
+        r = subprocess.run(S + ["--format", "gguf", "--out", os.path.join(tmp, "moe-odd.gguf"),
+                                "--arch", "qwen3moe", "--moe-intermediate", "48",
+                                "--gguf-type", "q8_0"], capture_output=True, text=True)
+        check("cli/moe-non-block-rows-note", r.returncode == 0
+              and "blk.0.ffn_down_exps.weight stored as f16 (row of 48" in r.stderr
+              and "ffn_gate_inp" not in r.stderr and "ffn_up_exps" not in r.stderr,
+              r.stderr[-300:])
     for bad, why in ((["--arch", "qwen2", "--no-qkv-bias"], "qkv_bias"),
                      (["--arch", "qwen3", "--qkv-bias"], "qkv_bias"),
                      (["--arch", "qwen3", "--sliding-window", "8"], "sliding_window"),
                      (["--heads", "4", "--kv-heads", "3"], "kv_heads"),
                      (["--vocab", "100"], "vocab"),
                      (["--rope-scaling", "yarn:4"], "rope-scaling"),
-                     (["--arch", "llama", "--sliding-window", "8"], "sliding_window")):
+                     (["--arch", "llama", "--sliding-window", "8"], "sliding_window"),
+                     (["--arch", "llama", "--experts", "4"], "--experts"),
+                     (["--arch", "qwen3", "--experts-per-tok", "1"], "--experts-per-tok"),
+                     (["--arch", "mistral", "--no-norm-topk-prob"], "--norm-topk-prob"),
+                     (["--arch", "qwen2", "--moe-intermediate", "32"], "--moe-intermediate"),
+                     (["--arch", "mixtral", "--experts", "2", "--experts-per-tok", "3"],
+                      "--experts-per-tok"),
+                     (["--arch", "qwen3moe", "--experts", "0"], "--experts"),
+                     (["--arch", "mixtral", "--moe-intermediate", "32"], "--moe-intermediate"),
+                     (["--arch", "mixtral", "--no-norm-topk-prob"], "norm_topk_prob"),
+                     (["--arch", "mixtral", "--qkv-bias"], "qkv_bias"),
+                     (["--arch", "qwen3moe", "--qkv-bias"], "qkv_bias")):
         r = subprocess.run(S + ["--format", "hf", "--out", os.path.join(tmp, "bad")] + bad,
                            capture_output=True, text=True)
         check(f"cli/rejects {' '.join(bad)}", r.returncode == 2 and why in r.stderr,

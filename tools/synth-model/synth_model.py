@@ -17,6 +17,8 @@ Module API (for other test scripts):
         type holds them after dequantization, in HF names and HF layout
     build_vocab(cfg.vocab) -> Vocab (tokens, merges, special ids, encode())
     permute_qk(w, n_head, n_head_kv) / unpermute_qk(...)   (llama.cpp's permute)
+    moe_tensor_names(cfg, layer) -> {"router": name, "gate"/"up"/"down": [per expert]}
+        (MoE arches qwen3moe / mixtral)
 
 Needs numpy; GGUF output also needs the PyPI `gguf` package (imported lazily).
 
@@ -38,13 +40,15 @@ if not any(os.path.abspath(p) == _HERE for p in sys.path):
 
 from synthlib.cli import _parser, describe, main  # noqa: E402,F401
 from synthlib.config import (  # noqa: E402,F401
-    ARCHES, BOS_TOKEN, CHAT_TEMPLATE, EOS_TOKEN, GGUF_TYPES, HF_DTYPES, PAD_TOKEN,
-    QK_NORM_ARCHES, SPECIAL_TOKENS, TRANSFORMERS_VERSION, Config, SynthError,
-    _check_rope_scaling, make_config, parse_rope_scaling, transformers_version)
+    ARCHES, BOS_TOKEN, CHAT_TEMPLATE, EOS_TOKEN, GGUF_TYPES, HF_DTYPES, HF_MODEL_TYPES,
+    MOE_ARCHES, MOE_DEFAULTS, PAD_TOKEN, QK_NORM_ARCHES, SPECIAL_TOKENS,
+    TRANSFORMERS_VERSION, Config, SynthError, _check_moe, _check_rope_scaling, make_config,
+    parse_rope_scaling, transformers_version)
 from synthlib.files import _umask_mode, _write_atomic, _write_json  # noqa: E402,F401
 from synthlib.gguf_layout import (  # noqa: E402,F401
-    _GGUF_NAMES, NEOX_ARCHES, _gguf_layout, gguf_arch, gguf_name, gguf_tensor_plan,
-    llama3_rope_freqs, permute_qk, unpermute_qk)
+    _GGUF_NAMES, MOE_GGUF_EXPERTS, MOE_GGUF_ROUTER, NEOX_ARCHES, _gguf_layout,
+    check_gguf_expressible, gguf_arch, gguf_name, gguf_tensor_plan, llama3_rope_freqs,
+    permute_qk, plan_source, unpermute_qk)
 from synthlib.gguf_types import (  # noqa: E402,F401
     _dequantize, _encode_gguf_tensor, _file_type, _gguf, _gguf_qtype, _gguf_version,
     _kquant, _matrix_type)
@@ -60,8 +64,9 @@ from synthlib.vocab import (  # noqa: E402,F401
     _build_vocab_cached, _pretokenize, build_vocab, bytes_to_unicode, max_merge_vocab,
     tokenizer_json, vocab_from_tokenizer_files)
 from synthlib.weights import (  # noqa: E402,F401
-    TensorSpec, _bf16_bits_to_f32, _f32_to_bf16_bits, _round_to_dtype, _stream_ints,
-    _uniform, make_weights, tensor_specs)
+    MOE_NAMES, ROUTER_GAIN, TensorSpec, _bf16_bits_to_f32, _f32_to_bf16_bits,
+    _round_to_dtype, _stream_ints, _uniform, make_weights, moe_layer_specs, moe_tensor_names,
+    tensor_specs)
 
 if __name__ == "__main__":
     sys.exit(main())

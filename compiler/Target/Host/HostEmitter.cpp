@@ -233,6 +233,23 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::strin
                         t.getShape()[0], t.getShape()[1], q8Here ? " (x q8)" : "");
     launch = llvm::formatv("{0} vocabulary rows split across threads, x logits rows",
                            t.getShape()[0]);
+  } else if (auto m = dyn_cast<MoEOp>(op)) {
+    WeightType rt = m.getRouter().getType(), gt = m.getGate().getType(),
+               ut = m.getUp().getType(), dt = m.getDown().getType();
+    const int64_t E = m.getExperts(), H = width(m.getInput()), I = m.getExpertWidth();
+    std::string in = input(m.getInput(), b);
+    std::string wr = weight(m.getRouter(), b), wg = weight(m.getGate(), b),
+                wu = weight(m.getUp(), b), wd = weight(m.getDown(), b);
+    auto q8Of = [&](WeightType t) { return usesQ8Activations(t, q8) ? "true" : "false"; };
+    os << llvm::formatv("  llmc::host::moe<{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
+                        "{11}>(a->step, {12}, {13}, {14}, {15}, {16}, {17});\n",
+                        formatTag(rt), formatTag(gt), formatTag(ut), formatTag(dt), E,
+                        m.getTopK(), H, I, m.getNormTopkProb() ? "true" : "false", q8Of(gt),
+                        q8Of(ut), q8Of(dt), in, wr, wg, wu, wd, output(0, b));
+    ops = llvm::formatv("moe {0} experts top {1}, {2} {3}x{4}{5}", E, m.getTopK(),
+                        stringifyWeightFormat(gt.getFormat()), I, H,
+                        usesQ8Activations(gt, q8) ? " (x q8)" : "");
+    launch = "T tokens routed; each chosen expert's rows split across threads";
   } else if (auto r = dyn_cast<RopeOp>(op)) {
     std::string in = input(r.getInput(), b);
     std::string out = output(0, b);

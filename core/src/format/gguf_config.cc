@@ -9,7 +9,7 @@
 namespace llmc {
 namespace {
 
-constexpr const char* kSupported = "llama, qwen2, qwen3";
+constexpr const char* kSupported = "llama, qwen2, qwen3, qwen3moe";
 
 // Reads `<arch>.<suffix>` keys and names them in errors.
 class KeyReader {
@@ -72,12 +72,53 @@ absl::StatusOr<RopeScaling> ReadRopeScaling(const GgufFile& gguf, const KeyReade
   return scaling;
 }
 
+// llama.cpp's mixture-of-experts keys: expert_count and expert_used_count;
+// the experts' width is expert_feed_forward_length where the arch has one
+// (qwen3moe), else feed_forward_length (Mixtral as `llama`). llama.cpp
+// renormalizes the chosen experts' weights for both; what it has no graph
+// for here (shared experts, non-softmax gating) is refused by key.
+absl::Status ReadExperts(const GgufFile& gguf, const KeyReader& keys, const std::string& arch,
+                         ModelConfig& c) {
+  if (!keys.Has("expert_count")) {
+    if (arch == "qwen3moe") return keys.Error("expert_count", "is missing");
+    return absl::OkStatus();
+  }
+  LLMC_ASSIGN_OR_RETURN(int64_t experts, gguf.GetInt(keys.Key("expert_count")));
+  if (experts == 0 && arch != "qwen3moe") return absl::OkStatus();  // a dense llama
+  if (experts < 1) return keys.Error("expert_count", absl::StrFormat("must be positive, got %d", experts));
+  c.num_experts = experts;
+  LLMC_ASSIGN_OR_RETURN(c.num_experts_per_tok, keys.Positive("expert_used_count"));
+  if (c.num_experts_per_tok > c.num_experts)
+    return keys.Error("expert_used_count",
+                      absl::StrFormat("is %d, more than the %d experts", c.num_experts_per_tok,
+                                      c.num_experts));
+  if (arch == "qwen3moe") {
+    LLMC_ASSIGN_OR_RETURN(c.moe_intermediate_size, keys.Positive("expert_feed_forward_length"));
+  } else {
+    c.moe_intermediate_size = c.intermediate_size;
+  }
+  c.norm_topk_prob = true;
+  if (keys.Has("expert_shared_count")) {
+    LLMC_ASSIGN_OR_RETURN(int64_t shared, gguf.GetInt(keys.Key("expert_shared_count")));
+    if (shared != 0)
+      return keys.Error("expert_shared_count",
+                        absl::StrFormat("is %d; llmc does not run shared experts yet", shared));
+  }
+  if (keys.Has("expert_gating_func")) {
+    LLMC_ASSIGN_OR_RETURN(int64_t gating, gguf.GetInt(keys.Key("expert_gating_func")));
+    if (gating != 1)  // LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX
+      return keys.Error("expert_gating_func",
+                        absl::StrFormat("is %d; llmc routes by softmax (1) only", gating));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   const std::string& path = gguf.path();
   LLMC_ASSIGN_OR_RETURN(std::string arch, gguf.GetString("general.architecture"));
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe")
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: key 'general.architecture' is '%s', which llmc does not support (supported: %s)", path,
         arch, kSupported));
@@ -139,12 +180,16 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
 
   c.tie_word_embeddings = gguf.FindTensor("output.weight") == nullptr;
   c.attention_bias = arch == "qwen2" || gguf.FindTensor("blk.0.attn_q.bias") != nullptr;
-  // llama.cpp's qwen3 graph always norms Q and K per head (attn_q_norm,
+  // llama.cpp's qwen3 graphs always norm Q and K per head (attn_q_norm,
   // attn_k_norm); the IR builder reports them missing by name.
-  c.qk_norm = arch == "qwen3";
-  // llama.cpp's converter permutes Llama's Q/K rows so that GGML's normal
-  // (interleaved) rope applies; Qwen2 and Qwen3 use NEOX (half-split) rope
-  // unpermuted.
+  c.qk_norm = arch == "qwen3" || arch == "qwen3moe";
+  LLMC_RETURN_IF_ERROR(ReadExperts(gguf, keys, arch, c));
+  // ModelConfig names the families as transformers does.
+  if (arch == "qwen3moe") c.architecture = "qwen3_moe";
+  if (arch == "llama" && c.moe()) c.architecture = "mixtral";
+  // llama.cpp's converter permutes Llama's (and Mixtral's) Q/K rows so that
+  // GGML's normal (interleaved) rope applies; the Qwens use NEOX
+  // (half-split) rope unpermuted.
   c.rope_style = arch == "llama" ? RopeStyle::kInterleaved : RopeStyle::kHalf;
   c.activation = Activation::kSiLU;
 

@@ -31,6 +31,8 @@ constexpr Architecture kArchitectures[] = {
     {"mistral", "MistralForCausalLM", 4096 * 32},
     {"qwen2", "Qwen2ForCausalLM", 32768},
     {"qwen3", "Qwen3ForCausalLM", 32768},
+    {"qwen3_moe", "Qwen3MoeForCausalLM", 32768},
+    {"mixtral", "MixtralForCausalLM", 4096 * 32},
 };
 
 std::string SupportedList(bool classes) {
@@ -248,6 +250,44 @@ absl::Status ReadQwen2Window(const Fields& f, ModelConfig& c) {
   return absl::OkStatus();
 }
 
+// Qwen3MoeConfig: every layer sparse (decoder_sparse_step 1, no
+// mlp_only_layers), transformers' defaults where a field is absent.
+absl::Status ReadQwen3MoeExperts(const Fields& f, ModelConfig& c) {
+  c.num_experts = 128;
+  c.num_experts_per_tok = 8;
+  c.moe_intermediate_size = 768;
+  c.norm_topk_prob = false;
+  LLMC_RETURN_IF_ERROR(f.Int("num_experts", c.num_experts));
+  LLMC_RETURN_IF_ERROR(f.Int("num_experts_per_tok", c.num_experts_per_tok));
+  LLMC_RETURN_IF_ERROR(f.Int("moe_intermediate_size", c.moe_intermediate_size));
+  LLMC_RETURN_IF_ERROR(f.Bool("norm_topk_prob", c.norm_topk_prob));
+  int64_t step = 1;
+  LLMC_RETURN_IF_ERROR(f.Int("decoder_sparse_step", step));
+  if (step != 1)
+    return f.Error("decoder_sparse_step",
+                   absl::StrFormat("is %d; llmc needs every layer sparse (1)", step));
+  if (const json* dense = f.Get("mlp_only_layers"); dense && !(dense->is_array() && dense->empty()))
+    return f.Error("mlp_only_layers",
+                   "lists dense layers; llmc needs every layer sparse (an empty list)");
+  if (c.num_experts < 1)
+    return f.Error("num_experts", absl::StrFormat("must be positive, got %d", c.num_experts));
+  return absl::OkStatus();
+}
+
+// MixtralConfig: the experts are intermediate_size wide and their weights
+// always renormalized.
+absl::Status ReadMixtralExperts(const Fields& f, ModelConfig& c) {
+  c.num_experts = 8;
+  c.num_experts_per_tok = 2;
+  LLMC_RETURN_IF_ERROR(f.Int("num_local_experts", c.num_experts));
+  LLMC_RETURN_IF_ERROR(f.Int("num_experts_per_tok", c.num_experts_per_tok));
+  if (c.num_experts < 1)
+    return f.Error("num_local_experts", absl::StrFormat("must be positive, got %d", c.num_experts));
+  c.moe_intermediate_size = c.intermediate_size;
+  c.norm_topk_prob = true;
+  return absl::OkStatus();
+}
+
 // Llama's and Qwen3's attention_bias biases o_proj as well as Q/K/V.
 absl::Status RefuseAttentionBias(const Fields& f, const char* family) {
   bool attention_bias = false;
@@ -277,7 +317,9 @@ absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
   c.architecture = type;
   c.rope_style = RopeStyle::kHalf;
   c.max_position = arch->default_max_position;
-  c.rms_norm_eps = 1e-6;  // transformers' default for all four classes
+  // transformers' defaults where the class differs from ModelConfig's.
+  c.rms_norm_eps = type == "mixtral" ? 1e-5 : 1e-6;
+  if (type == "mixtral") c.rope_theta = 1e6;
   for (const char* key : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                           "num_attention_heads"}) {
     LLMC_RETURN_IF_ERROR(f.Require(key));
@@ -289,10 +331,12 @@ absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
   LLMC_RETURN_IF_ERROR(f.Int("num_attention_heads", c.num_heads));
   c.num_kv_heads = c.num_heads;
   LLMC_RETURN_IF_ERROR(f.Int("num_key_value_heads", c.num_kv_heads));
-  // Qwen3Config's head_dim defaults to 128, not hidden_size / heads.
-  if (type == "qwen3") c.head_dim = 128;
+  // Qwen3Config defaults head_dim to 128, not hidden_size / heads
+  // (Qwen3MoeConfig has no default: its attention takes hidden / heads).
+  const bool qwen3 = type == "qwen3";
+  if (qwen3) c.head_dim = 128;
   LLMC_RETURN_IF_ERROR(f.Int("head_dim", c.head_dim));
-  if (f.Get("head_dim") == nullptr && c.num_heads > 0 && type != "qwen3") {
+  if (f.Get("head_dim") == nullptr && c.num_heads > 0 && !qwen3) {
     if (c.hidden_size % c.num_heads != 0)
       return f.Error("head_dim",
                      absl::StrFormat("is absent and hidden_size (%d) is not a multiple of "
@@ -315,20 +359,23 @@ absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
     LLMC_RETURN_IF_ERROR(RefuseAttentionBias(f, "Llama"));
     c.attention_bias = false;
     c.sliding_window = 0;
-  } else if (type == "mistral") {
+  } else if (type == "mistral" || type == "mixtral") {
     c.attention_bias = false;
-    // Absent means transformers' default 4096; null means full attention.
-    c.sliding_window = f.Present("sliding_window") ? 0 : 4096;
+    // Absent means transformers' default (Mistral 4096, Mixtral none); null
+    // means full attention.
+    c.sliding_window = f.Present("sliding_window") || type == "mixtral" ? 0 : 4096;
     LLMC_RETURN_IF_ERROR(f.Int("sliding_window", c.sliding_window));
   } else if (type == "qwen2") {
     c.attention_bias = true;  // Qwen2Attention always biases Q/K/V (not o_proj)
     LLMC_RETURN_IF_ERROR(ReadQwen2Window(f, c));
-  } else {  // qwen3: Qwen2's window rule, no biases, Q and K normed per head
+  } else {  // qwen3, qwen3_moe: Qwen2's window rule, no biases, Q and K normed per head
     LLMC_RETURN_IF_ERROR(RefuseAttentionBias(f, "Qwen3"));
     c.attention_bias = false;
     c.qk_norm = true;
     LLMC_RETURN_IF_ERROR(ReadQwen2Window(f, c));
   }
+  if (type == "qwen3_moe") LLMC_RETURN_IF_ERROR(ReadQwen3MoeExperts(f, c));
+  if (type == "mixtral") LLMC_RETURN_IF_ERROR(ReadMixtralExperts(f, c));
 
   if (absl::Status st = ValidateModelConfig(c); !st.ok())
     return absl::Status(st.code(), absl::StrCat(path, ": ", st.message()));

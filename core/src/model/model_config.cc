@@ -2,7 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <iterator>
+
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace llmc {
 namespace {
@@ -43,11 +47,22 @@ const char* ToString(Activation activation) {
 }
 
 absl::Status ValidateModelConfig(const ModelConfig& c) {
-  if (c.architecture != "llama" && c.architecture != "mistral" && c.architecture != "qwen2" &&
-      c.architecture != "qwen3")
-    return FieldError("architecture", absl::StrFormat("is '%s'; supported: llama, mistral, qwen2, "
-                                                      "qwen3",
-                                                      c.architecture));
+  static constexpr const char* kArchitectures[] = {"llama", "mistral", "qwen2",
+                                                   "qwen3", "qwen3_moe", "mixtral"};
+  if (std::find(std::begin(kArchitectures), std::end(kArchitectures), c.architecture) ==
+      std::end(kArchitectures))
+    return FieldError("architecture", absl::StrFormat("is '%s'; supported: %s", c.architecture,
+                                                      absl::StrJoin(kArchitectures, ", ")));
+  if (c.num_experts < 0)
+    return FieldError("num_experts", absl::StrFormat("must not be negative, got %d", c.num_experts));
+  if (c.moe()) {
+    if (c.num_experts_per_tok < 1 || c.num_experts_per_tok > c.num_experts)
+      return FieldError("num_experts_per_tok",
+                        absl::StrFormat("must be in [1, num_experts = %d], got %d", c.num_experts,
+                                        c.num_experts_per_tok));
+    if (auto st = RequirePositive("moe_intermediate_size", c.moe_intermediate_size); !st.ok())
+      return st;
+  }
   struct {
     const char* name;
     int64_t value;
@@ -107,6 +122,10 @@ std::string ModelConfigToJson(const ModelConfig& c, int indent) {
       {"tie_word_embeddings", c.tie_word_embeddings},
       {"attention_bias", c.attention_bias},
       {"qk_norm", c.qk_norm},
+      {"num_experts", c.num_experts},
+      {"num_experts_per_tok", c.num_experts_per_tok},
+      {"moe_intermediate_size", c.moe_intermediate_size},
+      {"norm_topk_prob", c.norm_topk_prob},
       {"sliding_window", c.sliding_window},
       {"rope_freq_factors", c.rope_freq_factors},
   };
@@ -169,6 +188,10 @@ absl::StatusOr<ModelConfig> ParseConfig(const json& j) {
   read("tie_word_embeddings", c.tie_word_embeddings);
   read("attention_bias", c.attention_bias);
   read("qk_norm", c.qk_norm);
+  read("num_experts", c.num_experts);
+  read("num_experts_per_tok", c.num_experts_per_tok);
+  read("moe_intermediate_size", c.moe_intermediate_size);
+  read("norm_topk_prob", c.norm_topk_prob);
   read("sliding_window", c.sliding_window);
   read("rope_freq_factors", c.rope_freq_factors);
   if (!st.ok()) return st;

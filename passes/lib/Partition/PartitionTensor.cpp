@@ -123,6 +123,13 @@ struct PartitionTensorPass : llmc::impl::PartitionTensorBase<PartitionTensorPass
               .Case<LinearOp>([&](LinearOp l) { return partitionLinear(l); })
               .Case<RopeOp>([&](RopeOp r) { return partitionRope(r); })
               .Case<RMSNormOp>([&](RMSNormOp n) { return partitionNorm(n); })
+              .Case<MoEOp>([&](MoEOp m) {
+                // Each rank would hold every expert: refused rather than
+                // replicated without a word.
+                return m.emitError() << "llmc-partition-tp: llm.moe is not split over ranks yet "
+                                        "(each expert's rows split as a dense MLP's, or experts "
+                                        "spread over ranks, are to come); compile with --tp=1";
+              })
               .Case<PagedAttentionOp>([&](PagedAttentionOp a) { return partitionAttention(a); })
               .Case<SiLUOp, GELUOp>(
                   [&](Operation *u) { return followInput(u, piecesOf(u->getOperand(0))); })

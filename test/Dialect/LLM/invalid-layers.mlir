@@ -1,6 +1,6 @@
 // Diagnostics of the llm dialect's verifiers (LLMOps.cpp) for the layer ops:
-// llm.weight, llm.embed, the norms, llm.linear, llm.lm_head, llm.split, llm.rope
-// and llm.fusion. With invalid-types.mlir and invalid-attention-collectives.mlir:
+// llm.weight, llm.embed, the norms, llm.linear, llm.moe, llm.lm_head, llm.split,
+// llm.rope and llm.fusion. With invalid-types.mlir and invalid-attention-collectives.mlir:
 // every diagnostic of the llm dialect's verifiers, once each at least.
 //
 // --allow-unregistered-dialect lets a fusion body end with an op that may be a
@@ -449,4 +449,63 @@ func.func @fusion_yield_type(%x: tensor<?x64xf32>) -> tensor<?x64xf16> {
     llm.yield %a : tensor<?x64xf32>
   }
   return %y : tensor<?x64xf16>
+}
+
+//===----------------------------------------------------------------------===//
+// llm.moe
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @moe_top_k_past_experts(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = llm.weight "router" : !llm.weight<4x64, f32>
+  %g = llm.weight "gate" : !llm.weight<128x64, f32>
+  %d = llm.weight "down" : !llm.weight<256x32, f32>
+  // expected-error @+1 {{'llm.moe' op top_k must be in [1, 4], got 5}}
+  %y = llm.moe %x, %r, %g, %g, %d experts = 4 top_k = 5 : tensor<?x64xf32>, !llm.weight<4x64, f32>, !llm.weight<128x64, f32>, !llm.weight<128x64, f32>, !llm.weight<256x32, f32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @moe_quantized_router(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = llm.weight "router" : !llm.weight<4x64, q8_0>
+  %g = llm.weight "gate" : !llm.weight<128x64, f32>
+  %d = llm.weight "down" : !llm.weight<256x32, f32>
+  // expected-error @+1 {{'llm.moe' op router must be stored as f32, f16 or bf16, got q8_0}}
+  %y = llm.moe %x, %r, %g, %g, %d experts = 4 top_k = 2 : tensor<?x64xf32>, !llm.weight<4x64, q8_0>, !llm.weight<128x64, f32>, !llm.weight<128x64, f32>, !llm.weight<256x32, f32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @moe_router_not_experts_by_hidden(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = llm.weight "router" : !llm.weight<8x64, f32>
+  %g = llm.weight "gate" : !llm.weight<128x64, f32>
+  %d = llm.weight "down" : !llm.weight<256x32, f32>
+  // expected-error @+1 {{'llm.moe' op router must be [4, 64] (experts, hidden), got 8x64}}
+  %y = llm.moe %x, %r, %g, %g, %d experts = 4 top_k = 2 : tensor<?x64xf32>, !llm.weight<8x64, f32>, !llm.weight<128x64, f32>, !llm.weight<128x64, f32>, !llm.weight<256x32, f32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @moe_gate_not_whole_experts(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = llm.weight "router" : !llm.weight<4x64, f32>
+  %g = llm.weight "gate" : !llm.weight<130x64, f32>
+  %d = llm.weight "down" : !llm.weight<256x32, f32>
+  // expected-error @+1 {{'llm.moe' op gate has 130 rows, not a multiple of the 4 experts}}
+  %y = llm.moe %x, %r, %g, %g, %d experts = 4 top_k = 2 : tensor<?x64xf32>, !llm.weight<4x64, f32>, !llm.weight<130x64, f32>, !llm.weight<130x64, f32>, !llm.weight<256x32, f32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @moe_down_transposed(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = llm.weight "router" : !llm.weight<4x64, f32>
+  %g = llm.weight "gate" : !llm.weight<128x64, f32>
+  %d = llm.weight "down" : !llm.weight<128x64, f32>
+  // expected-error @+1 {{'llm.moe' op down must be 256x32 (experts * hidden, the experts' width), got 128x64}}
+  %y = llm.moe %x, %r, %g, %g, %d experts = 4 top_k = 2 : tensor<?x64xf32>, !llm.weight<4x64, f32>, !llm.weight<128x64, f32>, !llm.weight<128x64, f32>, !llm.weight<128x64, f32>
+  return %y : tensor<?x64xf32>
 }

@@ -471,3 +471,19 @@ func.func @fusion_results(%x: tensor<?x96xf32>) -> tensor<?x64xf32> {
   }
   return %a : tensor<?x64xf32>
 }
+
+// -----
+
+// A mixture of 8 experts of 32, top 2, renormalized; q8_0 experts.
+// CHECK-LABEL: func.func @moe(
+// CHECK: llm.moe %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} experts = 8 top_k = 2 norm_topk_prob : tensor<?x64xf32>, !llm.weight<8x64, f32>, !llm.weight<256x64, q8_0>, !llm.weight<256x64, q8_0>, !llm.weight<512x32, q8_0>
+// CHECK: llm.moe {{.+}} experts = 8 top_k = 1 : tensor<?x64xf32>
+func.func @moe(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = llm.weight "router" : !llm.weight<8x64, f32>
+  %g = llm.weight "gate_exps" : !llm.weight<256x64, q8_0>
+  %u = llm.weight "up_exps" : !llm.weight<256x64, q8_0>
+  %d = llm.weight "down_exps" : !llm.weight<512x32, q8_0>
+  %y = llm.moe %x, %r, %g, %u, %d experts = 8 top_k = 2 norm_topk_prob : tensor<?x64xf32>, !llm.weight<8x64, f32>, !llm.weight<256x64, q8_0>, !llm.weight<256x64, q8_0>, !llm.weight<512x32, q8_0>
+  %z = llm.moe %y, %r, %g, %u, %d experts = 8 top_k = 1 : tensor<?x64xf32>, !llm.weight<8x64, f32>, !llm.weight<256x64, q8_0>, !llm.weight<256x64, q8_0>, !llm.weight<512x32, q8_0>
+  return %z : tensor<?x64xf32>
+}

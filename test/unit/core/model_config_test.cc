@@ -72,6 +72,31 @@ TEST(ModelConfig, JsonRoundTrip) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->architecture, "qwen3");
   EXPECT_TRUE(back->qk_norm);
+  c.architecture = "qwen3_moe";
+  c.num_experts = 128;
+  c.num_experts_per_tok = 8;
+  c.moe_intermediate_size = 768;
+  c.norm_topk_prob = false;
+  back = ModelConfigFromJson(ModelConfigToJson(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->num_experts, 128);
+  EXPECT_EQ(back->num_experts_per_tok, 8);
+  EXPECT_EQ(back->moe_intermediate_size, 768);
+  EXPECT_FALSE(back->norm_topk_prob);
+}
+
+TEST(ModelConfig, ExpertFieldsAreChecked) {
+  ModelConfig c = Valid();
+  c.architecture = "mixtral";
+  c.num_experts = 8;
+  c.num_experts_per_tok = 9;
+  c.moe_intermediate_size = 32;
+  ExpectFieldError(c, "num_experts_per_tok");
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = 0;
+  ExpectFieldError(c, "moe_intermediate_size");
+  c.moe_intermediate_size = 32;
+  EXPECT_TRUE(ValidateModelConfig(c).ok());
 }
 
 TEST(ModelConfig, JsonDefaultsHeadDimAndKvHeads) {

@@ -7,8 +7,8 @@ import math
 import sys
 from typing import Any
 
-from .config import (ARCHES, GGUF_TYPES, HF_DTYPES, Config, SynthError, make_config,
-                     parse_rope_scaling)
+from .config import (ARCHES, GGUF_TYPES, HF_DTYPES, MOE_DEFAULTS, Config, SynthError,
+                     make_config, parse_rope_scaling)
 from .gguf_layout import gguf_arch, gguf_tensor_plan
 from .gguf_types import _gguf_qtype
 from .gguf_writer import gguf_from_hf, write_gguf
@@ -25,7 +25,11 @@ def describe(cfg: Config | dict, fmt: str, gguf_type: str = "f32", shards: int =
         "format": fmt,
         "config": c.to_dict(),
         "hf_config": hf_config_json(c),
-        "qk_norm": c.qk_norm,   # per-head q_norm / k_norm before RoPE (qwen3)
+        "qk_norm": c.qk_norm,   # per-head q_norm / k_norm before RoPE (qwen3, qwen3moe)
+        # Sparse MoE MLPs (qwen3moe, mixtral), else None.
+        "moe": {"experts": c.experts, "experts_per_tok": c.experts_per_tok,
+                "expert_intermediate": c.expert_intermediate,
+                "norm_topk_prob": c.norm_topk_prob} if c.moe else None,
         "vocab": {"size": len(v.tokens), "merges": len(v.merges),
                   "reserved_fillers": v.n_reserved, "special": v.special,
                   "bos_id": v.bos_id, "eos_id": v.eos_id, "pad_id": v.pad_id},
@@ -40,7 +44,9 @@ def describe(cfg: Config | dict, fmt: str, gguf_type: str = "f32", shards: int =
         d["gguf_type"] = gguf_type
         d["tensors"] = [{"name": p["gguf"], "hf_name": p["hf"], "shape": p["shape"],
                          "ggml_shape": p["shape"][::-1], "dtype": p["type"],
-                         "qk_permuted": p["permuted"]}
+                         "qk_permuted": p["permuted"],
+                         # stacked experts: the HF tensors of experts 0..E-1
+                         **({"hf_experts": p["hf_experts"]} if p.get("hf_experts") else {})}
                         for p in gguf_tensor_plan(c, gguf_type)]
     d["n_params"] = sum(math.prod(s.shape) for s in tensor_specs(c))
     return d
@@ -85,8 +91,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-position", type=int, default=512)
     p.add_argument("--sliding-window", type=int, default=None, help="mistral only")
     p.add_argument("--qk-gain", type=float, default=1.0,
-                   help="scale q_proj and k_proj (qwen3: q_norm and k_norm) by this: "
-                        "peaked attention, scores x gain^2")
+                   help="scale q_proj and k_proj (qwen3, qwen3moe: q_norm and k_norm) by "
+                        "this: peaked attention, scores x gain^2")
+    moe = p.add_argument_group("mixture of experts (--arch qwen3moe | mixtral only)")
+    moe.add_argument("--experts", type=int, default=None,
+                     help=f"experts per layer (default {MOE_DEFAULTS['experts']})")
+    moe.add_argument("--experts-per-tok", type=int, default=None,
+                     help=f"experts each token is routed to, top-k (default "
+                          f"{MOE_DEFAULTS['experts_per_tok']})")
+    moe.add_argument("--moe-intermediate", type=int, default=None,
+                     help=f"qwen3moe: each expert's width (default "
+                          f"{MOE_DEFAULTS['moe_intermediate']}); mixtral's experts are "
+                          "--intermediate wide")
+    moe.add_argument("--norm-topk-prob", action=argparse.BooleanOptionalAction, default=None,
+                     help="qwen3moe: renormalize the top-k routing weights to sum 1 "
+                          "(default on; off cannot be written as GGUF: llama.cpp's "
+                          "qwen3moe always renormalizes); mixtral always does")
     return p
 
 
@@ -107,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
                 rope_scaling=parse_rope_scaling(args.rope_scaling),
                 dtype=args.dtype, max_position=args.max_position,
                 sliding_window=args.sliding_window, rms_norm_eps=args.rms_eps,
-                qk_gain=args.qk_gain)
+                qk_gain=args.qk_gain, experts=args.experts,
+                experts_per_tok=args.experts_per_tok,
+                moe_intermediate=args.moe_intermediate, norm_topk_prob=args.norm_topk_prob)
         if args.format == "gguf":
             _gguf_qtype(args.gguf_type)  # fails early when gguf is missing
         if not args.out and not args.describe:
@@ -124,9 +146,10 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 write_gguf(args.out, cfg, args.seed, args.gguf_type)
             for p in gguf_tensor_plan(cfg, args.gguf_type) if args.format == "gguf" else []:
-                if len(p["shape"]) == 2 and p["type"] != args.gguf_type:
+                if (len(p["shape"]) >= 2 and p["type"] != args.gguf_type
+                        and not p["gguf"].endswith(".ffn_gate_inp.weight")):  # router: f32
                     print(f"synth_model: note: {p['gguf']} stored as {p['type']} "
-                          f"(row of {p['shape'][1]} is not whole {args.gguf_type} blocks)",
+                          f"(row of {p['shape'][-1]} is not whole {args.gguf_type} blocks)",
                           file=sys.stderr)
     except SynthError as e:
         print(f"synth_model: error: {e}", file=sys.stderr)

@@ -7,10 +7,24 @@ from typing import Any
 
 import numpy as np
 
-ARCHES = ("llama", "qwen2", "mistral", "qwen3")
+ARCHES = ("llama", "qwen2", "mistral", "qwen3", "qwen3moe", "mixtral")
 # Architectures with Qwen3's QK-norm: a per-head RMSNorm of q and k (weights
 # self_attn.q_norm / k_norm, [head_dim], shared by all heads) before RoPE.
-QK_NORM_ARCHES = ("qwen3",)
+QK_NORM_ARCHES = ("qwen3", "qwen3moe")
+# Mixture-of-experts architectures: every layer's MLP is a sparse MoE block
+# (a router [experts, hidden], then experts_per_tok SwiGLU experts per token).
+#   qwen3moe: HF Qwen3MoeSparseMoeBlock (mlp.gate, mlp.experts.M.{gate,up,down}_proj),
+#             experts moe_intermediate wide, norm_topk_prob as configured;
+#   mixtral:  HF MixtralSparseMoeBlock (block_sparse_moe.gate,
+#             block_sparse_moe.experts.M.{w1,w3,w2}), experts intermediate wide,
+#             top-k weights always renormalized.
+MOE_ARCHES = ("qwen3moe", "mixtral")
+# Defaults of the MoE options (small: tests build models of a few layers; the
+# expert width differs from the default hidden 64, so that a transposed expert
+# matrix cannot go unnoticed).
+MOE_DEFAULTS = {"experts": 8, "experts_per_tok": 2, "moe_intermediate": 96}
+# HF model_type where it is not the arch name.
+HF_MODEL_TYPES = {"qwen3moe": "qwen3_moe"}
 HF_DTYPES = {"f32": ("F32", "float32"), "f16": ("F16", "float16"),
              "bf16": ("BF16", "bfloat16")}
 GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k",
@@ -27,7 +41,7 @@ CHAT_TEMPLATE = (
 TRANSFORMERS_VERSION = "4.46.0"  # written into config.json for realism only
 # The first transformers release that knows an architecture, where newer than
 # TRANSFORMERS_VERSION (a config.json claiming an older one would be odd).
-_FIRST_TRANSFORMERS = {"qwen3": "4.51.0"}
+_FIRST_TRANSFORMERS = {"qwen3": "4.51.0", "qwen3moe": "4.51.0"}
 
 
 def transformers_version(arch: str) -> str:
@@ -68,6 +82,14 @@ class Config:
     # With QK-norm (qwen3) the norm would cancel a gain on the projections, so
     # the gain scales the q_norm and k_norm weights instead.
     qk_gain: float = 1.0
+    # Mixture of experts (MOE_ARCHES only; None on the others, and filled in
+    # with MOE_DEFAULTS on MoE arches).
+    experts: int | None = None            # E: experts per layer
+    experts_per_tok: int | None = None    # k: experts each token is routed to
+    moe_intermediate: int | None = None   # qwen3moe: expert width (mixtral: intermediate)
+    # qwen3moe: renormalize the k routing weights to sum 1 (default True);
+    # mixtral always does (True, and False is rejected).
+    norm_topk_prob: bool | None = None
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -76,6 +98,24 @@ class Config:
     def qk_norm(self) -> bool:
         """Whether q and k get a per-head RMSNorm before RoPE (Qwen3)."""
         return self.arch in QK_NORM_ARCHES
+
+    @property
+    def moe(self) -> bool:
+        """Whether every layer's MLP is a sparse mixture of experts."""
+        return self.arch in MOE_ARCHES
+
+    @property
+    def expert_intermediate(self) -> int | None:
+        """The width of each expert (qwen3moe: moe_intermediate; mixtral:
+        intermediate); None for dense arches."""
+        if not self.moe:
+            return None
+        return self.moe_intermediate if self.arch == "qwen3moe" else self.intermediate
+
+    @property
+    def hf_model_type(self) -> str:
+        """config.json's model_type (qwen3moe: qwen3_moe)."""
+        return HF_MODEL_TYPES.get(self.arch, self.arch)
 
 
 def make_config(cfg: Config | dict | None = None, **overrides: Any) -> Config:
@@ -127,15 +167,20 @@ def make_config(cfg: Config | dict | None = None, **overrides: Any) -> Config:
     if c.arch == "mistral" and c.qkv_bias:
         raise SynthError("qkv_bias: HF Mistral has no attention biases; "
                          "use --arch llama (attention_bias) or qwen2")
-    if c.arch == "qwen3" and c.qkv_bias:
+    if c.arch in ("qwen3", "qwen3moe") and c.qkv_bias:
         # Not supported rather than half-supported: HF Qwen3's attention_bias
         # also biases o_proj, and llama.cpp's qwen3 loads no attention biases.
-        raise SynthError("qkv_bias: qwen3 here has no attention biases (HF Qwen3's "
+        raise SynthError(f"qkv_bias: {c.arch} here has no attention biases (HF Qwen3's "
                          "attention_bias would also bias o_proj, and llama.cpp's qwen3 "
                          "loads none); use --arch qwen2 or llama (attention_bias)")
+    if c.arch == "mixtral" and c.qkv_bias:
+        raise SynthError("qkv_bias: HF Mixtral has no attention biases; "
+                         "use --arch llama (attention_bias) or qwen2")
+    _check_moe(c)
     if c.sliding_window is not None:
-        if c.arch != "mistral":
-            raise SynthError("sliding_window: only --arch mistral has a sliding window here")
+        if c.arch not in ("mistral", "mixtral"):
+            raise SynthError("sliding_window: only --arch mistral and mixtral have a "
+                             "sliding window here")
         if c.sliding_window <= 0:
             raise SynthError(f"sliding_window: must be positive, got {c.sliding_window}")
     if c.dtype not in HF_DTYPES:
@@ -149,6 +194,53 @@ def make_config(cfg: Config | dict | None = None, **overrides: Any) -> Config:
     c.rms_norm_eps = float(c.rms_norm_eps)
     _check_rope_scaling(c.rope_scaling)
     return c
+
+
+def _check_moe(c: Config) -> None:
+    """Validates the MoE fields in place: fills the defaults on MoE arches,
+    rejects them on the others. Messages name the field and its CLI option."""
+    opts = {"experts": "--experts", "experts_per_tok": "--experts-per-tok",
+            "moe_intermediate": "--moe-intermediate",
+            "norm_topk_prob": "--norm-topk-prob/--no-norm-topk-prob"}
+    if not c.moe:
+        for f, opt in opts.items():
+            if getattr(c, f) is not None:
+                raise SynthError(f"{f} ({opt}): only the mixture-of-experts arches "
+                                 f"({', '.join(MOE_ARCHES)}) have experts, not {c.arch}")
+        return
+    if c.arch == "mixtral":
+        if c.moe_intermediate is not None:
+            raise SynthError("moe_intermediate (--moe-intermediate): mixtral's experts are "
+                             "intermediate wide (HF MixtralConfig has no "
+                             "moe_intermediate_size); use --intermediate")
+        if c.norm_topk_prob is False:
+            raise SynthError("norm_topk_prob (--no-norm-topk-prob): HF Mixtral always "
+                             "renormalizes the top-k routing weights; only qwen3moe can "
+                             "turn that off")
+        c.norm_topk_prob = True
+    else:
+        if c.moe_intermediate is None:
+            c.moe_intermediate = MOE_DEFAULTS["moe_intermediate"]
+        if c.norm_topk_prob is None:
+            c.norm_topk_prob = True
+    if c.experts is None:
+        c.experts = MOE_DEFAULTS["experts"]
+    if c.experts_per_tok is None:
+        c.experts_per_tok = MOE_DEFAULTS["experts_per_tok"]
+    for f in ("experts", "experts_per_tok", "moe_intermediate"):
+        v = getattr(c, f)
+        if v is None and f == "moe_intermediate":
+            continue
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v <= 0:
+            raise SynthError(f"{f} ({opts[f]}): must be a positive integer, got {v!r}")
+        setattr(c, f, int(v))
+    if c.experts_per_tok > c.experts:
+        raise SynthError(f"experts_per_tok (--experts-per-tok): {c.experts_per_tok} is more "
+                         f"than the {c.experts} experts (--experts)")
+    if not isinstance(c.norm_topk_prob, (bool, np.bool_)):
+        raise SynthError(f"norm_topk_prob (--norm-topk-prob): must be true or false, "
+                         f"got {c.norm_topk_prob!r}")
+    c.norm_topk_prob = bool(c.norm_topk_prob)
 
 
 def parse_rope_scaling(text: str | None) -> dict | None:

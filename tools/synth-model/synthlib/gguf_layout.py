@@ -9,7 +9,7 @@ import numpy as np
 
 from .config import Config, SynthError, make_config
 from .gguf_types import _gguf_qtype, _matrix_type
-from .weights import tensor_specs
+from .weights import moe_tensor_names, tensor_specs
 
 
 def permute_qk(w: np.ndarray, n_head: int, n_head_kv: int | None = None) -> np.ndarray:
@@ -51,7 +51,8 @@ _GGUF_NAMES = {
 
 
 def gguf_name(hf_name: str) -> str:
-    """GGUF tensor name of an HF tensor name."""
+    """GGUF tensor name of an HF tensor name (a MoE router's too; single
+    experts have none: they live in the stacked ffn_*_exps tensors)."""
     if hf_name == "model.embed_tokens.weight":
         return "token_embd.weight"
     if hf_name == "model.norm.weight":
@@ -61,18 +62,40 @@ def gguf_name(hf_name: str) -> str:
     m = re.fullmatch(r"model\.layers\.(\d+)\.(.+)", hf_name)
     if m and m.group(2) in _GGUF_NAMES:
         return f"blk.{m.group(1)}.{_GGUF_NAMES[m.group(2)]}"
+    if m and m.group(2) in ("mlp.gate.weight", "block_sparse_moe.gate.weight"):
+        return f"blk.{m.group(1)}.{MOE_GGUF_ROUTER}"
     raise SynthError(f"no GGUF name for tensor {hf_name!r}")
 
 
 # Architectures llama.cpp runs with NEOX (rotate-half) RoPE, as HF does: their
 # Q/K rows stay in HF order. The others get LlamaModel.permute for GGML's
 # interleaved RoPE.
-NEOX_ARCHES = ("qwen2", "qwen3")
+NEOX_ARCHES = ("qwen2", "qwen3", "qwen3moe")
+
+# A MoE layer's GGUF tensors after ffn_norm, as convert_hf_to_gguf.py names
+# them: the router (ffn_gate_inp, [E, hidden], always f32 as llama-quantize
+# leaves it), then the experts stacked along a new first numpy axis, expert m
+# at index m: ffn_gate_exps / ffn_up_exps [E, I, hidden], ffn_down_exps
+# [E, hidden, I] (GGML dims reversed: ne = [hidden, I, E] / [I, hidden, E]).
+MOE_GGUF_ROUTER = "ffn_gate_inp.weight"
+MOE_GGUF_EXPERTS = (("gate", "ffn_gate_exps.weight"), ("up", "ffn_up_exps.weight"),
+                    ("down", "ffn_down_exps.weight"))
 
 
 def gguf_arch(cfg: Config) -> str:
-    """general.architecture: llama.cpp converts Mistral as "llama"."""
+    """general.architecture: llama.cpp converts Mistral and Mixtral as "llama"
+    (Mixtral with llama.expert_count), Qwen3-MoE as "qwen3moe"."""
     return cfg.arch if cfg.arch in NEOX_ARCHES else "llama"
+
+
+def check_gguf_expressible(cfg: Config) -> None:
+    """Raises SynthError for a config no GGUF can express: qwen3moe without
+    norm_topk_prob (llama.cpp's qwen3moe always renormalizes the top-k
+    routing weights, and has no key to say otherwise)."""
+    if cfg.arch == "qwen3moe" and not cfg.norm_topk_prob:
+        raise SynthError("norm_topk_prob (--no-norm-topk-prob): llama.cpp's qwen3moe always "
+                         "renormalizes the top-k routing weights, so a GGUF cannot express "
+                         "a model without it; write it with --format hf")
 
 
 def llama3_rope_freqs(cfg: Config) -> np.ndarray:
@@ -100,9 +123,11 @@ def llama3_rope_freqs(cfg: Config) -> np.ndarray:
 
 def gguf_tensor_plan(cfg: Config | dict, gguf_type: str = "f32") -> list[dict]:
     """[{hf, gguf, shape (numpy order), type, permuted}] in file order; the
-    rope_freqs entry has hf None."""
+    rope_freqs entry has hf None. A MoE layer's stacked expert tensors have hf
+    None too, and hf_experts: the HF names of experts 0..E-1 in stack order."""
     c = make_config(cfg)
     _gguf_qtype(gguf_type)
+    check_gguf_expressible(c)
     plan = []
     specs = tensor_specs(c)
     for s in specs[:1]:
@@ -112,11 +137,33 @@ def gguf_tensor_plan(cfg: Config | dict, gguf_type: str = "f32") -> list[dict]:
     if rs and rs.get("rope_type") == "llama3":
         plan.append({"hf": None, "gguf": "rope_freqs.weight", "shape": [c.head_dim // 2],
                      "type": "f32", "permuted": False})
+    shapes = {s.name: s.shape for s in specs}
+    stacked: set[str] = set()   # single experts' HF names: they go into the stacks
+    if c.moe:
+        for i in range(c.layers):
+            n = moe_tensor_names(c, i)
+            for role, _ in MOE_GGUF_EXPERTS:
+                stacked.update(n[role])
     for s in specs[1:]:
+        if s.name in stacked:
+            continue
         permuted = (c.arch not in NEOX_ARCHES
                     and re.search(r"\.(q|k)_proj\.(weight|bias)$", s.name) is not None)
+        router = c.moe and s.name.endswith(".gate.weight")
         plan.append({"hf": s.name, "gguf": gguf_name(s.name), "shape": list(s.shape),
-                     "type": _matrix_type(gguf_type, s.shape), "permuted": permuted})
+                     "type": "f32" if router else _matrix_type(gguf_type, s.shape),
+                     "permuted": permuted})
+        if router:
+            # The layer's experts follow its router: gate, up, down stacks
+            # (whatever the HF module order), expert m at index m of axis 0.
+            i = int(re.fullmatch(r"model\.layers\.(\d+)\..*", s.name).group(1))
+            n = moe_tensor_names(c, i)
+            for role, gname in MOE_GGUF_EXPERTS:
+                shape = [c.experts, *shapes[n[role][0]]]
+                plan.append({"hf": None, "hf_experts": list(n[role]),
+                             "gguf": f"blk.{i}.{gname}", "shape": shape,
+                             "type": _matrix_type(gguf_type, tuple(shape)),
+                             "permuted": False})
     return plan
 
 
@@ -130,3 +177,14 @@ def _gguf_layout(c: Config, name: str, w: np.ndarray) -> np.ndarray:
     if re.search(r"\.k_proj\.(weight|bias)$", name):
         return permute_qk(w, c.heads, c.kv_heads)
     return w
+
+
+def plan_source(c: Config, p: dict, weights: dict[str, np.ndarray]) -> np.ndarray:
+    """The array a plan entry stores, in GGUF layout, before encoding: an HF
+    tensor (Q/K rows permuted for llama), or a MoE layer's experts stacked
+    along a new first axis (np.stack of hf_experts, expert m at index m)."""
+    if p.get("hf_experts"):
+        return np.stack([np.asarray(weights[n], np.float32) for n in p["hf_experts"]])
+    if p["hf"] is None:
+        return llama3_rope_freqs(c)
+    return _gguf_layout(c, p["hf"], weights[p["hf"]])

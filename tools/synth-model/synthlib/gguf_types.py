@@ -47,15 +47,17 @@ def _gguf_version() -> str:
 
 
 def _matrix_type(gguf_type: str, shape: tuple[int, ...]) -> str:
-    """The GGUF type a 2D tensor gets: gguf_type, or f16 where its rows are not
-    a whole number of quantization blocks (as convert_hf_to_gguf.py does)."""
-    if len(shape) != 2:
+    """The GGUF type a matrix gets: gguf_type, or f16 where its rows are not a
+    whole number of quantization blocks (as convert_hf_to_gguf.py does). 1D
+    tensors stay f32. A 3D tensor (a MoE layer's stacked experts [E, rows,
+    cols]) is quantized as a matrix: row by row, rows of the last dimension."""
+    if len(shape) not in (2, 3):
         return "f32"
     if gguf_type in ("f32", "f16", "bf16"):
         return gguf_type
     g = _gguf()
     block = g.GGML_QUANT_SIZES[_gguf_qtype(gguf_type)][0]
-    return gguf_type if shape[1] % block == 0 else "f16"
+    return gguf_type if shape[-1] % block == 0 else "f16"
 
 
 def _encode_gguf_tensor(a: np.ndarray, ttype: str):

@@ -9,7 +9,7 @@ import numpy as np
 
 from .config import CHAT_TEMPLATE, Config, SynthError, make_config
 from .files import _umask_mode
-from .gguf_layout import (_gguf_layout, gguf_arch, gguf_tensor_plan, llama3_rope_freqs,
+from .gguf_layout import (gguf_arch, gguf_tensor_plan, llama3_rope_freqs, plan_source,
                           unpermute_qk)
 from .gguf_types import _dequantize, _encode_gguf_tensor, _file_type, _gguf
 from .hf import read_hf_config, read_hf_weights
@@ -25,11 +25,13 @@ def write_gguf_weights(path: str, cfg: Config, weights: dict[str, np.ndarray],
     c = make_config(cfg)
     plan = gguf_tensor_plan(c, gguf_type)
     for p in plan:
-        if p["hf"] is not None and p["hf"] not in weights:
-            raise SynthError(f"weights: {p['hf']} is missing")
-        if p["hf"] is not None and list(weights[p["hf"]].shape) != p["shape"]:
-            raise SynthError(f"weights: {p['hf']} has shape {weights[p['hf']].shape}, "
-                             f"config says {tuple(p['shape'])}")
+        for name, shape in ([(p["hf"], p["shape"])] if p["hf"] is not None else
+                            [(n, p["shape"][1:]) for n in p.get("hf_experts", [])]):
+            if name not in weights:
+                raise SynthError(f"weights: {name} is missing")
+            if list(weights[name].shape) != list(shape):
+                raise SynthError(f"weights: {name} has shape {weights[name].shape}, "
+                                 f"config says {tuple(shape)}")
     if len(vocab.tokens) != c.vocab:
         raise SynthError(f"vocab: tokenizer has {len(vocab.tokens)} tokens, config says {c.vocab}")
     arch = gguf_arch(c)
@@ -54,6 +56,14 @@ def write_gguf_weights(path: str, cfg: Config, weights: dict[str, np.ndarray],
         w.add_value_length(c.head_dim)
         w.add_rope_dimension_count(c.head_dim)
         w.add_vocab_size(c.vocab)
+        if c.moe:
+            # As convert_hf_to_gguf.py: expert_count / expert_used_count for
+            # both; qwen3moe's expert width apart from the (unused) dense
+            # feed_forward_length, mixtral's is feed_forward_length itself.
+            w.add_expert_count(c.experts)
+            w.add_expert_used_count(c.experts_per_tok)
+            if c.arch == "qwen3moe":
+                w.add_expert_feed_forward_length(c.moe_intermediate)
         rs = c.rope_scaling
         if rs and rs.get("rope_type") == "linear":
             w.add_rope_scaling_type(g.RopeScalingType.LINEAR)
@@ -73,11 +83,10 @@ def write_gguf_weights(path: str, cfg: Config, weights: dict[str, np.ndarray],
         if chat_template:
             w.add_chat_template(chat_template)
         for p in plan:
-            if p["hf"] is None:
+            if p["hf"] is None and not p.get("hf_experts"):
                 data, raw = llama3_rope_freqs(c), None
             else:
-                a = _gguf_layout(c, p["hf"], weights[p["hf"]])
-                data, raw = _encode_gguf_tensor(a, p["type"])
+                data, raw = _encode_gguf_tensor(plan_source(c, p, weights), p["type"])
             if raw is None:
                 w.add_tensor(p["gguf"], data)
             else:
@@ -112,16 +121,20 @@ def gguf_from_hf(hf_dir: str, path: str, gguf_type: str = "f32") -> Config:
 def dequantized_weights(cfg: Config | dict, seed: int,
                         gguf_type: str) -> dict[str, np.ndarray]:
     """The weights as a GGUF of gguf_type holds them after dequantization,
-    in HF names and HF layout (Q/K permutation undone). Equal to
-    make_weights for f32."""
+    in HF names and HF layout (Q/K permutation undone, MoE expert stacks
+    split back into one tensor per expert). Equal to make_weights for f32."""
     c = make_config(cfg)
-    plan = {p["hf"]: p for p in gguf_tensor_plan(c, gguf_type) if p["hf"]}
-    out = {}
-    for name, a in make_weights(c, seed).items():
-        p = plan[name]
-        stored = _dequantize(_gguf_layout(c, name, a), p["type"])
-        if p["permuted"]:
-            heads_kv = c.heads if ".q_proj." in name else c.kv_heads
-            stored = unpermute_qk(stored, c.heads, heads_kv)
-        out[name] = stored
-    return out
+    W = make_weights(c, seed)
+    got = {}
+    for p in gguf_tensor_plan(c, gguf_type):
+        if p.get("hf_experts"):
+            stored = _dequantize(plan_source(c, p, W), p["type"])
+            for m, name in enumerate(p["hf_experts"]):
+                got[name] = stored[m]
+        elif p["hf"] is not None:
+            stored = _dequantize(plan_source(c, p, W), p["type"])
+            if p["permuted"]:
+                heads_kv = c.heads if ".q_proj." in p["hf"] else c.kv_heads
+                stored = unpermute_qk(stored, c.heads, heads_kv)
+            got[p["hf"]] = stored
+    return {name: got[name] for name in W}   # model order, as make_weights

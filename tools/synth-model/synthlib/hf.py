@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .config import (ARCHES, CHAT_TEMPLATE, HF_DTYPES, Config, SynthError, make_config,
-                     transformers_version)
+from .config import (ARCHES, CHAT_TEMPLATE, HF_DTYPES, HF_MODEL_TYPES, Config, SynthError,
+                     make_config, transformers_version)
 from .files import _write_json
 from .safetensors_io import read_safetensors, write_safetensors
 from .vocab import build_vocab, tokenizer_json
@@ -21,44 +21,69 @@ def hf_config_json(cfg: Config) -> dict:
     c = make_config(cfg)
     v = build_vocab(c.vocab)
     arch_name = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                 "mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM"}[c.arch]
+                 "mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM",
+                 "qwen3moe": "Qwen3MoeForCausalLM", "mixtral": "MixtralForCausalLM"}[c.arch]
+    qwen3ish = c.arch in ("qwen2", "qwen3", "qwen3moe")
     d: dict[str, Any] = {"architectures": [arch_name]}
-    if c.arch in ("llama", "qwen2", "qwen3"):
+    if c.arch in ("llama", "qwen2", "qwen3", "qwen3moe"):
         d["attention_bias"] = bool(c.qkv_bias)
     d["attention_dropout"] = 0.0
     d["bos_token_id"] = v.bos_id
+    if c.arch == "qwen3moe":
+        d["decoder_sparse_step"] = 1   # every layer sparse (with mlp_only_layers [])
     d["eos_token_id"] = v.eos_id
-    d["head_dim"] = c.head_dim  # always explicit: Qwen3Config's default is 128, not hidden/heads
+    # Always explicit: Qwen3Config's default is 128, not hidden/heads.
+    d["head_dim"] = c.head_dim
     d["hidden_act"] = "silu"
     d["hidden_size"] = c.hidden
     d["initializer_range"] = 0.02
+    # qwen3moe: the dense MLP width of mlp_only_layers (none here), written as
+    # real configs carry it; mixtral: each expert's width.
     d["intermediate_size"] = c.intermediate
     d["max_position_embeddings"] = c.max_position
-    if c.arch in ("qwen2", "qwen3"):
+    if qwen3ish:
         d["max_window_layers"] = c.layers
     if c.arch == "llama":
         d["mlp_bias"] = False
-    d["model_type"] = c.arch
+    if c.arch == "qwen3moe":
+        d["mlp_only_layers"] = []
+    d["model_type"] = c.hf_model_type
+    if c.arch == "qwen3moe":
+        d["moe_intermediate_size"] = c.moe_intermediate
+        d["norm_topk_prob"] = bool(c.norm_topk_prob)
     d["num_attention_heads"] = c.heads
+    if c.arch == "qwen3moe":
+        d["num_experts"] = c.experts
+    if c.moe:
+        d["num_experts_per_tok"] = c.experts_per_tok
     d["num_hidden_layers"] = c.layers
     d["num_key_value_heads"] = c.kv_heads
+    if c.arch == "mixtral":
+        d["num_local_experts"] = c.experts
+    if c.moe:
+        d["output_router_logits"] = False
     if c.arch == "llama":
         d["pretraining_tp"] = 1
     d["rms_norm_eps"] = c.rms_norm_eps
     d["rope_scaling"] = dict(c.rope_scaling) if c.rope_scaling else None
     d["rope_theta"] = c.rope_theta
-    if c.arch == "mistral":
+    if c.moe:
+        # Training-only (the aux loss is off in inference); real configs' values.
+        d["router_aux_loss_coef"] = 0.001 if c.arch == "qwen3moe" else 0.02
+    if c.arch == "mixtral":
+        d["router_jitter_noise"] = 0.0
+    if c.arch in ("mistral", "mixtral"):
         d["sliding_window"] = c.sliding_window
     if c.arch == "qwen2":
         # Real Qwen2 configs carry a window that use_sliding_window turns off.
         d["sliding_window"] = c.max_position
-    if c.arch == "qwen3":
+    if c.arch in ("qwen3", "qwen3moe"):
         d["sliding_window"] = None  # as real Qwen3 configs (use_sliding_window false too)
     d["tie_word_embeddings"] = bool(c.tie_embeddings)
     d["torch_dtype"] = HF_DTYPES[c.dtype][1]
     d["transformers_version"] = transformers_version(c.arch)
     d["use_cache"] = True
-    if c.arch in ("qwen2", "qwen3"):
+    if qwen3ish:
         d["use_sliding_window"] = False
     d["vocab_size"] = c.vocab
     return d
@@ -66,9 +91,12 @@ def hf_config_json(cfg: Config) -> dict:
 
 def config_from_hf_json(d: dict) -> Config:
     """The Config a config.json written by this tool came from."""
-    arch = d.get("model_type")
-    if arch not in ARCHES:
-        raise SynthError(f"config.json: model_type {arch!r} is not one of {', '.join(ARCHES)}")
+    model_type = d.get("model_type")
+    arch = {v: k for k, v in HF_MODEL_TYPES.items()}.get(model_type, model_type)
+    if arch not in ARCHES or model_type != HF_MODEL_TYPES.get(arch, arch):
+        known = [HF_MODEL_TYPES.get(a, a) for a in ARCHES]
+        raise SynthError(f"config.json: model_type {model_type!r} is not one of "
+                         f"{', '.join(known)}")
     dtype = {v[1]: k for k, v in HF_DTYPES.items()}.get(d.get("torch_dtype", "float32"))
     if dtype is None:
         raise SynthError(f"config.json: torch_dtype {d.get('torch_dtype')!r} unsupported")
@@ -77,7 +105,18 @@ def config_from_hf_json(d: dict) -> Config:
         rs = dict(rs)
         if "rope_type" not in rs and "type" in rs:
             rs["rope_type"] = rs.pop("type")
-    sw = d.get("sliding_window") if arch == "mistral" else None
+    sw = d.get("sliding_window") if arch in ("mistral", "mixtral") else None
+    moe: dict[str, Any] = {}
+    if arch == "qwen3moe":
+        if d.get("mlp_only_layers") or d.get("decoder_sparse_step", 1) != 1:
+            raise SynthError("config.json: qwen3_moe with dense layers (mlp_only_layers, "
+                             "decoder_sparse_step) is not something this tool writes")
+        moe = dict(experts=d["num_experts"], experts_per_tok=d["num_experts_per_tok"],
+                   moe_intermediate=d["moe_intermediate_size"],
+                   norm_topk_prob=bool(d.get("norm_topk_prob", False)))
+    elif arch == "mixtral":
+        moe = dict(experts=d.get("num_local_experts", 8),
+                   experts_per_tok=d.get("num_experts_per_tok", 2))
     return make_config(
         arch=arch, vocab=d["vocab_size"], hidden=d["hidden_size"],
         intermediate=d["intermediate_size"], layers=d["num_hidden_layers"],
@@ -89,7 +128,7 @@ def config_from_hf_json(d: dict) -> Config:
         qkv_bias=True if arch == "qwen2" else bool(d.get("attention_bias", False)),
         rope_theta=d.get("rope_theta", 10000.0), rope_scaling=rs, dtype=dtype,
         max_position=d.get("max_position_embeddings", 2048), sliding_window=sw,
-        rms_norm_eps=d.get("rms_norm_eps", 1e-6))
+        rms_norm_eps=d.get("rms_norm_eps", 1e-6), **moe)
 
 def _split_shards(names: list[str], sizes: list[int], n: int) -> list[list[str]]:
     if n > len(names):

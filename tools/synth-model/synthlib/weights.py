@@ -55,12 +55,60 @@ def tensor_specs(cfg: Config) -> list[TensorSpec]:
                 specs.append(TensorSpec(p + f"self_attn.{n}.weight", (D,), "norm",
                                         0.3 * norm_gain, center=norm_gain))
         specs.append(TensorSpec(p + "post_attention_layernorm.weight", (H,), "norm", 0.1))
+        if c.moe:
+            specs.extend(moe_layer_specs(c, i))
+            continue
         specs.append(TensorSpec(p + "mlp.gate_proj.weight", (I, H), "uniform", H ** -0.5))
         specs.append(TensorSpec(p + "mlp.up_proj.weight", (I, H), "uniform", H ** -0.5))
         specs.append(TensorSpec(p + "mlp.down_proj.weight", (H, I), "uniform", I ** -0.5))
     specs.append(TensorSpec("model.norm.weight", (H,), "norm", 0.1))
     if not c.tie_embeddings:
         specs.append(TensorSpec("lm_head.weight", (V, H), "uniform", H ** -0.5))
+    return specs
+
+
+# The router's spread relative to the other projections (std ROUTER_GAIN /
+# sqrt(hidden)): its logits get a standard deviation of about ROUTER_GAIN, so
+# the top-k choice is decisive (a near tie between the k-th and the next expert
+# is rare) while the k chosen weights stay far from one-hot (renormalizing them
+# matters).
+ROUTER_GAIN = 2.5
+
+# HF names of a MoE layer's parts: (router, expert prefix, (gate, up, down)).
+MOE_NAMES = {
+    "qwen3moe": ("mlp.gate.weight", "mlp.experts", ("gate_proj", "up_proj", "down_proj")),
+    "mixtral": ("block_sparse_moe.gate.weight", "block_sparse_moe.experts", ("w1", "w3", "w2")),
+}
+
+
+def moe_tensor_names(cfg: Config, layer: int) -> dict:
+    """HF names of one MoE layer: {"router": name, "gate" / "up" / "down":
+    [name of expert 0, 1, ..., E-1]}."""
+    c = make_config(cfg)
+    if not c.moe:
+        raise SynthError(f"{c.arch} has no experts")
+    router, experts, projs = MOE_NAMES[c.arch]
+    p = f"model.layers.{layer}."
+    out: dict = {"router": p + router}
+    for role, proj in zip(("gate", "up", "down"), projs):
+        out[role] = [f"{p}{experts}.{m}.{proj}.weight" for m in range(c.experts)]
+    return out
+
+
+def moe_layer_specs(c: Config, layer: int) -> list[TensorSpec]:
+    """A MoE layer's MLP tensors in HF module order: the router, then expert by
+    expert its gate, up and down projections (qwen3moe: gate_proj, up_proj,
+    down_proj; mixtral: w1, w2, w3 as MixtralBlockSparseTop2MLP declares them)."""
+    H, I = c.hidden, c.expert_intermediate
+    n = moe_tensor_names(c, layer)
+    specs = [TensorSpec(n["router"], (c.experts, H), "uniform", ROUTER_GAIN * H ** -0.5)]
+    shapes = {"gate": ((I, H), H ** -0.5), "up": ((I, H), H ** -0.5),
+              "down": ((H, I), I ** -0.5)}
+    order = ("gate", "up", "down") if c.arch == "qwen3moe" else ("gate", "down", "up")
+    for m in range(c.experts):
+        for role in order:
+            shape, std = shapes[role]
+            specs.append(TensorSpec(n[role][m], shape, "uniform", std))
     return specs
 
 
@@ -127,7 +175,8 @@ def make_weights(cfg: Config | dict, seed: int) -> dict[str, np.ndarray]:
     so changing e.g. the layer count leaves the other tensors unchanged.
     Scheme: uniform with the stated std (half-width std*sqrt(3)); norm weights
     1 + uniform(-0.1, 0.1) (q_norm / k_norm: 1 + uniform(-0.3, 0.3), times
-    qk_gain); zero tensors are zero.
+    qk_gain); zero tensors are zero. MoE routers have ROUTER_GAIN times the
+    usual spread; every expert has its own stream, so no two are alike.
     """
     c = make_config(cfg)
     if not isinstance(seed, (int, np.integer)) or seed < 0:

@@ -49,5 +49,6 @@
 #include "llmc_host_attention.h"
 #include "llmc_host_elementwise.h"
 #include "llmc_host_fused.h"
+#include "llmc_host_moe.h"
 
 #endif  // LLMC_HOST_KERNELS_H_

@@ -32,7 +32,7 @@ enum class RopeStyle { kHalf, kInterleaved };
 enum class Activation { kSiLU, kGeluTanh, kGeluErf };
 
 struct ModelConfig {
-  std::string architecture = "llama";  // llama | mistral | qwen2 | qwen3
+  std::string architecture = "llama";  // llama | mistral | qwen2 | qwen3 | qwen3_moe | mixtral
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -52,11 +52,20 @@ struct ModelConfig {
   // heads, the model's rms_norm_eps) after its projection, before RoPE
   // (Qwen3's q_norm / k_norm).
   bool qk_norm = false;
+  // Mixture of experts (0: a dense MLP). Every layer's MLP routes each token
+  // to the num_experts_per_tok experts of highest softmax(router logits) and
+  // sums their SwiGLU MLPs (moe_intermediate_size wide) weighted by those
+  // probabilities, renormalized to sum 1 when norm_topk_prob.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = true;
   int64_t sliding_window = 0;   // 0: full attention
   // RoPE frequencies are divided by per-pair factors stored as a weight
   // (GGUF's `rope_freqs.weight`, how llama.cpp stores Llama 3.1 scaling).
   bool rope_freq_factors = false;
 
+  bool moe() const { return num_experts > 0; }
   int64_t q_size() const { return num_heads * head_dim; }
   int64_t kv_size() const { return num_kv_heads * head_dim; }
 };

@@ -174,6 +174,43 @@ LogicalResult LinearOp::verify() {
   return success();
 }
 
+int64_t MoEOp::getExpertWidth() {
+  return getGate().getType().getShape()[0] / std::max<int64_t>(getExperts(), 1);
+}
+
+LogicalResult MoEOp::verify() {
+  const int64_t experts = getExperts(), topK = getTopK(), hidden = features(getInput());
+  if (experts < 1)
+    return emitOpError() << "experts must be positive, got " << experts;
+  if (topK < 1 || topK > experts)
+    return emitOpError() << "top_k must be in [1, " << experts << "], got " << topK;
+  WeightType router = getRouter().getType(), gate = getGate().getType(), up = getUp().getType(),
+             down = getDown().getType();
+  for (auto [w, name] : {std::pair{router, "router"}, {gate, "gate"}, {up, "up"}, {down, "down"}})
+    if (failed(verifyMatrixWeight(*this, w, name)))
+      return failure();
+  if (failed(verifyFloatWeight(*this, router, "router")))
+    return failure();
+  if (router.getShape()[0] != experts || router.getShape()[1] != hidden)
+    return emitOpError() << "router must be [" << experts << ", " << hidden << "] (experts, hidden), got "
+                         << dimString(router.getShape()[0]) << "x" << dimString(router.getShape()[1]);
+  if (gate.getShape()[0] % experts != 0)
+    return emitOpError() << "gate has " << gate.getShape()[0] << " rows, not a multiple of the "
+                         << experts << " experts";
+  const int64_t width = gate.getShape()[0] / experts;
+  if (gate.getShape()[1] != hidden)
+    return emitOpError() << "gate must have " << hidden << " columns (the input's features), got "
+                         << gate.getShape()[1];
+  if (up.getShape() != gate.getShape())
+    return emitOpError() << "up must have gate's shape " << gate.getShape()[0] << "x" << hidden
+                         << ", got " << up.getShape()[0] << "x" << up.getShape()[1];
+  if (down.getShape()[0] != experts * hidden || down.getShape()[1] != width)
+    return emitOpError() << "down must be " << experts * hidden << "x" << width
+                         << " (experts * hidden, the experts' width), got " << down.getShape()[0]
+                         << "x" << down.getShape()[1];
+  return success();
+}
+
 LogicalResult LMHeadOp::verify() {
   WeightType w = getWeight().getType();
   if (failed(verifyMatrixWeight(*this, w, "weight")))

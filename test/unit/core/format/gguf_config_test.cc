@@ -136,6 +136,50 @@ TEST(GgufConfig, Qwen3) {
   EXPECT_FALSE(llama->qk_norm);
 }
 
+TEST(GgufConfig, MixturesOfExperts) {
+  // Qwen3-MoE: its own expert width; llama.cpp renormalizes.
+  auto q = Model("qwen3moe");
+  q.U32("qwen3moe.expert_count", 8).U32("qwen3moe.expert_used_count", 2);
+  q.U32("qwen3moe.expert_feed_forward_length", 96);
+  auto c = Config(q);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "qwen3_moe");
+  EXPECT_EQ(c->num_experts, 8);
+  EXPECT_EQ(c->num_experts_per_tok, 2);
+  EXPECT_EQ(c->moe_intermediate_size, 96);
+  EXPECT_TRUE(c->norm_topk_prob);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_EQ(c->rope_style, RopeStyle::kHalf);
+  // Mixtral is llama with experts: feed_forward_length is theirs, rows permuted.
+  auto m = Model("llama");
+  m.U32("llama.expert_count", 4).U32("llama.expert_used_count", 2);
+  c = Config(m);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "mixtral");
+  EXPECT_EQ(c->moe_intermediate_size, c->intermediate_size);
+  EXPECT_EQ(c->rope_style, RopeStyle::kInterleaved);
+  EXPECT_FALSE(c->qk_norm);
+  // What llmc cannot run is named by key.
+  auto too_many = Model("llama");
+  too_many.U32("llama.expert_count", 4).U32("llama.expert_used_count", 5);
+  EXPECT_EQ(ConfigError(too_many),
+            "test.gguf: key 'llama.expert_used_count' is 5, more than the 4 experts");
+  auto shared = Model("llama");
+  shared.U32("llama.expert_count", 4).U32("llama.expert_used_count", 2);
+  shared.U32("llama.expert_shared_count", 1);
+  EXPECT_EQ(ConfigError(shared),
+            "test.gguf: key 'llama.expert_shared_count' is 1; llmc does not run shared experts yet");
+  auto sigmoid = Model("llama");
+  sigmoid.U32("llama.expert_count", 4).U32("llama.expert_used_count", 2);
+  sigmoid.U32("llama.expert_gating_func", 2);
+  EXPECT_EQ(ConfigError(sigmoid),
+            "test.gguf: key 'llama.expert_gating_func' is 2; llmc routes by softmax (1) only");
+  auto no_width = Model("qwen3moe");
+  no_width.U32("qwen3moe.expert_count", 8).U32("qwen3moe.expert_used_count", 2);
+  EXPECT_EQ(ConfigError(no_width),
+            "test.gguf: key 'qwen3moe.expert_feed_forward_length' is missing");
+}
+
 TEST(GgufConfig, RopeScalingFollowsLlamaCpp) {
   // The older key name, and the type defaulting to linear.
   auto old_key = Model("llama");
@@ -171,7 +215,7 @@ TEST(GgufConfig, RopeScalingFollowsLlamaCpp) {
 TEST(GgufConfig, RejectsUnsupportedArchitectures) {
   EXPECT_EQ(ConfigError(Model("gpt2")),
             "test.gguf: key 'general.architecture' is 'gpt2', which llmc does not support "
-            "(supported: llama, qwen2, qwen3)");
+            "(supported: llama, qwen2, qwen3, qwen3moe)");
   EXPECT_EQ(ConfigError(Model("llama", {"general.architecture"})),
             "test.gguf: key 'general.architecture' is missing");
 }

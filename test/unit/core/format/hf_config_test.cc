@@ -183,6 +183,49 @@ TEST(HFConfig, Qwen3DefaultsAndErrors) {
               {"cfg/config.json", "field 'attention_bias'", "Qwen3", "o_proj"});
 }
 
+TEST(HFConfig, Qwen3MoeAndMixtralExperts) {
+  // Qwen3-30B-A3B's MoE fields.
+  Fields q = With(With(SmallLlama(), "model_type", "\"qwen3_moe\""), "architectures",
+                  "[\"Qwen3MoeForCausalLM\"]");
+  q = With(With(With(With(q, "num_experts", "128"), "num_experts_per_tok", "8"),
+                "moe_intermediate_size", "768"),
+           "norm_topk_prob", "true");
+  auto c = ParseFields(With(q, "mlp_only_layers", "[]"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "qwen3_moe");
+  EXPECT_EQ(c->num_experts, 128);
+  EXPECT_EQ(c->num_experts_per_tok, 8);
+  EXPECT_EQ(c->moe_intermediate_size, 768);
+  EXPECT_TRUE(c->norm_topk_prob);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_EQ(c->head_dim, 16);  // no head_dim: hidden / heads, unlike dense Qwen3
+  // transformers' default: no renormalization.
+  c = ParseFields(Without(q, "norm_topk_prob"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->norm_topk_prob);
+  ExpectError(ParseFields(With(q, "mlp_only_layers", "[0]")),
+              {"cfg/config.json", "field 'mlp_only_layers'"});
+  ExpectError(ParseFields(With(q, "decoder_sparse_step", "2")),
+              {"cfg/config.json", "field 'decoder_sparse_step'", "is 2"});
+  ExpectError(ParseFields(With(q, "num_experts_per_tok", "200")),
+              {"cfg/config.json", "num_experts_per_tok", "200"});
+  // Mixtral: experts as wide as intermediate_size, always renormalized, no
+  // window by default.
+  Fields m = With(With(SmallLlama(), "model_type", "\"mixtral\""), "architectures",
+                  "[\"MixtralForCausalLM\"]");
+  c = ParseFields(With(With(m, "num_local_experts", "8"), "num_experts_per_tok", "2"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "mixtral");
+  EXPECT_EQ(c->num_experts, 8);
+  EXPECT_EQ(c->num_experts_per_tok, 2);
+  EXPECT_EQ(c->moe_intermediate_size, 128);
+  EXPECT_TRUE(c->norm_topk_prob);
+  EXPECT_FALSE(c->qk_norm);
+  EXPECT_EQ(c->sliding_window, 0);
+  EXPECT_DOUBLE_EQ(c->rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 1e6);
+}
+
 TEST(HFConfig, TinyLlama_11B) {
   auto c = ParseDataFile("tinyllama-1.1b-chat-v1.0.json");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -304,7 +347,7 @@ TEST(HFConfig, LoadsConfigJsonFromFolder) {
 TEST(HFConfig, ErrorUnsupportedModelType) {
   ExpectError(
       ParseFields(With(Without(SmallLlama(), "architectures"), "model_type", "\"gpt_neox\"")),
-      {"cfg/config.json", "model_type 'gpt_neox'", "llama, mistral, qwen2, qwen3"});
+      {"cfg/config.json", "model_type 'gpt_neox'", "llama, mistral, qwen2, qwen3, qwen3_moe, mixtral"});
   ExpectError(ParseFields(Without(With(SmallLlama(), "architectures", "[\"GPTNeoXForCausalLM\"]"),
                                   "model_type")),
               {"cfg/config.json", "'GPTNeoXForCausalLM'", "LlamaForCausalLM"});

@@ -175,6 +175,46 @@ def LLM_LinearOp : LLM_Op<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
+def LLM_MoEOp : LLM_Op<"moe", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "a mixture of SwiGLU experts: each token's top-k, weighted";
+  let description = [{
+    Per token `x`: router logits `r = R x` (`router`: `[experts, hidden]`,
+    f32, f16 or bf16), probabilities `p = softmax(r)` over all experts, the
+    `top_k` experts of highest `p` (the lower index first on ties), and
+
+        result = sum_k w_k * down_k(silu(gate_k x) * up_k x)
+
+    with `w_k = p_k`, divided by their sum when `norm_topk_prob` is set
+    (Mixtral, Qwen3-MoE; softmax over the chosen logits alone is the same
+    thing). Each projection's experts are stacked row after row: `gate` and
+    `up` are `[experts * I, hidden]` (expert e's rows from `e * I`), `down`
+    `[experts * hidden, I]`, in any storage format (GGUF's quantized
+    `ffn_*_exps` stay as they are). A token's result depends on its own
+    route only, whatever else the step holds.
+
+    ```mlir
+    %y = llm.moe %x, %router, %gate, %up, %down experts = 8 top_k = 2 norm_topk_prob
+        : tensor<?x64xf32>, !llm.weight<8x64, f32>, !llm.weight<256x64, q8_0>,
+          !llm.weight<256x64, q8_0>, !llm.weight<512x32, q8_0>
+    ```
+  }];
+  let arguments = (ins LLM_Activation:$input, LLM_WeightType:$router, LLM_WeightType:$gate,
+                       LLM_WeightType:$up, LLM_WeightType:$down, I64Attr:$experts,
+                       I64Attr:$top_k, UnitAttr:$norm_topk_prob);
+  let results = (outs LLM_Activation:$result);
+  let assemblyFormat = [{
+    $input `,` $router `,` $gate `,` $up `,` $down `experts` `=` $experts `top_k` `=` $top_k
+    (`norm_topk_prob` $norm_topk_prob^)? attr-dict `:` type($input) `,`
+    qualified(type($router)) `,` qualified(type($gate)) `,` qualified(type($up)) `,`
+    qualified(type($down))
+  }];
+  let extraClassDeclaration = [{
+    // Each expert's intermediate width (I).
+    int64_t getExpertWidth();
+  }];
+  let hasVerifier = 1;
+}
+
 def LLM_LMHeadOp : LLM_Op<"lm_head", [Pure]> {
   let summary = "logits of the selected token rows";
   let description = [{
