@@ -86,6 +86,17 @@ CASES = {
         ["--arch", "qwen3", "--vocab", "300", "--hidden", "64", "--heads", "4", "--kv-heads", "2",
          "--head-dim", "32", "--intermediate", "192", "--layers", "2", "--no-tie-embeddings"],
         "hf", "f32", 12, 4),
+    # Mixtures of experts: Qwen3-MoE's top 2 of 8 over q8_0 experts in bf16,
+    # Mixtral's top 2 of 4 in f32 from an HF folder.
+    "qwen3moe-q8_0-bf16": (
+        ["--arch", "qwen3moe", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads",
+         "2", "--head-dim", "32", "--experts", "8", "--experts-per-tok", "2",
+         "--moe-intermediate", "96", "--layers", "2", "--gguf-type", "q8_0"],
+        "gguf", "bf16", 20, 4),
+    "mixtral-hf-f32": (
+        ["--arch", "mixtral", "--vocab", "300", "--hidden", "64", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "160", "--experts", "4", "--experts-per-tok", "2", "--layers", "2"],
+        "hf", "f32", 12, 4),
     "llama3-scaled-hd16-f32": (
         ["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "8", "--kv-heads", "2",
          "--intermediate", "256", "--layers", "2", "--rope-scaling", "llama3:8,1,4,16",

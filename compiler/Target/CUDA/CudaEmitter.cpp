@@ -193,6 +193,7 @@ private:
   LogicalResult emitEmbed(EmbedOp e, KernelText &text);
   LogicalResult emitRMSNorm(RMSNormOp n, KernelText &text);
   LogicalResult emitRope(RopeOp r, KernelText &text);
+  LogicalResult emitMoE(MoEOp m, KernelText &text);
   LogicalResult emitAttention(PagedAttentionOp p, KernelText &text);
 
   GroupIO io;
@@ -333,6 +334,72 @@ LogicalResult GroupEmitter::emitRMSNorm(RMSNormOp n, KernelText &text) {
   c.bytesT = 2.0 * double(hidden) * actBytes(*io.options);
   c.bytesC = double(hidden) * 4.0;
   setCost(text.launches.back(), c);
+  return success();
+}
+
+// Four launches over each token's slots through a per-token workspace in
+// the runtime's scratch (llmc_cuda_moe.cuh), which the route launch's
+// split_floats sizes (T blocks of it).
+LogicalResult GroupEmitter::emitMoE(MoEOp m, KernelText &text) {
+  const int64_t E = m.getExperts(), K = m.getTopK(), H = widthOf(m.getInput()),
+                I = m.getExpertWidth();
+  FailureOr<std::string> rf = formatTag(m, m.getRouter().getType()),
+                         gf = formatTag(m, m.getGate().getType()),
+                         uf = formatTag(m, m.getUp().getType()),
+                         df = formatTag(m, m.getDown().getType());
+  if (failed(rf) || failed(gf) || failed(uf) || failed(df))
+    return failure();
+  if (H % 8 != 0 || I % 8 != 0)
+    return m.emitError() << "CUDA codegen: llm.moe needs hidden and expert widths multiples of 8";
+  std::string x = io.in(m.getInput()), wr = bindWeight(m.getRouter()),
+              wg = bindWeight(m.getGate()), wu = bindWeight(m.getUp()),
+              wd = bindWeight(m.getDown());
+  const std::string space = "a.scratch + 4";  // past the scratch header
+  constexpr int64_t kWarps = 4;
+  text.defs =
+      entry("moe_route", 32 * kWarps, 4,
+            io.decls + llvm::formatv("  moe_route<{0}, {1}, {2}, {3}, {4}, {5}, act>(s, {6}, {7}, "
+                                     "{8});\n",
+                                     *rf, E, K, H, I, m.getNormTopkProb() ? "true" : "false", x,
+                                     wr, space)
+                           .str()) +
+      entry("moe_up", 32 * kWarps, 4,
+            io.decls + llvm::formatv("  moe_up<{0}, {1}, {2}, {3}, {4}, act>(s, {5}, {6}, {7}, "
+                                     "{8});\n",
+                                     *gf, *uf, K, H, I, x, wg, wu, space)
+                           .str()) +
+      entry("moe_down", 32 * kWarps, 4,
+            io.decls + llvm::formatv("  moe_down<{0}, {1}, {2}, {3}>(s, {4}, {5});\n", *df, K, H,
+                                     I, wd, space)
+                           .str()) +
+      entry("moe_combine", 128, 4,
+            io.decls + llvm::formatv("  moe_combine<{0}, {1}, {2}, act>(s, {3}, out0);\n", K, H,
+                                     I, space)
+                           .str());
+  auto cdiv = [](int64_t a, int64_t b) { return std::to_string((a + b - 1) / b); };
+  text.launches.push_back(launch("moe_route", "", {"T", "1", "1"}, 32 * kWarps));
+  text.launches.back().split_floats = 2 * K + K * (I + H);  // a token's workspace
+  text.launches.push_back(
+      launch("moe_up", "", {"T", std::to_string(K), cdiv(I, kWarps)}, 32 * kWarps));
+  text.launches.push_back(
+      launch("moe_down", "", {"T", std::to_string(K), cdiv(H, kWarps)}, 32 * kWarps));
+  text.launches.push_back(launch("moe_combine", "", {"T", "1", "1"}, 128));
+  // Bytes per token: the router, and each slot's expert rows (gate, up and
+  // down) read on their own.
+  auto bytes = [](WeightType t, int64_t rows, int64_t cols) {
+    return double(WeightByteSize(stringifyWeightFormat(t.getFormat()).str(), rows * cols,
+                                 t.getGroup()));
+  };
+  CostTerms route, up, down;
+  route.bytesT = bytes(m.getRouter().getType(), E, H);
+  up.bytesT = double(K) * (bytes(m.getGate().getType(), I, H) + bytes(m.getUp().getType(), I, H));
+  down.bytesT = double(K) * bytes(m.getDown().getType(), H, I);
+  setCost(text.launches[text.launches.size() - 4], route);
+  setCost(text.launches[text.launches.size() - 3], up);
+  setCost(text.launches[text.launches.size() - 2], down);
+  CostTerms combine;
+  combine.bytesT = double(K * H) * 4.0 + double(H) * actBytes(*io.options);
+  setCost(text.launches.back(), combine);
   return success();
 }
 
@@ -584,6 +651,8 @@ LogicalResult GroupEmitter::emit(KernelText &text) {
       return emitRMSNorm(n, text);
     if (auto r = dyn_cast<RopeOp>(op))
       return emitRope(r, text);
+    if (auto m = dyn_cast<MoEOp>(op))
+      return emitMoE(m, text);
     if (auto p = dyn_cast<PagedAttentionOp>(op))
       return emitAttention(p, text);
   }

@@ -21,6 +21,7 @@
 #include "llmc_cuda_gemm.cuh"
 #include "llmc_cuda_norm_rope.cuh"
 #include "llmc_cuda_attention.cuh"
+#include "llmc_cuda_moe.cuh"
 #include "llmc_cuda_sample.cuh"
 
 #endif // LLMC_CUDA_KERNELS_CUH_
