@@ -85,7 +85,8 @@ absl::Status ReadExperts(const GgufFile& gguf, const KeyReader& keys, const std:
   }
   LLMC_ASSIGN_OR_RETURN(int64_t experts, gguf.GetInt(keys.Key("expert_count")));
   if (experts == 0 && arch != "qwen3moe") return absl::OkStatus();  // a dense llama
-  if (experts < 1) return keys.Error("expert_count", absl::StrFormat("must be positive, got %d", experts));
+  if (experts < 1)
+    return keys.Error("expert_count", absl::StrFormat("must be positive, got %d", experts));
   c.num_experts = experts;
   LLMC_ASSIGN_OR_RETURN(c.num_experts_per_tok, keys.Positive("expert_used_count"));
   if (c.num_experts_per_tok > c.num_experts)
