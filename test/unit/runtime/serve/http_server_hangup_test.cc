@@ -68,13 +68,21 @@ struct StreamingServer {
   }
 };
 
+// Connects, asks for the stream and waits until all of it is queued; -1 on
+// failure.
+int RequestAndWaitQueued(StreamingServer& s) {
+  if (!s.server) return -1;
+  int fd = Connect(s.server->port());
+  if (fd < 0 || !SendAll(fd, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n") ||
+      s.queued.get_future().wait_for(std::chrono::seconds(10)) != std::future_status::ready)
+    return -1;
+  return fd;
+}
+
 TEST(HttpServerHangup, WhatWasQueuedStillGoesOutAfterAHalfClose) {
   StreamingServer s;
-  ASSERT_TRUE(s.server);
-  int fd = Connect(s.server->port());
+  int fd = RequestAndWaitQueued(s);
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(SendAll(fd, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"));
-  ASSERT_EQ(s.queued.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   ::shutdown(fd, SHUT_WR);  // gone, as far as the server can tell
   size_t body = 0;
   char buf[1 << 16];
@@ -92,11 +100,8 @@ TEST(HttpServerHangup, WhatWasQueuedStillGoesOutAfterAHalfClose) {
 
 TEST(HttpServerHangup, AClientThatClosesWithoutReadingIsLetGo) {
   StreamingServer s;
-  ASSERT_TRUE(s.server);
-  int fd = Connect(s.server->port());
+  int fd = RequestAndWaitQueued(s);
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(SendAll(fd, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"));
-  ASSERT_EQ(s.queued.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   ::close(fd);  // unread bytes: the kernel resets the connection, the flush fails
   EXPECT_TRUE(WaitFor([&] { return s.cancelled.load(); }));
   EXPECT_TRUE(WaitFor([&] { return s.server->open_connections() == 0; }));
