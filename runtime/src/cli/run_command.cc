@@ -30,7 +30,7 @@ int RunRunCommand(int argc, char** argv) {
   flags.AddInt("tokens", &max_tokens, "most tokens to generate (-1: until EOS or the context ends)", 'n');
   flags.AddBool("chat", &chat, "wrap the prompt in the model's chat template as a user turn");
   flags.AddString("system", &system, "system message for --chat");
-  flags.AddString("chat-template", &chat_template, "chat template name (chatml, qwen3, llama3) instead of the model's");
+  flags.AddString("chat-template", &chat_template, "chat template name (chatml, qwen3, llama3, phi3, gemma) instead of the model's");
   flags.AddDouble("temp", &temperature, "sampling temperature (0: greedy)");
   flags.AddBool("greedy", &greedy, "always take the most likely token (same as --temp 0)");
   flags.AddInt("top-k", &top_k, "keep the k most likely tokens (0: off)");

@@ -62,7 +62,7 @@ int RunServeCommand(int argc, char** argv) {
   flags.AddString("served-model-name", &model_name,
                   "the model's name in the API (default: the artifact folder's name)");
   flags.AddString("chat-template", &chat_template,
-                  "chat template name (chatml, qwen3, llama3) instead of the model's");
+                  "chat template name (chatml, qwen3, llama3, phi3, gemma) instead of the model's");
   flags.AddInt("max-queue", &max_queue,
                "requests waiting to run beyond which new ones are answered 429 + Retry-After");
   flags.AddDouble("shutdown-timeout", &shutdown_timeout,

@@ -89,7 +89,7 @@ int RunTokenizeCommand(int argc, char** argv) {
   flags.AddBool("chat", &opt.chat, "TEXT is a user message: apply the model's chat template first");
   flags.AddString(
       "chat-template", &opt.chat_template,
-      "with --chat, use this built-in template instead of the model's (chatml, qwen3, llama3)");
+      "with --chat, use this built-in template instead of the model's (chatml, qwen3, llama3, phi3, gemma)");
   if (absl::Status st = flags.Parse(argc, argv); !st.ok()) {
     std::fprintf(stderr, "%s: %s\n\n%s", self.c_str(), std::string(st.message()).c_str(),
                  flags.Usage().c_str());

@@ -8,6 +8,7 @@ namespace llmc {
 namespace {
 
 constexpr char kLlama3Bos[] = "<|begin_of_text|>";
+constexpr char kGemmaBos[] = "<bos>";
 
 bool Contains(std::string_view haystack, std::string_view needle) {
   return haystack.find(needle) != std::string_view::npos;
@@ -115,6 +116,25 @@ void AppendQwen3(std::string& out, absl::Span<const ChatMessage> messages) {
   }
 }
 
+// Gemma has no system role: its templates (Gemma 3's; Gemma 2's refuses
+// one) put the system text, then a blank line, at the start of the first
+// user turn. The assistant speaks as "model"; turns' contents are trimmed.
+void AppendGemma(std::string& out, absl::Span<const ChatMessage> messages) {
+  std::string_view prefix;
+  if (!messages.empty() && messages[0].role == "system") {
+    prefix = messages[0].content;  // Gemma 3 trims the turns' contents, not this
+    messages.remove_prefix(1);
+  }
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    std::string_view content = Trim(m.content);
+    absl::StrAppend(&out, "<start_of_turn>", m.role == "assistant" ? "model" : m.role, "\n");
+    if (i == 0 && !prefix.empty())
+      absl::StrAppend(&out, absl::string_view(prefix.data(), prefix.size()), "\n\n");
+    absl::StrAppend(&out, absl::string_view(content.data(), content.size()), "<end_of_turn>\n");
+  }
+}
+
 }  // namespace
 
 const char* ToString(ChatTemplateKind kind) {
@@ -125,11 +145,17 @@ const char* ToString(ChatTemplateKind kind) {
       return "qwen3";
     case ChatTemplateKind::kLlama3:
       return "llama3";
+    case ChatTemplateKind::kPhi3:
+      return "phi3";
+    case ChatTemplateKind::kGemma:
+      return "gemma";
   }
   return "?";
 }
 
-std::vector<std::string> KnownChatTemplateNames() { return {"chatml", "qwen3", "llama3"}; }
+std::vector<std::string> KnownChatTemplateNames() {
+  return {"chatml", "qwen3", "llama3", "phi3", "gemma"};
+}
 
 absl::StatusOr<ChatTemplate> ChatTemplateByName(std::string_view name) {
   ChatTemplate t;
@@ -140,6 +166,11 @@ absl::StatusOr<ChatTemplate> ChatTemplateByName(std::string_view name) {
   } else if (name == "llama3") {
     t.kind = ChatTemplateKind::kLlama3;
     t.bos_token = kLlama3Bos;
+  } else if (name == "phi3") {
+    t.kind = ChatTemplateKind::kPhi3;
+  } else if (name == "gemma") {
+    t.kind = ChatTemplateKind::kGemma;
+    t.bos_token = kGemmaBos;
   } else {
     return absl::InvalidArgumentError(
         absl::StrFormat("unknown chat template '%s' (known: %s)", std::string(name),
@@ -179,13 +210,24 @@ absl::StatusOr<ChatTemplate> DetectChatTemplate(std::string_view jinja) {
     if (Contains(jinja, "bos_token")) t.bos_token = kLlama3Bos;
     return t;
   }
+  // Phi-3: <|user|>\n...<|end|>\n turns (llama.cpp's test, too).
+  if (Contains(jinja, "<|assistant|>") && Contains(jinja, "<|end|>")) {
+    t.kind = ChatTemplateKind::kPhi3;
+    return t;
+  }
+  if (Contains(jinja, "<start_of_turn>")) {
+    t.kind = ChatTemplateKind::kGemma;
+    if (Contains(jinja, "bos_token")) t.bos_token = kGemmaBos;
+    return t;
+  }
   if (jinja.empty())
     return absl::NotFoundError(
         absl::StrFormat("the model has no chat template; pass --chat-template NAME (known: %s)",
                         absl::StrJoin(KnownChatTemplateNames(), ", ")));
   return absl::UnimplementedError(absl::StrFormat(
       "the model's chat template is not one llmc recognises (it looks for <|im_start|> for chatml, "
-      "<|start_header_id|>/<|end_header_id|> for llama3); pass --chat-template NAME (known: %s)",
+      "<|start_header_id|>/<|end_header_id|> for llama3, <|assistant|>/<|end|> for phi3, "
+      "<start_of_turn> for gemma); pass --chat-template NAME (known: %s)",
       absl::StrJoin(KnownChatTemplateNames(), ", ")));
 }
 
@@ -213,6 +255,16 @@ std::string ApplyChatTemplate(const ChatTemplate& tmpl, absl::Span<const ChatMes
       }
       if (add_generation_prompt)
         absl::StrAppend(&out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+      break;
+    case ChatTemplateKind::kPhi3:
+      for (const ChatMessage& m : messages)
+        absl::StrAppend(&out, "<|", m.role, "|>\n", m.content, "<|end|>\n");
+      if (add_generation_prompt) absl::StrAppend(&out, "<|assistant|>\n");
+      break;
+    case ChatTemplateKind::kGemma:
+      if (!messages.empty()) out += tmpl.bos_token;
+      AppendGemma(out, messages);
+      if (add_generation_prompt) absl::StrAppend(&out, "<start_of_turn>model\n");
       break;
   }
   return out;

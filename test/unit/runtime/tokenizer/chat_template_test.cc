@@ -61,6 +61,25 @@ constexpr char kQwen3Template[] =
     "{{- '<|im_end|>\\n' }}{%- endif %}{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
+// Phi-3-mini-4k-instruct's template.
+constexpr char kPhi3Template[] =
+    "{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\n' + "
+    "message['content'] + '<|end|>\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\n' + "
+    "message['content'] + '<|end|>\n'}}{% elif message['role'] == 'assistant' %}"
+    "{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}";
+
+// The text-only parts of Gemma 3's template (its image branches left out).
+constexpr char kGemma3Template[] =
+    "{{ bos_token }}{%- if messages[0]['role'] == 'system' -%}{%- set first_user_prefix = "
+    "messages[0]['content'] + '\n\n' -%}{%- set loop_messages = messages[1:] -%}{%- else -%}"
+    "{%- set first_user_prefix = \"\" -%}{%- set loop_messages = messages -%}{%- endif -%}"
+    "{%- for message in loop_messages -%}{%- if (message['role'] == 'assistant') -%}"
+    "{%- set role = \"model\" -%}{%- else -%}{%- set role = message['role'] -%}{%- endif -%}"
+    "{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else \"\") }}"
+    "{{ message['content'] | trim }}{{ '<end_of_turn>\n' }}{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{'<start_of_turn>model\n'}}{%- endif -%}";
+
 const std::vector<ChatMessage> kConversation = {{"system", "Be brief."},
                                                 {"user", "Hi!"},
                                                 {"assistant", "Hello."},
@@ -155,11 +174,38 @@ TEST(ChatTemplate, Qwen3CutsTheReasoningOfEarlierTurns) {
   EXPECT_EQ(plain->kind, ChatTemplateKind::kChatML);
 }
 
+TEST(ChatTemplate, Phi3TagsEachTurnWithItsRole) {
+  auto t = DetectChatTemplate(kPhi3Template);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->kind, ChatTemplateKind::kPhi3);
+  EXPECT_EQ(ApplyChatTemplate(*t, kConversation, true),
+            "<|system|>\nBe brief.<|end|>\n<|user|>\nHi!<|end|>\n<|assistant|>\nHello.<|end|>\n"
+            "<|user|>\n What is 2+2? \n<|end|>\n<|assistant|>\n");
+  EXPECT_EQ(ApplyChatTemplate(*t, {{"user", "Hi"}}, false), "<|user|>\nHi<|end|>\n");
+}
+
+TEST(ChatTemplate, GemmaFoldsTheSystemMessageIntoTheFirstUserTurn) {
+  auto t = DetectChatTemplate(kGemma3Template);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->kind, ChatTemplateKind::kGemma);
+  EXPECT_EQ(ApplyChatTemplate(*t, kConversation, true),
+            "<bos><start_of_turn>user\nBe brief.\n\nHi!<end_of_turn>\n"
+            "<start_of_turn>model\nHello.<end_of_turn>\n"
+            "<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n");
+  // Without a system message the first turn is the user's alone.
+  EXPECT_EQ(ApplyChatTemplate(*t, {{"user", " Hi "}}, false),
+            "<bos><start_of_turn>user\nHi<end_of_turn>\n");
+  auto named = ChatTemplateByName("gemma");
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(ApplyChatTemplate(*named, kConversation, true),
+            ApplyChatTemplate(*t, kConversation, true));
+}
+
 TEST(ChatTemplate, UnknownNameListsKnownOnes) {
   auto t = ChatTemplateByName("vicuna");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().message(),
-            "unknown chat template 'vicuna' (known: chatml, qwen3, llama3)");
+            "unknown chat template 'vicuna' (known: chatml, qwen3, llama3, phi3, gemma)");
 }
 
 TEST(ChatTemplate, UnrecognisedTemplateSaysWhatWasLookedFor) {

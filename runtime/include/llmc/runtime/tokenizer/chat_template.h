@@ -18,6 +18,12 @@
 //   llama3  BOS, then <|start_header_id|>ROLE<|end_header_id|>\n\n
 //           CONTENT (trimmed)<|eot_id|> per message; generation prompt
 //           <|start_header_id|>assistant<|end_header_id|>\n\n.
+//   phi3    <|ROLE|>\nCONTENT<|end|>\n per message; generation prompt
+//           <|assistant|>\n. Recognised by <|assistant|> and <|end|>.
+//   gemma   BOS, then <start_of_turn>ROLE\nCONTENT (trimmed)<end_of_turn>\n
+//           with "model" for the assistant; a system message has no turn of
+//           its own but opens the first user turn, followed by a blank line
+//           (Gemma 3's template). Generation prompt <start_of_turn>model\n.
 #ifndef LLMC_RUNTIME_TOKENIZER_CHAT_TEMPLATE_H_
 #define LLMC_RUNTIME_TOKENIZER_CHAT_TEMPLATE_H_
 
@@ -39,6 +45,8 @@ enum class ChatTemplateKind {
   kChatML,
   kQwen3,
   kLlama3,
+  kPhi3,
+  kGemma,
 };
 
 struct ChatTemplate {
@@ -58,7 +66,7 @@ const char* ToString(ChatTemplateKind kind);
 // and suggests --chat-template.
 absl::StatusOr<ChatTemplate> DetectChatTemplate(std::string_view jinja);
 
-// A built-in template by name ("chatml", "qwen3", "llama3"); an unknown name is an
+// A built-in template by name ("chatml", "qwen3", "llama3", "phi3", "gemma"); an unknown name is an
 // error listing the known ones.
 absl::StatusOr<ChatTemplate> ChatTemplateByName(std::string_view name);
 std::vector<std::string> KnownChatTemplateNames();
