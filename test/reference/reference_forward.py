@@ -4,7 +4,8 @@
 Pure numpy. It shares no code with llmc (neither the compiler's codegen nor the
 runtime): tests use it to check llmc's logits. It computes what Hugging Face
 transformers computes for LlamaForCausalLM, MistralForCausalLM,
-Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM and MixtralForCausalLM
+Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, MixtralForCausalLM,
+Phi3ForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM (text)
 (see README.md beside this file for the exact semantics and the places where it
 deliberately differs, e.g. float64 everywhere).
 
@@ -86,10 +87,38 @@ class RefConfig:
     moe_intermediate: int = 0
     norm_topk_prob: bool = True        # renormalize the top-k weights to sum 1
     moe_naming: str = ""
+    # Gemma 2 / 3 (model_type gemma2, gemma3_text; GGUF gemma2, gemma3):
+    # x0 = embed * embed_scale (sqrt(hidden)); every RMSNorm (q_norm / k_norm
+    # included) computes with (norm_offset + w): 1 for HF's zero-centred
+    # weights, 0 for a GGUF's (which stores 1 + w); post_norms: the attention
+    # output goes through post_attention_layernorm before the residual add,
+    # the MLP's input is pre_feedforward_layernorm and its output goes through
+    # post_feedforward_layernorm; scores q.k * query_pre_attn_scalar^-0.5
+    # (None: head_dim), then attn_softcap * tanh(scores / attn_softcap) before
+    # the mask; logits final_softcap * tanh(logits / final_softcap).
+    embed_scale: float = 1.0
+    norm_offset: float = 0.0
+    post_norms: bool = False
+    query_pre_attn_scalar: float | None = None
+    attn_softcap: float | None = None
+    final_softcap: float | None = None
+    # Gemma 3's local layers: per layer, True where it uses default RoPE at
+    # rope_local_theta (no scaling, no rope_freqs) instead of rope_theta with
+    # rope_scaling. None: every layer uses the global RoPE.
+    rope_local_theta: float | None = None
+    layer_local_rope: list | None = None
+    # Phi-3: fused self_attn.qkv_proj [(heads + 2 kv_heads) * head_dim, hidden]
+    # (Q rows, then K, then V) and mlp.gate_up_proj [2 intermediate, hidden]
+    # (gate rows, then up), no biases.
+    fused_proj: bool = False
 
     @property
     def moe(self) -> bool:
         return self.num_experts > 0
+
+    def local_rope(self, layer: int) -> bool:
+        """Whether layer uses the local (rope_local_theta) RoPE."""
+        return bool(self.layer_local_rope and self.layer_local_rope[layer])
 
     def summary(self) -> str:
         win = sorted({w for w in self.layer_windows if w})
@@ -103,7 +132,16 @@ class RefConfig:
                    f"{self.moe_intermediate}"
                    + ("" if self.norm_topk_prob else " (top-k weights not renormalized)")
                    if self.moe else "")
-                + (f", window {win}" if win else ""))
+                + (f", window {win} on {sum(1 for w in self.layer_windows if w)} of "
+                   f"{self.layers} layers" if win else "")
+                + (f", local rope theta {self.rope_local_theta:g}" if self.layer_local_rope
+                   and any(self.layer_local_rope) else "")
+                + (f", embed x{self.embed_scale:g}, norm (w + {self.norm_offset:g}), post-norms, "
+                   f"scores x {self.query_pre_attn_scalar or self.head_dim:g}^-0.5"
+                   if self.post_norms else "")
+                + (f", attn softcap {self.attn_softcap:g}" if self.attn_softcap else "")
+                + (f", final softcap {self.final_softcap:g}" if self.final_softcap else "")
+                + (", fused qkv / gate_up" if self.fused_proj else ""))
 
 
 def _norm_rope_scaling(rs: dict | None) -> dict | None:
@@ -164,7 +202,7 @@ def _moe_from_hf(d: dict, model_type: str, layers: int, inter: int) -> dict:
 
 def config_from_hf(d: dict) -> RefConfig:
     """A RefConfig from a Hugging Face config.json dict (Llama, Mistral, Qwen2,
-    Qwen3, Qwen3-MoE, Mixtral)."""
+    Qwen3, Qwen3-MoE, Mixtral, Phi-3, Gemma 2, Gemma 3 text)."""
     try:
         hidden, heads = int(d["hidden_size"]), int(d["num_attention_heads"])
         layers = int(d["num_hidden_layers"])
@@ -172,15 +210,26 @@ def config_from_hf(d: dict) -> RefConfig:
     except KeyError as e:
         raise ReferenceError(f"config.json: missing {e.args[0]}") from None
     model_type = d.get("model_type", "llama")
+    gemma = model_type in GEMMA_MODEL_TYPES
     kv = int(d.get("num_key_value_heads") or heads)
-    # Qwen3Config's head_dim defaults to 128; the others (Qwen3MoeConfig
-    # included) derive it.
-    head_dim = int(d.get("head_dim") or (128 if model_type == "qwen3" else hidden // heads))
+    # Qwen3Config's head_dim defaults to 128, Gemma2Config's and
+    # Gemma3TextConfig's 256; the others (Qwen3MoeConfig included) derive it.
+    head_dim = int(d.get("head_dim") or {"qwen3": 128, "gemma2": 256, "gemma3_text": 256}.get(
+        model_type, hidden // heads))
     # Sliding windows, per layer, as transformers decides them.
-    sw = d.get("sliding_window")
+    sw = d.get("sliding_window", 4096 if gemma else None)
+    pattern = int(d.get("sliding_window_pattern") or 6)   # Gemma3TextConfig's default
     if d.get("layer_types") is not None:
-        windows = [sw if t == "sliding_attention" else None for t in d["layer_types"]]
-    elif model_type in ("mistral", "mixtral"):
+        sliding = [t == "sliding_attention" for t in d["layer_types"]]
+    elif model_type == "gemma2":
+        sliding = [i % 2 == 0 for i in range(layers)]     # HF: not bool(layer_idx % 2)
+    elif model_type == "gemma3_text":
+        sliding = [bool((i + 1) % pattern) for i in range(layers)]
+    else:
+        sliding = None
+    if sliding is not None:
+        windows = [sw if t else None for t in sliding]
+    elif model_type in ("mistral", "mixtral", "phi3"):
         windows = [sw] * layers
     elif model_type in ("qwen2", "qwen3", "qwen3_moe"):
         # Qwen2/3: only with use_sliding_window, and only layers >= max_window_layers.
@@ -193,18 +242,57 @@ def config_from_hf(d: dict) -> RefConfig:
     if len(windows) != layers:
         raise ReferenceError(f"config.json: layer_types has {len(windows)} entries "
                              f"for {layers} layers")
+    rs = _norm_rope_scaling(d.get("rope_scaling"))
+    if rs is not None and model_type in ("phi3", "gemma2"):
+        raise ReferenceError(f"config.json: {model_type} with rope_scaling {rs} is not "
+                             "supported (Phi-3's longrope; Gemma2 has none)")
+    if model_type == "phi3" and float(d.get("partial_rotary_factor", 1.0) or 1.0) != 1.0:
+        raise ReferenceError("config.json: phi3 with partial_rotary_factor "
+                             f"{d['partial_rotary_factor']} (partial rotary) is not supported")
+    extra: dict = {}
+    if gemma:
+        extra = dict(
+            embed_scale=math.sqrt(hidden), norm_offset=1.0, post_norms=True,
+            query_pre_attn_scalar=float(d.get("query_pre_attn_scalar", 256)),
+            attn_softcap=_softcap(d, "attn_logit_softcapping",
+                                  50.0 if model_type == "gemma2" else None),
+            final_softcap=_softcap(d, "final_logit_softcapping",
+                                   30.0 if model_type == "gemma2" else None))
+        if model_type == "gemma3_text":
+            extra.update(rope_local_theta=float(d.get("rope_local_base_freq", 10000.0)),
+                         layer_local_rope=list(sliding))
+    if model_type == "phi3":
+        extra = dict(fused_proj=True)
     return RefConfig(
         model_type=model_type, vocab=vocab, hidden=hidden, intermediate=inter,
         layers=layers, heads=heads, kv_heads=kv, head_dim=head_dim,
         rms_norm_eps=float(d.get("rms_norm_eps", 1e-6)),
-        rope_theta=float(d.get("rope_theta", 10000.0)),
-        rope_scaling=_norm_rope_scaling(d.get("rope_scaling")),
-        hidden_act=d.get("hidden_act", "silu"),
-        tie_embeddings=bool(d.get("tie_word_embeddings", False)),
+        rope_theta=float(d.get("rope_theta", 1e6 if model_type == "gemma3_text" else 10000.0)),
+        rope_scaling=rs,
+        # Gemma's MLPs read hidden_activation (Gemma2 configs carry hidden_act too).
+        hidden_act=(d.get("hidden_activation") or d.get("hidden_act") or "gelu_pytorch_tanh")
+        if gemma else d.get("hidden_act", "silu"),
+        # Gemma ties by default (Gemma2Config, Gemma3TextConfig).
+        tie_embeddings=bool(d.get("tie_word_embeddings", gemma)),
         layer_windows=windows,
         max_position=int(d.get("max_position_embeddings", 2048)),
-        qk_norm=model_type in ("qwen3", "qwen3_moe"),
-        **_moe_from_hf(d, model_type, layers, inter))
+        qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3_text"),
+        **_moe_from_hf(d, model_type, layers, inter), **extra)
+
+
+# HF model types of Gemma 2 / 3 (Gemma3ForCausalLM's text config).
+GEMMA_MODEL_TYPES = ("gemma2", "gemma3_text")
+
+
+def _softcap(d: dict, key: str, default: float | None) -> float | None:
+    """A soft-capping value of an HF config (null or absent: default), which
+    must be positive."""
+    v = d.get(key, default)
+    if v is None:
+        return None
+    if not float(v) > 0:
+        raise ReferenceError(f"config.json: {key} {v!r} must be positive or null")
+    return float(v)
 
 
 def config_from_synth(d: dict) -> RefConfig:
@@ -225,17 +313,41 @@ def config_from_synth(d: dict) -> RefConfig:
                                         else d["intermediate"]),
                    norm_topk_prob=bool(d.get("norm_topk_prob", True)),
                    moe_naming="qwen3_moe" if arch == "qwen3moe" else "mixtral")
+    extra: dict = {}
+    sw, layers = d.get("sliding_window"), d["layers"]
+    windows = [sw] * layers
+    if arch in ("gemma2", "gemma3"):
+        need = ["query_pre_attn_scalar"] + (["sliding_window_pattern", "rope_local_theta"]
+                                            if arch == "gemma3" else ["attn_softcap"])
+        if sw is None or any(d.get(k) is None for k in need):
+            raise ReferenceError("config: pass synth configs through synth_model.make_config "
+                                 "first (the Gemma fields are not filled in)")
+        if arch == "gemma2":
+            sliding = [i % 2 == 0 for i in range(layers)]
+        else:
+            sliding = [bool((i + 1) % int(d["sliding_window_pattern"])) for i in range(layers)]
+        windows = [sw if t else None for t in sliding]
+        extra = dict(embed_scale=math.sqrt(d["hidden"]), norm_offset=1.0, post_norms=True,
+                     query_pre_attn_scalar=float(d["query_pre_attn_scalar"]),
+                     attn_softcap=d.get("attn_softcap"), final_softcap=d.get("final_softcap"))
+        if arch == "gemma3":
+            extra.update(rope_local_theta=float(d["rope_local_theta"]),
+                         layer_local_rope=sliding)
+    if arch == "phi3":
+        extra = dict(fused_proj=True)
+    gemma_theta = 1e6 if arch == "gemma3" else 10000.0
     return RefConfig(
         model_type=arch, vocab=d["vocab"], hidden=d["hidden"],
-        intermediate=d["intermediate"], layers=d["layers"], heads=d["heads"],
+        intermediate=d["intermediate"], layers=layers, heads=d["heads"],
         kv_heads=d.get("kv_heads") or d["heads"], head_dim=head_dim,
         rms_norm_eps=float(d.get("rms_norm_eps", 1e-5)),
-        rope_theta=float(d.get("rope_theta", 10000.0)),
-        rope_scaling=_norm_rope_scaling(rs), hidden_act="silu",
+        rope_theta=float(d.get("rope_theta") or gemma_theta),
+        rope_scaling=_norm_rope_scaling(rs),
+        hidden_act="gelu_pytorch_tanh" if arch in ("gemma2", "gemma3") else "silu",
         tie_embeddings=bool(d.get("tie_embeddings", True)),
-        layer_windows=[d.get("sliding_window")] * d["layers"],
+        layer_windows=windows,
         max_position=int(d.get("max_position", 512)),
-        qk_norm=arch in ("qwen3", "qwen3moe"), **moe)
+        qk_norm=arch in ("qwen3", "qwen3moe", "gemma3"), **moe, **extra)
 
 
 def normalize_config(cfg: Any) -> RefConfig:
@@ -292,6 +404,15 @@ def rope_inv_freq(c: RefConfig) -> np.ndarray:
     return np.where(medium, smoothed, scaled)
 
 
+def rope_inv_freq_local(c: RefConfig) -> np.ndarray | None:
+    """Gemma 3's local layers: default inverse frequencies at rope_local_theta
+    (no scaling, no rope_freqs), as HF's rotary_emb_local; None without."""
+    if c.rope_local_theta is None:
+        return None
+    d = c.head_dim
+    return 1.0 / (c.rope_local_theta ** (np.arange(0, d, 2, dtype=np.float64) / d))
+
+
 def rope_cos_sin(inv_freq: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """cos, sin [n, head_dim] as HF builds them: emb = cat(freqs, freqs)."""
     freqs = np.asarray(positions, np.float64)[:, None] * inv_freq[None, :]
@@ -307,10 +428,18 @@ def apply_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     return x * cos[:, None, :] + rot * sin[:, None, :]
 
 
-def rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
-    """HF LlamaRMSNorm: w * x / sqrt(mean(x^2) + eps)."""
+def rms_norm(x: np.ndarray, w: np.ndarray, eps: float, offset: float = 0.0) -> np.ndarray:
+    """HF LlamaRMSNorm: w * x / sqrt(mean(x^2) + eps). offset 1: Gemma's
+    RMSNorm, (1 + w) * x / sqrt(mean(x^2) + eps), for its zero-centred weights."""
     var = np.mean(x * x, axis=-1, keepdims=True)
+    if offset:
+        w = offset + w
     return w * (x / np.sqrt(var + eps))
+
+
+def softcap(x: np.ndarray, cap: float | None) -> np.ndarray:
+    """Gemma's soft-capping: cap * tanh(x / cap); identity when cap is None."""
+    return x if cap is None else cap * np.tanh(x / cap)
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -417,6 +546,22 @@ _QK_NORM_TENSORS = {
     "self_attn.q_norm.weight": (lambda c: (c.head_dim,), True),
     "self_attn.k_norm.weight": (lambda c: (c.head_dim,), True),
 }
+# Gemma 2 / 3's extra norms (post_attention_layernorm is then the norm after
+# attention, pre_feedforward_layernorm the MLP's input).
+_POST_NORM_TENSORS = {
+    "pre_feedforward_layernorm.weight": (lambda c: (c.hidden,), True),
+    "post_feedforward_layernorm.weight": (lambda c: (c.hidden,), True),
+}
+# Phi-3's layer: fused projections, no biases.
+_FUSED_LAYER_TENSORS = {
+    "input_layernorm.weight": (lambda c: (c.hidden,), True),
+    "self_attn.qkv_proj.weight": (lambda c: ((c.heads + 2 * c.kv_heads) * c.head_dim,
+                                             c.hidden), True),
+    "self_attn.o_proj.weight": (lambda c: (c.hidden, c.heads * c.head_dim), True),
+    "post_attention_layernorm.weight": (lambda c: (c.hidden,), True),
+    "mlp.gate_up_proj.weight": (lambda c: (2 * c.intermediate, c.hidden), True),
+    "mlp.down_proj.weight": (lambda c: (c.hidden, c.intermediate), True),
+}
 # A MoE layer's HF names, per RefConfig.moe_naming: (router, expert prefix
 # with {m} for the expert index, (gate, up, down) projection names).
 MOE_NAMES = {
@@ -448,7 +593,9 @@ def _check_weights(c: RefConfig, weights: dict[str, np.ndarray]) -> dict[str, np
         "model.norm.weight": ((c.hidden,), True),
         "lm_head.weight": ((c.vocab, c.hidden), not c.tie_embeddings),
     }
-    layer_tensors = dict(_LAYER_TENSORS, **(_QK_NORM_TENSORS if c.qk_norm else {}))
+    layer_tensors = dict(_FUSED_LAYER_TENSORS if c.fused_proj else _LAYER_TENSORS,
+                         **(_QK_NORM_TENSORS if c.qk_norm else {}),
+                         **(_POST_NORM_TENSORS if c.post_norms else {}))
     if c.moe:
         if c.moe_naming not in MOE_NAMES:
             raise ReferenceError(f"config: moe_naming {c.moe_naming!r} is not one of "
@@ -513,7 +660,8 @@ class _Seq:
 
 
 class ReferenceModel:
-    """float64 Llama-family decoder with HF transformers semantics.
+    """float64 Llama-family decoder (Phi-3 and Gemma 2 / 3 included) with HF
+    transformers semantics.
 
     Stateless: forward(tokens). Stateful, per sequence id (the semantic view
     of a paged KV cache): prefill, extend, decode, step (ragged batch), fork,
@@ -528,8 +676,14 @@ class ReferenceModel:
         if c.head_dim % 2:
             raise ReferenceError(f"config: head_dim {c.head_dim} is odd")
         activation(c.hidden_act, np.zeros(1))   # rejects unknown activations early
+        if c.layer_local_rope is not None and len(c.layer_local_rope) != c.layers:
+            raise ReferenceError(f"config: layer_local_rope has {len(c.layer_local_rope)} "
+                                 f"entries for {c.layers} layers")
+        if c.layer_local_rope and any(c.layer_local_rope) and c.rope_local_theta is None:
+            raise ReferenceError("config: local-RoPE layers without rope_local_theta")
         self.W = _check_weights(c, weights)
         self.inv_freq = rope_inv_freq(c)
+        self.inv_freq_local = rope_inv_freq_local(c)
         self._seqs: dict[Any, _Seq] = {}
 
     # ------------------------------------------------------------- loaders
@@ -553,13 +707,15 @@ class ReferenceModel:
 
     @classmethod
     def from_gguf(cls, path: str, use_sliding_window: bool = True) -> "ReferenceModel":
-        """A GGUF (llama, qwen2, qwen3 or qwen3moe architecture; llama with
-        expert_count is Mixtral), every tensor dequantized by gguf-py and
-        brought back to HF names and layout: Q/K rows unpermuted for llama
-        (convert_hf_to_gguf permutes them for GGML's interleaved RoPE), the
-        stacked ffn_*_exps split into one tensor per expert. A llama3 rope_freqs tensor is used as llama.cpp uses it.
-        use_sliding_window: apply `llama.attention.sliding_window` (a Mistral
-        model's window; llama.cpp's llama architecture ignores it)."""
+        """A GGUF (llama, qwen2, qwen3, qwen3moe, phi3, gemma2 or gemma3
+        architecture; llama with expert_count is Mixtral), every tensor
+        dequantized by gguf-py and brought back to HF names and layout: Q/K
+        rows unpermuted for llama (convert_hf_to_gguf permutes them for GGML's
+        interleaved RoPE), the stacked ffn_*_exps split into one tensor per
+        expert; Gemma's norms kept as stored (1 + w, used with norm_offset 0).
+        A llama3 rope_freqs tensor is used as llama.cpp uses it.
+        use_sliding_window: apply `<arch>.attention.sliding_window` (a Mistral
+        or Phi-3 model's window; llama.cpp's llama and phi3 ignore it)."""
         cfg, W = read_gguf(path, use_sliding_window)
         return cls(cfg, W)
 
@@ -578,44 +734,105 @@ class ReferenceModel:
                                  f"{int(t.min())}..{int(t.max())}")
         return t
 
+    def _norm(self, x: np.ndarray, name: str) -> np.ndarray:
+        """RMSNorm of x with the weight `name` (Gemma: with 1 + w from HF)."""
+        return rms_norm(x, self.W[name], self.cfg.rms_norm_eps, self.cfg.norm_offset)
+
+    def _embed(self, t: np.ndarray) -> np.ndarray:
+        """The embedding rows of tokens t, times embed_scale (Gemma: sqrt(hidden))."""
+        x = self.W["model.embed_tokens.weight"][t]
+        return x * self.cfg.embed_scale if self.cfg.embed_scale != 1.0 else x
+
     def _head(self, x: np.ndarray) -> np.ndarray:
-        x = rms_norm(x, self.W["model.norm.weight"], self.cfg.rms_norm_eps)
+        x = self._norm(x, "model.norm.weight")
         head = self.W.get("lm_head.weight", self.W["model.embed_tokens.weight"])
-        return x @ head.T
+        return softcap(x @ head.T, self.cfg.final_softcap)
+
+    def _scores(self, s: np.ndarray) -> np.ndarray:
+        """Raw scores q.k -> the softmax's input before the mask: / sqrt(head_dim),
+        or * query_pre_attn_scalar^-0.5 (Gemma), then soft-capped (Gemma 2)."""
+        c = self.cfg
+        if c.query_pre_attn_scalar is None:
+            s = s / math.sqrt(c.head_dim)
+        else:
+            s = s * c.query_pre_attn_scalar ** -0.5
+        return softcap(s, c.attn_softcap)
+
+    def _rope_tables(self, pos: np.ndarray) -> list:
+        """Per layer (cos, sin) at positions pos: the local table for Gemma 3's
+        local layers, the global one for the others."""
+        g = rope_cos_sin(self.inv_freq, pos)
+        loc = (rope_cos_sin(self.inv_freq_local, pos)
+               if self.inv_freq_local is not None else None)
+        return [loc if self.cfg.local_rope(i) else g for i in range(self.cfg.layers)]
+
+    def _proj(self, p: str, which: str, h: np.ndarray) -> np.ndarray:
+        """The q / k / v projection of h (which: "q" | "k" | "v"); Phi-3: its
+        rows of the fused qkv_proj (Q, then K, then V)."""
+        c = self.cfg
+        if not c.fused_proj:
+            return self._lin(p, f"self_attn.{which}_proj", h)
+        q, kv = c.heads * c.head_dim, c.kv_heads * c.head_dim
+        a, b = {"q": (0, q), "k": (q, q + kv), "v": (q + kv, q + 2 * kv)}[which]
+        return h @ self.W[p + "self_attn.qkv_proj.weight"][a:b].T
 
     def _qk_norm(self, p: str, which: str, x: np.ndarray) -> np.ndarray:
-        """Qwen3's QK-norm of q or k (which: "q" | "k"), x [n, heads, head_dim]:
-        RMSNorm over head_dim of each head with the one weight all heads share
-        (HF Qwen3RMSNorm on the [.., heads, head_dim] view). Identity without
+        """Qwen3's / Gemma 3's QK-norm of q or k (which: "q" | "k"), x [n,
+        heads, head_dim]: RMSNorm over head_dim of each head with the one
+        weight all heads share (HF Qwen3RMSNorm / Gemma3RMSNorm on the
+        [.., heads, head_dim] view; Gemma's with 1 + w). Identity without
         qk_norm. Applied before RoPE."""
         if not self.cfg.qk_norm:
             return x
-        return rms_norm(x, self.W[f"{p}self_attn.{which}_norm.weight"], self.cfg.rms_norm_eps)
+        return self._norm(x, f"{p}self_attn.{which}_norm.weight")
 
     def _project_qk(self, p: str, h: np.ndarray, cos: np.ndarray, sin: np.ndarray,
                     tr: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         """q [n, heads, head_dim] and k [n, kv_heads, head_dim] of normed
-        hidden h: projection (+ bias), QK-norm (Qwen3), then RoPE. tr, if
-        given, receives q_norm / k_norm (after the norm, before RoPE)."""
+        hidden h: projection (+ bias), QK-norm (Qwen3, Gemma 3), then RoPE. tr,
+        if given, receives q_norm / k_norm (after the norm, before RoPE)."""
         c, n = self.cfg, len(h)
-        q = self._lin(p, "self_attn.q_proj", h).reshape(n, c.heads, c.head_dim)
-        k = self._lin(p, "self_attn.k_proj", h).reshape(n, c.kv_heads, c.head_dim)
+        q = self._proj(p, "q", h).reshape(n, c.heads, c.head_dim)
+        k = self._proj(p, "k", h).reshape(n, c.kv_heads, c.head_dim)
         q, k = self._qk_norm(p, "q", q), self._qk_norm(p, "k", k)
         if tr is not None and c.qk_norm:
             tr.update({"q_norm": q, "k_norm": k})
         return apply_rope(q, cos, sin), apply_rope(k, cos, sin)
 
+    def _attn_residual(self, p: str, x: np.ndarray, o: np.ndarray,
+                       tr: dict | None = None) -> np.ndarray:
+        """The residual after attention: x + o_proj(o), the projection first
+        through post_attention_layernorm for Gemma (tr, if given, receives it
+        as attn_post_norm)."""
+        a = self._lin(p, "self_attn.o_proj", o)
+        if self.cfg.post_norms:
+            a = self._norm(a, p + "post_attention_layernorm.weight")
+            if tr is not None:
+                tr["attn_post_norm"] = a
+        return x + a
+
     def _mlp(self, p: str, x: np.ndarray, tr: dict | None = None) -> np.ndarray:
         """The residual after the MLP block. tr, if given, receives ffn_norm
-        (the MLP's input) and, for MoE, the routing (see _moe)."""
+        (the MLP's input), Gemma's ffn_post_norm (the MLP's output after
+        post_feedforward_layernorm) and, for MoE, the routing (see _moe)."""
         c = self.cfg
-        h = rms_norm(x, self.W[p + "post_attention_layernorm.weight"], c.rms_norm_eps)
+        norm = "pre_feedforward_layernorm" if c.post_norms else "post_attention_layernorm"
+        h = self._norm(x, p + norm + ".weight")
         if tr is not None:
             tr["ffn_norm"] = h
         if c.moe:
             return x + self._moe(int(p.split(".")[2]), h, tr)
-        g = activation(c.hidden_act, self._lin(p, "mlp.gate_proj", h))
-        return x + self._lin(p, "mlp.down_proj", g * self._lin(p, "mlp.up_proj", h))
+        if c.fused_proj:   # Phi-3: gate rows, then up rows
+            gu = h @ self.W[p + "mlp.gate_up_proj.weight"].T
+            gate, up = gu[:, :c.intermediate], gu[:, c.intermediate:]
+        else:
+            gate, up = self._lin(p, "mlp.gate_proj", h), self._lin(p, "mlp.up_proj", h)
+        y = self._lin(p, "mlp.down_proj", activation(c.hidden_act, gate) * up)
+        if c.post_norms:
+            y = self._norm(y, p + "post_feedforward_layernorm.weight")
+            if tr is not None:
+                tr["ffn_post_norm"] = y
+        return x + y
 
     def _moe(self, layer: int, h: np.ndarray, tr: dict | None = None) -> np.ndarray:
         """HF's sparse MoE block on normed rows h [T, hidden]: router logits
@@ -659,31 +876,33 @@ class ReferenceModel:
         t = self._tokens(tokens)
         T = len(t)
         pos = np.arange(T)
-        cos, sin = rope_cos_sin(self.inv_freq, pos)
+        ropes = self._rope_tables(pos)
         rep = c.heads // c.kv_heads
-        x = self.W["model.embed_tokens.weight"][t]
+        x = self._embed(t)
         tr = trace if trace is not None else {}
         tr["embed"] = x
         for i in range(c.layers):
             p = f"model.layers.{i}."
-            h = rms_norm(x, self.W[p + "input_layernorm.weight"], c.rms_norm_eps)
+            h = self._norm(x, p + "input_layernorm.weight")
             qk_tr: dict = {}
-            q, k = self._project_qk(p, h, cos, sin, qk_tr)
+            q, k = self._project_qk(p, h, *ropes[i], qk_tr)
             tr.update({f"L{i}.{name}": a for name, a in qk_tr.items()})
-            v = self._lin(p, "self_attn.v_proj", h).reshape(T, c.kv_heads, c.head_dim)
+            v = self._proj(p, "v", h).reshape(T, c.kv_heads, c.head_dim)
             kr, vr = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)  # repeat_kv
-            s = np.einsum("thd,shd->hts", q, kr) / math.sqrt(c.head_dim)
+            s = self._scores(np.einsum("thd,shd->hts", q, kr))
             a = softmax_masked(s, visible_mask(pos, pos, c.layer_windows[i])[None])
             o = np.einsum("hts,shd->thd", a, vr).reshape(T, c.heads * c.head_dim)
             tr.update({f"L{i}.attn_norm": h, f"L{i}.q": q, f"L{i}.k": k, f"L{i}.v": v,
                        f"L{i}.attn": o})
-            x = x + self._lin(p, "self_attn.o_proj", o)
+            at_tr: dict = {}
+            x = self._attn_residual(p, x, o, at_tr)
+            tr.update({f"L{i}.{name}": a for name, a in at_tr.items()})
             tr[f"L{i}.h_attn"] = x
             mlp_tr: dict = {}
             x = self._mlp(p, x, mlp_tr)
             tr.update({f"L{i}.{name}": a for name, a in mlp_tr.items()})
             tr[f"L{i}.h_mlp"] = x
-        tr["final_norm"] = rms_norm(x, self.W["model.norm.weight"], c.rms_norm_eps)
+        tr["final_norm"] = self._norm(x, "model.norm.weight")
         return self._head(x)
 
     # ---------------------------------------------------- cached (paged) API
@@ -714,18 +933,17 @@ class ReferenceModel:
         flat = np.concatenate(toks)
         pos = np.concatenate([np.arange(len(s.tokens), len(s.tokens) + len(tk))
                               for s, tk in zip(seqs, toks)])
-        cos, sin = rope_cos_sin(self.inv_freq, pos)
+        ropes = self._rope_tables(pos)
         rep = c.heads // c.kv_heads
-        scale = 1.0 / math.sqrt(c.head_dim)
         # Work on copies of the cache lists so that an error leaves state intact.
         new_k = [list(s.k) for s in seqs]
         new_v = [list(s.v) for s in seqs]
-        x = self.W["model.embed_tokens.weight"][flat]
+        x = self._embed(flat)
         for i in range(c.layers):
             p = f"model.layers.{i}."
-            h = rms_norm(x, self.W[p + "input_layernorm.weight"], c.rms_norm_eps)
-            q, k = self._project_qk(p, h, cos, sin)
-            v = self._lin(p, "self_attn.v_proj", h).reshape(T, c.kv_heads, c.head_dim)
+            h = self._norm(x, p + "input_layernorm.weight")
+            q, k = self._project_qk(p, h, *ropes[i])
+            v = self._proj(p, "v", h).reshape(T, c.kv_heads, c.head_dim)
             o = np.empty((T, c.heads, c.head_dim))
             for j in range(len(seqs)):
                 a, b = starts[j], starts[j + 1]
@@ -734,11 +952,11 @@ class ReferenceModel:
                 V = np.concatenate([new_v[j][i], v[a:b]])
                 new_k[j][i], new_v[j][i] = K, V
                 qs = q[a:b].reshape(b - a, c.kv_heads, rep, c.head_dim)  # head = g*rep + r
-                s = np.einsum("ngrd,lgd->grnl", qs, K) * scale
+                s = self._scores(np.einsum("ngrd,lgd->grnl", qs, K))
                 vis = visible_mask(pos[a:b], np.arange(len(K)), c.layer_windows[i])
                 w = softmax_masked(s, vis[None, None])
                 o[a:b] = np.einsum("grnl,lgd->ngrd", w, V).reshape(b - a, c.heads, c.head_dim)
-            x = x + self._lin(p, "self_attn.o_proj", o.reshape(T, c.heads * c.head_dim))
+            x = self._attn_residual(p, x, o.reshape(T, c.heads * c.head_dim))
             mlp_tr: dict = {}
             x = self._mlp(p, x, mlp_tr)
             if trace is not None:
@@ -887,6 +1105,70 @@ def _split_experts(path: str, c: RefConfig, layer: int, gguf_suffix: str,
     return {name: a[m] for m, name in enumerate(n[role])}
 
 
+# The GGUF architectures read_gguf knows.
+GGUF_ARCHES = ("llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3")
+# Per architecture, GGUF layer names that map to other HF names than llama's:
+# Phi-3's fused attn_qkv and ffn_up (gate rows, then up: 2 * n_ff rows);
+# Gemma's four norms (its ffn_norm is pre_feedforward_layernorm, and HF's
+# post_attention_layernorm is the norm after attention).
+_GEMMA_TO_HF = {"post_attention_norm.weight": "post_attention_layernorm.weight",
+                "ffn_norm.weight": "pre_feedforward_layernorm.weight",
+                "post_ffw_norm.weight": "post_feedforward_layernorm.weight"}
+_GGUF_TO_HF_ARCH = {
+    "phi3": {"attn_qkv.weight": "self_attn.qkv_proj.weight",
+             "ffn_up.weight": "mlp.gate_up_proj.weight"},
+    "gemma2": _GEMMA_TO_HF,
+    "gemma3": _GEMMA_TO_HF,
+}
+# llama.cpp recognises the 27B Gemmas by their layer count, and scales their
+# scores by 1/sqrt(hidden / heads) instead of 1/sqrt(head_dim).
+_LLAMA_CPP_27B_LAYERS = {"gemma2": 46, "gemma3": 62}
+
+
+def _gguf_gemma(path: str, arch: str, field, raw: dict, hidden: int, heads: int,
+                head_dim: int, layers: int, use_sliding_window: bool) -> tuple[dict, list]:
+    """(RefConfig fields, per-layer windows) of a gemma2 / gemma3 GGUF, as
+    llama.cpp's llama_model_gemma2/3::load_arch_hparams read them: the norm
+    weights as stored (1 + w: norm_offset 0); the SWA pattern from
+    attention.sliding_window_pattern (a count n: layer i slides iff
+    i % n < n - 1; or a per-layer bool array), default 2 (gemma2) / 6
+    (gemma3); gemma2's window default 4096 and soft-caps default 50 / 30 (it
+    always soft-caps); gemma3 slides only with attention.sliding_window > 0,
+    its sliding layers use rope.freq_base_swa (default 10000), unscaled, and
+    its logits are soft-capped only with final_logit_softcapping; the score
+    scale llama.cpp's: head_dim, hidden // heads for the 27B layer counts."""
+    if arch == "gemma2" and "output.weight" in raw:
+        raise ReferenceError(f"{path}: gemma2 with output.weight: llama.cpp's gemma2 always "
+                             "uses token_embd as the head (and would not load this file)")
+    sw = field(f"{arch}.attention.sliding_window")
+    if arch == "gemma2" and sw is None:
+        sw = 4096
+    swa = bool(sw) and int(sw) > 0
+    pat = field(f"{arch}.attention.sliding_window_pattern", 2 if arch == "gemma2" else 6)
+    if isinstance(pat, list):
+        if len(pat) < layers:
+            raise ReferenceError(f"{path}: attention.sliding_window_pattern has {len(pat)} "
+                                 f"entries for {layers} layers")
+        sliding = [bool(x) for x in pat[:layers]]
+    else:
+        n = int(pat)
+        sliding = [n == 0 or i % n < n - 1 for i in range(layers)]
+    if not swa:
+        sliding = [False] * layers
+    windows = [int(sw) if t and use_sliding_window else None for t in sliding]
+    scalar = float(hidden // heads if layers == _LLAMA_CPP_27B_LAYERS[arch] else head_dim)
+    final = field(f"{arch}.final_logit_softcapping", 30.0 if arch == "gemma2" else None)
+    extra = dict(embed_scale=math.sqrt(hidden), norm_offset=0.0, post_norms=True,
+                 query_pre_attn_scalar=scalar,
+                 attn_softcap=float(field(f"{arch}.attn_logit_softcapping", 50.0))
+                 if arch == "gemma2" else None,
+                 final_softcap=float(final) if final else None)
+    local = field(f"{arch}.rope.freq_base_swa", None if arch == "gemma2" else 10000.0)
+    if local is not None and any(sliding):
+        extra.update(rope_local_theta=float(local), layer_local_rope=list(sliding))
+    return extra, windows
+
+
 def _unpermute(w: np.ndarray, n_head: int) -> np.ndarray:
     """Inverse of convert_hf_to_gguf's LlamaModel.permute: within each head,
     GGML's interleaved pair rows (2i, 2i+1) back to rotate-half rows (i, i+d/2)."""
@@ -911,9 +1193,9 @@ def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, di
         return f.parts[f.data[0]].tolist()
 
     arch = field("general.architecture")
-    if arch not in ("llama", "qwen2", "qwen3", "qwen3moe"):
-        raise ReferenceError(f"{path}: general.architecture {arch!r} is not llama, qwen2, "
-                             "qwen3 or qwen3moe")
+    if arch not in GGUF_ARCHES:
+        raise ReferenceError(f"{path}: general.architecture {arch!r} is not one of "
+                             f"{', '.join(GGUF_ARCHES)}")
     raw = {}
     for t in r.tensors:
         shape = [int(x) for x in t.shape][::-1]   # GGML order reversed = numpy order
@@ -931,6 +1213,21 @@ def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, di
         raise ReferenceError(f"{path}: rope.scaling.type "
                              f"{field(f'{arch}.rope.scaling.type')!r} is not supported")
     sw = field(f"{arch}.attention.sliding_window") if use_sliding_window else None
+    extra: dict = {}
+    windows = [int(sw) if sw else None] * layers
+    if arch in ("gemma2", "gemma3"):
+        extra, windows = _gguf_gemma(path, arch, field, raw, hidden, heads, head_dim, layers,
+                                     use_sliding_window)
+        if rs is not None and arch == "gemma2":
+            raise ReferenceError(f"{path}: gemma2 with rope scaling is not supported")
+    if arch == "phi3":
+        extra = dict(fused_proj=True)
+        if int(field("phi3.rope.dimension_count", head_dim)) != head_dim:
+            raise ReferenceError(f"{path}: phi3 with rope.dimension_count "
+                                 f"{field('phi3.rope.dimension_count')} != head_dim {head_dim} "
+                                 "(partial rotary) is not supported")
+        if rs is not None:
+            raise ReferenceError(f"{path}: phi3 with rope scaling is not supported")
     # MoE: qwen3moe, or llama with experts (Mixtral). llama.cpp renormalizes
     # the top-k weights in both (no key says otherwise).
     n_exp = int(field(f"{arch}.expert_count", 0) or 0)
@@ -953,12 +1250,14 @@ def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, di
         heads=heads, kv_heads=kv, head_dim=head_dim,
         rms_norm_eps=float(field(f"{arch}.attention.layer_norm_rms_epsilon")),
         rope_theta=float(field(f"{arch}.rope.freq_base", 10000.0)),
-        rope_scaling=rs, hidden_act="silu",
+        rope_scaling=rs,
+        hidden_act="gelu_pytorch_tanh" if arch in ("gemma2", "gemma3") else "silu",
         tie_embeddings="output.weight" not in raw,
-        layer_windows=[int(sw) if sw else None] * layers,
+        layer_windows=windows,
         max_position=int(field(f"{arch}.context_length", 2048)),
         rope_freqs=raw.pop("rope_freqs.weight", None),
-        qk_norm=arch in ("qwen3", "qwen3moe"), **moe)
+        qk_norm=arch in ("qwen3", "qwen3moe", "gemma3"), **moe, **extra)
+    to_hf = dict(_GGUF_TO_HF_LAYER, **_GGUF_TO_HF_ARCH.get(arch, {}))
     W = {}
     for name, a in raw.items():
         if name == "token_embd.weight":
@@ -972,9 +1271,9 @@ def read_gguf(path: str, use_sliding_window: bool = True) -> tuple[RefConfig, di
             if m and cfg.moe and m.group(2) in _GGUF_MOE:
                 W.update(_split_experts(path, cfg, int(m.group(1)), m.group(2), a))
                 continue
-            if not m or m.group(2) not in _GGUF_TO_HF_LAYER:
+            if not m or m.group(2) not in to_hf:
                 raise ReferenceError(f"{path}: tensor {name!r} is not one this reference knows")
-            hf = _GGUF_TO_HF_LAYER[m.group(2)]
+            hf = to_hf[m.group(2)]
             if arch == "llama" and m.group(2).startswith(("attn_q.", "attn_k.")):
                 a = _unpermute(a, heads if m.group(2).startswith("attn_q.") else kv)
             W[f"model.layers.{m.group(1)}.{hf}"] = a

@@ -11,7 +11,10 @@ RoPE (float64 numpy forward passes); for qwen3, llama.cpp's tensor set and
 that its QK-norm weights matter; for the MoE arches (qwen3moe, mixtral), the
 router / expert tensors in both forms (the GGUF's stacked ffn_*_exps, expert m
 at index m), a per-token routing loop in the forward pass, and that routing,
-the experts and norm_topk_prob all matter; and, when llama-cpp-python is
+the experts and norm_topk_prob all matter; for phi3 / gemma2 / gemma3,
+llama.cpp's keys and tensors, Gemma's +1 norms, the GGUF read back == the HF
+folder bit for bit, and that every feature (soft-caps, windows, per-layer
+RoPE, post-norms, fused row order, ...) matters; and, when llama-cpp-python is
 installed, that llama.cpp loads each GGUF, tokenizes like the reference BPE and
 computes the same logits.
 
@@ -102,14 +105,51 @@ SHAPES = {
                                         kv_heads=2, intermediate=128, layers=1, experts=5,
                                         experts_per_tok=3, moe_intermediate=64,
                                         norm_topk_prob=False),
-                               seed=9, shards=1, hf_only=True),
+                               seed=9, shards=1, hf_only="norm_topk_prob"),
     # Mixtral: llama attention (Q/K permuted in the GGUF), 4 experts of 96,
     # top-2, tied, MQA; HF f16.
     "mixtral-tied-mqa": dict(cfg=dict(arch="mixtral", vocab=320, hidden=64, heads=4,
                                       kv_heads=1, intermediate=96, layers=2, experts=4,
                                       experts_per_tok=2, dtype="f16", rope_theta=1000000.0),
                              seed=10, shards=1),
+    # Phi-3: fused qkv_proj / gate_up_proj, untied, GQA; HF bf16 in 2 shards.
+    "phi3-untied": dict(cfg=dict(arch="phi3", vocab=300, hidden=64, heads=4, kv_heads=2,
+                                 intermediate=128, layers=2, tie_embeddings=False,
+                                 dtype="bf16"), seed=11, shards=2),
+    # Phi-3 tied, MQA, a window of 6 on every layer (llama.cpp's phi3 ignores
+    # it), 3 layers; HF f16.
+    "phi3-window-mqa": dict(cfg=dict(arch="phi3", vocab=320, hidden=64, heads=4, kv_heads=1,
+                                     intermediate=96, layers=3, sliding_window=6,
+                                     dtype="f16"), seed=12, shards=1),
+    # Gemma 2: tied, head_dim 32 (!= hidden/heads), window 8 on layers 0 and 2,
+    # qk_gain 3 (scores nearer the attention soft-cap), eps 1e-6; HF bf16 in 2 shards.
+    "gemma2-tied": dict(cfg=dict(arch="gemma2", vocab=300, hidden=64, heads=4, kv_heads=2,
+                                 head_dim=32, intermediate=128, layers=3, qk_gain=3.0,
+                                 dtype="bf16", rms_norm_eps=1e-6), seed=13, shards=2),
+    # Gemma 2 untied, small soft-caps, MQA: HF only (llama.cpp's gemma2 always
+    # uses the embedding as its head).
+    "gemma2-untied-caps": dict(cfg=dict(arch="gemma2", vocab=300, hidden=64, heads=4,
+                                        kv_heads=1, intermediate=96, layers=2,
+                                        tie_embeddings=False, attn_softcap=5.0,
+                                        final_softcap=3.0, sliding_window=5),
+                               seed=14, shards=1, hf_only="tie_embeddings"),
+    # Gemma 3: the real pattern 6 over 6 layers (only layer 5 global), tied,
+    # head_dim 32, window 8; HF f32.
+    "gemma3-pattern6": dict(cfg=dict(arch="gemma3", vocab=320, hidden=64, heads=4,
+                                     kv_heads=2, head_dim=32, intermediate=128, layers=6,
+                                     rms_norm_eps=1e-6), seed=15, shards=1),
+    # Gemma 3: pattern 2 (layers 1, 3 global), linear:4 on the global layers,
+    # a final soft-cap, window 6, untied, MQA, qk_gain 1.5; HF f16.
+    "gemma3-linear-untied": dict(cfg=dict(arch="gemma3", vocab=300, hidden=64, heads=4,
+                                          kv_heads=1, intermediate=96, layers=4,
+                                          sliding_window_pattern=2, sliding_window=6,
+                                          rope_scaling="linear:4", final_softcap=15.0,
+                                          tie_embeddings=False, qk_gain=1.5, dtype="f16"),
+                                 seed=16, shards=1),
 }
+# Architectures with their own checks (check_new_arch) and longer prompts
+# (24 tokens: the windows of 5 to 8 keys matter).
+NEW_ARCHES = ("phi3", "gemma2", "gemma3")
 
 
 # ---------------------------------------------------------------- safetensors
@@ -184,21 +224,53 @@ def check_hf(tag: str, folder: str, cfg: sm.Config, seed: int, shards: int) -> N
     c = json.load(open(os.path.join(folder, "config.json")))
     arch_cls = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                 "mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM",
-                "qwen3moe": "Qwen3MoeForCausalLM", "mixtral": "MixtralForCausalLM"}[cfg.arch]
-    model_type = {"qwen3moe": "qwen3_moe"}.get(cfg.arch, cfg.arch)
+                "qwen3moe": "Qwen3MoeForCausalLM", "mixtral": "MixtralForCausalLM",
+                "phi3": "Phi3ForCausalLM", "gemma2": "Gemma2ForCausalLM",
+                "gemma3": "Gemma3ForCausalLM"}[cfg.arch]
+    model_type = {"qwen3moe": "qwen3_moe", "gemma3": "gemma3_text"}.get(cfg.arch, cfg.arch)
     v = sm.build_vocab(cfg.vocab)
+    # Phi-3 configs carry no head_dim (HF derives hidden / heads); Gemma's MLP
+    # reads hidden_activation (gemma2 configs carry hidden_act too, gemma3's not).
+    act = {"gemma2": "gelu_pytorch_tanh", "gemma3": None}.get(cfg.arch, "silu")
     ok = (c["model_type"] == model_type and c["architectures"] == [arch_cls]
           and c["vocab_size"] == cfg.vocab and c["hidden_size"] == cfg.hidden
           and c["intermediate_size"] == cfg.intermediate
           and c["num_hidden_layers"] == cfg.layers
           and c["num_attention_heads"] == cfg.heads
-          and c["num_key_value_heads"] == cfg.kv_heads and c["head_dim"] == cfg.head_dim
+          and c["num_key_value_heads"] == cfg.kv_heads
+          and c.get("head_dim") == (None if cfg.arch == "phi3" else cfg.head_dim)
           and c["tie_word_embeddings"] == cfg.tie_embeddings
           and c["torch_dtype"] == sm.HF_DTYPES[cfg.dtype][1]
           and c["rope_theta"] == cfg.rope_theta and c["rope_scaling"] == cfg.rope_scaling
           and c["max_position_embeddings"] == cfg.max_position
           and c["bos_token_id"] == v.bos_id and c["eos_token_id"] == v.eos_id
-          and c["hidden_act"] == "silu" and "rms_norm_eps" in c)
+          and c.get("hidden_act") == act and "rms_norm_eps" in c)
+    if cfg.arch == "phi3":
+        # The keys Phi3Config reads (and convert_hf_to_gguf's
+        # original_max_position_embeddings), as Phi-3-mini's config.
+        ok = (ok and c["sliding_window"] == cfg.sliding_window
+              and c["original_max_position_embeddings"] == cfg.max_position
+              and c["partial_rotary_factor"] == 1.0 and c["attention_bias"] is False
+              and cfg.heads * cfg.head_dim == cfg.hidden)
+    if cfg.arch in ("gemma2", "gemma3"):
+        ok = (ok and c["hidden_activation"] == "gelu_pytorch_tanh"
+              and c["query_pre_attn_scalar"] == cfg.query_pre_attn_scalar == cfg.head_dim
+              and c["sliding_window"] == cfg.sliding_window and c["attention_bias"] is False
+              and c["final_logit_softcapping"] == cfg.final_softcap
+              and c["cache_implementation"] == "hybrid")
+    if cfg.arch == "gemma2":
+        ok = (ok and c["attn_logit_softcapping"] == cfg.attn_softcap
+              and "layer_types" not in c and "sliding_window_pattern" not in c)
+    if cfg.arch == "gemma3":
+        # Both the 4.50 key and 4.53's layer_types, which must agree with it.
+        types = ["sliding_attention" if (i + 1) % cfg.sliding_window_pattern
+                 else "full_attention" for i in range(cfg.layers)]
+        ok = (ok and c["attn_logit_softcapping"] is None
+              and c["sliding_window_pattern"] == cfg.sliding_window_pattern
+              and c["layer_types"] == types and "full_attention" in types
+              and "sliding_attention" in types
+              and c["rope_local_base_freq"] == cfg.rope_local_theta == 10000.0
+              and c["transformers_version"] == "4.53.0")
     if cfg.arch == "qwen2":
         ok = ok and c["attention_bias"] is True and c["use_sliding_window"] is False
     if cfg.arch == "mistral":
@@ -230,7 +302,9 @@ def check_hf(tag: str, folder: str, cfg: sm.Config, seed: int, shards: int) -> N
               and c["output_router_logits"] is False and "router_aux_loss_coef" in c
               and "num_experts" not in c and "moe_intermediate_size" not in c)
     check(f"{tag}/hf/config.json", ok, json.dumps(c))
-    check(f"{tag}/hf/config-roundtrip", sm.read_hf_config(folder) == cfg)
+    # (qk_gain is in the weights only, no config carries it)
+    check(f"{tag}/hf/config-roundtrip", sm.read_hf_config(folder) == sm.make_config(
+        cfg, qk_gain=1.0))
 
     tj = json.load(open(os.path.join(folder, "tokenizer.json")))
     model = tj["model"]
@@ -356,6 +430,7 @@ def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -
             bad["rope.scaling"] = "linear keys"
     if cfg.sliding_window and gguf_field(r, f"{arch}.attention.sliding_window") != cfg.sliding_window:
         bad["sliding_window"] = gguf_field(r, f"{arch}.attention.sliding_window")
+    bad.update(new_arch_key_problems(r, cfg))
     check(f"{tag}/gguf-{gguf_type}/keys", not bad, str(bad))
     toks = gguf_field(r, "tokenizer.ggml.tokens")
     types = gguf_field(r, "tokenizer.ggml.token_type")
@@ -392,6 +467,8 @@ def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -
               gguf_field(r, "general.architecture") == "qwen3" and same_rows)
     if cfg.moe:
         check_gguf_moe(tag, r, cfg, seed, gguf_type)
+    if cfg.arch in NEW_ARCHES:
+        check_gguf_new_arch_tensors(tag, r, cfg, gguf_type)
     weights = sm.make_weights(cfg, seed)
     deq_api = sm.dequantized_weights(cfg, seed, gguf_type)
     shapes_ok = types_ok = True
@@ -415,7 +492,12 @@ def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -
                 a = sm.unpermute_qk(a, cfg.heads,
                                     cfg.heads if ".q_proj." in p["hf"] else cfg.kv_heads)
             src32 = weights[p["hf"]]
-            exact_api &= np.array_equal(a, deq_api[p["hf"]])
+            if cfg.arch in ("gemma2", "gemma3") and p["hf"].endswith("norm.weight"):
+                # Gemma: the GGUF holds 1 + w (convert_hf_to_gguf adds 1), exactly.
+                src32 = np.float32(1.0) + src32
+                exact_api &= np.array_equal(a - 1.0, deq_api[p["hf"]])
+            else:
+                exact_api &= np.array_equal(a, deq_api[p["hf"]])
         src = src32.astype(np.float64)
         if p["type"] in ("f32", "f16", "bf16") or len(p["shape"]) == 1:
             # Float types: exactly the source rounded to nearest (even).
@@ -442,6 +524,126 @@ def check_gguf(tag: str, path: str, cfg: sm.Config, seed: int, gguf_type: str) -
         check(f"{tag}/gguf-{gguf_type}/values-within-quant-error", worst <= 1.01,
               f"worst error {worst:.3f} steps")
     check(f"{tag}/gguf-{gguf_type}/dequantized_weights-api", exact_api)
+
+
+def new_arch_key_problems(r, cfg: sm.Config) -> dict:
+    """The keys llama.cpp's phi3 / gemma2 / gemma3 loaders read, spelled out
+    here: {key: (found, wanted)} of those that are wrong (absent where they
+    must not be: wanted None)."""
+    a = cfg.arch
+    want: dict = {}
+    if a == "phi3":
+        # convert_hf_to_gguf.py's Phi3MiniModel: the original context, the
+        # window always (0: none; llama.cpp's phi3 ignores it).
+        want = {"phi3.rope.scaling.original_context_length": cfg.max_position,
+                "phi3.attention.sliding_window": cfg.sliding_window or 0}
+    elif a == "gemma2":
+        want = {"gemma2.attn_logit_softcapping": cfg.attn_softcap,
+                "gemma2.final_logit_softcapping": cfg.final_softcap,
+                "gemma2.attention.sliding_window": cfg.sliding_window,
+                "gemma2.attention.sliding_window_pattern": None,   # llama.cpp: 2
+                "gemma2.rope.freq_base_swa": None}                 # = freq_base
+    elif a == "gemma3":
+        n = cfg.sliding_window_pattern
+        want = {"gemma3.rope.freq_base_swa": cfg.rope_local_theta,
+                "gemma3.attention.sliding_window": cfg.sliding_window if n != 1 else None,
+                # absent = llama.cpp's default 6, as convert_hf_to_gguf leaves it
+                "gemma3.attention.sliding_window_pattern": n if n not in (1, 6) else None,
+                "gemma3.final_logit_softcapping": cfg.final_softcap,
+                "gemma3.attn_logit_softcapping": None}
+    bad = {}
+    for k, w in want.items():
+        got = gguf_field(r, k)
+        if not (got == w if w is None or isinstance(w, int) else
+                got is not None and math.isclose(got, w, rel_tol=1e-6)):
+            bad[k] = (got, w)
+    return bad
+
+
+# Per layer, the tensors llama.cpp's loaders create (llama_model_phi3 /
+# gemma2 / gemma3::load_arch_tensors), in this tool's file order, spelled out
+# here; norms f32.
+NEW_ARCH_LAYER_TENSORS = {
+    "phi3": ("attn_norm", "attn_qkv", "attn_output", "ffn_norm", "ffn_up", "ffn_down"),
+    "gemma2": ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "post_attention_norm",
+               "ffn_norm", "ffn_gate", "ffn_up", "ffn_down", "post_ffw_norm"),
+    "gemma3": ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm",
+               "attn_k_norm", "post_attention_norm", "ffn_norm", "ffn_gate", "ffn_up",
+               "ffn_down", "post_ffw_norm"),
+}
+
+
+def check_gguf_new_arch_tensors(tag: str, r, cfg: sm.Config, gguf_type: str) -> None:
+    """phi3 / gemma2 / gemma3: each layer holds exactly llama.cpp's tensors
+    with its shapes (phi3: attn_qkv [q + 2 kv, hidden], ffn_up [2 I, hidden];
+    Gemma: attn_q_norm / attn_k_norm [head_dim]), norms f32; no output.weight
+    for a tied model (gemma2 never has one)."""
+    tensors = {t.name: t for t in r.tensors}
+    H, I, D = cfg.hidden, cfg.intermediate, cfg.head_dim
+    q, kv = cfg.heads * D, cfg.kv_heads * D
+    shapes = {"attn_norm": [H], "attn_qkv": [q + 2 * kv, H], "attn_output": [H, q],
+              "ffn_norm": [H], "ffn_up": [2 * I, H] if cfg.arch == "phi3" else [I, H],
+              "ffn_down": [H, I], "attn_q": [q, H], "attn_k": [kv, H], "attn_v": [kv, H],
+              "attn_q_norm": [D], "attn_k_norm": [D], "post_attention_norm": [H],
+              "ffn_gate": [I, H], "post_ffw_norm": [H]}
+    detail = []
+    for i in range(cfg.layers):
+        got = [n.split(".", 2)[2] for n in tensors if n.startswith(f"blk.{i}.")]
+        want = [f"{n}.weight" for n in NEW_ARCH_LAYER_TENSORS[cfg.arch]]
+        if got != want:
+            detail.append(f"blk.{i}: {got}")
+        for n in NEW_ARCH_LAYER_TENSORS[cfg.arch]:
+            t = tensors[f"blk.{i}.{n}.weight"]
+            if [int(x) for x in t.shape][::-1] != shapes[n]:
+                detail.append(f"blk.{i}.{n}: numpy shape {[int(x) for x in t.shape][::-1]}")
+            if n.endswith("norm") and t.tensor_type.name != "F32":
+                detail.append(f"blk.{i}.{n}: {t.tensor_type.name}")
+    if ("output.weight" in tensors) == cfg.tie_embeddings:
+        detail.append("output.weight present" if cfg.tie_embeddings else "output.weight missing")
+    check(f"{tag}/gguf-{gguf_type}/{cfg.arch}-layer-tensors", not detail,
+          "; ".join(detail) or f"{len(NEW_ARCH_LAYER_TENSORS[cfg.arch])} per layer")
+
+
+# GGUF layer tensor -> HF name, per arch (spelled out here, apart from
+# synth_model's tables): how the GGUF form is read back in gguf_form_forward.
+GGUF_TO_HF_NEW = {
+    "phi3": {"attn_norm": "input_layernorm", "attn_qkv": "self_attn.qkv_proj",
+             "attn_output": "self_attn.o_proj", "ffn_norm": "post_attention_layernorm",
+             "ffn_up": "mlp.gate_up_proj", "ffn_down": "mlp.down_proj"},
+    "gemma": {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
+              "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+              "attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm",
+              "attn_k_norm": "self_attn.k_norm", "post_attention_norm": "post_attention_layernorm",
+              "ffn_norm": "pre_feedforward_layernorm", "ffn_gate": "mlp.gate_proj",
+              "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
+              "post_ffw_norm": "post_feedforward_layernorm"},
+}
+
+
+def gguf_form_forward(tag: str, path: str, cfg: sm.Config, tokens: list[int],
+                      ref: np.ndarray) -> None:
+    """The f32 GGUF read back (names mapped here, Gemma's norms used as
+    stored: 1 + w) computes the HF folder's logits bit for bit."""
+    import gguf
+    r = gguf.GGUFReader(path)
+    table = GGUF_TO_HF_NEW["phi3" if cfg.arch == "phi3" else "gemma"]
+    W = {}
+    for t in r.tensors:
+        a = np.asarray(t.data, np.float32).reshape([int(x) for x in t.shape][::-1])
+        if t.name == "token_embd.weight":
+            W["model.embed_tokens.weight"] = a
+        elif t.name == "output_norm.weight":
+            W["model.norm.weight"] = a
+        elif t.name == "output.weight":
+            W["lm_head.weight"] = a
+        else:
+            _, i, n, _ = t.name.split(".")
+            W[f"model.layers.{i}.{table[n]}.weight"] = a
+    got = forward(cfg, W, tokens, interleaved=False, gguf_norms=True)
+    err = float(np.abs(got - ref).max())
+    check(f"{tag}/gguf-f32/forward==hf", err == 0.0 and set(W) == set(sm.make_weights(cfg, 0)),
+          f"the GGUF's tensors{' (norms 1 + w)' if cfg.arch != 'phi3' else ''} give the HF "
+          f"logits: max abs diff {err:.1e}")
 
 
 def check_gguf_moe(tag: str, r, cfg: sm.Config, seed: int, gguf_type: str) -> None:
@@ -549,19 +751,64 @@ def moe_per_token(cfg: sm.Config, W: dict, layer: int, h: np.ndarray,
     return out
 
 
+def semantics(cfg: sm.Config) -> dict:
+    """The knobs of HF's forward pass for cfg, spelled out here from HF's rules
+    (not from synth_model's layer_windows / layer_rope_thetas): per-layer
+    windows (gemma2: even layers slide, HF's `not layer_idx % 2`; gemma3:
+    layer i is global iff (i + 1) % sliding_window_pattern == 0), per-layer
+    inverse frequencies (gemma3's sliding layers: rope_local_theta, unscaled),
+    Gemma's embedding scale, norm offset (HF computes with 1 + w), post-norms,
+    score scale and soft-caps, and the MLP activation. forward() takes a
+    copy with a knob changed: what a reader with that bug would compute."""
+    L, gem = cfg.layers, cfg.arch in ("gemma2", "gemma3")
+    if cfg.arch == "gemma2":
+        windows = [cfg.sliding_window if i % 2 == 0 else None for i in range(L)]
+    elif cfg.arch == "gemma3":
+        windows = [cfg.sliding_window if (i + 1) % cfg.sliding_window_pattern else None
+                   for i in range(L)]
+    else:
+        windows = [cfg.sliding_window] * L
+    glob = rope_inv_freq(cfg)
+    local = (cfg.rope_local_theta ** (-np.arange(0, cfg.head_dim, 2, dtype=np.float64)
+                                      / cfg.head_dim)) if cfg.arch == "gemma3" else None
+    return dict(windows=windows,
+                inv_freq=[local if cfg.arch == "gemma3" and w else glob for w in windows],
+                embed_scale=math.sqrt(cfg.hidden) if gem else 1.0,
+                norm_offset=1.0 if gem else 0.0, post_norms=gem,
+                score_scale=cfg.query_pre_attn_scalar ** -0.5 if gem else None,
+                attn_softcap=cfg.attn_softcap, final_softcap=cfg.final_softcap,
+                act="gelu_tanh" if gem else "silu")
+
+
+def act_fn(name: str, x: np.ndarray) -> np.ndarray:
+    if name == "silu":
+        return x / (1 + np.exp(-x))
+    if name == "gelu_tanh":   # HF gelu_pytorch_tanh
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    if name == "gelu_erf":
+        return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    raise ValueError(name)
+
+
 def forward(cfg: sm.Config, W: dict, tokens: list[int], interleaved: bool,
-            routes: list | None = None) -> np.ndarray:
+            routes: list | None = None, sem: dict | None = None,
+            gguf_norms: bool = False) -> np.ndarray:
     """float64 logits [T, vocab]. interleaved=False: HF semantics (rotate-half
     RoPE on HF weights). interleaved=True: GGML normal-mode RoPE, pairs
     (2i, 2i+1), on the weights as the GGUF stores them. MoE layers run
-    moe_per_token (routes, if given, receives each layer's routing)."""
+    moe_per_token (routes, if given, receives each layer's routing). sem:
+    semantics(cfg) or a broken copy. gguf_norms: Gemma's norm weights as the
+    GGUF stores them (1 + w, used as they are). Phi-3's fused qkv_proj /
+    gate_up_proj are split here by rows (Q, K, V; gate, up)."""
+    sem = semantics(cfg) if sem is None else sem
     W = {k: np.asarray(v, np.float64) for k, v in W.items()}
     T, H, nh, nkv, d = len(tokens), cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim
     eps = cfg.rms_norm_eps
-    ang = np.arange(T)[:, None] * rope_inv_freq(cfg)[None, :]       # [T, d/2]
-    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    offset = 0.0 if gguf_norms else sem["norm_offset"]
 
-    def rope(x):  # [T, heads, d]
+    def rope(x, inv):  # [T, heads, d]
+        ang = np.arange(T)[:, None] * inv[None, :]       # [T, d/2]
+        cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
         if interleaved:
             a, b = x[..., 0::2], x[..., 1::2]
             out = np.empty_like(x)
@@ -572,43 +819,67 @@ def forward(cfg: sm.Config, W: dict, tokens: list[int], interleaved: bool,
         return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
 
     def rms(x, w):
-        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * (w + offset)
 
-    x = W["model.embed_tokens.weight"][tokens]
-    mask = np.tril(np.ones((T, T), bool))
-    if cfg.sliding_window:
-        mask &= (np.arange(T)[:, None] - np.arange(T)[None, :]) < cfg.sliding_window
+    def cap(x, c):
+        return x if c is None else c * np.tanh(x / c)
+
+    x = W["model.embed_tokens.weight"][tokens] * sem["embed_scale"]
     for i in range(cfg.layers):
         p = f"model.layers.{i}."
+        mask = np.tril(np.ones((T, T), bool))
+        if sem["windows"][i]:
+            mask &= (np.arange(T)[:, None] - np.arange(T)[None, :]) < sem["windows"][i]
         h = rms(x, W[p + "input_layernorm.weight"])
 
         def lin(name, inp):
             y = inp @ W[p + name + ".weight"].T
             return y + W[p + name + ".bias"] if p + name + ".bias" in W else y
-        q = lin("self_attn.q_proj", h).reshape(T, nh, d)
-        k = lin("self_attn.k_proj", h).reshape(T, nkv, d)
-        if p + "self_attn.q_norm.weight" in W:  # Qwen3: per-head RMSNorm before RoPE
+        if p + "self_attn.qkv_proj.weight" in W:   # Phi-3: Q rows, K rows, V rows
+            qkv = lin("self_attn.qkv_proj", h)
+            q = qkv[:, :nh * d].reshape(T, nh, d)
+            k = qkv[:, nh * d:(nh + nkv) * d].reshape(T, nkv, d)
+            v = qkv[:, (nh + nkv) * d:].reshape(T, nkv, d)
+        else:
+            q = lin("self_attn.q_proj", h).reshape(T, nh, d)
+            k = lin("self_attn.k_proj", h).reshape(T, nkv, d)
+            v = lin("self_attn.v_proj", h).reshape(T, nkv, d)
+        if p + "self_attn.q_norm.weight" in W:  # Qwen3, Gemma 3: per-head RMSNorm before RoPE
             q = rms(q, W[p + "self_attn.q_norm.weight"])
             k = rms(k, W[p + "self_attn.k_norm.weight"])
-        q, k = rope(q), rope(k)
-        v = lin("self_attn.v_proj", h).reshape(T, nkv, d)
+        q, k = rope(q, sem["inv_freq"][i]), rope(k, sem["inv_freq"][i])
         rep = nh // nkv
         k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
-        s = np.einsum("thd,shd->hts", q, k) / math.sqrt(d)
+        s = np.einsum("thd,shd->hts", q, k)
+        s = s / math.sqrt(d) if sem["score_scale"] is None else s * sem["score_scale"]
+        s = cap(s, sem["attn_softcap"])
         s = np.where(mask[None], s, -np.inf)
         s = np.exp(s - s.max(-1, keepdims=True))
         s /= s.sum(-1, keepdims=True)
         o = np.einsum("hts,shd->thd", s, v).reshape(T, nh * d)
-        x = x + lin("self_attn.o_proj", o)
-        h = rms(x, W[p + "post_attention_layernorm.weight"])
+        a = lin("self_attn.o_proj", o)
+        if sem["post_norms"]:   # Gemma: post_attention_layernorm after attention
+            a = rms(a, W[p + "post_attention_layernorm.weight"])
+        x = x + a
+        if cfg.arch in ("gemma2", "gemma3"):
+            h = rms(x, W[p + "pre_feedforward_layernorm.weight"])
+        else:
+            h = rms(x, W[p + "post_attention_layernorm.weight"])
         if cfg.moe:
             x = x + moe_per_token(cfg, W, i, h, routes)
             continue
-        g = lin("mlp.gate_proj", h)
-        x = x + lin("mlp.down_proj", g / (1 + np.exp(-g)) * lin("mlp.up_proj", h))
+        if p + "mlp.gate_up_proj.weight" in W:   # Phi-3: gate rows, then up rows
+            gu = lin("mlp.gate_up_proj", h)
+            g, u = gu[:, :cfg.intermediate], gu[:, cfg.intermediate:]
+        else:
+            g, u = lin("mlp.gate_proj", h), lin("mlp.up_proj", h)
+        y = lin("mlp.down_proj", act_fn(sem["act"], g) * u)
+        if sem["post_norms"]:   # Gemma: post_feedforward_layernorm after the MLP
+            y = rms(y, W[p + "post_feedforward_layernorm.weight"])
+        x = x + y
     x = rms(x, W["model.norm.weight"])
     head = W.get("lm_head.weight", W["model.embed_tokens.weight"])
-    return x @ head.T
+    return cap(x @ head.T, sem["final_softcap"])
 
 
 def gguf_layout_weights(cfg: sm.Config, W: dict) -> dict:
@@ -621,10 +892,13 @@ def check_rope_equivalence(tag: str, cfg: sm.Config, seed: int, tokens: list[int
     ref = forward(cfg, W, tokens, interleaved=False)
     if cfg.moe:
         check_moe(tag, cfg, seed, W, tokens, ref)
-    if cfg.arch in ("qwen2", "qwen3", "qwen3moe"):  # NEOX RoPE in llama.cpp, no permutation
+    if cfg.arch in ("qwen2", "qwen3", "qwen3moe") + NEW_ARCHES:
+        # NEOX RoPE in llama.cpp, no permutation.
         check(f"{tag}/logits-finite", bool(np.isfinite(ref).all()))
         if cfg.qk_norm:
             check_qk_norm(tag, cfg, seed, W, tokens, ref)
+        if cfg.arch in NEW_ARCHES:
+            check_new_arch(tag, cfg, seed, W, tokens, ref)
         return ref
     g = forward(cfg, gguf_layout_weights(cfg, W), tokens, interleaved=True)
     err = float(np.abs(g - ref).max() / np.abs(ref).max())
@@ -638,21 +912,31 @@ def check_rope_equivalence(tag: str, cfg: sm.Config, seed: int, tokens: list[int
 
 def check_qk_norm(tag: str, cfg: sm.Config, seed: int, W: dict, tokens: list[int],
                   ref: np.ndarray) -> None:
-    """q_norm / k_norm: [head_dim], their own wide spread around 1, distinct
-    per layer and from each other, and each one moves the logits."""
+    """q_norm / k_norm: [head_dim], their own wide spread around 1 (times
+    qk_gain; Gemma 3: the weight it computes with, 1 + w, of the stored
+    zero-centred w), distinct per layer and from each other, and each one
+    moves the logits."""
     names = [f"model.layers.{i}.self_attn.{n}_norm.weight"
              for i in range(cfg.layers) for n in "qk"]
+    off = 1.0 if cfg.arch == "gemma3" else 0.0
     ok = all(W[n].shape == (cfg.head_dim,) for n in names)
-    lo = min(float(W[n].min()) for n in names)
-    hi = max(float(W[n].max()) for n in names)
+    lo = min(float((W[n] + off).min()) / cfg.qk_gain for n in names)
+    hi = max(float((W[n] + off).max()) / cfg.qk_gain for n in names)
     distinct = len({W[n].tobytes() for n in names}) == len(names)
     check(f"{tag}/qk-norm-weights", ok and 0.7 <= lo and hi <= 1.3 and hi - lo > 0.4
-          and distinct, f"range [{lo:.3f}, {hi:.3f}], {len(names)} distinct: {distinct}")
+          and distinct, f"range [{lo:.3f}, {hi:.3f}] (/ qk_gain {cfg.qk_gain:g}"
+          f"{', of 1 + w' if off else ''}), {len(names)} distinct: {distinct}")
     for n in ("q", "k"):
-        name = f"model.layers.0.self_attn.{n}_norm.weight"
-        diff = float(np.abs(forward(cfg, dict(W, **{name: np.ones_like(W[name])}), tokens,
-                                    interleaved=False) - ref).max() / np.abs(ref).max())
-        check(f"{tag}/{n}_norm-matters", diff > 1e-2, f"all-ones {n}_norm: rel diff {diff:.1e}")
+        # Layer 0's (Gemma 3: every layer's; a deep stack of Gemma's
+        # normalized residual adds damps one layer's change)
+        layers = range(cfg.layers) if off else range(1)
+        ones = {f"model.layers.{i}.self_attn.{n}_norm.weight":
+                np.full(cfg.head_dim, 1.0 - off, np.float32) for i in layers}
+        diff = float(np.abs(forward(cfg, dict(W, **ones), tokens, interleaved=False) - ref).max()
+                     / np.abs(ref).max())
+        check(f"{tag}/{n}_norm-matters", diff > 1e-2,
+              f"{n}_norm computing with ones{' (every layer)' if off else ''}: rel diff "
+              f"{diff:.1e}")
     swapped = dict(W)
     for i in range(cfg.layers):
         q, k = (f"model.layers.{i}.self_attn.{n}_norm.weight" for n in "qk")
@@ -666,8 +950,135 @@ def check_qk_norm(tag: str, cfg: sm.Config, seed: int, W: dict, tokens: list[int
     W1 = sm.make_weights(sm.make_config(cfg, dtype="f32"), seed)
     g = sm.make_weights(sm.make_config(cfg, dtype="f32", qk_gain=3.0), seed)
     check(f"{tag}/qk_gain-scales-qk-norms",
-          all(np.allclose(g[n], 3 * W1[n], rtol=1e-6) for n in names)
+          all(np.allclose(g[n] + off, 3 / cfg.qk_gain * (W1[n] + off), rtol=1e-6)
+              for n in names)
           and all(np.array_equal(g[k], W1[k]) for k in W1 if k not in names))
+
+
+def rel_diff(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+def check_new_arch(tag: str, cfg: sm.Config, seed: int, W: dict, tokens: list[int],
+                   ref: np.ndarray) -> None:
+    """phi3 / gemma2 / gemma3: the weights as HF stores them, synth_model's
+    per-layer windows and RoPE bases as HF decides them, and that every
+    feature matters: each knob of semantics() changed (what a reader with that
+    bug computes), or the fused rows reordered, moves the logits by > 1e-3
+    (most by far more)."""
+    sem = semantics(cfg)
+    check(f"{tag}/layer-windows+rope-bases==hf-rules",
+          cfg.layer_windows == sem["windows"]
+          and all(np.array_equal(rope_inv_freq_of(cfg, th, i), sem["inv_freq"][i])
+                  for i, th in enumerate(cfg.layer_rope_thetas)),
+          f"windows {cfg.layer_windows}, bases {cfg.layer_rope_thetas}")
+    moved: dict[str, float] = {}
+
+    least: dict[str, float] = {}
+
+    def broken(label: str, sem2: dict | None = None, W2: dict | None = None,
+               at_least: float = 1e-3) -> None:
+        moved[label] = rel_diff(forward(cfg, W if W2 is None else W2, tokens,
+                                        interleaved=False, sem=sem2), ref)
+        least[label] = at_least
+    H, D, L = cfg.hidden, cfg.head_dim, cfg.layers
+    if cfg.arch == "phi3":
+        q, kv, I = cfg.heads * D, cfg.kv_heads * D, cfg.intermediate
+        # The fused tensors are llama's q/k/v and gate/up, stacked by rows:
+        # split, a llama model computes the same logits.
+        split = {}
+        for k_, a in W.items():
+            if k_.endswith("qkv_proj.weight"):
+                p_ = k_[:-len("qkv_proj.weight")]
+                split.update({p_ + "q_proj.weight": a[:q], p_ + "k_proj.weight": a[q:q + kv],
+                              p_ + "v_proj.weight": a[q + kv:]})
+            elif k_.endswith("gate_up_proj.weight"):
+                p_ = k_[:-len("gate_up_proj.weight")]
+                split.update({p_ + "gate_proj.weight": a[:I], p_ + "up_proj.weight": a[I:]})
+            else:
+                split[k_] = a
+        llama = sm.make_config(cfg, arch="llama", rope_theta=cfg.rope_theta,
+                               sliding_window=None)
+        e = rel_diff(forward(llama, split, tokens, interleaved=False,
+                             sem=dict(semantics(llama), windows=sem["windows"])), ref)
+        check(f"{tag}/phi3==llama-with-split-tensors", e < 1e-13, f"rel err {e:.1e}")
+        # The Q/K rows carry qk_gain, the V rows not (drawn, not multiplied).
+        g3 = sm.make_weights(sm.make_config(cfg, dtype="f32", qk_gain=3.0), seed)
+        W1 = sm.make_weights(sm.make_config(cfg, dtype="f32"), seed)
+        qkv = [n for n in W1 if n.endswith("qkv_proj.weight")]
+        check(f"{tag}/qk_gain-scales-q-k-rows-only",
+              all(np.allclose(g3[n][:q + kv], 3 * W1[n][:q + kv], rtol=1e-6)
+                  and np.array_equal(g3[n][q + kv:], W1[n][q + kv:]) for n in qkv)
+              and all(np.array_equal(g3[n], W1[n]) for n in W1 if n not in qkv))
+        kv_swap, q_roll, gu_swap = dict(W), dict(W), dict(W)
+        for i in range(L):
+            p_ = f"model.layers.{i}."
+            a = W[p_ + "self_attn.qkv_proj.weight"]
+            kv_swap[p_ + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [a[:q], a[q + kv:], a[q:q + kv]])
+            q_roll[p_ + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [np.roll(a[:q], D, axis=0), a[q:]])
+            b = W[p_ + "mlp.gate_up_proj.weight"]
+            gu_swap[p_ + "mlp.gate_up_proj.weight"] = np.concatenate([b[I:], b[:I]])
+        broken("K and V rows of qkv_proj swapped", W2=kv_swap)
+        broken("Q heads of qkv_proj rotated by one", W2=q_roll)
+        broken("gate and up halves of gate_up_proj swapped", W2=gu_swap)
+        if cfg.sliding_window:
+            broken("no window", dict(sem, windows=[None] * L))
+    else:
+        norms = [n for n in W if n.endswith("norm.weight")]
+        wq = max(float(np.abs(W[n]).max()) for n in norms if "_norm" not in n.split(".")[-2])
+        exact = all(np.array_equal((np.float32(1) + W[n]).astype(np.float64),
+                                   1.0 + W[n].astype(np.float64)) for n in norms)
+        check(f"{tag}/gemma-norms-zero-centred+exact", 0.05 < wq <= 0.101 and exact,
+              f"layer norms |w| up to {wq:.3f}; 1 + w exact in float32 for all "
+              f"{len(norms)}: {exact}")
+        broken("norm weights without the +1", dict(sem, norm_offset=0.0))
+        broken("no embedding scale", dict(sem, embed_scale=1.0))
+        broken("no post-attention / post-feedforward norms", dict(sem, post_norms=False))
+        broken("scores x (hidden/heads)^-0.5", dict(sem, score_scale=(H / cfg.heads) ** -0.5)
+               if D != H // cfg.heads else dict(sem, score_scale=(2 * D) ** -0.5))
+        broken("silu instead of gelu", dict(sem, act="silu"))
+        # The two GELUs differ by < 2e-4 per element: a small, but clear move.
+        broken("exact (erf) gelu instead of tanh", dict(sem, act="gelu_erf"), at_least=1e-5)
+        broken("no windows", dict(sem, windows=[None] * L))
+        broken("window on every layer", dict(sem, windows=[cfg.sliding_window] * L))
+        broken("window one key wider", dict(sem, windows=[w and w + 1 for w in sem["windows"]]))
+        if cfg.final_softcap:
+            broken("no final soft-cap", dict(sem, final_softcap=None))
+        if cfg.arch == "gemma2":
+            broken("no attention soft-cap", dict(sem, attn_softcap=None))
+            broken("odd layers slide, not even", dict(
+                sem, windows=[None if w else cfg.sliding_window for w in sem["windows"]]))
+        else:
+            n = cfg.sliding_window_pattern
+            broken("global layers at i % pattern == 0", dict(
+                sem, windows=[None if i % n == 0 else cfg.sliding_window for i in range(L)]))
+            broken("rope_theta on every layer", dict(
+                sem, inv_freq=[rope_inv_freq(cfg)] * L))
+            broken("rope_local_theta on every layer", dict(
+                sem, inv_freq=[sem["inv_freq"][0]] * L))
+            if cfg.rope_scaling:
+                f = cfg.rope_scaling["factor"]
+                broken("linear scaling on the local layers too", dict(
+                    sem, inv_freq=[v / f if w else v for v, w in
+                                   zip(sem["inv_freq"], sem["windows"])]))
+                broken("no linear scaling", dict(sem, inv_freq=[
+                    v if w else v * f for v, w in zip(sem["inv_freq"], sem["windows"])]))
+            qk1 = {n: (W[n] - 1.0).astype(np.float32) for n in norms
+                   if n.endswith(("q_norm.weight", "k_norm.weight"))}
+            broken("q_norm / k_norm without the +1", W2=dict(W, **qk1))
+    check(f"{tag}/{cfg.arch}-features-matter", all(moved[k] > least[k] for k in moved),
+          "; ".join(f"{k}: {v:.1e}" for k, v in moved.items()))
+
+
+def rope_inv_freq_of(cfg: sm.Config, theta: float, layer: int) -> np.ndarray:
+    """Layer's inverse frequencies from synth_model's layer_rope_thetas: the
+    global ones (rope_inv_freq, with scaling) where theta is rope_theta and
+    the layer is global; else unscaled at theta."""
+    if theta == cfg.rope_theta and (cfg.arch != "gemma3" or cfg.layer_windows[layer] is None):
+        return rope_inv_freq(cfg)
+    return theta ** (-np.arange(0, cfg.head_dim, 2, dtype=np.float64) / cfg.head_dim)
 
 
 def check_moe(tag: str, cfg: sm.Config, seed: int, W: dict, tokens: list[int],
@@ -828,18 +1239,19 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
         check(f"{tag}/hf/deterministic", files_equal(hf_a, hf_b))
         check(f"{tag}/hf/seed-changes-weights", not files_equal(hf_a, hf_c))
         check_hf(tag, hf_a, cfg, seed, shards)
-        tokens = v.encode(text)[:12] if cfg.vocab >= 300 else [1, 2, 3]
+        tokens = v.encode(text)[:24 if cfg.arch in NEW_ARCHES else 12]
         ref = check_rope_equivalence(tag, cfg, seed, tokens)
         if spec.get("hf_only"):
-            # qwen3moe without norm_topk_prob: no GGUF can express it.
+            # No GGUF can express it (qwen3moe without norm_topk_prob; gemma2
+            # untied): refused, naming the field, and nothing written.
             if have_gguf:
                 try:
                     sm.write_gguf(os.path.join(tmp, f"{tag}.gguf"), cfg, seed, "f32")
-                    refused = False
+                    refused, msg = False, ""
                 except sm.SynthError as e:
-                    refused = "norm_topk_prob" in str(e)
+                    refused, msg = spec["hf_only"] in str(e), str(e)
                 check(f"{tag}/gguf-refused", refused
-                      and not os.path.exists(os.path.join(tmp, f"{tag}.gguf")))
+                      and not os.path.exists(os.path.join(tmp, f"{tag}.gguf")), msg[:120])
             continue
         if not have_gguf:
             continue
@@ -856,11 +1268,16 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
             check(f"{tag}/gguf-{gt}/deterministic", files_equal(ga, gb))
             check(f"{tag}/gguf-{gt}/==from-hf", files_equal(ga, gc))
             check_gguf(tag, ga, cfg, seed, gt)
+            if gt == "f32" and cfg.arch in NEW_ARCHES:
+                gguf_form_forward(tag, ga, cfg, tokens, ref)
             if have_llama and gt in ("f32", "q8_0"):
                 # f32: only float rounding differs from the float64 reference.
                 # q8_0: compare to the reference run on the dequantized weights.
-                r = ref if gt == "f32" else forward(
-                    cfg, sm.dequantized_weights(cfg, seed, gt), tokens, interleaved=False)
+                # phi3: llama.cpp ignores the window (its phi3 SWA is disabled).
+                lc_cfg = (sm.make_config(cfg, sliding_window=None)
+                          if cfg.arch == "phi3" else cfg)
+                r = ref if gt == "f32" and lc_cfg == cfg else forward(
+                    lc_cfg, sm.dequantized_weights(cfg, seed, gt), tokens, interleaved=False)
                 llama_cpp_check(f"{tag}/{gt}", ga, cfg, r, tokens, text,
                                 tol=1e-3 if gt == "f32" else 5e-2)
     if not have_llama:
@@ -919,6 +1336,65 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
                   and not any(".ffn_gate.weight" in n for n in t)
                   and d["hf_config"]["num_experts_per_tok"] == k)
         check(f"cli/describe-{arch}", ok, r.stderr[-300:])
+    # phi3 / gemma2 / gemma3: the fused tensors, the per-layer windows and
+    # RoPE bases, Gemma's +1 norms, the configs' keys.
+    r = subprocess.run(S + ["--format", "gguf", "--describe", "--arch", "phi3",
+                            "--kv-heads", "1", "--sliding-window", "16"],
+                       capture_output=True, text=True)
+    ok = r.returncode == 0
+    if ok:
+        d = json.loads(r.stdout)
+        t = {x["name"]: x for x in d["tensors"]}
+        ok = (d["gguf_arch"] == "phi3" and d["fused_proj"] is True
+              and d["hf_config"]["architectures"] == ["Phi3ForCausalLM"]
+              and "head_dim" not in d["hf_config"] and d["hf_config"]["sliding_window"] == 16
+              and t["blk.0.attn_qkv.weight"]["ggml_shape"] == [64, 64 + 2 * 16]
+              and t["blk.0.attn_qkv.weight"]["hf_name"]
+              == "model.layers.0.self_attn.qkv_proj.weight"
+              and t["blk.1.ffn_up.weight"]["ggml_shape"] == [64, 2 * 160]
+              and "blk.0.ffn_gate.weight" not in t and "blk.0.attn_q.weight" not in t
+              and d["layer_windows"] == [16, 16]
+              and not any(x["qk_permuted"] or x["plus_one"] for x in t.values()))
+    check("cli/describe-phi3", ok, r.stderr[-300:])
+    r = subprocess.run(S + ["--format", "gguf", "--describe", "--arch", "gemma3", "--layers", "6",
+                            "--sliding-window-pattern", "3", "--rope-scaling", "linear:8"],
+                       capture_output=True, text=True)
+    ok = r.returncode == 0
+    if ok:
+        d = json.loads(r.stdout)
+        t = {x["name"]: x for x in d["tensors"]}
+        hc = d["hf_config"]
+        ok = (d["gguf_arch"] == "gemma3" and hc["model_type"] == "gemma3_text"
+              and hc["architectures"] == ["Gemma3ForCausalLM"]
+              and d["layer_windows"] == [8, 8, None, 8, 8, None]
+              and d["layer_rope_thetas"] == [1e4, 1e4, 1e6, 1e4, 1e4, 1e6]
+              and hc["layer_types"][2] == "full_attention" and hc["sliding_window_pattern"] == 3
+              and hc["rope_scaling"] == {"factor": 8.0, "rope_type": "linear"}
+              and hc["rope_theta"] == 1e6 and hc["rope_local_base_freq"] == 1e4
+              and d["gemma"]["embed_scale"] == 8.0 and d["qk_norm"] is True
+              and t["blk.0.post_attention_norm.weight"]["hf_name"]
+              == "model.layers.0.post_attention_layernorm.weight"
+              and t["blk.0.ffn_norm.weight"]["hf_name"]
+              == "model.layers.0.pre_feedforward_layernorm.weight"
+              and t["blk.0.post_ffw_norm.weight"]["plus_one"] is True
+              and t["blk.0.attn_k_norm.weight"]["plus_one"] is True
+              and t["output_norm.weight"]["plus_one"] is True
+              and t["blk.0.attn_q.weight"]["plus_one"] is False
+              and "output.weight" not in t)
+    check("cli/describe-gemma3", ok, r.stderr[-300:])
+    r = subprocess.run(S + ["--format", "hf", "--describe", "--arch", "gemma2", "--layers", "3"],
+                       capture_output=True, text=True)
+    ok = r.returncode == 0
+    if ok:
+        d = json.loads(r.stdout)
+        hc = d["hf_config"]
+        ok = (hc["attn_logit_softcapping"] == 50.0 and hc["final_logit_softcapping"] == 30.0
+              and hc["query_pre_attn_scalar"] == 16 and hc["sliding_window"] == 8
+              and d["layer_windows"] == [8, None, 8] and hc["tie_word_embeddings"] is True
+              and hc["hidden_activation"] == "gelu_pytorch_tanh"
+              and any(x["name"] == "model.layers.2.post_feedforward_layernorm.weight"
+                      for x in d["tensors"]))
+    check("cli/describe-gemma2", ok, r.stderr[-300:])
     out1, out2 = os.path.join(tmp, "cli1"), os.path.join(tmp, "cli2")
     for o in (out1, out2):
         subprocess.run(S + ["--format", "hf", "--out", o, "--seed", "7", "--dtype", "bf16",
@@ -963,6 +1439,20 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
               and "blk.0.ffn_down_exps.weight stored as f16 (row of 48" in r.stderr
               and "ffn_gate_inp" not in r.stderr and "ffn_up_exps" not in r.stderr,
               r.stderr[-300:])
+        # Gemma's score scalar: llama.cpp reads no key for it (head_dim here),
+        # so another one is HF only.
+        qs = os.path.join(tmp, "qscalar.gguf")
+        r = subprocess.run(S + ["--format", "gguf", "--out", qs, "--arch", "gemma2",
+                                "--query-pre-attn-scalar", "24"], capture_output=True, text=True)
+        r2 = subprocess.run(S + ["--format", "hf", "--out", os.path.join(tmp, "qscalar-hf"),
+                                 "--arch", "gemma2", "--query-pre-attn-scalar", "24"],
+                            capture_output=True, text=True)
+        hfc = (json.load(open(os.path.join(tmp, "qscalar-hf", "config.json")))
+               if r2.returncode == 0 else {})
+        check("cli/gemma2-query-pre-attn-scalar: gguf refused, hf written",
+              r.returncode == 2 and "query_pre_attn_scalar" in r.stderr and "llama.cpp" in r.stderr
+              and not os.path.exists(qs) and hfc.get("query_pre_attn_scalar") == 24,
+              (r.stderr + r2.stderr).strip()[-300:])
     for bad, why in ((["--arch", "qwen2", "--no-qkv-bias"], "qkv_bias"),
                      (["--arch", "qwen3", "--qkv-bias"], "qkv_bias"),
                      (["--arch", "qwen3", "--sliding-window", "8"], "sliding_window"),
@@ -980,7 +1470,25 @@ def run(tmp: str, use_llama_cpp: bool) -> None:
                      (["--arch", "mixtral", "--moe-intermediate", "32"], "--moe-intermediate"),
                      (["--arch", "mixtral", "--no-norm-topk-prob"], "norm_topk_prob"),
                      (["--arch", "mixtral", "--qkv-bias"], "qkv_bias"),
-                     (["--arch", "qwen3moe", "--qkv-bias"], "qkv_bias")):
+                     (["--arch", "qwen3moe", "--qkv-bias"], "qkv_bias"),
+                     (["--arch", "phi3", "--head-dim", "32"], "head_dim"),
+                     (["--arch", "phi3", "--qkv-bias"], "qkv_bias"),
+                     (["--arch", "phi3", "--rope-scaling", "linear:2"], "rope_scaling"),
+                     (["--arch", "gemma2", "--rope-scaling", "linear:2"], "rope_scaling"),
+                     (["--arch", "gemma3", "--rope-scaling", "llama3:8,1,4,64"], "rope_scaling"),
+                     (["--arch", "gemma2", "--qkv-bias"], "qkv_bias"),
+                     (["--arch", "gemma2", "--sliding-window-pattern", "3"],
+                      "--sliding-window-pattern"),
+                     (["--arch", "gemma3", "--sliding-window-pattern", "0"],
+                      "--sliding-window-pattern"),
+                     (["--arch", "gemma3", "--attn-softcap", "50"], "--attn-softcap"),
+                     (["--arch", "gemma2", "--attn-softcap", "0"], "--attn-softcap"),
+                     (["--arch", "llama", "--final-softcap", "30"], "--final-softcap"),
+                     (["--arch", "qwen3", "--rope-local-theta", "10000"], "--rope-local-theta"),
+                     (["--arch", "mistral", "--query-pre-attn-scalar", "16"],
+                      "--query-pre-attn-scalar"),
+                     (["--arch", "qwen2", "--sliding-window", "8"], "sliding_window"),
+                     (["--arch", "gemma2", "--sliding-window", "0"], "sliding_window")):
         r = subprocess.run(S + ["--format", "hf", "--out", os.path.join(tmp, "bad")] + bad,
                            capture_output=True, text=True)
         check(f"cli/rejects {' '.join(bad)}", r.returncode == 2 and why in r.stderr,

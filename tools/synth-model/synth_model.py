@@ -19,6 +19,8 @@ Module API (for other test scripts):
     permute_qk(w, n_head, n_head_kv) / unpermute_qk(...)   (llama.cpp's permute)
     moe_tensor_names(cfg, layer) -> {"router": name, "gate"/"up"/"down": [per expert]}
         (MoE arches qwen3moe / mixtral)
+    cfg.layer_windows / cfg.layer_rope_thetas: per layer window and RoPE base
+        (gemma2 / gemma3's local and global layers)
 
 Needs numpy; GGUF output also needs the PyPI `gguf` package (imported lazily).
 
@@ -40,23 +42,24 @@ if not any(os.path.abspath(p) == _HERE for p in sys.path):
 
 from synthlib.cli import _parser, describe, main  # noqa: E402,F401
 from synthlib.config import (  # noqa: E402,F401
-    ARCHES, BOS_TOKEN, CHAT_TEMPLATE, EOS_TOKEN, GGUF_TYPES, HF_DTYPES, HF_MODEL_TYPES,
-    MOE_ARCHES, MOE_DEFAULTS, PAD_TOKEN, QK_NORM_ARCHES, SPECIAL_TOKENS,
-    TRANSFORMERS_VERSION, Config, SynthError, _check_moe, _check_rope_scaling, make_config,
-    parse_rope_scaling, transformers_version)
+    ARCHES, BOS_TOKEN, CHAT_TEMPLATE, EOS_TOKEN, FUSED_ARCHES, GEMMA_ARCHES, GEMMA_DEFAULTS,
+    GGUF_TYPES, HF_DTYPES, HF_MODEL_TYPES, LLAMA_CPP_27B_LAYERS, MOE_ARCHES, MOE_DEFAULTS,
+    PAD_TOKEN, QK_NORM_ARCHES, SPECIAL_TOKENS, TRANSFORMERS_VERSION, WINDOW_ARCHES, Config,
+    SynthError, _check_gemma, _check_moe, _check_rope_scaling, llama_cpp_attn_scalar,
+    make_config, parse_rope_scaling, transformers_version)
 from synthlib.files import _umask_mode, _write_atomic, _write_json  # noqa: E402,F401
 from synthlib.gguf_layout import (  # noqa: E402,F401
-    _GGUF_NAMES, MOE_GGUF_EXPERTS, MOE_GGUF_ROUTER, NEOX_ARCHES, _gguf_layout,
-    check_gguf_expressible, gguf_arch, gguf_name, gguf_tensor_plan, llama3_rope_freqs,
-    permute_qk, plan_source, unpermute_qk)
+    _GEMMA_GGUF_NAMES, _GGUF_NAMES, MOE_GGUF_EXPERTS, MOE_GGUF_ROUTER, NEOX_ARCHES,
+    _gguf_layout, check_gguf_expressible, gemma_norm_offset, gguf_arch, gguf_name,
+    gguf_tensor_plan, llama3_rope_freqs, permute_qk, plan_source, unpermute_qk)
 from synthlib.gguf_types import (  # noqa: E402,F401
     _dequantize, _encode_gguf_tensor, _file_type, _gguf, _gguf_qtype, _gguf_version,
     _kquant, _matrix_type)
 from synthlib.gguf_writer import (  # noqa: E402,F401
-    dequantized_weights, gguf_from_hf, write_gguf, write_gguf_weights)
+    dequantized_weights, gguf_from_hf, gguf_model_name, write_gguf, write_gguf_weights)
 from synthlib.hf import (  # noqa: E402,F401
-    _split_shards, config_from_hf_json, hf_config_json, read_hf_config, read_hf_weights,
-    write_hf, write_hf_weights)
+    HF_ARCHITECTURES, _split_shards, config_from_hf_json, hf_config_json, read_hf_config,
+    read_hf_weights, write_hf, write_hf_weights)
 from synthlib.safetensors_io import (  # noqa: E402,F401
     _tensor_bytes, read_safetensors, write_safetensors)
 from synthlib.vocab import (  # noqa: E402,F401

@@ -7,9 +7,9 @@ import math
 import sys
 from typing import Any
 
-from .config import (ARCHES, GGUF_TYPES, HF_DTYPES, MOE_DEFAULTS, Config, SynthError,
-                     make_config, parse_rope_scaling)
-from .gguf_layout import gguf_arch, gguf_tensor_plan
+from .config import (ARCHES, GEMMA_DEFAULTS, GGUF_TYPES, HF_DTYPES, MOE_DEFAULTS, Config,
+                     SynthError, make_config, parse_rope_scaling)
+from .gguf_layout import gemma_norm_offset, gguf_arch, gguf_tensor_plan
 from .gguf_types import _gguf_qtype
 from .gguf_writer import gguf_from_hf, write_gguf
 from .hf import hf_config_json, read_hf_config, write_hf
@@ -25,7 +25,17 @@ def describe(cfg: Config | dict, fmt: str, gguf_type: str = "f32", shards: int =
         "format": fmt,
         "config": c.to_dict(),
         "hf_config": hf_config_json(c),
-        "qk_norm": c.qk_norm,   # per-head q_norm / k_norm before RoPE (qwen3, qwen3moe)
+        "qk_norm": c.qk_norm,   # per-head q_norm / k_norm before RoPE (qwen3, qwen3moe, gemma3)
+        # Per layer: sliding window (None: global) and RoPE base.
+        "layer_windows": c.layer_windows,
+        "layer_rope_thetas": c.layer_rope_thetas,
+        # Gemma 2 / 3: the softcaps, score scalar, embedding scale and norm offset.
+        "gemma": {"attn_softcap": c.attn_softcap, "final_softcap": c.final_softcap,
+                  "query_pre_attn_scalar": c.query_pre_attn_scalar,
+                  "embed_scale": math.sqrt(c.hidden), "norm_weight_offset": 1.0,
+                  "sliding_window_pattern": c.sliding_window_pattern,
+                  "rope_local_theta": c.rope_local_theta} if c.gemma else None,
+        "fused_proj": c.fused_proj,   # phi3: qkv_proj and gate_up_proj
         # Sparse MoE MLPs (qwen3moe, mixtral), else None.
         "moe": {"experts": c.experts, "experts_per_tok": c.experts_per_tok,
                 "expert_intermediate": c.expert_intermediate,
@@ -45,6 +55,8 @@ def describe(cfg: Config | dict, fmt: str, gguf_type: str = "f32", shards: int =
         d["tensors"] = [{"name": p["gguf"], "hf_name": p["hf"], "shape": p["shape"],
                          "ggml_shape": p["shape"][::-1], "dtype": p["type"],
                          "qk_permuted": p["permuted"],
+                         # Gemma norms: the GGUF stores the HF weight + 1
+                         "plus_one": bool(gemma_norm_offset(c, p["hf"] or "")),
                          # stacked experts: the HF tensors of experts 0..E-1
                          **({"hf_experts": p["hf_experts"]} if p.get("hf_experts") else {})}
                         for p in gguf_tensor_plan(c, gguf_type)]
@@ -77,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--qkv-bias", action=argparse.BooleanOptionalAction, default=None,
                    help="default: on for qwen2 (required there), off otherwise; "
                         "mistral and qwen3 reject it")
-    p.add_argument("--rope-theta", type=float, default=10000.0)
+    p.add_argument("--rope-theta", type=float, default=None,
+                   help="default 10000 (gemma3: 1e6, its global layers' base)")
     p.add_argument("--rope-scaling", default="none",
                    help="none | linear:F | llama3:F,low,high,orig")
     p.add_argument("--rms-eps", type=float, default=1e-5)
@@ -89,10 +102,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--shards", type=int, default=1,
                    help="HF: number of safetensors shards (>1 adds an index)")
     p.add_argument("--max-position", type=int, default=512)
-    p.add_argument("--sliding-window", type=int, default=None, help="mistral only")
+    p.add_argument("--sliding-window", type=int, default=None,
+                   help="mistral, mixtral, phi3: every layer's window (default none); "
+                        f"gemma2, gemma3: the sliding layers' (default "
+                        f"{GEMMA_DEFAULTS['sliding_window']})")
     p.add_argument("--qk-gain", type=float, default=1.0,
                    help="scale q_proj and k_proj (qwen3, qwen3moe: q_norm and k_norm) by "
                         "this: peaked attention, scores x gain^2")
+    gem = p.add_argument_group("Gemma (--arch gemma2 | gemma3 only)")
+    gem.add_argument("--sliding-window-pattern", type=int, default=None,
+                     help="gemma3: layer i is global iff (i + 1) %% N == 0, the others "
+                          f"slide (default {GEMMA_DEFAULTS['sliding_window_pattern']})")
+    gem.add_argument("--rope-local-theta", type=float, default=None,
+                     help="gemma3: the sliding layers' RoPE base, unscaled "
+                          f"(rope_local_base_freq; default {GEMMA_DEFAULTS['rope_local_theta']:g})")
+    gem.add_argument("--attn-softcap", type=float, default=None,
+                     help="gemma2: attn_logit_softcapping (default "
+                          f"{GEMMA_DEFAULTS['attn_softcap']:g})")
+    gem.add_argument("--final-softcap", type=float, default=None,
+                     help="gemma2: final_logit_softcapping (default "
+                          f"{GEMMA_DEFAULTS['final_softcap']:g}); gemma3: default none")
+    gem.add_argument("--query-pre-attn-scalar", type=float, default=None,
+                     help="scores x S^-0.5 (default: head_dim, what llama.cpp uses; "
+                          "another value cannot be written as GGUF)")
     moe = p.add_argument_group("mixture of experts (--arch qwen3moe | mixtral only)")
     moe.add_argument("--experts", type=int, default=None,
                      help=f"experts per layer (default {MOE_DEFAULTS['experts']})")
@@ -129,7 +161,11 @@ def main(argv: list[str] | None = None) -> int:
                 sliding_window=args.sliding_window, rms_norm_eps=args.rms_eps,
                 qk_gain=args.qk_gain, experts=args.experts,
                 experts_per_tok=args.experts_per_tok,
-                moe_intermediate=args.moe_intermediate, norm_topk_prob=args.norm_topk_prob)
+                moe_intermediate=args.moe_intermediate, norm_topk_prob=args.norm_topk_prob,
+                sliding_window_pattern=args.sliding_window_pattern,
+                rope_local_theta=args.rope_local_theta, attn_softcap=args.attn_softcap,
+                final_softcap=args.final_softcap,
+                query_pre_attn_scalar=args.query_pre_attn_scalar)
         if args.format == "gguf":
             _gguf_qtype(args.gguf_type)  # fails early when gguf is missing
         if not args.out and not args.describe:

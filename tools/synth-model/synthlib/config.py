@@ -7,10 +7,35 @@ from typing import Any
 
 import numpy as np
 
-ARCHES = ("llama", "qwen2", "mistral", "qwen3", "qwen3moe", "mixtral")
-# Architectures with Qwen3's QK-norm: a per-head RMSNorm of q and k (weights
-# self_attn.q_norm / k_norm, [head_dim], shared by all heads) before RoPE.
-QK_NORM_ARCHES = ("qwen3", "qwen3moe")
+ARCHES = ("llama", "qwen2", "mistral", "qwen3", "qwen3moe", "mixtral", "phi3", "gemma2",
+          "gemma3")
+# Architectures with a QK-norm: a per-head RMSNorm of q and k (weights
+# self_attn.q_norm / k_norm, [head_dim], shared by all heads) before RoPE
+# (gemma3: Gemma's norm, weight used as 1 + w).
+QK_NORM_ARCHES = ("qwen3", "qwen3moe", "gemma3")
+# Gemma 2 / 3: embeddings scaled by sqrt(hidden); every RMSNorm computes with
+# (1 + w), its weight stored zero-centred in HF (the GGUF stores 1 + w); four
+# norms per layer (input, post_attention, pre_feedforward, post_feedforward);
+# GeGLU (gelu tanh) MLP; scores scaled by query_pre_attn_scalar^-0.5; sliding
+# windows on some layers (gemma2: even layers; gemma3: all but every
+# sliding_window_pattern-th); gemma2 soft-caps the attention scores and the
+# logits; gemma3 has QK-norm, and its sliding layers their own RoPE base.
+GEMMA_ARCHES = ("gemma2", "gemma3")
+# Architectures whose projections are fused (Phi-3): self_attn.qkv_proj
+# (Q rows, then K, then V) and mlp.gate_up_proj (gate rows, then up).
+FUSED_ARCHES = ("phi3",)
+# Architectures that may have a sliding window (--sliding-window).
+WINDOW_ARCHES = ("mistral", "mixtral", "phi3", "gemma2", "gemma3")
+# Defaults of the Gemma options: a small window, so that tests of a few dozen
+# tokens exercise it; gemma2's soft-caps and gemma3's layer pattern and RoPE
+# bases are those of the real checkpoints.
+GEMMA_DEFAULTS = {"sliding_window": 8, "attn_softcap": 50.0, "final_softcap": 30.0,
+                  "sliding_window_pattern": 6, "rope_local_theta": 10000.0,
+                  "gemma3_rope_theta": 1000000.0}
+# llama.cpp's gemma2 / gemma3 scale the scores by 1/sqrt(head_dim), except for
+# the 27B models (recognised by their layer count), where it uses
+# 1/sqrt(hidden / heads) (integer division): llama_model_gemma2/3::load_arch_hparams.
+LLAMA_CPP_27B_LAYERS = {"gemma2": 46, "gemma3": 62}
 # Mixture-of-experts architectures: every layer's MLP is a sparse MoE block
 # (a router [experts, hidden], then experts_per_tok SwiGLU experts per token).
 #   qwen3moe: HF Qwen3MoeSparseMoeBlock (mlp.gate, mlp.experts.M.{gate,up,down}_proj),
@@ -24,7 +49,7 @@ MOE_ARCHES = ("qwen3moe", "mixtral")
 # matrix cannot go unnoticed).
 MOE_DEFAULTS = {"experts": 8, "experts_per_tok": 2, "moe_intermediate": 96}
 # HF model_type where it is not the arch name.
-HF_MODEL_TYPES = {"qwen3moe": "qwen3_moe"}
+HF_MODEL_TYPES = {"qwen3moe": "qwen3_moe", "gemma3": "gemma3_text"}
 HF_DTYPES = {"f32": ("F32", "float32"), "f16": ("F16", "float16"),
              "bf16": ("BF16", "bfloat16")}
 GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k",
@@ -41,7 +66,8 @@ CHAT_TEMPLATE = (
 TRANSFORMERS_VERSION = "4.46.0"  # written into config.json for realism only
 # The first transformers release that knows an architecture, where newer than
 # TRANSFORMERS_VERSION (a config.json claiming an older one would be odd).
-_FIRST_TRANSFORMERS = {"qwen3": "4.51.0", "qwen3moe": "4.51.0"}
+# gemma3: 4.53.0 writes both sliding_window_pattern and layer_types, as here.
+_FIRST_TRANSFORMERS = {"qwen3": "4.51.0", "qwen3moe": "4.51.0", "gemma3": "4.53.0"}
 
 
 def transformers_version(arch: str) -> str:
@@ -69,11 +95,13 @@ class Config:
     head_dim: int | None = None          # None: hidden // heads
     tie_embeddings: bool = True
     qkv_bias: bool | None = None          # None: True for qwen2, else False
-    rope_theta: float = 10000.0
+    rope_theta: float | None = None       # None: 10000 (gemma3: 1e6, its global layers')
     rope_scaling: dict | None = None      # None | {"rope_type": "linear"|"llama3", ...}
     dtype: str = "f32"                    # HF tensor dtype: f32 | f16 | bf16
     max_position: int = 512
-    sliding_window: int | None = None     # mistral only
+    # mistral, mixtral, phi3 (every layer; default none); gemma2, gemma3 (their
+    # sliding layers; default GEMMA_DEFAULTS' 8).
+    sliding_window: int | None = None
     rms_norm_eps: float = 1e-5
     # Multiplies the spread of q_proj and k_proj (not written to any config:
     # the weights carry it). Attention scores grow by its square, so a gain
@@ -90,13 +118,55 @@ class Config:
     # qwen3moe: renormalize the k routing weights to sum 1 (default True);
     # mixtral always does (True, and False is rejected).
     norm_topk_prob: bool | None = None
+    # Gemma (GEMMA_ARCHES only; None on the others, filled in from
+    # GEMMA_DEFAULTS on Gemma arches).
+    # gemma3: layer i is global iff (i + 1) % sliding_window_pattern == 0.
+    sliding_window_pattern: int | None = None
+    rope_local_theta: float | None = None       # gemma3: the sliding layers' RoPE base
+    attn_softcap: float | None = None           # gemma2: attn_logit_softcapping
+    final_softcap: float | None = None          # gemma2 (required), gemma3 (optional)
+    # gemma2, gemma3: scores * query_pre_attn_scalar^-0.5 (default: what
+    # llama.cpp uses, see llama_cpp_attn_scalar: head_dim for all but 27B shapes).
+    query_pre_attn_scalar: float | None = None
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     @property
+    def gemma(self) -> bool:
+        """Whether this is a Gemma 2 / 3 model (see GEMMA_ARCHES)."""
+        return self.arch in GEMMA_ARCHES
+
+    @property
+    def fused_proj(self) -> bool:
+        """Whether q/k/v and gate/up are fused tensors (Phi-3)."""
+        return self.arch in FUSED_ARCHES
+
+    @property
+    def layer_windows(self) -> list:
+        """Per layer: its sliding window (int) or None (global attention).
+        gemma2: even layers slide (HF: not layer_idx % 2); gemma3: layer i is
+        global iff (i + 1) % sliding_window_pattern == 0; mistral, mixtral,
+        phi3: every layer has the window, if any."""
+        w = self.sliding_window
+        if self.arch == "gemma2":
+            return [w if i % 2 == 0 else None for i in range(self.layers)]
+        if self.arch == "gemma3":
+            n = self.sliding_window_pattern
+            return [None if (i + 1) % n == 0 else w for i in range(self.layers)]
+        return [w] * self.layers
+
+    @property
+    def layer_rope_thetas(self) -> list:
+        """Per layer: the RoPE base (gemma3's sliding layers: rope_local_theta,
+        unscaled; the others rope_theta with rope_scaling)."""
+        if self.arch != "gemma3":
+            return [self.rope_theta] * self.layers
+        return [self.rope_local_theta if w else self.rope_theta for w in self.layer_windows]
+
+    @property
     def qk_norm(self) -> bool:
-        """Whether q and k get a per-head RMSNorm before RoPE (Qwen3)."""
+        """Whether q and k get a per-head RMSNorm before RoPE (Qwen3, Gemma 3)."""
         return self.arch in QK_NORM_ARCHES
 
     @property
@@ -176,15 +246,31 @@ def make_config(cfg: Config | dict | None = None, **overrides: Any) -> Config:
     if c.arch == "mixtral" and c.qkv_bias:
         raise SynthError("qkv_bias: HF Mixtral has no attention biases; "
                          "use --arch llama (attention_bias) or qwen2")
+    if c.arch in FUSED_ARCHES + GEMMA_ARCHES and c.qkv_bias:
+        why = ("HF Phi3's projections have none" if c.arch == "phi3" else
+               "HF Gemma's attention_bias would also bias o_proj")
+        raise SynthError(f"qkv_bias: {c.arch} has no attention biases here ({why}, and "
+                         f"llama.cpp's {c.arch} loads none)")
+    if c.arch == "phi3" and c.heads * c.head_dim != c.hidden:
+        raise SynthError(f"head_dim: phi3 needs heads * head_dim == hidden ({c.heads} * "
+                         f"{c.head_dim} != {c.hidden}): HF Phi3 derives head_dim as "
+                         "hidden/heads, and llama.cpp's phi3 makes Q and attn_output "
+                         "hidden wide")
     _check_moe(c)
+    _check_gemma(c)
     if c.sliding_window is not None:
-        if c.arch not in ("mistral", "mixtral"):
-            raise SynthError("sliding_window: only --arch mistral and mixtral have a "
-                             "sliding window here")
-        if c.sliding_window <= 0:
-            raise SynthError(f"sliding_window: must be positive, got {c.sliding_window}")
+        if c.arch not in WINDOW_ARCHES:
+            raise SynthError(f"sliding_window: only --arch {', '.join(WINDOW_ARCHES)} have "
+                             "a sliding window here")
+        if (not isinstance(c.sliding_window, (int, np.integer))
+                or isinstance(c.sliding_window, bool) or c.sliding_window <= 0):
+            raise SynthError(f"sliding_window: must be a positive integer, got "
+                             f"{c.sliding_window!r}")
+        c.sliding_window = int(c.sliding_window)
     if c.dtype not in HF_DTYPES:
         raise SynthError(f"dtype: {c.dtype!r} is not one of {', '.join(HF_DTYPES)}")
+    if c.rope_theta is None:
+        c.rope_theta = GEMMA_DEFAULTS["gemma3_rope_theta"] if c.arch == "gemma3" else 10000.0
     if not c.rope_theta > 0:
         raise SynthError(f"rope_theta: must be positive, got {c.rope_theta}")
     c.rope_theta = float(c.rope_theta)
@@ -193,7 +279,74 @@ def make_config(cfg: Config | dict | None = None, **overrides: Any) -> Config:
     c.qk_gain = float(c.qk_gain)
     c.rms_norm_eps = float(c.rms_norm_eps)
     _check_rope_scaling(c.rope_scaling)
+    if c.rope_scaling and c.arch in ("phi3", "gemma2"):
+        why = "HF Phi3 knows only longrope" if c.arch == "phi3" else "HF Gemma2 has none"
+        raise SynthError(f"rope_scaling (--rope-scaling): {c.arch} has no RoPE scaling here "
+                         f"({why})")
+    if c.rope_scaling and c.arch == "gemma3" and c.rope_scaling["rope_type"] != "linear":
+        raise SynthError("rope_scaling (--rope-scaling): gemma3 takes none or linear:F "
+                         "(scaling its global layers, as HF Gemma3 and llama.cpp do)")
     return c
+
+
+def llama_cpp_attn_scalar(c: Config) -> float:
+    """The query_pre_attn_scalar llama.cpp's gemma2 / gemma3 use (they read no
+    key for it): head_dim, except hidden // heads for the 27B models, which
+    llama.cpp recognises by their layer count (46 / 62)."""
+    if c.layers == LLAMA_CPP_27B_LAYERS.get(c.arch):
+        return float(c.hidden // c.heads)
+    return float(c.head_dim)
+
+
+def _check_gemma(c: Config) -> None:
+    """Validates the Gemma fields in place: fills the defaults on gemma2 /
+    gemma3, rejects them where they do not apply. Messages name the field
+    and its CLI option."""
+    opts = {"sliding_window_pattern": ("--sliding-window-pattern", ("gemma3",)),
+            "rope_local_theta": ("--rope-local-theta", ("gemma3",)),
+            "attn_softcap": ("--attn-softcap", ("gemma2",)),
+            "final_softcap": ("--final-softcap", GEMMA_ARCHES),
+            "query_pre_attn_scalar": ("--query-pre-attn-scalar", GEMMA_ARCHES)}
+    for f, (opt, arches) in opts.items():
+        if getattr(c, f) is not None and c.arch not in arches:
+            why = (" (llama.cpp's gemma3 has no attention soft-capping, and "
+                   "convert_hf_to_gguf.py asserts it is null)"
+                   if f == "attn_softcap" and c.arch == "gemma3" else "")
+            raise SynthError(f"{f} ({opt}): only --arch {' / '.join(arches)}, not "
+                             f"{c.arch}{why}")
+    if not c.gemma:
+        return
+    if c.sliding_window is None:
+        c.sliding_window = GEMMA_DEFAULTS["sliding_window"]
+    if c.arch == "gemma2":
+        for f in ("attn_softcap", "final_softcap"):
+            if getattr(c, f) is None:
+                setattr(c, f, GEMMA_DEFAULTS[f])
+    else:
+        if c.sliding_window_pattern is None:
+            c.sliding_window_pattern = GEMMA_DEFAULTS["sliding_window_pattern"]
+        if c.rope_local_theta is None:
+            c.rope_local_theta = GEMMA_DEFAULTS["rope_local_theta"]
+        v = c.sliding_window_pattern
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v <= 0:
+            raise SynthError(f"sliding_window_pattern (--sliding-window-pattern): must be "
+                             f"a positive integer, got {v!r}")
+        c.sliding_window_pattern = int(v)
+        if not 0 < c.rope_local_theta < math.inf:
+            raise SynthError(f"rope_local_theta (--rope-local-theta): must be positive, got "
+                             f"{c.rope_local_theta}")
+        c.rope_local_theta = float(c.rope_local_theta)
+    if c.query_pre_attn_scalar is None:
+        c.query_pre_attn_scalar = llama_cpp_attn_scalar(c)
+    for f, opt in (("attn_softcap", "--attn-softcap"), ("final_softcap", "--final-softcap"),
+                   ("query_pre_attn_scalar", "--query-pre-attn-scalar")):
+        v = getattr(c, f)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) \
+                or not 0 < v < math.inf:
+            raise SynthError(f"{f} ({opt}): must be positive and finite, got {v!r}")
+        setattr(c, f, float(v))
 
 
 def _check_moe(c: Config) -> None:

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from .config import Config, SynthError, make_config
+from .config import GEMMA_ARCHES, Config, SynthError, llama_cpp_attn_scalar, make_config
 from .gguf_types import _gguf_qtype, _matrix_type
 from .weights import moe_tensor_names, tensor_specs
 
@@ -47,12 +47,29 @@ _GGUF_NAMES = {
     "mlp.gate_proj.weight": "ffn_gate.weight",
     "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
+    # Phi-3's fused projections (Q, K, V rows; gate, then up rows), as
+    # convert_hf_to_gguf.py maps them: attn_qkv, and ffn_up 2 * n_ff rows.
+    "self_attn.qkv_proj.weight": "attn_qkv.weight",
+    "mlp.gate_up_proj.weight": "ffn_up.weight",
+}
+# Gemma 2 / 3's four norms per layer: HF post_attention_layernorm is the norm
+# after attention (not the MLP's input, as in llama); pre_feedforward_layernorm
+# is the MLP's input.
+_GEMMA_GGUF_NAMES = {
+    "post_attention_layernorm.weight": "post_attention_norm.weight",
+    "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+    "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
 }
 
 
-def gguf_name(hf_name: str) -> str:
+def gguf_name(hf_name: str, arch: str | None = None) -> str:
     """GGUF tensor name of an HF tensor name (a MoE router's too; single
-    experts have none: they live in the stacked ffn_*_exps tensors)."""
+    experts have none: they live in the stacked ffn_*_exps tensors). arch
+    (a synth arch): gemma2 / gemma3 name their norms differently."""
+    if arch in GEMMA_ARCHES:
+        m = re.fullmatch(r"model\.layers\.(\d+)\.(.+)", hf_name)
+        if m and m.group(2) in _GEMMA_GGUF_NAMES:
+            return f"blk.{m.group(1)}.{_GEMMA_GGUF_NAMES[m.group(2)]}"
     if hf_name == "model.embed_tokens.weight":
         return "token_embd.weight"
     if hf_name == "model.norm.weight":
@@ -70,7 +87,7 @@ def gguf_name(hf_name: str) -> str:
 # Architectures llama.cpp runs with NEOX (rotate-half) RoPE, as HF does: their
 # Q/K rows stay in HF order. The others get LlamaModel.permute for GGML's
 # interleaved RoPE.
-NEOX_ARCHES = ("qwen2", "qwen3", "qwen3moe")
+NEOX_ARCHES = ("qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3")
 
 # A MoE layer's GGUF tensors after ffn_norm, as convert_hf_to_gguf.py names
 # them: the router (ffn_gate_inp, [E, hidden], always f32 as llama-quantize
@@ -84,18 +101,32 @@ MOE_GGUF_EXPERTS = (("gate", "ffn_gate_exps.weight"), ("up", "ffn_up_exps.weight
 
 def gguf_arch(cfg: Config) -> str:
     """general.architecture: llama.cpp converts Mistral and Mixtral as "llama"
-    (Mixtral with llama.expert_count), Qwen3-MoE as "qwen3moe"."""
+    (Mixtral with llama.expert_count), Qwen3-MoE as "qwen3moe"; phi3, gemma2
+    and gemma3 as themselves."""
     return cfg.arch if cfg.arch in NEOX_ARCHES else "llama"
 
 
 def check_gguf_expressible(cfg: Config) -> None:
     """Raises SynthError for a config no GGUF can express: qwen3moe without
     norm_topk_prob (llama.cpp's qwen3moe always renormalizes the top-k
-    routing weights, and has no key to say otherwise)."""
+    routing weights, and has no key to say otherwise); gemma2 untied
+    (llama.cpp's gemma2 always uses token_embd as the output head, and
+    convert_hf_to_gguf.py drops lm_head); gemma2 / gemma3 with a
+    query_pre_attn_scalar other than the one llama.cpp uses (no key carries it)."""
     if cfg.arch == "qwen3moe" and not cfg.norm_topk_prob:
         raise SynthError("norm_topk_prob (--no-norm-topk-prob): llama.cpp's qwen3moe always "
                          "renormalizes the top-k routing weights, so a GGUF cannot express "
                          "a model without it; write it with --format hf")
+    if cfg.arch == "gemma2" and not cfg.tie_embeddings:
+        raise SynthError("tie_embeddings (--no-tie-embeddings): llama.cpp's gemma2 always uses "
+                         "token_embd as the output head (convert_hf_to_gguf.py drops "
+                         "lm_head), so a GGUF cannot express an untied gemma2; write it "
+                         "with --format hf")
+    if cfg.gemma and cfg.query_pre_attn_scalar != llama_cpp_attn_scalar(cfg):
+        raise SynthError(f"query_pre_attn_scalar (--query-pre-attn-scalar): llama.cpp's "
+                         f"{cfg.arch} reads no key for it and scales the scores by "
+                         f"1/sqrt({llama_cpp_attn_scalar(cfg):g}) here, so a GGUF cannot "
+                         f"express {cfg.query_pre_attn_scalar:g}; write it with --format hf")
 
 
 def llama3_rope_freqs(cfg: Config) -> np.ndarray:
@@ -131,7 +162,7 @@ def gguf_tensor_plan(cfg: Config | dict, gguf_type: str = "f32") -> list[dict]:
     plan = []
     specs = tensor_specs(c)
     for s in specs[:1]:
-        plan.append({"hf": s.name, "gguf": gguf_name(s.name), "shape": list(s.shape),
+        plan.append({"hf": s.name, "gguf": gguf_name(s.name, c.arch), "shape": list(s.shape),
                      "type": _matrix_type(gguf_type, s.shape), "permuted": False})
     rs = c.rope_scaling
     if rs and rs.get("rope_type") == "llama3":
@@ -150,7 +181,7 @@ def gguf_tensor_plan(cfg: Config | dict, gguf_type: str = "f32") -> list[dict]:
         permuted = (c.arch not in NEOX_ARCHES
                     and re.search(r"\.(q|k)_proj\.(weight|bias)$", s.name) is not None)
         router = c.moe and s.name.endswith(".gate.weight")
-        plan.append({"hf": s.name, "gguf": gguf_name(s.name), "shape": list(s.shape),
+        plan.append({"hf": s.name, "gguf": gguf_name(s.name, c.arch), "shape": list(s.shape),
                      "type": "f32" if router else _matrix_type(gguf_type, s.shape),
                      "permuted": permuted})
         if router:
@@ -167,9 +198,19 @@ def gguf_tensor_plan(cfg: Config | dict, gguf_type: str = "f32") -> list[dict]:
     return plan
 
 
+def gemma_norm_offset(c: Config, name: str) -> float:
+    """What the GGUF adds to an HF tensor: 1 for a Gemma norm weight (HF
+    stores w, Gemma computes with 1 + w, convert_hf_to_gguf.py stores 1 + w;
+    exact in float32 for this tool's weights), else 0."""
+    return 1.0 if c.gemma and name.endswith("norm.weight") else 0.0
+
+
 def _gguf_layout(c: Config, name: str, w: np.ndarray) -> np.ndarray:
-    """HF layout -> the layout the GGUF stores (Q/K rows permuted for llama).
-    q_norm / k_norm exist only in NEOX architectures (qwen3), so stay as they are."""
+    """HF layout -> the layout the GGUF stores (Q/K rows permuted for llama;
+    Gemma's norm weights + 1). q_norm / k_norm exist only in NEOX
+    architectures (qwen3, gemma3), so stay in their order."""
+    if gemma_norm_offset(c, name):
+        return np.asarray(w, np.float32) + np.float32(1.0)
     if c.arch in NEOX_ARCHES:
         return w
     if re.search(r"\.q_proj\.(weight|bias)$", name):

@@ -9,12 +9,20 @@ import numpy as np
 
 from .config import CHAT_TEMPLATE, Config, SynthError, make_config
 from .files import _umask_mode
-from .gguf_layout import (gguf_arch, gguf_tensor_plan, llama3_rope_freqs, plan_source,
-                          unpermute_qk)
+from .gguf_layout import (gemma_norm_offset, gguf_arch, gguf_tensor_plan, llama3_rope_freqs,
+                          plan_source, unpermute_qk)
 from .gguf_types import _dequantize, _encode_gguf_tensor, _file_type, _gguf
 from .hf import read_hf_config, read_hf_weights
 from .vocab import Vocab, build_vocab, vocab_from_tokenizer_files
 from .weights import make_weights
+
+
+def gguf_model_name(c: Config) -> str:
+    """general.name: "synth-<arch>", but "synth-phi 3" for phi3: llama.cpp's
+    vocabulary loader applies Phi-3 token quirks (it looks up "</s>", which
+    this vocabulary lacks, and fails) to any model whose name contains
+    "phi3" or "phi-3"."""
+    return "synth-phi 3" if c.arch == "phi3" else f"synth-{c.arch}"
 
 
 def write_gguf_weights(path: str, cfg: Config, weights: dict[str, np.ndarray],
@@ -41,7 +49,7 @@ def write_gguf_weights(path: str, cfg: Config, weights: dict[str, np.ndarray],
     os.close(fd)
     try:
         w = g.GGUFWriter(tmp, arch)
-        w.add_name(f"synth-{c.arch}")
+        w.add_name(gguf_model_name(c))
         w.add_file_type(_file_type(gguf_type))
         w.add_quantization_version(g.GGML_QUANT_VERSION)
         w.add_context_length(c.max_position)
@@ -68,7 +76,33 @@ def write_gguf_weights(path: str, cfg: Config, weights: dict[str, np.ndarray],
         if rs and rs.get("rope_type") == "linear":
             w.add_rope_scaling_type(g.RopeScalingType.LINEAR)
             w.add_rope_scaling_factor(float(rs["factor"]))
-        if c.sliding_window is not None:
+        if c.arch == "phi3":
+            # As convert_hf_to_gguf.py's Phi3MiniModel: the original context
+            # (= max_position: no long-context scaling), and the window always,
+            # 0 for none. llama.cpp's phi3 ignores the window (its SWA is
+            # disabled), as llama's does Mistral's.
+            w.add_rope_scaling_orig_ctx_len(c.max_position)
+            w.add_sliding_window(c.sliding_window or 0)
+        elif c.arch == "gemma2":
+            # llama.cpp's gemma2: SWA on even layers (pattern 2, no key), the
+            # scores and the logits always soft-capped.
+            w.add_attn_logit_softcapping(c.attn_softcap)
+            w.add_final_logit_softcapping(c.final_softcap)
+            w.add_sliding_window(c.sliding_window)
+        elif c.arch == "gemma3":
+            # rope.freq_base is the global layers' base (rope.scaling.* scales
+            # them only); the sliding layers have rope.freq_base_swa, unscaled.
+            # No window key when every layer is global (pattern 1), and the
+            # pattern only where it is not llama.cpp's default 6, as
+            # convert_hf_to_gguf.py (which never writes it) leaves it.
+            w.add_rope_freq_base_swa(c.rope_local_theta)
+            if c.sliding_window_pattern != 1:
+                w.add_sliding_window(c.sliding_window)
+                if c.sliding_window_pattern != 6:
+                    w.add_sliding_window_pattern(c.sliding_window_pattern)
+            if c.final_softcap is not None:
+                w.add_final_logit_softcapping(c.final_softcap)
+        elif c.sliding_window is not None:
             w.add_sliding_window(c.sliding_window)  # llama.cpp's llama arch ignores it
         w.add_tokenizer_model("gpt2")
         w.add_tokenizer_pre("gpt-2")
@@ -122,7 +156,8 @@ def dequantized_weights(cfg: Config | dict, seed: int,
                         gguf_type: str) -> dict[str, np.ndarray]:
     """The weights as a GGUF of gguf_type holds them after dequantization,
     in HF names and HF layout (Q/K permutation undone, MoE expert stacks
-    split back into one tensor per expert). Equal to make_weights for f32."""
+    split back into one tensor per expert, Gemma's norms minus the 1 the GGUF
+    adds). Equal to make_weights for f32."""
     c = make_config(cfg)
     W = make_weights(c, seed)
     got = {}
@@ -133,6 +168,8 @@ def dequantized_weights(cfg: Config | dict, seed: int,
                 got[name] = stored[m]
         elif p["hf"] is not None:
             stored = _dequantize(plan_source(c, p, W), p["type"])
+            if gemma_norm_offset(c, p["hf"]):   # Gemma: the GGUF's 1 + w, back to w
+                stored = stored - np.float32(gemma_norm_offset(c, p["hf"]))
             if p["permuted"]:
                 heads_kv = c.heads if ".q_proj." in p["hf"] else c.kv_heads
                 stored = unpermute_qk(stored, c.heads, heads_kv)

@@ -9,20 +9,87 @@ from typing import Any
 
 import numpy as np
 
-from .config import (ARCHES, CHAT_TEMPLATE, HF_DTYPES, HF_MODEL_TYPES, Config, SynthError,
-                     make_config, transformers_version)
+from .config import (ARCHES, CHAT_TEMPLATE, HF_DTYPES, HF_MODEL_TYPES, WINDOW_ARCHES, Config,
+                     SynthError, make_config, transformers_version)
 from .files import _write_json
 from .safetensors_io import read_safetensors, write_safetensors
 from .vocab import build_vocab, tokenizer_json
 from .weights import make_weights
 
 
+HF_ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                    "mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM",
+                    "qwen3moe": "Qwen3MoeForCausalLM", "mixtral": "MixtralForCausalLM",
+                    "phi3": "Phi3ForCausalLM", "gemma2": "Gemma2ForCausalLM",
+                    "gemma3": "Gemma3ForCausalLM"}
+
+
+def _hf_config_json_new(c: Config, v, arch_name: str) -> dict:
+    """config.json of phi3, gemma2, gemma3, with the keys their real
+    checkpoints carry (Phi-3-mini, gemma-2-2b, gemma-3-1b), in name order."""
+    d: dict[str, Any] = {"architectures": [arch_name], "attention_bias": False,
+                         "attention_dropout": 0.0}
+    if c.arch == "gemma2":
+        d["attn_logit_softcapping"] = c.attn_softcap
+    if c.arch == "gemma3":
+        d["attn_logit_softcapping"] = None
+    d["bos_token_id"] = v.bos_id
+    if c.gemma:
+        d["cache_implementation"] = "hybrid"
+    if c.arch == "phi3":
+        d["embd_pdrop"] = 0.0
+    d["eos_token_id"] = v.eos_id
+    if c.gemma:
+        d["final_logit_softcapping"] = c.final_softcap
+        d["head_dim"] = c.head_dim   # Phi3 derives it (hidden / heads), as real configs
+    if c.arch in ("phi3", "gemma2"):
+        d["hidden_act"] = "silu" if c.arch == "phi3" else "gelu_pytorch_tanh"
+    if c.gemma:
+        d["hidden_activation"] = "gelu_pytorch_tanh"   # what Gemma2/3 MLPs read
+    d["hidden_size"] = c.hidden
+    d["initializer_range"] = 0.02
+    d["intermediate_size"] = c.intermediate
+    if c.arch == "gemma3":
+        d["layer_types"] = ["sliding_attention" if w else "full_attention"
+                            for w in c.layer_windows]
+    d["max_position_embeddings"] = c.max_position
+    d["model_type"] = c.hf_model_type
+    d["num_attention_heads"] = c.heads
+    d["num_hidden_layers"] = c.layers
+    d["num_key_value_heads"] = c.kv_heads
+    if c.arch == "phi3":
+        # convert_hf_to_gguf.py requires it (rope.scaling.original_context_length).
+        d["original_max_position_embeddings"] = c.max_position
+    d["pad_token_id"] = v.pad_id
+    if c.arch == "phi3":
+        d["partial_rotary_factor"] = 1.0
+    if c.gemma:
+        q = c.query_pre_attn_scalar
+        d["query_pre_attn_scalar"] = int(q) if q == int(q) else q   # real configs: 256
+    if c.arch == "phi3":
+        d["resid_pdrop"] = 0.0
+    d["rms_norm_eps"] = c.rms_norm_eps
+    if c.arch == "gemma3":
+        d["rope_local_base_freq"] = c.rope_local_theta
+    d["rope_scaling"] = dict(c.rope_scaling) if c.rope_scaling else None
+    d["rope_theta"] = c.rope_theta
+    d["sliding_window"] = c.sliding_window
+    if c.arch == "gemma3":
+        d["sliding_window_pattern"] = c.sliding_window_pattern
+    d["tie_word_embeddings"] = bool(c.tie_embeddings)
+    d["torch_dtype"] = HF_DTYPES[c.dtype][1]
+    d["transformers_version"] = transformers_version(c.arch)
+    d["use_cache"] = True
+    d["vocab_size"] = c.vocab
+    return d
+
+
 def hf_config_json(cfg: Config) -> dict:
     c = make_config(cfg)
     v = build_vocab(c.vocab)
-    arch_name = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                 "mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM",
-                 "qwen3moe": "Qwen3MoeForCausalLM", "mixtral": "MixtralForCausalLM"}[c.arch]
+    arch_name = HF_ARCHITECTURES[c.arch]
+    if c.arch in ("phi3", "gemma2", "gemma3"):
+        return _hf_config_json_new(c, v, arch_name)
     qwen3ish = c.arch in ("qwen2", "qwen3", "qwen3moe")
     d: dict[str, Any] = {"architectures": [arch_name]}
     if c.arch in ("llama", "qwen2", "qwen3", "qwen3moe"):
@@ -105,7 +172,27 @@ def config_from_hf_json(d: dict) -> Config:
         rs = dict(rs)
         if "rope_type" not in rs and "type" in rs:
             rs["rope_type"] = rs.pop("type")
-    sw = d.get("sliding_window") if arch in ("mistral", "mixtral") else None
+    sw = d.get("sliding_window") if arch in WINDOW_ARCHES else None
+    gemma: dict[str, Any] = {}
+    if arch == "gemma2":
+        gemma = dict(attn_softcap=d.get("attn_logit_softcapping"),
+                     final_softcap=d.get("final_logit_softcapping"),
+                     query_pre_attn_scalar=d.get("query_pre_attn_scalar"))
+    elif arch == "gemma3":
+        if d.get("attn_logit_softcapping") is not None:
+            raise SynthError("config.json: gemma3_text with attn_logit_softcapping is not "
+                             "something this tool writes")
+        pattern = d.get("sliding_window_pattern", 6)
+        if d.get("layer_types") is not None:
+            want = ["sliding_attention" if (i + 1) % pattern else "full_attention"
+                    for i in range(d["num_hidden_layers"])]
+            if d["layer_types"] != want:
+                raise SynthError("config.json: layer_types is not the sliding_window_pattern "
+                                 f"{pattern} pattern this tool writes")
+        gemma = dict(final_softcap=d.get("final_logit_softcapping"),
+                     query_pre_attn_scalar=d.get("query_pre_attn_scalar"),
+                     sliding_window_pattern=pattern,
+                     rope_local_theta=d.get("rope_local_base_freq", 10000.0))
     moe: dict[str, Any] = {}
     if arch == "qwen3moe":
         if d.get("mlp_only_layers") or d.get("decoder_sparse_step", 1) != 1:
@@ -128,7 +215,7 @@ def config_from_hf_json(d: dict) -> Config:
         qkv_bias=True if arch == "qwen2" else bool(d.get("attention_bias", False)),
         rope_theta=d.get("rope_theta", 10000.0), rope_scaling=rs, dtype=dtype,
         max_position=d.get("max_position_embeddings", 2048), sliding_window=sw,
-        rms_norm_eps=d.get("rms_norm_eps", 1e-6), **moe)
+        rms_norm_eps=d.get("rms_norm_eps", 1e-6), **moe, **gemma)
 
 def _split_shards(names: list[str], sizes: list[int], n: int) -> list[list[str]]:
     if n > len(names):

@@ -17,6 +17,15 @@ class TensorSpec:
     init: str                 # "uniform" | "norm" | "zero"
     std: float                # standard deviation (uniform) / spread (norm)
     center: float = 1.0       # norm only: the values are center + uniform(-std, std)
+    # norm only: the stored value is (center + uniform) - offset, in float32.
+    # Gemma stores its norm weights zero-centred (offset 1) and computes with
+    # 1 + w, which is then exact in float32 (also after rounding to f16/bf16):
+    # the GGUF's 1 + w holds the same numbers.
+    offset: float = 0.0
+    # uniform only: row blocks with their own std, ((rows, std), ...) summing
+    # to shape[0], drawn from the tensor's one stream (a fused projection:
+    # Phi-3's qkv_proj, whose Q and K rows carry qk_gain). Empty: std throughout.
+    row_stds: tuple = ()
 
 
 def tensor_specs(cfg: Config) -> list[TensorSpec]:
@@ -28,6 +37,10 @@ def tensor_specs(cfg: Config) -> list[TensorSpec]:
     proj_gain = 1.0 if c.qk_norm else c.qk_gain
     norm_gain = c.qk_gain if c.qk_norm else 1.0
     specs = [TensorSpec("model.embed_tokens.weight", (V, H), "uniform", 1.0)]
+    if c.fused_proj:
+        return specs + _phi3_specs(c)
+    if c.gemma:
+        return specs + _gemma_specs(c)
     for i in range(c.layers):
         p = f"model.layers.{i}."
         specs.append(TensorSpec(p + "input_layernorm.weight", (H,), "norm", 0.1))
@@ -62,6 +75,68 @@ def tensor_specs(cfg: Config) -> list[TensorSpec]:
         specs.append(TensorSpec(p + "mlp.up_proj.weight", (I, H), "uniform", H ** -0.5))
         specs.append(TensorSpec(p + "mlp.down_proj.weight", (H, I), "uniform", I ** -0.5))
     specs.append(TensorSpec("model.norm.weight", (H,), "norm", 0.1))
+    if not c.tie_embeddings:
+        specs.append(TensorSpec("lm_head.weight", (V, H), "uniform", H ** -0.5))
+    return specs
+
+
+def _phi3_specs(c: Config) -> list[TensorSpec]:
+    """Phi-3's layers, final norm and head (HF Phi3DecoderLayer): fused
+    self_attn.qkv_proj [q + 2 kv, hidden] (Q rows, then K, then V; qk_gain on
+    the Q and K rows), o_proj, fused mlp.gate_up_proj [2 I, hidden] (gate rows,
+    then up), down_proj; llama's norms."""
+    H, I, V, D = c.hidden, c.intermediate, c.vocab, c.head_dim
+    q, kv = c.heads * D, c.kv_heads * D
+    g = c.qk_gain * H ** -0.5
+    specs = []
+    for i in range(c.layers):
+        p = f"model.layers.{i}."
+        specs += [
+            TensorSpec(p + "input_layernorm.weight", (H,), "norm", 0.1),
+            TensorSpec(p + "self_attn.qkv_proj.weight", (q + 2 * kv, H), "uniform", H ** -0.5,
+                       row_stds=((q, g), (kv, g), (kv, H ** -0.5))),
+            TensorSpec(p + "self_attn.o_proj.weight", (H, q), "uniform", q ** -0.5),
+            TensorSpec(p + "post_attention_layernorm.weight", (H,), "norm", 0.1),
+            TensorSpec(p + "mlp.gate_up_proj.weight", (2 * I, H), "uniform", H ** -0.5),
+            TensorSpec(p + "mlp.down_proj.weight", (H, I), "uniform", I ** -0.5)]
+    specs.append(TensorSpec("model.norm.weight", (H,), "norm", 0.1))
+    if not c.tie_embeddings:
+        specs.append(TensorSpec("lm_head.weight", (V, H), "uniform", H ** -0.5))
+    return specs
+
+
+def _gemma_specs(c: Config) -> list[TensorSpec]:
+    """Gemma 2 / 3's layers, final norm and head (HF Gemma2/3DecoderLayer
+    order). Every norm weight is stored zero-centred (Gemma computes with
+    1 + w): (1 + uniform(-0.1, 0.1)) - 1, exactly; gemma3's q_norm / k_norm
+    (1 + uniform(-0.3, 0.3)) * qk_gain - 1."""
+    H, I, V, D = c.hidden, c.intermediate, c.vocab, c.head_dim
+    q, kv = c.heads * D, c.kv_heads * D
+    proj_gain = 1.0 if c.qk_norm else c.qk_gain
+    norm_gain = c.qk_gain if c.qk_norm else 1.0
+
+    def norm(name: str, n: int, spread: float = 0.1, center: float = 1.0) -> TensorSpec:
+        return TensorSpec(name, (n,), "norm", spread, center=center, offset=1.0)
+    specs = []
+    for i in range(c.layers):
+        p = f"model.layers.{i}."
+        specs += [
+            norm(p + "input_layernorm.weight", H),
+            TensorSpec(p + "self_attn.q_proj.weight", (q, H), "uniform", proj_gain * H ** -0.5),
+            TensorSpec(p + "self_attn.k_proj.weight", (kv, H), "uniform", proj_gain * H ** -0.5),
+            TensorSpec(p + "self_attn.v_proj.weight", (kv, H), "uniform", H ** -0.5),
+            TensorSpec(p + "self_attn.o_proj.weight", (H, q), "uniform", q ** -0.5)]
+        if c.qk_norm:
+            specs += [norm(p + f"self_attn.{n}.weight", D, 0.3 * norm_gain, norm_gain)
+                      for n in ("q_norm", "k_norm")]
+        specs += [
+            norm(p + "post_attention_layernorm.weight", H),
+            norm(p + "pre_feedforward_layernorm.weight", H),
+            TensorSpec(p + "mlp.gate_proj.weight", (I, H), "uniform", H ** -0.5),
+            TensorSpec(p + "mlp.up_proj.weight", (I, H), "uniform", H ** -0.5),
+            TensorSpec(p + "mlp.down_proj.weight", (H, I), "uniform", I ** -0.5),
+            norm(p + "post_feedforward_layernorm.weight", H)]
+    specs.append(norm("model.norm.weight", H))
     if not c.tie_embeddings:
         specs.append(TensorSpec("lm_head.weight", (V, H), "uniform", H ** -0.5))
     return specs
@@ -175,8 +250,10 @@ def make_weights(cfg: Config | dict, seed: int) -> dict[str, np.ndarray]:
     so changing e.g. the layer count leaves the other tensors unchanged.
     Scheme: uniform with the stated std (half-width std*sqrt(3)); norm weights
     1 + uniform(-0.1, 0.1) (q_norm / k_norm: 1 + uniform(-0.3, 0.3), times
-    qk_gain); zero tensors are zero. MoE routers have ROUTER_GAIN times the
-    usual spread; every expert has its own stream, so no two are alike.
+    qk_gain), Gemma's minus 1 (stored zero-centred); zero tensors are zero.
+    MoE routers have ROUTER_GAIN times the usual spread; every expert has its
+    own stream, so no two are alike. Phi-3's fused qkv_proj has per-row-block
+    spreads (row_stds) within its one stream.
     """
     c = make_config(cfg)
     if not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -188,6 +265,17 @@ def make_weights(cfg: Config | dict, seed: int) -> dict[str, np.ndarray]:
             w = np.zeros(s.shape, np.float32)
         elif s.init == "norm":
             w = _uniform(seed, s.name, n, s.std, center=s.center)
+            if s.offset:
+                w -= np.float32(s.offset)   # offset + w is then exact in float32
+        elif s.row_stds:
+            m = _stream_ints(seed, s.name, n).astype(np.float32).reshape(s.shape[0], -1)
+            a = 0
+            for rows, std in s.row_stds:
+                m[a:a + rows] *= np.float32(std * math.sqrt(3.0) / (1 << 23))
+                a += rows
+            if a != s.shape[0]:
+                raise SynthError(f"{s.name}: row_stds cover {a} of {s.shape[0]} rows")
+            w = m
         else:
             w = _uniform(seed, s.name, n, s.std * math.sqrt(3.0))
         out[s.name] = _round_to_dtype(w.reshape(s.shape), c.dtype)
