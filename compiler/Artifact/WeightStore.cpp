@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 
 #include <cstring>
+#include <tuple>
 
 namespace llmc {
 namespace {
@@ -78,6 +79,22 @@ absl::StatusOr<std::vector<int64_t>> partSliceShape(llm::ShardAttr shard,
   return std::vector<int64_t>{storedRows, shape[1]};
 }
 
+// Rows [begin, end) of a stored tensor whose rows are `inner` elements of
+// `format`: a byte range, as rows are whole blocks.
+absl::StatusOr<std::pair<const uint8_t *, uint64_t>>
+rowRange(const uint8_t *data, uint64_t size, const std::string &format, int64_t inner,
+         int64_t begin, int64_t end) {
+  const int64_t rowBytes = WeightByteSize(format, inner);
+  if (rowBytes <= 0 || size % rowBytes != 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%d bytes are not whole rows of %d %s elements", size, inner, format));
+  const int64_t rows = int64_t(size / rowBytes);
+  if (end > rows)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("rows [%d, %d) are past its %d rows", begin, end, rows));
+  return std::make_pair(data + begin * rowBytes, uint64_t((end - begin) * rowBytes));
+}
+
 } // namespace
 
 absl::StatusOr<WeightStore::Bytes> WeightStore::stored(const std::string &name) const {
@@ -98,9 +115,11 @@ absl::StatusOr<WeightStore::Bytes> WeightStore::materialize(llm::WeightOp op, in
   const int64_t expected = WeightByteSize(format, elements, type.getGroup());
   std::optional<llvm::StringRef> from = op.getFrom();
   std::optional<mlir::ArrayAttr> parts = op.getParts();
+  std::optional<llvm::ArrayRef<int64_t>> rows = op.getRows();
   std::optional<llm::ShardAttr> shard = op.getShard();
+  std::optional<llvm::APFloat> offset = op.getOffset();
 
-  if (!from && !parts && !shard) {
+  if (!from && !parts && !shard && !offset) {
     // The stored tensor as it is: a view of the model file.
     absl::StatusOr<Bytes> bytes = stored(name);
     if (!bytes.ok())
@@ -112,10 +131,11 @@ absl::StatusOr<WeightStore::Bytes> WeightStore::materialize(llm::WeightOp op, in
     return bytes;
   }
 
-  // Derived: each stored part (or the tensor itself) is sliced for `rank`
-  // (shard), decoded to f32 and encoded in the type's format (from), and the
-  // results are joined row after row (concat). Rows and blocks stay whole, so
-  // doing this part by part equals doing it on the joined tensor.
+  // Derived: each stored part (or the tensor itself) is cut to its `rows`,
+  // sliced for `rank` (shard), decoded to f32, shifted (plus) and encoded in
+  // the type's format (from), and the results are joined row after row
+  // (concat). Rows and blocks stay whole, so doing this part by part equals
+  // doing it on the joined tensor.
   std::vector<std::string> sources;
   if (parts) {
     for (mlir::Attribute a : *parts)
@@ -128,13 +148,27 @@ absl::StatusOr<WeightStore::Bytes> WeightStore::materialize(llm::WeightOp op, in
   out->reserve(expected > 0 ? expected : 0);
   std::vector<float> values;
   std::vector<uint8_t> sliced;
-  for (const std::string &source : sources) {
+  for (size_t index = 0; index < sources.size(); ++index) {
+    const std::string &source = sources[index];
     absl::StatusOr<Bytes> bytes = stored(source);
     if (!bytes.ok())
       return absl::NotFoundError(
           absl::StrFormat("weight '%s': %s", name, bytes.status().message()));
     const uint8_t *data = bytes->data;
     uint64_t size = bytes->size;
+    if (rows) {
+      const int64_t rank2 = type.getShape().size() == 2;
+      const int64_t inner = !rank2 ? 1
+                            : shard && shard->getDim() == 1
+                                ? type.getShape()[1] * shard->getPieces()
+                                : type.getShape()[1];
+      auto range = rowRange(data, size, storedFormat, inner, (*rows)[2 * index],
+                            (*rows)[2 * index + 1]);
+      if (!range.ok())
+        return absl::InvalidArgumentError(absl::StrFormat("weight '%s': tensor '%s': %s", name,
+                                                          source, range.status().message()));
+      std::tie(data, size) = *range;
+    }
     if (shard) {
       absl::StatusOr<std::vector<int64_t>> shape =
           partSliceShape(*shard, type, storedFormat, size);
@@ -150,7 +184,7 @@ absl::StatusOr<WeightStore::Bytes> WeightStore::materialize(llm::WeightOp op, in
       data = sliced.data();
       size = sliced.size();
     }
-    if (!from) {
+    if (!from && !offset) {
       out->insert(out->end(), data, data + size);
       continue;
     }
@@ -161,6 +195,11 @@ absl::StatusOr<WeightStore::Bytes> WeightStore::materialize(llm::WeightOp op, in
                           source, size, storedFormat));
     values.resize(count);
     absl::Status st = Dequantize(storedFormat, data, size, count, values.data());
+    if (st.ok() && offset) {
+      const float add = float(offset->convertToDouble());
+      for (float &v : values)
+        v += add;
+    }
     if (st.ok())
       st = encode(values, format, type.getGroup(), *out);
     if (!st.ok())

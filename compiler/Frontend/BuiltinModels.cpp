@@ -58,6 +58,47 @@ ModelConfig tinyQwen3Moe() {
   return c;
 }
 
+// Phi-3's layer on the tiny shape: Q/K/V and gate/up each one stored tensor.
+ModelConfig tinyPhi3() {
+  ModelConfig c = tinyLlama();
+  c.architecture = "phi3";
+  c.vocab_size = 320;
+  c.num_kv_heads = 4;
+  c.tie_word_embeddings = false;
+  return c;
+}
+
+// Gemma 2's layer on the tiny shape: scaled embeddings, four norms a layer,
+// GeGLU, soft-capped scores and logits, layer 0 on a window of 16 keys.
+ModelConfig tinyGemma2() {
+  ModelConfig c = tinyLlama();
+  c.architecture = "gemma2";
+  c.vocab_size = 320;
+  c.activation = Activation::kGeluTanh;
+  c.rms_norm_eps = 1e-6;
+  c.embedding_scale = 8.0; // sqrt(64)
+  c.post_block_norms = true;
+  c.query_pre_attn_scalar = 16;
+  c.sliding_window = 16;
+  c.sliding_window_pattern = 2;
+  c.attn_logit_softcap = 50.0;
+  c.final_logit_softcap = 30.0;
+  return c;
+}
+
+// Gemma 3's: no soft-caps; Q/K norm per head; the sliding layer rotates
+// with base 10000, the global one with 1e6.
+ModelConfig tinyGemma3() {
+  ModelConfig c = tinyGemma2();
+  c.architecture = "gemma3";
+  c.attn_logit_softcap = 0;
+  c.final_logit_softcap = 0;
+  c.qk_norm = true;
+  c.rope_theta = 1000000.0;
+  c.rope_local_theta = 10000.0;
+  return c;
+}
+
 // SmolLM2-135M's shape (config.json of HuggingFaceTB/SmolLM2-135M).
 ModelConfig smollm2Shape() {
   ModelConfig c;
@@ -101,6 +142,13 @@ const BuiltinModel kModels[] = {
      tinyQwen3()},
     {"tiny-qwen3-moe", "tiny-qwen3 with a mixture of 8 experts of 32, 2 per token",
      tinyQwen3Moe()},
+    {"tiny-phi3", "2 layers, hidden 64, 4 heads, fused QKV and gate/up, untied, vocab 320",
+     tinyPhi3()},
+    {"tiny-gemma2",
+     "2 layers, hidden 64, GQA 4/2, GeGLU, post-norms, soft-caps, layer 0 on a window of 16",
+     tinyGemma2()},
+    {"tiny-gemma3", "tiny-gemma2 without soft-caps, with Q/K norms and a local RoPE base",
+     tinyGemma3()},
     {"smollm2-135m-shape", "SmolLM2-135M's shape: 30 layers, hidden 576, 9/3 heads",
      smollm2Shape()},
     {"llama3-8b-shape",
@@ -130,14 +178,20 @@ HFNamedCatalog::find(WeightRole role, int layer, llvm::ArrayRef<int64_t>) const 
     return std::nullopt;
   if (role == WeightRole::kLMHead && config.tie_word_embeddings)
     return std::nullopt;
+  bool postNorm = role == WeightRole::kPostAttnNorm || role == WeightRole::kPostMlpNorm;
+  if (postNorm && !config.post_block_norms)
+    return std::nullopt;
   // Norms and biases stay in f32 whatever the matrices are stored in.
   bool moeRole = role == WeightRole::kRouter || isExpertsRole(role);
   if (moeRole != config.moe() && (moeRole || role == WeightRole::kGate ||
                                   role == WeightRole::kUp || role == WeightRole::kDown))
     return std::nullopt;
-  bool vector = isBias || isHeadNorm || role == WeightRole::kAttnNorm ||
+  bool vector = isBias || isHeadNorm || postNorm || role == WeightRole::kAttnNorm ||
                 role == WeightRole::kMlpNorm || role == WeightRole::kFinalNorm ||
                 role == WeightRole::kRouter;
+  if (std::optional<FusedRows> rows = fusedRows(role, config);
+      rows && config.architecture == "phi3")
+    return sliceOfFused(WeightEntry{hfFusedName(rows->kind, layer), format}, *rows);
   return WeightEntry{hfWeightName(role, layer, config.architecture),
                      vector ? llm::WeightFormat::f32 : format};
 }

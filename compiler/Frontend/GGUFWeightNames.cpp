@@ -18,6 +18,8 @@ std::string ggufWeightName(WeightRole role, int layer) {
   case WeightRole::kKeyNorm: return l + "attn_k_norm.weight";
   case WeightRole::kAttnOutput: return l + "attn_output.weight";
   case WeightRole::kMlpNorm: return l + "ffn_norm.weight";
+  case WeightRole::kPostAttnNorm: return l + "post_attention_norm.weight";
+  case WeightRole::kPostMlpNorm: return l + "post_ffw_norm.weight";
   case WeightRole::kGate: return l + "ffn_gate.weight";
   case WeightRole::kUp: return l + "ffn_up.weight";
   case WeightRole::kDown: return l + "ffn_down.weight";
@@ -30,6 +32,11 @@ std::string ggufWeightName(WeightRole role, int layer) {
   case WeightRole::kRopeFreqFactors: return "rope_freqs.weight";
   }
   return "";
+}
+
+std::string ggufFusedName(FusedKind kind, int layer) {
+  std::string l = "blk." + std::to_string(layer) + ".";
+  return l + (kind == FusedKind::kQKV ? "attn_qkv.weight" : "ffn_up.weight");
 }
 
 } // namespace llmc

@@ -9,6 +9,8 @@ namespace {
 // gate/up/down; Qwen3-MoE in mlp with the dense names.
 bool mixtral(llvm::StringRef architecture) { return architecture == "mixtral"; }
 
+bool gemma(llvm::StringRef architecture) { return architecture.starts_with("gemma"); }
+
 std::string expertProjection(WeightRole role, bool mixtral) {
   switch (role) {
   case WeightRole::kGateExperts: return mixtral ? "w1" : "gate_proj";
@@ -23,6 +25,11 @@ std::string hfExpertName(WeightRole role, int layer, int expert, llvm::StringRef
   bool m = mixtral(architecture);
   return "model.layers." + std::to_string(layer) + (m ? ".block_sparse_moe" : ".mlp") +
          ".experts." + std::to_string(expert) + "." + expertProjection(role, m) + ".weight";
+}
+
+std::string hfFusedName(FusedKind kind, int layer) {
+  return "model.layers." + std::to_string(layer) +
+         (kind == FusedKind::kQKV ? ".self_attn.qkv_proj.weight" : ".mlp.gate_up_proj.weight");
 }
 
 std::string hfWeightName(WeightRole role, int layer, llvm::StringRef architecture) {
@@ -40,7 +47,13 @@ std::string hfWeightName(WeightRole role, int layer, llvm::StringRef architectur
   case WeightRole::kQueryNorm: return l + "self_attn.q_norm.weight";
   case WeightRole::kKeyNorm: return l + "self_attn.k_norm.weight";
   case WeightRole::kAttnOutput: return l + "self_attn.o_proj.weight";
-  case WeightRole::kMlpNorm: return l + "post_attention_layernorm.weight";
+  // Gemma's four norms: its post_attention_layernorm follows the attention,
+  // and pre_feedforward_layernorm is what Llama calls post_attention_layernorm.
+  case WeightRole::kMlpNorm:
+    return l + (gemma(architecture) ? "pre_feedforward_layernorm.weight"
+                                    : "post_attention_layernorm.weight");
+  case WeightRole::kPostAttnNorm: return l + "post_attention_layernorm.weight";
+  case WeightRole::kPostMlpNorm: return l + "post_feedforward_layernorm.weight";
   case WeightRole::kGate: return l + "mlp.gate_proj.weight";
   case WeightRole::kUp: return l + "mlp.up_proj.weight";
   case WeightRole::kDown: return l + "mlp.down_proj.weight";

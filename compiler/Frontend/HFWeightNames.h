@@ -2,6 +2,7 @@
 #ifndef LLMC_COMPILER_FRONTEND_HFWEIGHTNAMES_H
 #define LLMC_COMPILER_FRONTEND_HFWEIGHTNAMES_H
 
+#include "FusedWeights.h"
 #include "WeightCatalog.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -18,6 +19,9 @@ namespace llmc {
 std::string hfWeightName(WeightRole role, int layer, llvm::StringRef architecture = "llama");
 
 // Expert `expert`'s tensor of a stacked experts role.
+// Phi-3's fused projections: self_attn.qkv_proj and mlp.gate_up_proj.
+std::string hfFusedName(FusedKind kind, int layer);
+
 std::string hfExpertName(WeightRole role, int layer, int expert, llvm::StringRef architecture);
 
 } // namespace llmc

@@ -26,17 +26,30 @@ std::string shapeString(llvm::ArrayRef<int64_t> shape) {
   return "[" + absl::StrJoin(shape.begin(), shape.end(), ", ") + "]";
 }
 
-// Weights kept in a float format: vectors, and the MoE router.
-bool isFloatRole(WeightRole role) {
+// The RMS norms' weights (Gemma's checkpoints store them minus 1).
+bool isNormRole(WeightRole role) {
   switch (role) {
   case WeightRole::kAttnNorm:
   case WeightRole::kMlpNorm:
+  case WeightRole::kPostAttnNorm:
+  case WeightRole::kPostMlpNorm:
   case WeightRole::kFinalNorm:
+  case WeightRole::kQueryNorm:
+  case WeightRole::kKeyNorm:
+    return true;
+  default:
+    return false;
+  }
+}
+
+// Weights kept in a float format: vectors, and the MoE router.
+bool isFloatRole(WeightRole role) {
+  if (isNormRole(role))
+    return true;
+  switch (role) {
   case WeightRole::kQueryBias:
   case WeightRole::kKeyBias:
   case WeightRole::kValueBias:
-  case WeightRole::kQueryNorm:
-  case WeightRole::kKeyNorm:
   case WeightRole::kRouter: // llama.cpp keeps it f32; the routing reads it as floats
   case WeightRole::kRopeFreqFactors:
     return true;
@@ -71,33 +84,16 @@ public:
   absl::StatusOr<std::optional<WeightEntry>>
   find(WeightRole role, int layer, llvm::ArrayRef<int64_t> shape) const override {
     std::string name = ggufWeightName(role, layer);
-    const GgufTensorInfo *info = file->FindTensor(name);
-    if (!info)
-      return std::nullopt;
-    // GGML lists dimensions innermost first.
-    std::vector<int64_t> logical(info->ne.rbegin(), info->ne.rend());
-    // Stacked experts [experts, rows, columns] are their rows one after
-    // another: the [experts * rows, columns] weight the IR takes.
-    if (isExpertsRole(role) && logical.size() == 3)
-      logical = {logical[0] * logical[1], logical[2]};
-    if (llvm::ArrayRef<int64_t>(logical) != shape)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: tensor '%s' has shape %s but the model config implies %s for the %s", path_, name,
-          shapeString(logical), shapeString(shape), toString(role)));
-    std::optional<WeightFormatInfo> format = LookupGgmlType(info->ggml_type);
-    std::optional<llm::WeightFormat> mapped =
-        format ? llm::symbolizeWeightFormat(format->name) : std::nullopt;
-    if (!mapped)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: tensor '%s' has GGML type %d, which llmc does not support", path_, name,
-          info->ggml_type));
-    if (isFloatRole(role) && *mapped != llm::WeightFormat::f32 &&
-        *mapped != llm::WeightFormat::f16 && *mapped != llm::WeightFormat::bf16)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: tensor '%s' (%s) is stored as %s; norms, biases and routers must be f32, f16 "
-          "or bf16",
-          path_, name, toString(role), format->name));
-    return WeightEntry{name, *mapped};
+    if (std::optional<FusedRows> rows = fusedRows(role, config_);
+        rows && shape.size() == 2 && storesFused(*rows, layer, shape[1])) {
+      const int64_t fusedShape[] = {rows->total, shape[1]};
+      absl::StatusOr<std::optional<WeightEntry>> fused =
+          findTensor(role, ggufFusedName(rows->kind, layer), fusedShape);
+      if (!fused.ok() || !*fused)
+        return fused;
+      return std::optional<WeightEntry>(sliceOfFused(**fused, *rows));
+    }
+    return findTensor(role, name, shape);
   }
 
   std::string describe(WeightRole role, int layer) const override {
@@ -127,6 +123,53 @@ public:
 
 private:
   GGUFModel() = default;
+
+  // Whether the file keeps this layer's projections of `rows.kind` fused:
+  // there is no separate Q (gate), and attn_qkv (an ffn_up as tall as gate
+  // and up together) is there.
+  bool storesFused(const FusedRows &rows, int layer, int64_t columns) const {
+    const WeightRole first = rows.kind == FusedKind::kQKV ? WeightRole::kQuery : WeightRole::kGate;
+    if (file->FindTensor(ggufWeightName(first, layer)))
+      return false;
+    const GgufTensorInfo *fused = file->FindTensor(ggufFusedName(rows.kind, layer));
+    if (!fused)
+      return false;
+    if (rows.kind == FusedKind::kQKV)
+      return true; // its shape is checked against the config's
+    return fused->ne.size() == 2 && fused->ne[0] == columns && fused->ne[1] == rows.total;
+  }
+
+  absl::StatusOr<std::optional<WeightEntry>>
+  findTensor(WeightRole role, const std::string &name, llvm::ArrayRef<int64_t> shape) const {
+    const GgufTensorInfo *info = file->FindTensor(name);
+    if (!info)
+      return std::nullopt;
+    // GGML lists dimensions innermost first.
+    std::vector<int64_t> logical(info->ne.rbegin(), info->ne.rend());
+    // Stacked experts [experts, rows, columns] are their rows one after
+    // another: the [experts * rows, columns] weight the IR takes.
+    if (isExpertsRole(role) && logical.size() == 3)
+      logical = {logical[0] * logical[1], logical[2]};
+    if (llvm::ArrayRef<int64_t>(logical) != shape)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' has shape %s but the model config implies %s for the %s", path_, name,
+          shapeString(logical), shapeString(shape), toString(role)));
+    std::optional<WeightFormatInfo> format = LookupGgmlType(info->ggml_type);
+    std::optional<llm::WeightFormat> mapped =
+        format ? llm::symbolizeWeightFormat(format->name) : std::nullopt;
+    if (!mapped)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' has GGML type %d, which llmc does not support", path_, name,
+          info->ggml_type));
+    if (isFloatRole(role) && *mapped != llm::WeightFormat::f32 &&
+        *mapped != llm::WeightFormat::f16 && *mapped != llm::WeightFormat::bf16)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' (%s) is stored as %s; norms, biases and routers must be f32, f16 "
+          "or bf16",
+          path_, name, toString(role), format->name));
+    return WeightEntry{name, *mapped};
+  }
+
   std::unique_ptr<GgufFile> file;
 };
 
@@ -158,7 +201,25 @@ public:
     if (isExpertsRole(role))
       return findExperts(role, layer, shape);
     std::string name = hfWeightName(role, layer, config_.architecture);
-    return findTensor(role, name, shape);
+    // Phi-3 keeps Q/K/V and gate/up fused; a checkpoint that has the
+    // separate tensor is read as stored.
+    if (std::optional<FusedRows> rows = fusedRows(role, config_);
+        rows && shape.size() == 2 && !tensors->Find(name)) {
+      const int64_t fusedShape[] = {rows->total, shape[1]};
+      absl::StatusOr<std::optional<WeightEntry>> fused =
+          findTensor(role, hfFusedName(rows->kind, layer), fusedShape);
+      if (!fused.ok() || !*fused)
+        return fused;
+      return std::optional<WeightEntry>(sliceOfFused(**fused, *rows));
+    }
+    absl::StatusOr<std::optional<WeightEntry>> found = findTensor(role, name, shape);
+    // Gemma's RMS norms multiply by (1 + w) and its checkpoints store w; the
+    // IR's norm multiplies by its weight, so the artifact gets w + 1 (as
+    // llama.cpp's converter writes it into a GGUF).
+    if (found.ok() && *found && isNormRole(role) &&
+        llvm::StringRef(config_.architecture).starts_with("gemma"))
+      (*found)->offset = 1.0;
+    return found;
   }
 
   std::string describe(WeightRole role, int layer) const override {

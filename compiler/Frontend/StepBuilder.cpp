@@ -28,6 +28,8 @@ const char *toString(WeightRole role) {
   case WeightRole::kKeyNorm: return "key norm (per head)";
   case WeightRole::kAttnOutput: return "attention output projection";
   case WeightRole::kMlpNorm: return "MLP norm";
+  case WeightRole::kPostAttnNorm: return "post-attention norm";
+  case WeightRole::kPostMlpNorm: return "post-MLP norm";
   case WeightRole::kGate: return "MLP gate projection";
   case WeightRole::kUp: return "MLP up projection";
   case WeightRole::kDown: return "MLP down projection";
@@ -66,6 +68,9 @@ private:
   Value attention(int index, Value hidden);
   Value mlp(int index, Value hidden);
   Value moe(int index, Value hidden);
+  // hidden + out, with out RMS-normed first where the model norms each
+  // block's output (Gemma's post_attention_norm / post_ffw_norm).
+  Value residual(int index, WeightRole postNorm, Location l, Value hidden, Value out);
   DictionaryAttr configAttr();
 
   MLIRContext &ctx;
@@ -105,12 +110,16 @@ Value StepBuilder::weight(WeightRole role, int layer, ArrayRef<int64_t> shape, b
     failed = true;
     return {};
   }
+  SmallVector<int64_t> rows;
+  for (auto [begin, end] : entry->rows)
+    rows.append({begin, end});
+  ArrayAttr parts;
   if (!entry->parts.empty())
-    return b.create<llm::WeightOp>(loc(entry->name), type, entry->name,
-                                   b.getStrArrayAttr(llvm::SmallVector<StringRef>(
-                                       entry->parts.begin(), entry->parts.end())),
-                                   StringAttr(), llm::ShardAttr());
-  return b.create<llm::WeightOp>(loc(entry->name), type, entry->name);
+    parts = b.getStrArrayAttr(SmallVector<StringRef>(entry->parts.begin(), entry->parts.end()));
+  return b.create<llm::WeightOp>(
+      loc(entry->name), type, entry->name, parts,
+      rows.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(rows), StringAttr(),
+      llm::ShardAttr(), entry->offset != 0 ? b.getF64FloatAttr(entry->offset) : FloatAttr());
 }
 
 Value StepBuilder::attention(int i, Value hidden) {
@@ -149,8 +158,12 @@ Value StepBuilder::attention(int i, Value hidden) {
       return {};
   }
 
+  // Gemma 3's sliding layers rotate with their own base, unscaled.
+  const bool sliding = c.sliding_layer(i);
+  const bool localRope = sliding && c.rope_local_theta > 0;
+  const double theta = localRope ? c.rope_local_theta : c.rope_theta;
   llm::RopeScalingAttr scaling;
-  if (c.rope_scaling.kind != RopeScaling::Kind::kNone) {
+  if (c.rope_scaling.kind != RopeScaling::Kind::kNone && !localRope) {
     auto kind = c.rope_scaling.kind == RopeScaling::Kind::kLinear ? llm::RopeScalingKind::linear
                                                                    : llm::RopeScalingKind::llama3;
     scaling = llm::RopeScalingAttr::get(&ctx, kind, b.getF64FloatAttr(c.rope_scaling.factor),
@@ -168,22 +181,35 @@ Value StepBuilder::attention(int i, Value hidden) {
   auto rope = [&](Value x, int64_t heads) -> Value {
     return b.create<llm::RopeOp>(l, x.getType(), x, positions, freqFactors,
                                  b.getI64IntegerAttr(heads),
-                                 b.getI64IntegerAttr(c.head_dim), b.getF64FloatAttr(c.rope_theta),
+                                 b.getI64IntegerAttr(c.head_dim), b.getF64FloatAttr(theta),
                                  llm::RopeStyleAttr::get(&ctx, style), scaling);
   };
   q = rope(q, c.num_heads);
   k = rope(k, c.num_kv_heads);
 
-  IntegerAttr window = c.sliding_window > 0 ? b.getI64IntegerAttr(c.sliding_window) : IntegerAttr();
+  IntegerAttr window = sliding ? b.getI64IntegerAttr(c.sliding_window) : IntegerAttr();
+  const double scalar = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(c.head_dim);
+  FloatAttr softcap =
+      c.attn_logit_softcap > 0 ? b.getF64FloatAttr(c.attn_logit_softcap) : FloatAttr();
   Value attn = b.create<llm::PagedAttentionOp>(
       l, activation(c.q_size()), q, k, v, caches[i], slotMapping, queryStarts, contextLens,
       blockTables, b.getI64IntegerAttr(c.num_heads), b.getI64IntegerAttr(c.num_kv_heads),
-      b.getI64IntegerAttr(c.head_dim), b.getF64FloatAttr(1.0 / std::sqrt(double(c.head_dim))),
-      window);
+      b.getI64IntegerAttr(c.head_dim), b.getF64FloatAttr(1.0 / std::sqrt(scalar)), window,
+      softcap);
   Value wo = weight(WeightRole::kAttnOutput, i, {c.hidden_size, c.q_size()});
   if (failed)
     return {};
   Value out = b.create<llm::LinearOp>(l, activation(c.hidden_size), attn, wo, Value());
+  return residual(i, WeightRole::kPostAttnNorm, l, hidden, out);
+}
+
+Value StepBuilder::residual(int i, WeightRole postNorm, Location l, Value hidden, Value out) {
+  if (config.post_block_norms) {
+    Value w = weight(postNorm, i, {config.hidden_size});
+    if (failed)
+      return {};
+    out = b.create<llm::RMSNormOp>(l, out, w, b.getF64FloatAttr(config.rms_norm_eps));
+  }
   return b.create<llm::AddOp>(l, hidden, out);
 }
 
@@ -204,7 +230,7 @@ Value StepBuilder::moe(int i, Value hidden) {
                                    b.getI64IntegerAttr(E),
                                    b.getI64IntegerAttr(c.num_experts_per_tok),
                                    c.norm_topk_prob ? b.getUnitAttr() : UnitAttr());
-  return b.create<llm::AddOp>(l, hidden, out);
+  return residual(i, WeightRole::kPostMlpNorm, l, hidden, out);
 }
 
 Value StepBuilder::mlp(int i, Value hidden) {
@@ -233,7 +259,7 @@ Value StepBuilder::mlp(int i, Value hidden) {
                                                                              : llm::GeluApprox::erf));
   Value prod = b.create<llm::MulOp>(l, act, up);
   Value down = b.create<llm::LinearOp>(l, activation(c.hidden_size), prod, wd, Value());
-  return b.create<llm::AddOp>(l, hidden, down);
+  return residual(i, WeightRole::kPostMlpNorm, l, hidden, down);
 }
 
 Value StepBuilder::layer(int i, Value hidden) {
@@ -306,7 +332,9 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   Value table = weight(WeightRole::kTokenEmbedding, -1, {c.vocab_size, c.hidden_size});
   if (failed)
     return {};
-  Value hidden = b.create<llm::EmbedOp>(loc("embed"), activation(c.hidden_size), tokens, table);
+  Value hidden = b.create<llm::EmbedOp>(
+      loc("embed"), activation(c.hidden_size), tokens, table,
+      c.embedding_scale != 1.0 ? b.getF64FloatAttr(c.embedding_scale) : FloatAttr());
   for (int64_t i = 0; i < c.num_layers && !failed; ++i)
     hidden = layer(int(i), hidden);
   if (failed)
@@ -318,7 +346,9 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
     return {};
   Value finalNorm = b.create<llm::RMSNormOp>(loc("final_norm"), hidden, finalNormWeight,
                                              b.getF64FloatAttr(c.rms_norm_eps));
-  Value logits = b.create<llm::LMHeadOp>(loc("lm_head"), logitsType, finalNorm, logitsRows, head);
+  Value logits = b.create<llm::LMHeadOp>(
+      loc("lm_head"), logitsType, finalNorm, logitsRows, head,
+      c.final_logit_softcap > 0 ? b.getF64FloatAttr(c.final_logit_softcap) : FloatAttr());
   b.create<func::ReturnOp>(loc("step"), logits);
 
   if (mlir::failed(mlir::verify(*module)))

@@ -16,6 +16,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace llmc {
@@ -33,6 +34,9 @@ enum class WeightRole {
   kKeyNorm,
   kAttnOutput,
   kMlpNorm,
+  // Gemma 2/3's norms of each block's output, before the residual add.
+  kPostAttnNorm,
+  kPostMlpNorm,
   kGate,
   kUp,
   kDown,
@@ -63,6 +67,12 @@ struct WeightEntry {
   // Stored tensors whose rows make this weight, one after the other (a Hugging
   // Face checkpoint's experts, one tensor each); empty: `name` is stored.
   std::vector<std::string> parts = {};
+  // With `parts`, the rows [begin, end) each part contributes, when a part
+  // gives only some of its rows (a slice of a fused tensor); empty: all.
+  std::vector<std::pair<int64_t, int64_t>> rows = {};
+  // Added to every element as the artifact is packed (Gemma's Hugging Face
+  // norms store weight - 1); 0: none.
+  double offset = 0;
 };
 
 class WeightCatalog {

@@ -273,9 +273,11 @@ LogicalResult GroupEmitter::emitEmbed(EmbedOp e, KernelText &text) {
   if (failed(f))
     return failure();
   std::string w = bindWeight(e.getTable());
+  const std::string scale =
+      e.getScale() ? ", " + number(e.getScale()->convertToDouble()) + "f" : std::string();
   text.defs = entry("embed", 128, 4,
-                    io.decls + llvm::formatv("  embed<{0}, {1}, {2}, act>(s, {3}, out0);\n", *f,
-                                             t.getShape()[0], t.getShape()[1], w)
+                    io.decls + llvm::formatv("  embed<{0}, {1}, {2}, act>(s, {3}, out0{4});\n", *f,
+                                             t.getShape()[0], t.getShape()[1], w, scale)
                                    .str());
   // A token's groups of 8 elements over enough blocks of 128 threads for
   // one group each, up to 8 blocks.
@@ -435,6 +437,9 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
     return p.emitError() << "CUDA codegen: attention needs head_dim 8, 16, 24 or a multiple of 32 "
                             "up to 256, and heads a multiple of kv_heads";
   int64_t window = p.getWindowAttr() ? p.getWindowAttr().getInt() : 0;
+  // Soft-capped scores (Gemma 2): the kernels' last argument, absent when off.
+  std::string softcapArg =
+      p.getSoftcap() ? ", " + number(p.getSoftcap()->convertToDouble()) + "f" : std::string();
   std::string kc = "static_cast<act *>(a.caches[0])", vc = "static_cast<act *>(a.caches[1])";
   // With the RoPEs of the query and key in this group (llmc-place-rope put
   // them here), the cache write rotates both on the way: Q in place, K as it
@@ -500,10 +505,10 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
       entry("attn", 32 * kAttnWarps, D > 128 || decodeMma ? 2 : 3,
             io.decls + llvm::formatv("  paged_attention_decode{11}<{0}, {1}, {2}, act, {3}, {4}, {5}>(s, "
                                      "{6}, {7}, {8}, out0, attn_scratch_of<{0}, {2}>(a.scratch, "
-                                     "s.num_tokens, gridDim.x), {9}f, {10});\n",
+                                     "s.num_tokens, gridDim.x), {9}f, {10}{12});\n",
                                      H, KvH, D, kSplitKeys, kAttnWarps, maxSplits, query, kc, vc,
                                      number(p.getScale().convertToDouble()), window,
-                                     decodeMma ? "_mma" : "")
+                                     decodeMma ? "_mma" : "", softcapArg)
                            .str());
   // One rotation pair (Q and K heads) per thread; a plain cache write one
   // element of K and V.
@@ -519,10 +524,10 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, KernelText &text) 
     shortQ = "Q<=" + std::to_string(io.options->attnPrefillMinQuery);
     text.defs += entry("attn_prefill", 32 * kPrefillWarps, 1,
                        io.decls + llvm::formatv("  paged_attention_prefill<{0}, {1}, {2}, act, {8}>(s, "
-                                                "{3}, {4}, {5}, out0, {6}f, {7});\n",
+                                                "{3}, {4}, {5}, out0, {6}f, {7}{9});\n",
                                                 H, KvH, D, query, kc, vc,
                                                 number(p.getScale().convertToDouble()), window,
-                                                kPrefillWarps)
+                                                kPrefillWarps, softcapArg)
                                       .str());
   }
   text.launches.push_back(launch("attn", shortQ,

@@ -723,11 +723,15 @@ LogicalResult GemmGroupEmitter::emit(Operation *anchor, ArrayRef<Operation *> pr
     if (outs.size() != 1)
       return h.emitError() << "CUDA codegen: the LM head's logits must be yielded once";
     int64_t N = wt.getShape()[0];
+    // Gemma 2's final_logit_softcapping caps each logit as it is stored.
+    std::string logit = "acc[0]";
+    if (std::optional<APFloat> cap = h.getSoftcap())
+      logit = llvm::formatv("{0}f * tanhf(acc[0] / {0}f)", number(cap->convertToDouble())).str();
     defs += llvm::formatv("struct {0}_epi {{\n  static constexpr int kRows = 1;\n{1}"
                           "  __device__ static int row(int n, int) {{ return n; }\n"
                           "  __device__ void operator()(int t, int n, const float (&acc)[1]) const "
-                          "{{\n    out{2}[static_cast<i64>(t) * {3} + n] = acc[0];\n  }\n};\n",
-                          kSym, members(), outs.front(), N)
+                          "{{\n    out{2}[static_cast<i64>(t) * {3} + n] = {4};\n  }\n};\n",
+                          kSym, members(), outs.front(), N, logit)
                 .str();
     if (failed(entries(*fmt, wt, N, K, 1, "s.num_logits", "s.logits_rows", x, w, proInit, init("nullptr"))))
       return failure();

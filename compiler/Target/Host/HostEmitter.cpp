@@ -137,11 +137,15 @@ LogicalResult GroupEmitter::emitAttention(PagedAttentionOp p, std::string &body,
     return p.emitError() << "host codegen expects the KV cache to be an argument of @step";
   b.caches.push_back(cacheArg.getArgNumber() - kFirstCacheArgument);
   int64_t window = p.getWindowAttr() ? p.getWindowAttr().getInt() : 0;
+  // Gemma 2's soft-cap: a last argument where the op has one.
+  std::string softcap =
+      p.getSoftcap() ? ", " + number(p.getSoftcap()->convertToDouble()) + "f" : std::string();
   os << llvm::formatv(
       "  llmc::host::paged_attention<{0}, {1}, {2}>(a->step, {3}, {4}, {5}, "
-      "static_cast<float *>(a->caches[0]), static_cast<float *>(a->caches[1]), {6}, {7}f, {8});\n",
+      "static_cast<float *>(a->caches[0]), static_cast<float *>(a->caches[1]), {6}, {7}f, "
+      "{8}{9});\n",
       p.getHeadsAttr().getInt(), p.getKvHeadsAttr().getInt(), p.getHeadDimAttr().getInt(), q, k,
-      v, out, number(p.getScale().convertToDouble()), window);
+      v, out, number(p.getScale().convertToDouble()), window, softcap);
   ops = llvm::formatv("{0}paged_attention {1}/{2}x{3}", qRope && kRope ? "rope + rope + " : "",
                       p.getHeadsAttr().getInt(), p.getKvHeadsAttr().getInt(),
                       p.getHeadDimAttr().getInt());
@@ -174,8 +178,10 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::strin
   if (auto e = dyn_cast<EmbedOp>(op)) {
     WeightType t = e.getTable().getType();
     std::string w = weight(e.getTable(), b);
-    os << llvm::formatv("  llmc::host::embed<{0}, {1}, {2}>(a->step, {3}, {4});\n", formatTag(t),
-                        t.getShape()[0], t.getShape()[1], w, output(0, b));
+    std::string scale =
+        e.getScale() ? ", " + number(e.getScale()->convertToDouble()) + "f" : std::string();
+    os << llvm::formatv("  llmc::host::embed<{0}, {1}, {2}>(a->step, {3}, {4}{5});\n",
+                        formatTag(t), t.getShape()[0], t.getShape()[1], w, output(0, b), scale);
     ops = llvm::formatv("embed {0} {1}x{2}", stringifyWeightFormat(t.getFormat()), t.getShape()[0],
                         t.getShape()[1]);
     launch = "T tokens, one row each";
@@ -225,10 +231,12 @@ LogicalResult GroupEmitter::emit(std::string &body, std::string &ops, std::strin
     std::string in = input(h.getInput(), b);
     std::string w = weight(h.getWeight(), b);
     bool q8Here = usesQ8Activations(t, q8);
+    std::string softcap =
+        h.getSoftcap() ? ", " + number(h.getSoftcap()->convertToDouble()) + "f" : std::string();
     os << llvm::formatv("  llmc::host::lm_head<{0}, {1}, {2}, float, {6}>(a->step, {3}, {4}, "
-                        "{5});\n",
+                        "{5}{7});\n",
                         formatTag(t), t.getShape()[0], t.getShape()[1], in, w, output(0, b),
-                        q8Here ? "true" : "false");
+                        q8Here ? "true" : "false", softcap);
     ops = llvm::formatv("lm_head {0} {1}x{2}{3}", stringifyWeightFormat(t.getFormat()),
                         t.getShape()[0], t.getShape()[1], q8Here ? " (x q8)" : "");
     launch = llvm::formatv("{0} vocabulary rows split across threads, x logits rows",

@@ -418,10 +418,15 @@ LogicalResult FusedGroupEmitter::emit(HostKernelText &text) {
     auto outs = yieldsOf.lookup(h.getLogits());
     if (outs.size() != 1)
       return h.emitError() << "host codegen: the LM head's logits must be yielded once";
+    // Gemma 2's final soft-cap: a last argument where the op has one.
+    std::string softcap =
+        h.getSoftcap()
+            ? llvm::formatv(", {0:e16}f", h.getSoftcap()->convertToDouble()).str()
+            : std::string();
     os << llvm::formatv("  llmc::host::lm_head<{0}, {1}, {2}, float, {6}>(a->step, {3}, {4}, "
-                        "out{5});\n",
+                        "out{5}{7});\n",
                         formatTag(t), t.getShape()[0], t.getShape()[1], x, w, outs.front(),
-                        usesQ8Activations(t, q8) ? "true" : "false");
+                        usesQ8Activations(t, q8) ? "true" : "false", softcap);
     text.launch = llvm::formatv("{0} vocabulary rows split across threads, x logits rows",
                                 t.getShape()[0])
                       .str();

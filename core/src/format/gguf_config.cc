@@ -1,5 +1,6 @@
 #include "llmc/core/format/gguf_config.h"
 
+#include <cmath>
 #include <string>
 #include <string_view>
 
@@ -9,7 +10,7 @@
 namespace llmc {
 namespace {
 
-constexpr const char* kSupported = "llama, qwen2, qwen3, qwen3moe";
+constexpr const char* kSupported = "llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3";
 
 // Reads `<arch>.<suffix>` keys and names them in errors.
 class KeyReader {
@@ -114,12 +115,42 @@ absl::Status ReadExperts(const GgufFile& gguf, const KeyReader& keys, const std:
   return absl::OkStatus();
 }
 
+// llama.cpp's Gemma graphs: embeddings times sqrt(n_embd), four norms a layer
+// (the converter stored them as 1 + w), GeGLU, a window on all layers but
+// every 2nd (gemma2) or 6th (gemma3), which rotate with base 10000 unscaled
+// (gemma3, or rope.freq_base_swa); Gemma 2 soft-caps scores and logits by
+// key. Queries scale by
+// 1/sqrt(head size), by 1/sqrt(n_embd / n_head) in the 27B models (46
+// layers for gemma2, 62 for gemma3), as llama.cpp decides by model size.
+absl::Status ReadGemma(const KeyReader& keys, const std::string& arch, ModelConfig& c) {
+  c.post_block_norms = true;
+  c.embedding_scale = std::sqrt(static_cast<double>(c.hidden_size));
+  c.activation = Activation::kGeluTanh;
+  const bool big = c.num_layers == (arch == "gemma2" ? 46 : 62);
+  c.query_pre_attn_scalar = big ? static_cast<double>(c.hidden_size / c.num_heads)
+                                : static_cast<double>(c.head_dim);
+  if (!keys.Has("attention.sliding_window"))
+    return keys.Error("attention.sliding_window", "is missing (Gemma's local layers need it)");
+  c.sliding_window_pattern = arch == "gemma2" ? 2 : 6;
+  if (arch == "gemma3") {
+    // Newer converters spell out what llama.cpp otherwise assumes.
+    LLMC_ASSIGN_OR_RETURN(c.sliding_window_pattern,
+                          keys.Positive("attention.sliding_window_pattern", 6));
+    LLMC_ASSIGN_OR_RETURN(c.rope_local_theta, keys.Float("rope.freq_base_swa", 10000.0));
+    return absl::OkStatus();
+  }
+  LLMC_ASSIGN_OR_RETURN(c.attn_logit_softcap, keys.Float("attn_logit_softcapping", 0.0));
+  LLMC_ASSIGN_OR_RETURN(c.final_logit_softcap, keys.Float("final_logit_softcapping", 0.0));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   const std::string& path = gguf.path();
   LLMC_ASSIGN_OR_RETURN(std::string arch, gguf.GetString("general.architecture"));
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe")
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe" &&
+      arch != "phi3" && arch != "gemma2" && arch != "gemma3")
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: key 'general.architecture' is '%s', which llmc does not support (supported: %s)", path,
         arch, kSupported));
@@ -156,6 +187,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
                                       "are not supported",
                                       rope_dims, c.head_dim));
   LLMC_ASSIGN_OR_RETURN(c.rope_scaling, ReadRopeScaling(gguf, keys));
+  // Phi-3's 128k models carry LongRoPE as per-pair factor tensors.
+  for (const char* name : {"rope_factors_long.weight", "blk.0.rope_factors_long.weight"})
+    if (gguf.FindTensor(name) != nullptr)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' says the model uses LongRoPE (Phi-3 128k), which llmc does not "
+          "support",
+          path, name));
   // Llama 3.1-style frequency factors live in a tensor, not in metadata; the
   // IR's rope op takes them as a weight.
   c.rope_freq_factors = gguf.FindTensor("rope_freqs.weight") != nullptr;
@@ -183,7 +221,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   c.attention_bias = arch == "qwen2" || gguf.FindTensor("blk.0.attn_q.bias") != nullptr;
   // llama.cpp's qwen3 graphs always norm Q and K per head (attn_q_norm,
   // attn_k_norm); the IR builder reports them missing by name.
-  c.qk_norm = arch == "qwen3" || arch == "qwen3moe";
+  c.qk_norm = arch == "qwen3" || arch == "qwen3moe" || arch == "gemma3";
+  if (arch == "gemma2" || arch == "gemma3") LLMC_RETURN_IF_ERROR(ReadGemma(keys, arch, c));
   LLMC_RETURN_IF_ERROR(ReadExperts(gguf, keys, arch, c));
   // ModelConfig names the families as transformers does.
   if (arch == "qwen3moe") c.architecture = "qwen3_moe";
@@ -192,7 +231,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   // GGML's normal (interleaved) rope applies; the Qwens use NEOX
   // (half-split) rope unpermuted.
   c.rope_style = arch == "llama" ? RopeStyle::kInterleaved : RopeStyle::kHalf;
-  c.activation = Activation::kSiLU;
+  if (arch != "gemma2" && arch != "gemma3") c.activation = Activation::kSiLU;
 
   if (absl::Status st = ValidateModelConfig(c); !st.ok())
     return absl::InvalidArgumentError(absl::StrFormat("%s: %s", path, st.message()));

@@ -33,6 +33,9 @@ constexpr Architecture kArchitectures[] = {
     {"qwen3", "Qwen3ForCausalLM", 32768},
     {"qwen3_moe", "Qwen3MoeForCausalLM", 32768},
     {"mixtral", "MixtralForCausalLM", 4096 * 32},
+    {"phi3", "Phi3ForCausalLM", 4096},
+    {"gemma2", "Gemma2ForCausalLM", 8192},
+    {"gemma3_text", "Gemma3ForCausalLM", 131072},
 };
 
 std::string SupportedList(bool classes) {
@@ -150,17 +153,19 @@ absl::StatusOr<const Architecture*> ReadArchitecture(const Fields& f, const std:
   return arch;
 }
 
-absl::StatusOr<Activation> ReadActivation(const Fields& f) {
-  std::string act = "silu";
-  LLMC_RETURN_IF_ERROR(f.String("hidden_act", act));
+absl::StatusOr<Activation> ReadActivation(const Fields& f, bool gemma) {
+  // Gemma's configs name it hidden_activation (GeGLU by default).
+  const char* key = gemma && f.Get("hidden_activation") != nullptr ? "hidden_activation" : "hidden_act";
+  std::string act = gemma ? "gelu_pytorch_tanh" : "silu";
+  LLMC_RETURN_IF_ERROR(f.String(key, act));
   // transformers' ACT2FN: "swish" is SiLU; "gelu_new" and "gelu_pytorch_tanh"
   // are both the tanh approximation.
   if (act == "silu" || act == "swish") return Activation::kSiLU;
   if (act == "gelu_pytorch_tanh" || act == "gelu_new") return Activation::kGeluTanh;
   if (act == "gelu") return Activation::kGeluErf;
-  return f.Error("hidden_act", absl::StrFormat("is '%s'; supported: silu, swish, gelu, "
-                                               "gelu_pytorch_tanh, gelu_new",
-                                               act));
+  return f.Error(key, absl::StrFormat("is '%s'; supported: silu, swish, gelu, "
+                                      "gelu_pytorch_tanh, gelu_new",
+                                      act));
 }
 
 // RoPE base and scaling. transformers 5 moved both into `rope_parameters`
@@ -288,6 +293,105 @@ absl::Status ReadMixtralExperts(const Fields& f, ModelConfig& c) {
   return absl::OkStatus();
 }
 
+// Phi3Config: Q/K/V and gate/up fused in the checkpoint (the catalog slices
+// them), no biases, a window when sliding_window is set. LongRoPE (the 128k
+// models' rope_scaling) and partial rotary (Phi-4-mini) are refused by field.
+absl::Status ReadPhi3(const Fields& f, ModelConfig& c) {
+  if (c.rope_scaling.kind != RopeScaling::Kind::kNone)
+    return f.Error("rope_scaling", absl::StrFormat("is %s; llmc runs Phi-3 with plain RoPE only "
+                                                   "(the 4k-context models)",
+                                                   ToString(c.rope_scaling.kind)));
+  double partial = 1.0;
+  LLMC_RETURN_IF_ERROR(f.Number("partial_rotary_factor", partial));
+  if (partial != 1.0)
+    return f.Error("partial_rotary_factor",
+                   absl::StrFormat("is %g; partial rotary embeddings are not supported", partial));
+  c.attention_bias = false;
+  c.sliding_window = 0;
+  return f.Int("sliding_window", c.sliding_window);
+}
+
+// Which layers of a Gemma slide: `layer_types` where the file spells them
+// out, else every `pattern`-th layer is global. llmc's IR takes a pattern
+// (layer i global iff (i + 1) % pattern == 0): a list that fits none is
+// refused.
+absl::Status ReadGemmaLayers(const Fields& f, int64_t pattern, ModelConfig& c) {
+  c.sliding_window_pattern = pattern;
+  const json* types = f.Get("layer_types");
+  if (types == nullptr) return absl::OkStatus();
+  if (!types->is_array() || static_cast<int64_t>(types->size()) != c.num_layers)
+    return f.Error("layer_types",
+                   absl::StrFormat("must be an array of %d strings, one per layer", c.num_layers));
+  std::vector<bool> global;
+  for (const json& t : *types) {
+    if (t != "sliding_attention" && t != "full_attention")
+      return f.Error("layer_types", "may hold only 'full_attention' and 'sliding_attention', holds " +
+                                        DescribeJson(t));
+    global.push_back(t == "full_attention");
+  }
+  auto first = std::find(global.begin(), global.end(), true);
+  if (first == global.end()) {  // every layer slides
+    c.sliding_window_pattern = 0;
+    return absl::OkStatus();
+  }
+  c.sliding_window_pattern = (first - global.begin()) + 1;
+  if (c.sliding_window_pattern == 1) {  // every layer global, if the rest agree
+    c.sliding_window_pattern = 0;
+    if (std::find(global.begin(), global.end(), false) == global.end()) {
+      c.sliding_window = 0;
+      return absl::OkStatus();
+    }
+    return f.Error("layer_types", "starts with a full-attention layer but has sliding ones; llmc "
+                                  "needs every N-th layer global (N = the first global layer + 1)");
+  }
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    if (global[size_t(i)] != ((i + 1) % c.sliding_window_pattern == 0))
+      return f.Error("layer_types",
+                     absl::StrFormat("has layer %d %s, off the pattern of every %d-th layer global "
+                                     "that its first layers set; llmc takes a pattern",
+                                     i, global[size_t(i)] ? "global" : "sliding",
+                                     c.sliding_window_pattern));
+  return absl::OkStatus();
+}
+
+// Gemma2Config / Gemma3TextConfig: embeddings scaled by sqrt(hidden), four
+// norms a layer (the checkpoint stores each as weight - 1: the catalog adds
+// the 1 back), GeGLU, queries scaled by query_pre_attn_scalar, a sliding
+// window on all but every 2nd (Gemma 2) or 6th (Gemma 3) layer; Gemma 2
+// soft-caps scores and logits, Gemma 3 norms Q and K per head and rotates
+// its sliding layers with their own base.
+absl::Status ReadGemma(const Fields& f, bool gemma3, ModelConfig& c) {
+  bool bias = false;
+  LLMC_RETURN_IF_ERROR(f.Bool("attention_bias", bias));
+  if (bias) return f.Error("attention_bias", "is true; llmc does not support Gemma with biases");
+  c.attention_bias = false;
+  c.post_block_norms = true;
+  c.embedding_scale = std::sqrt(static_cast<double>(c.hidden_size));
+  c.query_pre_attn_scalar = 256;
+  LLMC_RETURN_IF_ERROR(f.Number("query_pre_attn_scalar", c.query_pre_attn_scalar));
+  c.sliding_window = 4096;
+  LLMC_RETURN_IF_ERROR(f.Int("sliding_window", c.sliding_window));
+  if (!gemma3) {
+    c.attn_logit_softcap = 50.0;
+    c.final_logit_softcap = 30.0;
+  }
+  // Present and null means off, as in transformers.
+  LLMC_RETURN_IF_ERROR(f.Number("attn_logit_softcapping", c.attn_logit_softcap));
+  LLMC_RETURN_IF_ERROR(f.Number("final_logit_softcapping", c.final_logit_softcap));
+  if (f.Present("attn_logit_softcapping") && f.Get("attn_logit_softcapping") == nullptr)
+    c.attn_logit_softcap = 0;
+  if (f.Present("final_logit_softcapping") && f.Get("final_logit_softcapping") == nullptr)
+    c.final_logit_softcap = 0;
+  int64_t pattern = gemma3 ? 6 : 2;
+  if (gemma3) {
+    LLMC_RETURN_IF_ERROR(f.Int("sliding_window_pattern", pattern));
+    c.qk_norm = true;
+    c.rope_local_theta = 10000.0;
+    LLMC_RETURN_IF_ERROR(f.Number("rope_local_base_freq", c.rope_local_theta));
+  }
+  return ReadGemmaLayers(f, pattern, c);
+}
+
 // Llama's and Qwen3's attention_bias biases o_proj as well as Q/K/V.
 absl::Status RefuseAttentionBias(const Fields& f, const char* family) {
   bool attention_bias = false;
@@ -313,13 +417,15 @@ absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
                                    method));
   }
 
+  const bool gemma = type == "gemma2" || type == "gemma3_text";
   ModelConfig c;
-  c.architecture = type;
+  c.architecture = type == "gemma3_text" ? "gemma3" : type;
   c.rope_style = RopeStyle::kHalf;
   c.max_position = arch->default_max_position;
   // transformers' defaults where the class differs from ModelConfig's.
-  c.rms_norm_eps = type == "mixtral" ? 1e-5 : 1e-6;
-  if (type == "mixtral") c.rope_theta = 1e6;
+  c.rms_norm_eps = type == "mixtral" || type == "phi3" ? 1e-5 : 1e-6;
+  if (type == "mixtral" || type == "gemma3_text") c.rope_theta = 1e6;
+  if (gemma) c.tie_word_embeddings = true;
   for (const char* key : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                           "num_attention_heads"}) {
     LLMC_RETURN_IF_ERROR(f.Require(key));
@@ -331,12 +437,14 @@ absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
   LLMC_RETURN_IF_ERROR(f.Int("num_attention_heads", c.num_heads));
   c.num_kv_heads = c.num_heads;
   LLMC_RETURN_IF_ERROR(f.Int("num_key_value_heads", c.num_kv_heads));
-  // Qwen3Config defaults head_dim to 128, not hidden_size / heads
-  // (Qwen3MoeConfig has no default: its attention takes hidden / heads).
+  // Qwen3Config defaults head_dim to 128 and Gemma's configs to 256, not
+  // hidden_size / heads (Qwen3MoeConfig has no default: its attention takes
+  // hidden / heads).
   const bool qwen3 = type == "qwen3";
   if (qwen3) c.head_dim = 128;
+  if (gemma) c.head_dim = 256;
   LLMC_RETURN_IF_ERROR(f.Int("head_dim", c.head_dim));
-  if (f.Get("head_dim") == nullptr && c.num_heads > 0 && !qwen3) {
+  if (f.Get("head_dim") == nullptr && c.num_heads > 0 && !qwen3 && !gemma) {
     if (c.hidden_size % c.num_heads != 0)
       return f.Error("head_dim",
                      absl::StrFormat("is absent and hidden_size (%d) is not a multiple of "
@@ -347,7 +455,7 @@ absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
   LLMC_RETURN_IF_ERROR(f.Int("max_position_embeddings", c.max_position));
   LLMC_RETURN_IF_ERROR(f.Number("rms_norm_eps", c.rms_norm_eps));
   LLMC_RETURN_IF_ERROR(f.Bool("tie_word_embeddings", c.tie_word_embeddings));
-  LLMC_ASSIGN_OR_RETURN(c.activation, ReadActivation(f));
+  LLMC_ASSIGN_OR_RETURN(c.activation, ReadActivation(f, gemma));
   LLMC_RETURN_IF_ERROR(ReadRope(f, path, c));
 
   // Biases and windows differ by class; transformers ignores the fields a
@@ -365,6 +473,10 @@ absl::StatusOr<ModelConfig> MapConfig(const json& j, const std::string& path) {
     // means full attention.
     c.sliding_window = f.Present("sliding_window") || type == "mixtral" ? 0 : 4096;
     LLMC_RETURN_IF_ERROR(f.Int("sliding_window", c.sliding_window));
+  } else if (type == "phi3") {
+    LLMC_RETURN_IF_ERROR(ReadPhi3(f, c));
+  } else if (gemma) {
+    LLMC_RETURN_IF_ERROR(ReadGemma(f, type == "gemma3_text", c));
   } else if (type == "qwen2") {
     c.attention_bias = true;  // Qwen2Attention always biases Q/K/V (not o_proj)
     LLMC_RETURN_IF_ERROR(ReadQwen2Window(f, c));

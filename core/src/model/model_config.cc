@@ -48,7 +48,8 @@ const char* ToString(Activation activation) {
 
 absl::Status ValidateModelConfig(const ModelConfig& c) {
   static constexpr const char* kArchitectures[] = {"llama", "mistral", "qwen2",
-                                                   "qwen3", "qwen3_moe", "mixtral"};
+                                                   "qwen3", "qwen3_moe", "mixtral", "phi3",
+                                                   "gemma2", "gemma3"};
   if (std::find(std::begin(kArchitectures), std::end(kArchitectures), c.architecture) ==
       std::end(kArchitectures))
     return FieldError("architecture", absl::StrFormat("is '%s'; supported: %s", c.architecture,
@@ -95,6 +96,22 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     return FieldError("rope_scaling.high_freq_factor", "must exceed low_freq_factor");
   if (c.sliding_window < 0)
     return FieldError("sliding_window", absl::StrFormat("must be >= 0, got %d", c.sliding_window));
+  if (c.sliding_window_pattern < 0)
+    return FieldError("sliding_window_pattern",
+                      absl::StrFormat("must be >= 0, got %d", c.sliding_window_pattern));
+  struct {
+    const char* name;
+    double value;
+  } nonnegative[] = {{"rope_local_base_freq", c.rope_local_theta},
+                     {"query_pre_attn_scalar", c.query_pre_attn_scalar},
+                     {"attn_logit_softcapping", c.attn_logit_softcap},
+                     {"final_logit_softcapping", c.final_logit_softcap}};
+  for (const auto& f : nonnegative)
+    if (!(f.value >= 0))
+      return FieldError(f.name, absl::StrFormat("must be >= 0, got %g", f.value));
+  if (!(c.embedding_scale > 0))
+    return FieldError("embedding_scale",
+                      absl::StrFormat("must be positive, got %g", c.embedding_scale));
   return absl::OkStatus();
 }
 
@@ -128,6 +145,13 @@ std::string ModelConfigToJson(const ModelConfig& c, int indent) {
       {"norm_topk_prob", c.norm_topk_prob},
       {"sliding_window", c.sliding_window},
       {"rope_freq_factors", c.rope_freq_factors},
+      {"sliding_window_pattern", c.sliding_window_pattern},
+      {"rope_local_base_freq", c.rope_local_theta},
+      {"embedding_scale", c.embedding_scale},
+      {"post_block_norms", c.post_block_norms},
+      {"query_pre_attn_scalar", c.query_pre_attn_scalar},
+      {"attn_logit_softcapping", c.attn_logit_softcap},
+      {"final_logit_softcapping", c.final_logit_softcap},
   };
   return j.dump(indent);
 }
@@ -194,6 +218,13 @@ absl::StatusOr<ModelConfig> ParseConfig(const json& j) {
   read("norm_topk_prob", c.norm_topk_prob);
   read("sliding_window", c.sliding_window);
   read("rope_freq_factors", c.rope_freq_factors);
+  read("sliding_window_pattern", c.sliding_window_pattern);
+  read("rope_local_base_freq", c.rope_local_theta);
+  read("embedding_scale", c.embedding_scale);
+  read("post_block_norms", c.post_block_norms);
+  read("query_pre_attn_scalar", c.query_pre_attn_scalar);
+  read("attn_logit_softcapping", c.attn_logit_softcap);
+  read("final_logit_softcapping", c.final_logit_softcap);
   if (!st.ok()) return st;
 
   static const std::pair<const char*, RopeStyle> kStyles[] = {

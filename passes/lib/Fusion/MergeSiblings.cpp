@@ -14,28 +14,33 @@ using namespace llmc::llm;
 namespace llmc {
 namespace {
 
+// A weight that can be a part of a merge: a stored tensor, or row slices of
+// stored tensors (each slice stays a part of its own).
+bool mergeable(WeightOp w) { return w && (!w.getParts() || w.getRows()); }
+
 // Linears whose weights can be joined row-wise: same format and group, same
 // input width (the input is shared), same conversion, same bias kind and the
 // same result type but for the width, the same tensor-parallel slicing (each
-// part is sliced, then the slices are joined). Empty for a linear that cannot
-// merge.
+// part is sliced, then the slices are joined), all or none row slices. Empty
+// for a linear that cannot merge.
 std::string mergeKey(LinearOp l) {
   WeightOp w = l.getWeight().getDefiningOp<WeightOp>();
-  if (!w || w.getParts())
+  if (!mergeable(w))
     return "";
   WeightType t = l.getWeight().getType();
   std::string key;
   llvm::raw_string_ostream os(key);
   os << stringifyWeightFormat(t.getFormat()) << " K=" << t.getShape()[1] << " g=" << t.getGroup()
-     << " from=" << w.getFrom().value_or("") << " act=" << l.getResult().getType().getElementType();
+     << " from=" << w.getFrom().value_or("") << " act=" << l.getResult().getType().getElementType()
+     << (w.getRows() ? " rows" : "") << " plus=" << (w.getOffset() ? w.getOffset()->convertToDouble() : 0.0);
   if (std::optional<ShardAttr> shard = w.getShard())
     os << " shard=" << *shard;
   if (Value bias = l.getBias()) {
     WeightOp bw = bias.getDefiningOp<WeightOp>();
-    if (!bw || bw.getParts())
+    if (!mergeable(bw))
       return "";
     os << " bias=" << stringifyWeightFormat(cast<WeightType>(bias.getType()).getFormat())
-       << bw.getFrom().value_or("");
+       << bw.getFrom().value_or("") << (bw.getRows() ? " rows" : "");
     if (std::optional<ShardAttr> shard = bw.getShard())
       os << " shard=" << *shard;
   }
@@ -73,11 +78,17 @@ std::string mergedName(ArrayRef<StringRef> names) {
 WeightOp concatWeights(OpBuilder &b, Location loc, ArrayRef<Value> weights) {
   SmallVector<StringRef> names;
   SmallVector<Attribute> parts;
+  SmallVector<int64_t> slices; // the parts' row ranges, when they are slices
   int64_t rows = 0;
   for (Value w : weights) {
     WeightOp op = w.getDefiningOp<WeightOp>();
     names.push_back(op.getName());
-    parts.push_back(b.getStringAttr(op.getName()));
+    if (std::optional<ArrayRef<int64_t>> range = op.getRows()) {
+      llvm::append_range(parts, *op.getParts());
+      llvm::append_range(slices, *range);
+    } else {
+      parts.push_back(b.getStringAttr(op.getName()));
+    }
     rows += cast<WeightType>(w.getType()).getShape()[0];
   }
   auto first = cast<WeightType>(weights.front().getType());
@@ -86,7 +97,8 @@ WeightOp concatWeights(OpBuilder &b, Location loc, ArrayRef<Value> weights) {
   auto type = WeightType::get(b.getContext(), shape, first.getFormat(), first.getGroup());
   WeightOp front = weights.front().getDefiningOp<WeightOp>();
   return b.create<WeightOp>(loc, type, b.getStringAttr(mergedName(names)), b.getArrayAttr(parts),
-                            front.getFromAttr(), front.getShardAttr());
+                            slices.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(slices),
+                            front.getFromAttr(), front.getShardAttr(), front.getOffsetAttr());
 }
 
 } // namespace

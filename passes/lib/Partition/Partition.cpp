@@ -44,7 +44,9 @@ LogicalResult shardWeight(OpOperand &use, int64_t dim, int64_t pieces, int64_t r
   };
   if (weight.getShard())
     return fail() << "it is already split";
-  if (weight.getParts())
+  // Row slices of stored tensors (a fused checkpoint tensor's Q, K, V) are
+  // sliced further, each part on its own; joins of whole tensors are not.
+  if (weight.getParts() && !weight.getRows())
     return fail() << "it is a concatenation (run the partition passes before llmc-fuse)";
   if (dim >= type.getRank())
     return fail() << "it has rank " << type.getRank();
@@ -76,9 +78,11 @@ LogicalResult shardWeight(OpOperand &use, int64_t dim, int64_t pieces, int64_t r
       name = base + "." + std::to_string(suffix);
     OpBuilder b(weight);
     Builder names(weight.getContext());
-    weight = b.create<WeightOp>(weight.getLoc(), type, names.getStringAttr(name),
-                                names.getStrArrayAttr({weight.getName()}), weight.getFromAttr(),
-                                /*shard=*/nullptr);
+    ArrayAttr parts = weight.getParts() ? *weight.getParts()
+                                        : names.getStrArrayAttr({weight.getName()});
+    weight = b.create<WeightOp>(weight.getLoc(), type, names.getStringAttr(name), parts,
+                                weight.getRowsAttr(), weight.getFromAttr(), /*shard=*/nullptr,
+                                weight.getOffsetAttr());
     use.set(weight.getResult());
   }
   SmallVector<int64_t> shape(type.getShape());

@@ -22,6 +22,16 @@ func.func @attention_heads(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tenso
 
 // -----
 
+func.func @attention_softcap(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>,
+                             %c: !llm.kv_cache<kv_heads = 2, head_dim = 16, f32>, %slots: tensor<?xi32>,
+                             %starts: tensor<?xi32>, %lens: tensor<?xi32>, %tables: tensor<?x?xi32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'llm.paged_attention' op softcap must be positive, got 0}}
+  %o = llm.paged_attention %q, %k, %v into %c slots(%slots) seqs(%starts, %lens, %tables) heads = 4, kv_heads = 2, head_dim = 16, scale = 0.25 softcap = 0.0 : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>, !llm.kv_cache<kv_heads = 2, head_dim = 16, f32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32> -> tensor<?x64xf32>
+  return %o : tensor<?x64xf32>
+}
+
+// -----
+
 func.func @attention_gqa(%q: tensor<?x64xf32>, %k: tensor<?x48xf32>, %v: tensor<?x48xf32>,
                          %c: !llm.kv_cache<kv_heads = 3, head_dim = 16, f32>, %slots: tensor<?xi32>,
                          %starts: tensor<?xi32>, %lens: tensor<?xi32>, %tables: tensor<?x?xi32>) -> tensor<?x64xf32> {

@@ -20,6 +20,64 @@ func.func @weight_empty_name() {
 
 // -----
 
+func.func @weight_rows_without_concat() {
+  // expected-error @+1 {{'llm.weight' op rows slices the parts of a concat, but there is no concat}}
+  %w = llm.weight "w" rows [0, 64] : !llm.weight<64x64, f32>
+  return
+}
+
+// -----
+
+func.func @weight_rows_count() {
+  // expected-error @+1 {{'llm.weight' op rows needs a begin and an end for each of the 2 parts, got 2 numbers}}
+  %w = llm.weight "w" concat ["a", "b"] rows [0, 64] : !llm.weight<64x64, f32>
+  return
+}
+
+// -----
+
+func.func @weight_rows_empty() {
+  // expected-error @+1 {{'llm.weight' op rows of part 0 are [64, 64), which is empty or negative}}
+  %w = llm.weight "w" concat ["a"] rows [64, 64] : !llm.weight<64x64, f32>
+  return
+}
+
+// -----
+
+func.func @weight_rows_total() {
+  // expected-error @+1 {{'llm.weight' op rows select 32 rows but the type has 64}}
+  %w = llm.weight "w" concat ["a"] rows [0, 32] : !llm.weight<64x64, f32>
+  return
+}
+
+// -----
+
+func.func @weight_plus_quantized() {
+  // expected-error @+1 {{'llm.weight' op plus shifts float weights (f32, f16, bf16), not q8_0}}
+  %w = llm.weight "w" plus 1.0 : !llm.weight<64x64, q8_0>
+  return
+}
+
+// -----
+
+func.func @embed_scale_zero(%tokens: tensor<?xi32>) -> tensor<?x64xf32> {
+  %t = llm.weight "emb" : !llm.weight<100x64, f32>
+  // expected-error @+1 {{'llm.embed' op scale must be positive, got 0}}
+  %h = llm.embed %tokens, %t scale = 0.0 : tensor<?xi32>, !llm.weight<100x64, f32> -> tensor<?x64xf32>
+  return %h : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @lm_head_negative_softcap(%h: tensor<?x64xf32>, %rows: tensor<?xi32>) -> tensor<?x100xf32> {
+  %w = llm.weight "w" : !llm.weight<100x64, f32>
+  // expected-error @+1 {{'llm.lm_head' op softcap must be positive, got -3}}
+  %l = llm.lm_head %h[%rows], %w softcap = -3.0 : tensor<?x64xf32>, tensor<?xi32>, !llm.weight<100x64, f32> -> tensor<?x100xf32>
+  return %l : tensor<?x100xf32>
+}
+
+// -----
+
 func.func @embed_vector_table(%tokens: tensor<?xi32>) -> tensor<?x64xf32> {
   %t = llm.weight "emb" : !llm.weight<64, f32>
   // expected-error @+1 {{'llm.embed' op table must be a matrix [out_features, in_features], got rank 1}}

@@ -103,6 +103,17 @@ func.func @weight() -> (!llm.weight<256x64, f32>, !llm.weight<64x160, q4_0>,
 
 // -----
 
+// Row slices of a fused stored tensor (Phi-3's attn_qkv), alone, merged and
+// sharded.
+// CHECK-LABEL: func.func @weight_rows(
+// CHECK: llm.weight "qkv.k" concat ["qkv"] rows [64, 96] : !llm.weight<32x64, q4_0>
+// CHECK: llm.weight "qkv.{k,v}" concat ["qkv", "qkv"] rows [64, 96, 96, 128] shard <dim = 0, pieces = 2, ranks = 2> : !llm.weight<32x64, q4_0>
+func.func @weight_rows() -> (!llm.weight<32x64, q4_0>, !llm.weight<32x64, q4_0>) {
+  %k = llm.weight "qkv.k" concat ["qkv"] rows [64, 96] : !llm.weight<32x64, q4_0>
+  %kv = llm.weight "qkv.{k,v}" concat ["qkv", "qkv"] rows [64, 96, 96, 128] shard <dim = 0, pieces = 2, ranks = 2> : !llm.weight<32x64, q4_0>
+  return %k, %kv : !llm.weight<32x64, q4_0>, !llm.weight<32x64, q4_0>
+}
+
 // A rank's slice of a stored weight (set by llmc-partition-tp), alone and
 // with concat and from.
 // CHECK-LABEL: func.func @weight_shard(
@@ -307,6 +318,33 @@ func.func @paged_attention(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tenso
         !llm.kv_cache<kv_heads = 2, head_dim = 16, f32>, tensor<?xi32>, tensor<?xi32>,
         tensor<?xi32>, tensor<?x?xi32> -> tensor<?x64xf32>
   return %o : tensor<?x64xf32>
+}
+
+// -----
+
+// Gemma's attributes: a scaled embedding, a norm weight stored minus 1, a
+// soft-capped sliding attention and soft-capped logits.
+// CHECK-LABEL: func.func @gemma_attributes(
+// CHECK: llm.embed %{{.+}}, %{{.+}} scale = 8.000000e+00 : tensor<?xi32>, !llm.weight<320x64, q8_0> -> tensor<?x64xf32>
+// CHECK: llm.weight "norm" plus 1.000000e+00 : !llm.weight<64, bf16>
+// CHECK: scale = 2.500000e-01 window = 16 softcap = 5.000000e+01 :
+// CHECK: llm.lm_head %{{.+}}[%{{.+}}], %{{.+}} softcap = 3.000000e+01 : tensor<?x64xf32>
+func.func @gemma_attributes(%tokens: tensor<?xi32>, %rows: tensor<?xi32>, %q: tensor<?x64xf32>,
+                            %k: tensor<?x32xf32>, %v: tensor<?x32xf32>,
+                            %cache: !llm.kv_cache<kv_heads = 2, head_dim = 16, f32>,
+                            %slots: tensor<?xi32>, %starts: tensor<?xi32>, %lens: tensor<?xi32>,
+                            %tables: tensor<?x?xi32>)
+    -> (tensor<?x64xf32>, !llm.weight<64, bf16>, tensor<?x64xf32>, tensor<?x320xf32>) {
+  %t = llm.weight "token_embd.weight" : !llm.weight<320x64, q8_0>
+  %h = llm.embed %tokens, %t scale = 8.0 : tensor<?xi32>, !llm.weight<320x64, q8_0> -> tensor<?x64xf32>
+  %n = llm.weight "norm" plus 1.0 : !llm.weight<64, bf16>
+  %o = llm.paged_attention %q, %k, %v into %cache slots(%slots) seqs(%starts, %lens, %tables)
+      heads = 4, kv_heads = 2, head_dim = 16, scale = 0.25 window = 16 softcap = 50.0
+      : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>,
+        !llm.kv_cache<kv_heads = 2, head_dim = 16, f32>, tensor<?xi32>, tensor<?xi32>,
+        tensor<?xi32>, tensor<?x?xi32> -> tensor<?x64xf32>
+  %l = llm.lm_head %h[%rows], %t softcap = 30.0 : tensor<?x64xf32>, tensor<?xi32>, !llm.weight<320x64, q8_0> -> tensor<?x320xf32>
+  return %h, %n, %o, %l : tensor<?x64xf32>, !llm.weight<64, bf16>, tensor<?x64xf32>, tensor<?x320xf32>
 }
 
 // -----

@@ -34,14 +34,17 @@ TEST(StepBuilder, EveryBuiltinModelBuildsAndPassesThePipeline) {
     // A mixture of experts replaces gate, up and down.
     EXPECT_EQ(count<llm::LinearOp>(*module), (c.moe() ? 4 : 7) * c.num_layers) << m.name;
     EXPECT_EQ(count<llm::MoEOp>(*module), c.moe() ? c.num_layers : 0) << m.name;
-    // Qwen3 norms each head of Q and K as well.
-    EXPECT_EQ(count<llm::RMSNormOp>(*module), (c.qk_norm ? 4 : 2) * c.num_layers + 1) << m.name;
+    // Qwen3 norms each head of Q and K as well; Gemma each block's output.
+    EXPECT_EQ(count<llm::RMSNormOp>(*module),
+              (2 + (c.qk_norm ? 2 : 0) + (c.post_block_norms ? 2 : 0)) * c.num_layers + 1)
+        << m.name;
     // Tied embeddings: one weight serves embed and lm_head.
     int distinctWeights = 0;
     llvm::StringSet<> names;
     module->walk([&](llm::WeightOp w) { distinctWeights += names.insert(w.getName()).second; });
     // A MoE layer has a router where a dense one has nothing.
-    int perLayer = 9 + (c.attention_bias ? 3 : 0) + (c.qk_norm ? 2 : 0) + (c.moe() ? 1 : 0);
+    int perLayer = 9 + (c.attention_bias ? 3 : 0) + (c.qk_norm ? 2 : 0) + (c.moe() ? 1 : 0) +
+                   (c.post_block_norms ? 2 : 0);
     EXPECT_EQ(distinctWeights, perLayer * c.num_layers + 2 + (c.tie_word_embeddings ? 0 : 1))
         << m.name;
 

@@ -126,6 +126,11 @@ __device__ __forceinline__ decode_split decode_split_of(const step_info& s, int 
 }
 
 namespace detail {
+// Gemma 2's soft-capping of an attention score: cap * tanh(x / cap), in the
+// units the caller's scores are in (a cap scaled alike). tanhf, not the
+// approximate tanh.approx.f32: the cap sits in the exponent of the softmax.
+__device__ __forceinline__ float soft_cap(float x, float cap) { return cap * tanhf(x / cap); }
+
 // 8 activations as loaded (16 bytes of half/bf16, 32 of float), converted
 // to floats where they are used.
 template <class Act> struct raw8 {
@@ -246,7 +251,7 @@ template <int Heads, int KvHeads, int HeadDim, class Act, int SplitKeys, int War
 __device__ void paged_attention_decode(const step_info& s, const Act* __restrict__ q,
                                        const Act* __restrict__ kcache, const Act* __restrict__ vcache,
                                        Act* __restrict__ out, attn_scratch scratch, float scale,
-                                       int window) {
+                                       int window, float softcap = 0.0f) {
   static_assert(Heads % KvHeads == 0, "paged_attention: Heads must be a multiple of KvHeads");
   static_assert((HeadDim % 32 == 0 || (HeadDim < 32 && HeadDim % 8 == 0)) && HeadDim <= 256,
                 "paged_attention: HeadDim 8, 16, 24 or a multiple of 32 up to 256");
@@ -303,6 +308,10 @@ __device__ void paged_attention_decode(const step_info& s, const Act* __restrict
 #pragma unroll
           for (int i = 0; i < 8; ++i) sc[h] = fmaf(qs[h][d + i], kv[i], sc[h]);
       }
+      // q carries scale * log2(e): cap at softcap * log2(e).
+      if (softcap > 0.0f)
+#pragma unroll
+        for (int h = 0; h < G; ++h) sc[h] = detail::soft_cap(sc[h], softcap * 1.4426950408889634f);
     } else {
 #pragma unroll
       for (int h = 0; h < G; ++h) sc[h] = -__int_as_float(0x7f800000); // -inf
@@ -392,7 +401,8 @@ template <int Heads, int KvHeads, int HeadDim, class Act, int SplitKeys, int War
 __device__ void paged_attention_decode_mma(const step_info& s, const Act* __restrict__ q,
                                            const Act* __restrict__ kcache,
                                            const Act* __restrict__ vcache, Act* __restrict__ out,
-                                           attn_scratch scratch, float scale, int window) {
+                                           attn_scratch scratch, float scale, int window,
+                                           float softcap = 0.0f) {
   static_assert(is_same<Act, __half>::value || is_same<Act, __nv_bfloat16>::value,
                 "paged_attention_decode_mma: activations must be half or bf16");
   static_assert(HeadDim % 32 == 0 && HeadDim <= 128,
@@ -451,6 +461,10 @@ __device__ void paged_attention_decode_mma(const step_info& s, const Act* __rest
         detail::mma_op<Act>::run(sc[h], qa[j][1], b1);
       }
     }
+    // Raw scores, scaled in the exponent: cap them at softcap / scale.
+    if (softcap > 0.0f)
+      for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 4; ++i) sc[h][i] = detail::soft_cap(sc[h][i], softcap / scale);
     if (key0 + 15 >= k1) // warp-uniform: the range ends in these 16 keys
       for (int h = 0; h < 2; ++h)
         for (int i = 0; i < 4; ++i)
@@ -558,7 +572,7 @@ template <int Heads, int KvHeads, int HeadDim, class Act, int Warps>
 __device__ void paged_attention_prefill(const step_info& s, const Act* __restrict__ q,
                                         const Act* __restrict__ kcache,
                                         const Act* __restrict__ vcache, Act* __restrict__ out,
-                                        float scale, int window) {
+                                        float scale, int window, float softcap = 0.0f) {
   static_assert(is_same<Act, __half>::value || is_same<Act, __nv_bfloat16>::value,
                 "paged_attention_prefill: activations must be half or bf16");
   static_assert(HeadDim % 16 == 0 && HeadDim <= 128,
@@ -711,6 +725,10 @@ __device__ void paged_attention_prefill(const step_info& s, const Act* __restric
           detail::mma_op<Act>::run(sc[n], qa[kk], b0);
           detail::mma_op<Act>::run(sc[n + 1], qa[kk], b1);
         }
+      // Raw scores, scaled in the exponent: cap them at softcap / scale.
+      if (softcap > 0.0f)
+        for (int n = 0; n < NT; ++n)
+          for (int i = 0; i < 4; ++i) sc[n][i] = detail::soft_cap(sc[n][i], softcap / scale);
     }
     cp_async_wait<0>();
     __syncthreads(); // V(i) is in; K(i) is consumed

@@ -14,13 +14,15 @@ namespace llmc {
 namespace cuda {
 
 //===----------------------------------------------------------------------===//
-// Embedding: out[t] = table[tokens[t]] (ids outside [0, Vocab) give zeros).
+// Embedding: out[t] = table[tokens[t]] * scale (ids outside [0, Vocab) give
+// zeros; Gemma scales by sqrt(Hidden)).
 // Launch: grid (T, Y), any multiple of 32 threads. The row's groups of 8
 // elements are dealt over the Y blocks of a token (a decode step's one token
 // would otherwise be one block's chain of loads), each stored in 16 bytes.
 //===----------------------------------------------------------------------===//
 template <class Fmt, int Vocab, int Hidden, class Act>
-__device__ void embed(const step_info& s, const void* __restrict__ table, Act* __restrict__ out) {
+__device__ void embed(const step_info& s, const void* __restrict__ table, Act* __restrict__ out,
+                      float scale = 1.0f) {
   static_assert(Hidden % 32 == 0, "embed: Hidden must be a multiple of 32");
   const int t = blockIdx.x;
   if (t >= s.num_tokens) return;
@@ -31,7 +33,7 @@ __device__ void embed(const step_info& s, const void* __restrict__ table, Act* _
     float v[8];
     Fmt::decode8(row, g, v);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = ok ? v[i] : 0.0f;
+    for (int i = 0; i < 8; ++i) v[i] = ok ? v[i] * scale : 0.0f;
     store8(out + static_cast<i64>(t) * Hidden + 8 * g, v);
   }
 }

@@ -92,12 +92,13 @@ inline bool attn_range(const llmc_host_step_info* step, int64_t t, int64_t windo
 // Online softmax of token t for the GH query heads h0 .. h0+GH-1 (all sharing
 // kv head kvh) over the cache positions [start, end] of sequence s, in tiles
 // of 32 keys: on return m[g] is the running maximum score, l[g] the sum of
-// exp(score - m[g]) and acc[g*D ..] the exp-weighted sum of V rows.
+// exp(score - m[g]) and acc[g*D ..] the exp-weighted sum of V rows. Scores
+// are soft-capped (softcap * tanh(score / softcap)) when softcap > 0.
 template <int64_t Heads, int64_t KvHeads, int64_t D, int GH>
 inline void attend_range(const llmc_host_step_info* step, int64_t s, int64_t t, int64_t kvh,
                          int64_t h0, const float* q, const float* kc, const float* vc,
-                         float scale, int64_t start, int64_t end, float* m, float* l,
-                         float* acc) {
+                         float scale, float softcap, int64_t start, int64_t end, float* m,
+                         float* l, float* acc) {
   constexpr int64_t QW = Heads * D, KVW = KvHeads * D;
   constexpr int TILE = kAttnTile;
   const int64_t bs = step->block_size;
@@ -133,6 +134,8 @@ inline void attend_range(const llmc_host_step_info* step, int64_t s, int64_t t, 
       int j = 0;
       for (; j + 4 <= n; j += 4) dot4_f32<D>(qs[g], kp[j], kp[j + 1], kp[j + 2], kp[j + 3], sg + j);
       for (; j < n; ++j) sg[j] = dot_f32<D>(qs[g], kp[j]);
+      if (softcap > 0.0f)
+        for (int c = 0; c < n; ++c) sg[c] = softcap * std::tanh(sg[c] / softcap);
       for (; j < TILE; ++j) sg[j] = -std::numeric_limits<float>::infinity();
       // Online softmax update: one rescale of the accumulator per tile.
       vf mx = vload(sg);
@@ -207,7 +210,9 @@ namespace host {
 // sequence s attends to the cache positions 0 .. positions[t] (clamped to
 // context_lens[s] - 1), or the last `window` of them when window > 0, through
 // block_tables[s, pos / block_size]. Online softmax in f32; `scale` multiplies
-// q.k. A token outside every sequence, or with no visible key, gets zeros.
+// q.k, and softcap > 0 caps the product at +-softcap (softcap * tanh(x /
+// softcap), Gemma 2). A token outside every sequence, or with no visible key,
+// gets zeros.
 //
 // Work items are (token, kv head) with all Heads/KvHeads query heads that
 // share it, so each K/V row is read once per step. A token with more than
@@ -215,7 +220,8 @@ namespace host {
 // parallel, and the partial softmax states are merged in order.
 template <int64_t Heads, int64_t KvHeads, int64_t HeadDim, class Act = float>
 void paged_attention(const llmc_host_step_info* step, const Act* q, const Act* k, const Act* v,
-                     Act* kcache, Act* vcache, Act* out, float scale, int64_t window = 0) {
+                     Act* kcache, Act* vcache, Act* out, float scale, int64_t window = 0,
+                     float softcap = 0.0f) {
   LLMC_HOST_CHECK_ACT(Act);
   static_assert(Heads > 0 && KvHeads > 0 && Heads % KvHeads == 0,
                 "heads must be a multiple of kv_heads");
@@ -262,7 +268,7 @@ void paged_attention(const llmc_host_step_info* step, const Act* q, const Act* k
           continue;
         }
         detail::attend_range<Heads, KvHeads, D, GH>(step, s, t, kvh, kvh * G, q, kcache, vcache,
-                                                    scale, start, end, m, l, acc);
+                                                    scale, softcap, start, end, m, l, acc);
         for (int64_t g = 0; g < G; ++g) {
           const float inv = 1.0f / l[g];
           for (int64_t d = 0; d < D; ++d) o[g * D + d] = acc[g * D + d] * inv;
@@ -292,7 +298,7 @@ void paged_attention(const llmc_host_step_info* step, const Act* q, const Act* k
       const int64_t lo = start + sp * detail::kAttnSplitKeys;
       const int64_t hi = std::min(end, lo + detail::kAttnSplitKeys - 1);
       detail::attend_range<Heads, KvHeads, D, GH>(step, s, t, kvh, kvh * G, q, kcache, vcache,
-                                                  scale, lo, hi, pm, pl, pl + G);
+                                                  scale, softcap, lo, hi, pm, pl, pl + G);
     }
   });
   parallel_for(step, items, 1, [&](int64_t b, int64_t e) {

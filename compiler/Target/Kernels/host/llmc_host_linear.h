@@ -50,9 +50,11 @@ void linear(const llmc_host_step_info* step, const Act* x, const void* w, const 
 }
 
 // logits[i, v] = sum_k w[v, k] x[logits_rows[i], k] for i < num_logits, with a
-// [Vocab, Hidden] weight in Fmt. A row index outside [0, T) gives zeros.
+// [Vocab, Hidden] weight in Fmt. A row index outside [0, T) gives zeros. With
+// softcap > 0 each logit z is stored as softcap * tanh(z / softcap).
 template <class Fmt, int64_t Vocab, int64_t Hidden, class Act = float, bool Q8 = false>
-void lm_head(const llmc_host_step_info* step, const Act* x, const void* w, float* logits) {
+void lm_head(const llmc_host_step_info* step, const Act* x, const void* w, float* logits,
+             float softcap = 0.0f) {
   LLMC_HOST_CHECK_ACT(Act);
   static_assert(Hidden % Fmt::block_elems == 0, "Hidden must be a whole number of blocks");
   const int64_t M = step->num_logits;
@@ -67,7 +69,8 @@ void lm_head(const llmc_host_step_info* step, const Act* x, const void* w, float
   auto xrow = [x, valid, rows](int64_t i) {
     return x + (valid(i) ? static_cast<int64_t>(rows[i]) : 0) * Hidden;
   };
-  auto store = [logits, valid](int64_t i, int64_t n, float v) {
+  auto store = [logits, valid, softcap](int64_t i, int64_t n, float v) {
+    if (softcap > 0.0f) v = softcap * std::tanh(v / softcap);
     logits[i * Vocab + n] = valid(i) ? v : 0.0f;
   };
   const uint8_t* wb = static_cast<const uint8_t*>(w);

@@ -58,11 +58,11 @@ inline float sum(const float* x, int64_t n) {
 namespace llmc {
 namespace host {
 
-// out[t, :] = table[tokens[t], :] for a [Vocab, Hidden] table in format Fmt.
-// An id outside [0, Vocab) gives a row of zeros (the table is never read out
-// of bounds).
+// out[t, :] = table[tokens[t], :] * scale for a [Vocab, Hidden] table in
+// format Fmt (Gemma scales by sqrt(Hidden)). An id outside [0, Vocab) gives a
+// row of zeros (the table is never read out of bounds).
 template <class Fmt, int64_t Vocab, int64_t Hidden, class Act = float>
-void embed(const llmc_host_step_info* step, const void* table, Act* out) {
+void embed(const llmc_host_step_info* step, const void* table, Act* out, float scale = 1.0f) {
   LLMC_HOST_CHECK_ACT(Act);
   static_assert(Hidden % Fmt::block_elems == 0, "Hidden must be a whole number of blocks");
   const int64_t T = step->num_tokens;
@@ -78,6 +78,8 @@ void embed(const llmc_host_step_info* step, const void* table, Act* out) {
         std::fill(o, o + Hidden, 0.0f);
       else
         detail::dequant_row<Fmt>(tb + id * rb, o, Hidden);
+      if (scale != 1.0f)
+        for (int64_t i = 0; i < Hidden; ++i) o[i] *= scale;
     }
   };
   if (T * Hidden >= detail::kParallelElems)

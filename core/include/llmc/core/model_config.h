@@ -32,7 +32,7 @@ enum class RopeStyle { kHalf, kInterleaved };
 enum class Activation { kSiLU, kGeluTanh, kGeluErf };
 
 struct ModelConfig {
-  std::string architecture = "llama";  // llama | mistral | qwen2 | qwen3 | qwen3_moe | mixtral
+  std::string architecture = "llama";  // llama | mistral | qwen2 | qwen3 | qwen3_moe | mixtral | phi3 | gemma2 | gemma3
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -61,11 +61,33 @@ struct ModelConfig {
   int64_t moe_intermediate_size = 0;
   bool norm_topk_prob = true;
   int64_t sliding_window = 0;   // 0: full attention
+  // Which layers slide: with a pattern N > 1, layer i attends globally iff
+  // (i + 1) % N == 0 (Gemma 2: 2, Gemma 3: 6); otherwise every layer does.
+  int64_t sliding_window_pattern = 0;
+  // RoPE base of the sliding layers, which Gemma 3 rotates unscaled; 0: the
+  // layers share rope_theta and rope_scaling.
+  double rope_local_theta = 0;
+  // Gemma: the embedding rows are multiplied by this (sqrt(hidden_size)).
+  double embedding_scale = 1.0;
+  // Gemma 2/3: each block's output is RMS-normed before it joins the
+  // residual (post_attention_norm, post_ffw_norm).
+  bool post_block_norms = false;
+  // Attention scores are scaled by 1/sqrt(query_pre_attn_scalar); 0: by
+  // 1/sqrt(head_dim).
+  double query_pre_attn_scalar = 0;
+  // Soft-capping x -> cap * tanh(x / cap) of the attention scores and of the
+  // final logits (Gemma 2); 0: none.
+  double attn_logit_softcap = 0;
+  double final_logit_softcap = 0;
   // RoPE frequencies are divided by per-pair factors stored as a weight
   // (GGUF's `rope_freqs.weight`, how llama.cpp stores Llama 3.1 scaling).
   bool rope_freq_factors = false;
 
   bool moe() const { return num_experts > 0; }
+  bool sliding_layer(int64_t layer) const {
+    return sliding_window > 0 &&
+           (sliding_window_pattern <= 1 || (layer + 1) % sliding_window_pattern != 0);
+  }
   int64_t q_size() const { return num_heads * head_dim; }
   int64_t kv_size() const { return num_kv_heads * head_dim; }
 };

@@ -105,6 +105,32 @@ LogicalResult WeightOp::verify() {
       return emitOpError() << "concat joins rows of vectors or matrices, but the result type has rank "
                            << getType().getShape().size();
   }
+  if (std::optional<ArrayRef<int64_t>> rows = getRows()) {
+    std::optional<ArrayAttr> parts = getParts();
+    if (!parts)
+      return emitOpError() << "rows slices the parts of a concat, but there is no concat";
+    if (rows->size() != 2 * parts->size())
+      return emitOpError() << "rows needs a begin and an end for each of the " << parts->size()
+                           << " parts, got " << rows->size() << " numbers";
+    int64_t total = 0;
+    for (size_t i = 0; i < rows->size(); i += 2) {
+      if ((*rows)[i] < 0 || (*rows)[i] >= (*rows)[i + 1])
+        return emitOpError() << "rows of part " << i / 2 << " are [" << (*rows)[i] << ", "
+                             << (*rows)[i + 1] << "), which is empty or negative";
+      total += (*rows)[i + 1] - (*rows)[i];
+    }
+    // Before sharding, the slices' rows are the weight's rows.
+    if (!getShard() || getShard()->getDim() != 0)
+      if (total != getType().getShape()[0])
+        return emitOpError() << "rows select " << total << " rows but the type has "
+                             << getType().getShape()[0];
+  }
+  if (getOffset()) {
+    WeightFormat f = getType().getFormat();
+    if (f != WeightFormat::f32 && f != WeightFormat::f16 && f != WeightFormat::bf16)
+      return emitOpError() << "plus shifts float weights (f32, f16, bf16), not "
+                           << stringifyWeightFormat(f);
+  }
   if (std::optional<StringRef> from = getFrom())
     if (!symbolizeWeightFormat(*from))
       return emitOpError() << "from: unknown weight format '" << *from << "'";
@@ -115,7 +141,16 @@ LogicalResult WeightOp::verify() {
   return success();
 }
 
+// Scales and caps are positive (an absent attribute means none).
+static LogicalResult verifyPositive(Operation *op, std::optional<APFloat> value, StringRef name) {
+  if (value && !(value->convertToDouble() > 0))
+    return op->emitOpError() << name << " must be positive, got " << value->convertToDouble();
+  return success();
+}
+
 LogicalResult EmbedOp::verify() {
+  if (failed(verifyPositive(*this, getScale(), "scale")))
+    return failure();
   WeightType table = getTable().getType();
   if (failed(verifyMatrixWeight(*this, table, "table")))
     return failure();
@@ -212,6 +247,8 @@ LogicalResult MoEOp::verify() {
 }
 
 LogicalResult LMHeadOp::verify() {
+  if (failed(verifyPositive(*this, getSoftcap(), "softcap")))
+    return failure();
   WeightType w = getWeight().getType();
   if (failed(verifyMatrixWeight(*this, w, "weight")))
     return failure();
@@ -269,6 +306,8 @@ LogicalResult RopeOp::verify() {
 }
 
 LogicalResult PagedAttentionOp::verify() {
+  if (failed(verifyPositive(*this, getSoftcap(), "softcap")))
+    return failure();
   int64_t heads = getHeadsAttr().getInt(), kvHeads = getKvHeadsAttr().getInt(),
           headDim = getHeadDimAttr().getInt();
   if (heads <= 0 || kvHeads <= 0)

@@ -136,6 +136,69 @@ TEST(GgufConfig, Qwen3) {
   EXPECT_FALSE(llama->qk_norm);
 }
 
+TEST(GgufConfig, Phi3) {
+  // NEOX rope on unpermuted rows; a window of 0 (llama.cpp's converter
+  // writes it) is full attention. The fused tensors are the catalog's.
+  auto b = Model("phi3");
+  b.U32("phi3.attention.sliding_window", 0);
+  auto c = Config(b);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "phi3");
+  EXPECT_EQ(c->rope_style, RopeStyle::kHalf);
+  EXPECT_EQ(c->sliding_window, 0);
+  EXPECT_EQ(c->activation, Activation::kSiLU);
+  // The 128k models' LongRoPE factors are refused by tensor.
+  auto longrope = Model("phi3");
+  longrope.Tensor("rope_factors_long.weight", {8}, kF32);
+  EXPECT_EQ(ConfigError(longrope),
+            "test.gguf: tensor 'rope_factors_long.weight' says the model uses LongRoPE (Phi-3 "
+            "128k), which llmc does not support");
+}
+
+TEST(GgufConfig, Gemma2And3) {
+  auto b = Model("gemma2");
+  b.U32("gemma2.attention.key_length", 32).U32("gemma2.attention.value_length", 32);
+  b.U32("gemma2.rope.dimension_count", 32).U32("gemma2.attention.sliding_window", 4096);
+  b.F32("gemma2.attn_logit_softcapping", 50.0f).F32("gemma2.final_logit_softcapping", 30.0f);
+  auto c = Config(b);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "gemma2");
+  EXPECT_EQ(c->activation, Activation::kGeluTanh);
+  EXPECT_DOUBLE_EQ(c->embedding_scale, 8.0);  // sqrt(64)
+  EXPECT_TRUE(c->post_block_norms);
+  EXPECT_FALSE(c->qk_norm);
+  EXPECT_DOUBLE_EQ(c->query_pre_attn_scalar, 32);  // the head size, as llama.cpp scales
+  EXPECT_DOUBLE_EQ(c->attn_logit_softcap, 50.0);
+  EXPECT_DOUBLE_EQ(c->final_logit_softcap, 30.0);
+  EXPECT_EQ(c->sliding_window, 4096);
+  EXPECT_EQ(c->sliding_window_pattern, 2);
+  EXPECT_TRUE(c->sliding_layer(0));
+  EXPECT_FALSE(c->sliding_layer(1));
+  EXPECT_TRUE(c->tie_word_embeddings);
+  // Gemma 3: per-head Q/K norms, no caps, every 6th layer global; the local
+  // base and the pattern from their keys where a converter wrote them.
+  auto g3 = Model("gemma3");
+  g3.U32("gemma3.attention.sliding_window", 512).F32("gemma3.rope.freq_base", 1e6f);
+  c = Config(g3);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_DOUBLE_EQ(c->attn_logit_softcap, 0);
+  EXPECT_EQ(c->sliding_window_pattern, 6);
+  EXPECT_DOUBLE_EQ(c->rope_local_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 1e6);
+  EXPECT_TRUE(c->sliding_layer(4));
+  EXPECT_FALSE(c->sliding_layer(5));
+  g3.U32("gemma3.attention.sliding_window_pattern", 3).F32("gemma3.rope.freq_base_swa", 5000.0f);
+  c = Config(g3);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sliding_window_pattern, 3);
+  EXPECT_DOUBLE_EQ(c->rope_local_theta, 5000.0);
+  // Without a window the local layers are unknown: named, not guessed.
+  EXPECT_EQ(ConfigError(Model("gemma3")),
+            "test.gguf: key 'gemma3.attention.sliding_window' is missing (Gemma's local layers "
+            "need it)");
+}
+
 TEST(GgufConfig, MixturesOfExperts) {
   // Qwen3-MoE: its own expert width; llama.cpp renormalizes.
   auto q = Model("qwen3moe");
@@ -215,7 +278,7 @@ TEST(GgufConfig, RopeScalingFollowsLlamaCpp) {
 TEST(GgufConfig, RejectsUnsupportedArchitectures) {
   EXPECT_EQ(ConfigError(Model("gpt2")),
             "test.gguf: key 'general.architecture' is 'gpt2', which llmc does not support "
-            "(supported: llama, qwen2, qwen3, qwen3moe)");
+            "(supported: llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3)");
   EXPECT_EQ(ConfigError(Model("llama", {"general.architecture"})),
             "test.gguf: key 'general.architecture' is missing");
 }

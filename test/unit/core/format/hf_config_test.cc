@@ -226,6 +226,84 @@ TEST(HFConfig, Qwen3MoeAndMixtralExperts) {
   EXPECT_DOUBLE_EQ(c->rope_theta, 1e6);
 }
 
+TEST(HFConfig, Phi3) {
+  Fields f = With(With(SmallLlama(), "model_type", "\"phi3\""), "architectures",
+                  "[\"Phi3ForCausalLM\"]");
+  auto c = ParseFields(With(f, "sliding_window", "2047"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "phi3");
+  EXPECT_EQ(c->sliding_window, 2047);
+  EXPECT_DOUBLE_EQ(c->rms_norm_eps, 1e-5);  // Phi3Config's default
+  EXPECT_EQ(c->max_position, 4096);
+  c = ParseFields(With(f, "sliding_window", "null"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sliding_window, 0);
+  // The 128k models (LongRoPE) and Phi-4-mini's partial rotary are refused
+  // by field.
+  ExpectError(ParseFields(With(f, "rope_scaling",
+                               "{\"type\": \"longrope\", \"long_factor\": [1], "
+                               "\"short_factor\": [1]}")),
+              {"cfg/config.json", "rope_scaling.type", "longrope"});
+  ExpectError(ParseFields(With(f, "partial_rotary_factor", "0.75")),
+              {"cfg/config.json", "field 'partial_rotary_factor'", "0.75"});
+}
+
+TEST(HFConfig, Gemma2And3) {
+  Fields g2 = With(With(SmallLlama(), "model_type", "\"gemma2\""), "architectures",
+                   "[\"Gemma2ForCausalLM\"]");
+  auto c = ParseFields(g2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  // Gemma2Config's defaults: head_dim 256, tied, soft-caps 50 / 30, a window
+  // of 4096 on even layers, GeGLU (hidden_activation), sqrt(hidden) scale.
+  EXPECT_EQ(c->architecture, "gemma2");
+  EXPECT_EQ(c->head_dim, 256);
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_DOUBLE_EQ(c->attn_logit_softcap, 50.0);
+  EXPECT_DOUBLE_EQ(c->final_logit_softcap, 30.0);
+  EXPECT_DOUBLE_EQ(c->query_pre_attn_scalar, 256);
+  EXPECT_EQ(c->sliding_window, 4096);
+  EXPECT_TRUE(c->sliding_layer(0));
+  EXPECT_FALSE(c->sliding_layer(1));
+  EXPECT_EQ(c->activation, Activation::kGeluTanh);
+  EXPECT_DOUBLE_EQ(c->embedding_scale, 8.0);
+  EXPECT_TRUE(c->post_block_norms);
+  // Null caps are off.
+  c = ParseFields(With(g2, "final_logit_softcapping", "null"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->final_logit_softcap, 0);
+  ExpectError(ParseFields(With(g2, "hidden_activation", "\"relu\"")),
+              {"cfg/config.json", "field 'hidden_activation'", "relu"});
+
+  Fields g3 = With(With(SmallLlama(), "model_type", "\"gemma3_text\""), "architectures",
+                   "[\"Gemma3ForCausalLM\"]");
+  g3 = With(With(g3, "num_hidden_layers", "6"), "head_dim", "16");
+  c = ParseFields(g3);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, "gemma3");
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_DOUBLE_EQ(c->attn_logit_softcap, 0);
+  EXPECT_DOUBLE_EQ(c->final_logit_softcap, 0);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(c->rope_local_theta, 10000.0);
+  EXPECT_EQ(c->sliding_window_pattern, 6);
+  EXPECT_TRUE(c->sliding_layer(4));
+  EXPECT_FALSE(c->sliding_layer(5));
+  // layer_types, where the file spells the layers out, gives the pattern.
+  const std::string sliding = "\"sliding_attention\"", full = "\"full_attention\"";
+  c = ParseFields(With(g3, "layer_types", "[" + sliding + "," + sliding + "," + full + "," +
+                                              sliding + "," + sliding + "," + full + "]"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sliding_window_pattern, 3);
+  // A list off every pattern is refused by field.
+  ExpectError(ParseFields(With(g3, "layer_types", "[" + sliding + "," + full + "," + sliding +
+                                                      "," + sliding + "," + full + "," +
+                                                      sliding + "]")),
+              {"cfg/config.json", "field 'layer_types'", "layer 3"});
+  // Gemma 3's image-text checkpoints are another class.
+  ExpectError(ParseFields(With(g3, "architectures", "[\"Gemma3ForConditionalGeneration\"]")),
+              {"cfg/config.json", "architectures"});
+}
+
 TEST(HFConfig, TinyLlama_11B) {
   auto c = ParseDataFile("tinyllama-1.1b-chat-v1.0.json");
   ASSERT_TRUE(c.ok()) << c.status();

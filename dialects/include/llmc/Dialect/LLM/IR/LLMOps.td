@@ -40,8 +40,15 @@ def LLM_WeightOp : LLM_Op<"weight", [Pure]> {
       then a new name for the result; with one part, a second name for one
       stored tensor (the tensor-parallel pass slices a tied embedding for
       the LM head under the name `lm_head.weight`).
+    - `rows [b0, e0, b1, e1, ...]`: with `concat`, part i contributes only
+      its rows b_i..e_i (end exclusive): the frontend reads a weight that a
+      checkpoint stores inside a fused tensor this way (Phi-3's Q, K and V
+      inside `attn_qkv`, its gate and up inside `ffn_up`), and merging such
+      slices back gives one part per slice.
     - `from "fmt"`: the stored tensor is in format `fmt` and is converted into
       the result's format (the quantize pass sets it, e.g. bf16 to i4).
+    - `plus c`: every element plus `c` (the frontend sets it for Gemma's
+      Hugging Face checkpoints, which store each RMS norm's weight minus 1).
 
     - `shard <...>`: one rank's slice of each stored tensor (before `concat`
       joins them), as `#llm.shard` describes; the type is the slice's shape.
@@ -50,20 +57,23 @@ def LLM_WeightOp : LLM_Op<"weight", [Pure]> {
 
     ```mlir
     %qkv = llm.weight "blk.0.attn_qkv.weight" concat ["blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"] : !llm.weight<960x576, q4_1>
+    %k = llm.weight "blk.0.attn_qkv.weight.k" concat ["blk.0.attn_qkv.weight"] rows [3072, 4096] : !llm.weight<1024x3072, q4_k>
     %d = llm.weight "model.layers.0.mlp.down_proj.weight" from "bf16" : !llm.weight<576x1536, i4, group = 128>
     %o = llm.weight "model.layers.0.self_attn.o_proj.weight" shard <dim = 1, pieces = 2, ranks = 2> : !llm.weight<576x288, q4_1>
     ```
   }];
   let arguments = (ins StrAttr:$name, OptionalAttr<StrArrayAttr>:$parts,
-                       OptionalAttr<StrAttr>:$from, OptionalAttr<LLM_ShardAttr>:$shard);
+                       OptionalAttr<DenseI64ArrayAttr>:$rows,
+                       OptionalAttr<StrAttr>:$from, OptionalAttr<LLM_ShardAttr>:$shard,
+                       OptionalAttr<F64Attr>:$offset);
   let results = (outs LLM_WeightType:$result);
   let assemblyFormat = [{
-    $name (`concat` $parts^)? (`from` $from^)? (`shard` $shard^)? attr-dict `:` qualified(type($result))
+    $name (`concat` $parts^)? (`rows` $rows^)? (`from` $from^)? (`plus` $offset^)? (`shard` $shard^)? attr-dict `:` qualified(type($result))
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Type":$type, "::llvm::StringRef":$name), [{
-      build($_builder, $_state, type, name, /*parts=*/nullptr, /*from=*/nullptr,
-            /*shard=*/nullptr);
+      build($_builder, $_state, type, name, /*parts=*/nullptr, /*rows=*/nullptr,
+            /*from=*/nullptr, /*shard=*/nullptr, /*offset=*/nullptr);
     }]>
   ];
   let hasVerifier = 1;
@@ -72,16 +82,20 @@ def LLM_WeightOp : LLM_Op<"weight", [Pure]> {
 def LLM_EmbedOp : LLM_Op<"embed", [Pure]> {
   let summary = "gather rows of an embedding table";
   let description = [{
-    `result[t, :] = table[tokens[t], :]`, dequantized to the result type.
+    `result[t, :] = table[tokens[t], :]`, dequantized to the result type;
+    with `scale`, times `scale` (Gemma scales by sqrt(hidden_size), leaving
+    the table, which its LM head shares, as it is).
 
     ```mlir
     %h = llm.embed %tokens, %table : tensor<?xi32>, !llm.weight<49152x576, q8_0> -> tensor<?x576xf32>
+    %g = llm.embed %tokens, %table scale = 4.8e+01 : tensor<?xi32>, !llm.weight<262144x2304, q8_0> -> tensor<?x2304xf32>
     ```
   }];
-  let arguments = (ins LLM_IndexVector:$tokens, LLM_WeightType:$table);
+  let arguments = (ins LLM_IndexVector:$tokens, LLM_WeightType:$table,
+                       OptionalAttr<F64Attr>:$scale);
   let results = (outs LLM_Activation:$result);
   let assemblyFormat = [{
-    $tokens `,` $table attr-dict `:` type($tokens) `,` qualified(type($table))
+    $tokens `,` $table (`scale` `=` $scale^)? attr-dict `:` type($tokens) `,` qualified(type($table))
     `->` type($result)
   }];
   let hasVerifier = 1;
@@ -220,18 +234,21 @@ def LLM_LMHeadOp : LLM_Op<"lm_head", [Pure]> {
   let description = [{
     Projects the rows of `input` listed in `rows` (the tokens that need a
     next-token distribution, usually the last of each sequence) onto the
-    vocabulary: `logits[i, :] = input[rows[i], :] W^T`, in f32.
+    vocabulary: `logits[i, :] = input[rows[i], :] W^T`, in f32. With
+    `softcap`, each logit x becomes `softcap * tanh(x / softcap)` (Gemma 2's
+    final_logit_softcapping).
 
     ```mlir
     %logits = llm.lm_head %h[%rows], %w : tensor<?x576xf32>, tensor<?xi32>,
         !llm.weight<49152x576, q8_0> -> tensor<?x49152xf32>
     ```
   }];
-  let arguments = (ins LLM_Activation:$input, LLM_IndexVector:$rows, LLM_WeightType:$weight);
+  let arguments = (ins LLM_Activation:$input, LLM_IndexVector:$rows, LLM_WeightType:$weight,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs LLM_Logits:$logits);
   let assemblyFormat = [{
-    $input `[` $rows `]` `,` $weight attr-dict `:` type($input) `,` type($rows) `,`
-    qualified(type($weight)) `->` type($logits)
+    $input `[` $rows `]` `,` $weight (`softcap` `=` $softcap^)? attr-dict `:` type($input) `,`
+    type($rows) `,` qualified(type($weight)) `->` type($logits)
   }];
   let hasVerifier = 1;
 }
@@ -300,7 +317,9 @@ def LLM_PagedAttentionOp : LLM_Op<"paged_attention"> {
     owns tokens `query_starts[s] .. query_starts[s+1]` and has `context_lens[s]`
     cached tokens after this step. Grouped-query attention: `heads` must be a
     multiple of `kv_heads`. With `window`, each query sees only the last
-    `window` keys (sliding window attention).
+    `window` keys (sliding window attention). With `softcap`, each score
+    s (after `scale`) becomes `softcap * tanh(s / softcap)` before the
+    softmax (Gemma 2's attn_logit_softcapping).
 
     ```mlir
     %o = llm.paged_attention %q, %k, %v into %cache slots(%slots)
@@ -317,13 +336,13 @@ def LLM_PagedAttentionOp : LLM_Op<"paged_attention"> {
     LLM_IndexVector:$queryStarts, LLM_IndexVector:$contextLens,
     LLM_IndexMatrix:$blockTables,
     I64Attr:$heads, I64Attr:$kvHeads, I64Attr:$headDim, F64Attr:$scale,
-    OptionalAttr<I64Attr>:$window);
+    OptionalAttr<I64Attr>:$window, OptionalAttr<F64Attr>:$softcap);
   let results = (outs LLM_Activation:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value `into` $cache `slots` `(` $slotMapping `)`
     `seqs` `(` $queryStarts `,` $contextLens `,` $blockTables `)`
     `heads` `=` $heads `,` `kv_heads` `=` $kvHeads `,` `head_dim` `=` $headDim `,`
-    `scale` `=` $scale (`window` `=` $window^)? attr-dict
+    `scale` `=` $scale (`window` `=` $window^)? (`softcap` `=` $softcap^)? attr-dict
     `:` type($query) `,` type($key) `,` type($value) `,` qualified(type($cache)) `,`
     type($slotMapping) `,` type($queryStarts) `,` type($contextLens) `,`
     type($blockTables) `->` type($result)
