@@ -97,6 +97,23 @@ CASES = {
         ["--arch", "mixtral", "--vocab", "300", "--hidden", "64", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "160", "--experts", "4", "--experts-per-tok", "2", "--layers", "2"],
         "hf", "f32", 12, 4),
+    # Phi-3's fused tensors as row slices; Gemma 2's soft-caps in the decode
+    # and flash-prefill attention and the LM head's epilogue; Gemma 3's
+    # sliding and global layers with their own RoPE bases.
+    "phi3-fused-q8_0-bf16": (
+        ["--arch", "phi3", "--vocab", "320", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "256", "--layers", "2", "--no-tie-embeddings", "--gguf-type", "q8_0"],
+        "gguf", "bf16", 20, 4),
+    "gemma2-softcap-f16": (
+        ["--arch", "gemma2", "--vocab", "320", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "32", "--intermediate", "256", "--layers", "2", "--sliding-window", "9",
+         "--attn-softcap", "3", "--final-softcap", "10", "--qk-gain", "2", "--gguf-type", "f16"],
+        "gguf", "f16", 40, 4),
+    "gemma2-softcap-q8_0-f32": (
+        ["--arch", "gemma2", "--vocab", "320", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "32", "--intermediate", "256", "--layers", "2", "--sliding-window", "9",
+         "--attn-softcap", "3", "--final-softcap", "10", "--qk-gain", "4", "--gguf-type", "q8_0"],
+        "gguf", "f32", 40, 4),
     "llama3-scaled-hd16-f32": (
         ["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "8", "--kv-heads", "2",
          "--intermediate", "256", "--layers", "2", "--rope-scaling", "llama3:8,1,4,16",

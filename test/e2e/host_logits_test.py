@@ -88,6 +88,23 @@ SHAPES = {
     "mistral-window": ["--arch", "mistral", "--vocab", "300", "--hidden", "128", "--heads", "4",
                        "--kv-heads", "1", "--intermediate", "256", "--layers", "2",
                        "--sliding-window", "9"],
+    # Phi-3: Q/K/V and gate/up each one stored tensor, read as row slices.
+    "phi3-fused-window": ["--arch", "phi3", "--vocab", "320", "--hidden", "128", "--heads", "4",
+                          "--kv-heads", "2", "--intermediate", "192", "--layers", "2",
+                          "--no-tie-embeddings", "--sliding-window", "11"],
+    # Gemma 2: scaled embeddings, four norms a layer (HF: 1 + w), GeGLU,
+    # layer 0 on a window of 9, scores and logits soft-capped at caps low
+    # enough to bend them.
+    "gemma2-softcap": ["--arch", "gemma2", "--vocab", "320", "--hidden", "128", "--heads", "4",
+                       "--kv-heads", "2", "--head-dim", "32", "--intermediate", "256",
+                       "--layers", "2", "--sliding-window", "9", "--attn-softcap", "3",
+                       "--final-softcap", "10", "--qk-gain", "4"],
+    # Gemma 3: Q/K norms per head, layers 0-1 sliding with base 10000 and
+    # layer 2 global with base 1e6 and linear scaling.
+    "gemma3-local-global": ["--arch", "gemma3", "--vocab", "320", "--hidden", "128", "--heads",
+                            "4", "--kv-heads", "2", "--head-dim", "32", "--intermediate", "256",
+                            "--layers", "3", "--sliding-window-pattern", "3",
+                            "--sliding-window", "9", "--rope-scaling", "linear:4"],
 }
 
 

@@ -90,6 +90,19 @@ CASES = {
     "qwen3-qknorm": (["--arch", "qwen3", "--vocab", "301", "--hidden", "64", "--heads", "4",
                       "--kv-heads", "2", "--head-dim", "32", "--intermediate", "192",
                       "--layers", "2", "--no-tie-embeddings"], None, [(2, 1), (4, 1)], [], PROMPT),
+    # Phi-3: each rank's Q, K, V and gate, up are slices of row slices of
+    # the fused tensors (q8_0 blocks, f32 activations); TP=4 replicates the
+    # 2 KV heads.
+    "phi3-fused-q8_0": (["--arch", "phi3", "--vocab", "301", "--hidden", "128", "--heads", "4",
+                         "--kv-heads", "2", "--intermediate", "256", "--layers", "2",
+                         "--no-tie-embeddings"], "q8_0", [(2, 1), (4, 1)],
+                        ["--host-activations=f32"], PROMPT),
+    # Gemma 2: post-norms on each rank's all-reduced block outputs, soft-caps
+    # on each rank's heads and on the gathered logits, a tied padded head.
+    "gemma2-softcap": (["--arch", "gemma2", "--vocab", "301", "--hidden", "128", "--heads", "4",
+                        "--kv-heads", "2", "--head-dim", "32", "--intermediate", "256",
+                        "--layers", "2", "--sliding-window", "9", "--attn-softcap", "3",
+                        "--final-softcap", "10", "--qk-gain", "2"], None, [(2, 1)], [], PROMPT),
     # KV heads split, untied LM head, GGUF q8_0 (row-parallel slices of whole blocks).
     "llama-untied-q8_0": (["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "4",
                            "--kv-heads", "2", "--intermediate", "256", "--layers", "2",
