@@ -103,6 +103,16 @@ CASES = {
                         "--kv-heads", "2", "--head-dim", "32", "--intermediate", "256",
                         "--layers", "2", "--sliding-window", "9", "--attn-softcap", "3",
                         "--final-softcap", "10", "--qk-gain", "2"], None, [(2, 1)], [], PROMPT),
+    # Mixtures of experts: every expert's intermediate features split over
+    # the ranks (Qwen3-MoE from a GGUF's q8_0 stacks, sliced expert by
+    # expert; Mixtral from an HF folder's one tensor per expert).
+    "qwen3moe-q8_0": (["--arch", "qwen3moe", "--vocab", "301", "--hidden", "128", "--heads", "4",
+                       "--kv-heads", "2", "--head-dim", "32", "--experts", "8",
+                       "--experts-per-tok", "2", "--moe-intermediate", "128", "--layers", "2"],
+                      "q8_0", [(2, 1), (4, 1)], ["--host-activations=f32"], PROMPT),
+    "mixtral-hf": (["--arch", "mixtral", "--vocab", "301", "--hidden", "64", "--heads", "4",
+                    "--kv-heads", "2", "--intermediate", "160", "--experts", "4",
+                    "--experts-per-tok", "2", "--layers", "2"], None, [(2, 1)], [], PROMPT),
     # KV heads split, untied LM head, GGUF q8_0 (row-parallel slices of whole blocks).
     "llama-untied-q8_0": (["--arch", "llama", "--vocab", "333", "--hidden", "128", "--heads", "4",
                            "--kv-heads", "2", "--intermediate", "256", "--layers", "2",

@@ -30,8 +30,47 @@ void setMeshAttr(ModuleOp module, StringRef key, int64_t value) {
   module->setAttr(kMeshAttr, entries.getDictionary(module.getContext()));
 }
 
+namespace {
+LogicalResult shardWeightImpl(OpOperand &use, int64_t dim, int64_t pieces, int64_t ranks, bool pad,
+                              StringRef cloneName, bool perPart);
+} // namespace
+
 LogicalResult shardWeight(OpOperand &use, int64_t dim, int64_t pieces, int64_t ranks, bool pad,
                           StringRef cloneName) {
+  return shardWeightImpl(use, dim, pieces, ranks, pad, cloneName, /*perPart=*/false);
+}
+
+LogicalResult shardExperts(OpOperand &use, int64_t experts, int64_t dim, int64_t ranks) {
+  auto weight = use.get().getDefiningOp<WeightOp>();
+  if (!weight)
+    return use.getOwner()->emitError()
+           << "partition: expected this op's experts to come from llm.weight";
+  WeightType type = weight.getType();
+  if (!weight->hasOneUse())
+    return use.getOwner()->emitError()
+           << "partition: the experts '" << weight.getName() << "' are read by more than one op";
+  if (dim == 0 && !weight.getParts()) {
+    // One stored stack: its experts' rows, each a part of its own.
+    const int64_t rows = type.getShape()[0] / experts;
+    Builder b(weight.getContext());
+    SmallVector<Attribute> parts(experts, b.getStringAttr(weight.getName()));
+    SmallVector<int64_t> ranges;
+    for (int64_t e = 0; e < experts; ++e)
+      ranges.append({e * rows, (e + 1) * rows});
+    weight.setPartsAttr(b.getArrayAttr(parts));
+    weight.setRowsAttr(b.getDenseI64ArrayAttr(ranges));
+  }
+  if (dim == 0 && weight.getParts()->size() != size_t(experts))
+    return use.getOwner()->emitError()
+           << "partition: the experts '" << weight.getName() << "' are "
+           << weight.getParts()->size() << " stored tensors, not one per each of the " << experts
+           << " experts";
+  return shardWeightImpl(use, dim, ranks, ranks, /*pad=*/false, "", /*perPart=*/true);
+}
+
+namespace {
+LogicalResult shardWeightImpl(OpOperand &use, int64_t dim, int64_t pieces, int64_t ranks, bool pad,
+                              StringRef cloneName, bool perPart) {
   Operation *user = use.getOwner();
   auto weight = use.get().getDefiningOp<WeightOp>();
   if (!weight)
@@ -45,8 +84,9 @@ LogicalResult shardWeight(OpOperand &use, int64_t dim, int64_t pieces, int64_t r
   if (weight.getShard())
     return fail() << "it is already split";
   // Row slices of stored tensors (a fused checkpoint tensor's Q, K, V) are
-  // sliced further, each part on its own; joins of whole tensors are not.
-  if (weight.getParts() && !weight.getRows())
+  // sliced further, each part on its own; joins of whole tensors are not,
+  // but for stacked experts, whose parts are the experts.
+  if (weight.getParts() && !weight.getRows() && !perPart)
     return fail() << "it is a concatenation (run the partition passes before llmc-fuse)";
   if (dim >= type.getRank())
     return fail() << "it has rank " << type.getRank();
@@ -92,5 +132,6 @@ LogicalResult shardWeight(OpOperand &use, int64_t dim, int64_t pieces, int64_t r
       WeightType::get(weight.getContext(), shape, type.getFormat(), type.getGroup()));
   return success();
 }
+} // namespace
 
 } // namespace llmc

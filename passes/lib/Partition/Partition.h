@@ -34,6 +34,15 @@ void setMeshAttr(mlir::ModuleOp module, llvm::StringRef key, int64_t value);
 mlir::LogicalResult shardWeight(mlir::OpOperand &use, int64_t dim, int64_t pieces, int64_t ranks,
                                 bool pad, llvm::StringRef cloneName = "");
 
+// Makes the stacked experts read through `use` (an llm.moe's gate, up or
+// down: `experts` matrices one after the other) one rank's slice of every
+// expert: each expert's rows (dim 0) or columns (dim 1) split in `ranks`
+// equal pieces, as a dense MLP's. A stack stored as one tensor (a GGUF's
+// ffn_*_exps) becomes a concat of its experts' row slices first, since the
+// shard applies part by part.
+mlir::LogicalResult shardExperts(mlir::OpOperand &use, int64_t experts, int64_t dim,
+                                 int64_t ranks);
+
 } // namespace llmc
 
 #endif // LLMC_PASSES_PARTITION_PARTITION_H

@@ -123,13 +123,7 @@ struct PartitionTensorPass : llmc::impl::PartitionTensorBase<PartitionTensorPass
               .Case<LinearOp>([&](LinearOp l) { return partitionLinear(l); })
               .Case<RopeOp>([&](RopeOp r) { return partitionRope(r); })
               .Case<RMSNormOp>([&](RMSNormOp n) { return partitionNorm(n); })
-              .Case<MoEOp>([&](MoEOp m) {
-                // Each rank would hold every expert: refused rather than
-                // replicated without a word.
-                return m.emitError() << "llmc-partition-tp: llm.moe is not split over ranks yet "
-                                        "(each expert's rows split as a dense MLP's, or experts "
-                                        "spread over ranks, are to come); compile with --tp=1";
-              })
+              .Case<MoEOp>([&](MoEOp m) { return partitionMoE(m); })
               .Case<PagedAttentionOp>([&](PagedAttentionOp a) { return partitionAttention(a); })
               .Case<SiLUOp, GELUOp>(
                   [&](Operation *u) { return followInput(u, piecesOf(u->getOperand(0))); })
@@ -218,6 +212,34 @@ struct PartitionTensorPass : llmc::impl::PartitionTensorBase<PartitionTensorPass
     auto reduce =
         b.create<AllReduceOp>(linear.getLoc(), linear.getResult(), ReduceKind::sum, uint64_t(tp));
     linear.getResult().replaceAllUsesExcept(reduce.getResult(), reduce);
+    ++numRowParallel;
+    return success();
+  }
+
+  // A mixture of experts split as its experts' MLPs are: each rank holds
+  // every expert's slice of the intermediate features (gate and up rows,
+  // down columns) and routes every token itself with the whole router (the
+  // same choice on every rank), so its output is a partial sum over its
+  // slices, which an all-reduce adds up. Expert parallelism (whole experts
+  // per rank, tokens exchanged all-to-all) would read fewer bytes a token
+  // per rank at decode but needs the runtime's all-to-all first.
+  LogicalResult partitionMoE(MoEOp moe) {
+    if (failed(requireReplicated(moe)))
+      return failure();
+    const int64_t experts = moe.getExperts(), width = moe.getExpertWidth();
+    if (width % tp != 0)
+      return moe.emitError() << "llmc-partition-tp: the experts' " << width
+                             << " intermediate features do not split into " << int64_t(tp)
+                             << " equal pieces";
+    if (failed(llmc::shardExperts(moe->getOpOperand(2), experts, /*dim=*/0, tp)) ||
+        failed(llmc::shardExperts(moe->getOpOperand(3), experts, /*dim=*/0, tp)) ||
+        failed(llmc::shardExperts(moe->getOpOperand(4), experts, /*dim=*/1, tp)))
+      return failure();
+    OpBuilder b(moe->getContext());
+    b.setInsertionPointAfter(moe);
+    auto reduce =
+        b.create<AllReduceOp>(moe.getLoc(), moe.getResult(), ReduceKind::sum, uint64_t(tp));
+    moe.getResult().replaceAllUsesExcept(reduce.getResult(), reduce);
     ++numRowParallel;
     return success();
   }
