@@ -51,8 +51,16 @@ QWEN_UNTIED = ["--arch", "qwen2", "--vocab", "300", "--hidden", "192", "--heads"
                "--kv-heads", "2", "--intermediate", "256", "--layers", "2",
                "--no-tie-embeddings"]
 
+# Qwen3-MoE: the experts' stacks are quantized (the router is not); experts
+# 96 wide: group 128 falls back to 32 for the down stack.
+QWEN3_MOE = ["--arch", "qwen3moe", "--vocab", "300", "--hidden", "128", "--heads", "4",
+             "--kv-heads", "2", "--head-dim", "32", "--experts", "4", "--experts-per-tok", "2",
+             "--moe-intermediate", "96", "--layers", "2", "--no-tie-embeddings"]
+
 # name -> (synth options, --quantize, group, skip list)
 CASES = {
+    "w4a16-g128-f32-qwen3moe": (QWEN3_MOE + ["--dtype", "f32"], "w4a16", 128, []),
+    "w8a16-g64-bf16-qwen3moe": (QWEN3_MOE + ["--dtype", "bf16"], "w8a16", 64, []),
     "w8a16-g128-f32-tied": (GQA_TIED + ["--dtype", "f32"], "w8a16", 128, []),
     "w4a16-g128-bf16-tied": (GQA_TIED + ["--dtype", "bf16"], "w4a16", 128, []),
     "w4a16-g32-f16-tied": (GQA_TIED + ["--dtype", "f16"], "w4a16", 32, []),
@@ -98,6 +106,19 @@ def expected_format(name, tied, mode, skip):
     return "i8" if mode == "w8a16" else "i4"
 
 
+def expert_parts(source, name):
+    """The checkpoint's tensors behind an artifact's stack of experts
+    (model.layers.L.mlp.experts.P -> ...experts.E.P, E = 0, 1, ...); empty
+    for any other name."""
+    if ".experts." not in name:
+        return []
+    prefix, proj = name.rsplit(".experts.", 1)
+    parts = []
+    while f"{prefix}.experts.{len(parts)}.{proj}" in source:
+        parts.append(f"{prefix}.experts.{len(parts)}.{proj}")
+    return parts
+
+
 def check(llmc, name, case, work):
     opts, mode, group, skip = case
     model = os.path.join(work, f"{name}-hf")
@@ -132,11 +153,17 @@ def check(llmc, name, case, work):
         if t["group"] != g:
             problems.append(f"{tname}: group {t['group']}, expected {g}")
         w = dequantize(blob[t["offset"]:t["offset"] + t["bytes"]], fmt, t["group"], shape)
-        src = source[tname].astype(np.float32)
+        parts = expert_parts(source, tname)
+        src = (np.concatenate([source[p] for p in parts]) if parts else
+               source[tname]).astype(np.float32)
         rms = float(np.sqrt(((w - src) ** 2).mean() / (src ** 2).mean()))
         if not rms < MAX_RMS[fmt]:
             problems.append(f"{tname}: relative RMS error {rms:.3g} >= {MAX_RMS[fmt]}")
-        weights[tname] = w
+        if parts:  # the reference reads one tensor per expert
+            for p, rows in zip(parts, np.split(w, len(parts))):
+                weights[p] = rows
+        else:
+            weights[tname] = w
         quantized += 1
     if quantized == 0:
         problems.append("no tensor was quantized")

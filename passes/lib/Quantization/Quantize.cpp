@@ -25,7 +25,7 @@ namespace {
 
 // How the ops that read one weight name use it.
 struct Uses {
-  bool projection = false; // the weight of llm.linear or llm.lm_head
+  bool projection = false; // the weight of llm.linear or llm.lm_head, or experts of llm.moe
   bool lmHead = false;     // the weight of llm.lm_head
   bool other = false;      // anything that needs the current format
 };
@@ -38,6 +38,10 @@ void classify(WeightOp op, Uses &uses) {
       uses.projection = true;
     } else if (auto h = dyn_cast<LMHeadOp>(user); h && use.get() == h.getWeight()) {
       uses.projection = uses.lmHead = true;
+    } else if (auto m = dyn_cast<MoEOp>(user); m && use.get() != m.getRouter()) {
+      // Stacked experts are projections, expert after expert (the router
+      // stays float: the routing reads it as floats).
+      uses.projection = true;
     } else if (isa<EmbedOp>(user)) {
       // The embedding kernels read any format, so a tied table follows the
       // lm_head.

@@ -88,6 +88,7 @@ def Quantize : Pass<"llmc-quantize", "::mlir::ModuleOp"> {
     in `core/include/llmc/core/format/quantize.h`.
 
     Which weights: those read as the weight of `llm.linear` or `llm.lm_head`,
+    or as the stacked experts of `llm.moe` (gate, up, down; not its router),
     stored as `f32`, `f16` or `bf16`. A weight that is also the table of an
     `llm.embed` (tied embeddings) is quantized for both: the embedding then
     reads the quantized table, as it does for GGUF files; skip `embed` or
