@@ -139,7 +139,8 @@ void ApiServer::Completion(const std::shared_ptr<HttpExchange>& ex, bool chat) {
       return reject({400, std::string(options_.chat_template.status().message()),
                      "invalid_request_error", "messages"});
     const ChatTemplate& tmpl = *options_.chat_template;
-    const std::string text = ApplyChatTemplate(tmpl, req.messages, req.add_generation_prompt);
+    const std::string text =
+        ApplyChatTemplate(tmpl, req.messages, req.add_generation_prompt, req.enable_thinking);
     // As `llmc run --chat`: the template may have written BOS already.
     prompts.push_back(tok.Encode(text, tmpl.bos_token.empty(), /*parse_special=*/true));
   } else {
@@ -204,8 +205,9 @@ void ApiServer::Tokenize(const std::shared_ptr<HttpExchange>& ex) {
       return Fail(ex, {400, std::string(options_.chat_template.status().message()),
                        "invalid_request_error", "messages"});
     const ChatTemplate& tmpl = *options_.chat_template;
-    ids = tok.Encode(ApplyChatTemplate(tmpl, req.messages, req.add_generation_prompt),
-                     tmpl.bos_token.empty(), /*parse_special=*/true);
+    ids = tok.Encode(
+        ApplyChatTemplate(tmpl, req.messages, req.add_generation_prompt, req.enable_thinking),
+        tmpl.bos_token.empty(), /*parse_special=*/true);
   }
   Reply(ex, JsonResponse(
                 {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", loop_.max_model_len()}}));

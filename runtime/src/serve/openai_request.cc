@@ -81,6 +81,25 @@ Error GetBool(const json& obj, const char* name, bool* out) {
   return std::nullopt;
 }
 
+// vLLM's chat_template_kwargs: variables for the model's Jinja template.
+// llmc renders built-in templates, so it takes the one they read
+// (enable_thinking, Qwen3's) and names any other rather than drop it.
+Error GetChatTemplateKwargs(const json& obj, bool* enable_thinking) {
+  const json* kw = Find(obj, "chat_template_kwargs");
+  if (!kw || kw->is_null()) return std::nullopt;
+  if (!kw->is_object())
+    return BadField("chat_template_kwargs", "must be an object, got " + TypeOf(*kw));
+  for (const auto& [key, value] : kw->items()) {
+    const std::string at = "chat_template_kwargs." + key;
+    if (key != "enable_thinking")
+      return BadField(at, "is not supported (llmc renders built-in chat templates; it takes "
+                          "enable_thinking)");
+    if (!value.is_boolean()) return BadField(at, "must be a boolean, got " + TypeOf(value));
+    *enable_thinking = value.get<bool>();
+  }
+  return std::nullopt;
+}
+
 Error GetString(const json& obj, const char* name, std::string* out) {
   const json* v = Find(obj, name);
   if (!v) return std::nullopt;
@@ -247,6 +266,7 @@ Error ReadCompletion(const json& obj, CompletionRequest& req) {
   if (req.chat) {
     if (auto e = GetMessages(obj, req.messages)) return e;
     if (auto e = GetBool(obj, "add_generation_prompt", &req.add_generation_prompt)) return e;
+    if (auto e = GetChatTemplateKwargs(obj, &req.enable_thinking)) return e;
   } else if (auto e = GetPrompts(obj, req)) {
     return e;
   }
@@ -358,6 +378,7 @@ std::variant<TokenizeRequest, ApiError> ParseTokenizeRequest(std::string_view bo
   if (auto e = GetBool(obj, "add_generation_prompt", &req.add_generation_prompt)) return *e;
   if (Find(obj, "messages")) {
     if (auto e = GetMessages(obj, req.messages)) return *e;
+    if (auto e = GetChatTemplateKwargs(obj, &req.enable_thinking)) return *e;
   } else {
     std::string prompt;
     if (!Find(obj, "prompt")) return BadField("prompt", "is required (or messages)");

@@ -232,7 +232,7 @@ absl::StatusOr<ChatTemplate> DetectChatTemplate(std::string_view jinja) {
 }
 
 std::string ApplyChatTemplate(const ChatTemplate& tmpl, absl::Span<const ChatMessage> messages,
-                              bool add_generation_prompt) {
+                              bool add_generation_prompt, bool enable_thinking) {
   std::string out;
   switch (tmpl.kind) {
     case ChatTemplateKind::kChatML:
@@ -245,6 +245,7 @@ std::string ApplyChatTemplate(const ChatTemplate& tmpl, absl::Span<const ChatMes
     case ChatTemplateKind::kQwen3:
       AppendQwen3(out, messages);
       if (add_generation_prompt) absl::StrAppend(&out, "<|im_start|>assistant\n");
+      if (add_generation_prompt && !enable_thinking) absl::StrAppend(&out, "<think>\n\n</think>\n\n");
       break;
     case ChatTemplateKind::kLlama3:
       if (!messages.empty()) out += tmpl.bos_token;

@@ -261,7 +261,22 @@ TEST(ParseCompletionRequest, ChatMessages) {
   EXPECT_EQ(r.messages[4].role, "assistant");
   EXPECT_EQ(r.messages[5].content, "again");
   EXPECT_FALSE(r.add_generation_prompt);
+  EXPECT_TRUE(r.enable_thinking);
   EXPECT_EQ(r.model, "m");
+}
+
+TEST(ParseCompletionRequest, ChatTemplateKwargs) {
+  const std::string msgs = R"("messages": [{"role": "user", "content": "x"}])";
+  CompletionRequest r =
+      MustParse("{" + msgs + R"(, "chat_template_kwargs": {"enable_thinking": false}})", true);
+  EXPECT_FALSE(r.enable_thinking);
+  // Variables of a Jinja template llmc does not run are named, not dropped.
+  ExpectFieldError("{" + msgs + R"(, "chat_template_kwargs": {"tools_mode": 1}})", true,
+                   "chat_template_kwargs.tools_mode");
+  ExpectFieldError("{" + msgs + R"(, "chat_template_kwargs": {"enable_thinking": "no"}})", true,
+                   "chat_template_kwargs.enable_thinking");
+  ExpectFieldError("{" + msgs + R"(, "chat_template_kwargs": [1]})", true,
+                   "chat_template_kwargs");
 }
 
 TEST(ParseCompletionRequest, ChatLogprobs) {

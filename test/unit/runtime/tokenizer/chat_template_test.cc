@@ -168,6 +168,12 @@ TEST(ChatTemplate, Qwen3CutsTheReasoningOfEarlierTurns) {
             "<|im_start|>user\n2+2?<|im_end|>\n"
             "<|im_start|>assistant\n<think>\nadd\n</think>\n\n4<|im_end|>\n"
             "<|im_start|>assistant\n<think>\n\n</think>\n\nSure.<|im_end|>\n");
+  // enable_thinking false (chat_template_kwargs) opens the answer with an
+  // empty think block; the other templates ignore it.
+  EXPECT_EQ(ApplyChatTemplate(*t, {{"user", "2+2?"}}, true, /*enable_thinking=*/false),
+            "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  EXPECT_EQ(ApplyChatTemplate(*chatml, kConversation, true, /*enable_thinking=*/false),
+            ApplyChatTemplate(*chatml, kConversation, true));
   // A ChatML template without the reasoning rule stays ChatML.
   auto plain = DetectChatTemplate(kPlainChatMLTemplate);
   ASSERT_TRUE(plain.ok());

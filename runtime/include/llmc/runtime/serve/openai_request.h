@@ -48,6 +48,8 @@ struct CompletionRequest {
   // /v1/chat/completions.
   std::vector<ChatMessage> messages;
   bool add_generation_prompt = true;
+  // chat_template_kwargs.enable_thinking (vLLM's; Qwen3's template).
+  bool enable_thinking = true;
   SamplingParams params;
   // The request gave no max_tokens: the output may run to the context.
   bool max_tokens_given = false;
@@ -83,6 +85,7 @@ struct TokenizeRequest {
   std::vector<ChatMessage> messages;        // or a conversation, templated
   bool add_special_tokens = true;           // BOS for a prompt
   bool add_generation_prompt = true;        // for messages
+  bool enable_thinking = true;              // chat_template_kwargs.enable_thinking
 };
 
 std::variant<TokenizeRequest, ApiError> ParseTokenizeRequest(std::string_view body);

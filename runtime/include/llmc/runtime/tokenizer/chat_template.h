@@ -72,9 +72,12 @@ absl::StatusOr<ChatTemplate> ChatTemplateByName(std::string_view name);
 std::vector<std::string> KnownChatTemplateNames();
 
 // The prompt text of `messages`; with `add_generation_prompt`, followed by
-// the opening of an assistant turn.
+// the opening of an assistant turn. `enable_thinking` false (the Jinja
+// variable Qwen3's template reads, vLLM's chat_template_kwargs) opens the
+// assistant turn with an empty <think></think> block, so that Qwen3 answers
+// without reasoning; the other templates do not read it.
 std::string ApplyChatTemplate(const ChatTemplate& tmpl, absl::Span<const ChatMessage> messages,
-                              bool add_generation_prompt);
+                              bool add_generation_prompt, bool enable_thinking = true);
 
 }  // namespace llmc
 
