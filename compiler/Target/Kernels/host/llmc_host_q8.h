@@ -154,6 +154,25 @@ struct takes_q8 : std::false_type {};
 template <class Fmt>
 struct takes_q8<Fmt, std::void_t<decltype(q8_weight<Fmt>::has_min)>> : std::true_type {};
 
+#if LLMC_HOST_SIMD
+// Sums of 4 adjacent products of unsigned a and signed b, per int32 lane:
+// one VNNI instruction where the target has it (-march=native on Zen 4,
+// Sapphire Rapids), else AVX2's maddubs (pairs into int16, which cannot
+// saturate here: |a| <= 127 and |b| <= 127 give pairs of at most 32258)
+// and madd. The same integers either way.
+LLMC_HOST_INLINE __m256i dot_u8s8(__m256i a, __m256i b, __m256i ones16) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  (void)ones16;
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
+#elif defined(__AVXVNNI__)
+  (void)ones16;
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones16);
+#endif
+}
+#endif
+
 // out[r] = sum over the row of w * x_r for R quantized activation rows.
 template <class Fmt, int R>
 LLMC_HOST_INLINE void dot_rows_q8(const uint8_t* row, int64_t k, const block_q8* const* xs,
@@ -161,20 +180,20 @@ LLMC_HOST_INLINE void dot_rows_q8(const uint8_t* row, int64_t k, const block_q8*
   using W = q8_weight<Fmt>;
   const int64_t nb = k / 32;
 #if LLMC_HOST_SIMD
-  // One accumulator per row, blocks summed in order, whatever the tile
-  // height R: a token's result must not depend on how many tokens share its
-  // tile, since the next layer's q8 rounding turns a different float order
-  // into different tokens (batched decode must match decoding alone; `llmc
-  // bench --verify-seqs`). Alternating two accumulators for R <= 2, as
-  // before, measured no faster here (SmolLM2 tg/pp within noise).
-  constexpr int A = 1;
-  __m256 acc[R][A];
-  float offset[R][A] = {};
-  for (int r = 0; r < R; ++r)
-    for (int a = 0; a < A; ++a) acc[r][a] = _mm256_setzero_ps();
+  // Two accumulators per row, even blocks into one and odd into the other,
+  // whatever the tile height R: a token's result must not depend on how
+  // many tokens share its tile, since the next layer's q8 rounding turns a
+  // different float order into different tokens (batched decode must match
+  // decoding alone; `llmc bench --verify-seqs`). Two halve the chain of
+  // dependent FMAs (4 cycles each), which bounds a decode GEMV's row rate on
+  // one core.
+  __m256 acc0[R], acc1[R];
+  float off0[R] = {}, off1[R] = {};
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t b = 0; b < nb; ++b) {
-    const int a = static_cast<int>(b % A);
+  // One block into one of the accumulators (named arrays, not an index that
+  // changes with b, so that they stay in registers).
+  auto block = [&](int64_t b, __m256 (&acc)[R], float (&off)[R]) LLMC_HOST_LAMBDA_INLINE {
     const uint8_t* wb = row + b * Fmt::block_bytes;
     const __m256i qw = W::quants(wb);
     const float dw = W::scale(wb);
@@ -185,20 +204,19 @@ LLMC_HOST_INLINE void dot_rows_q8(const uint8_t* row, int64_t k, const block_q8*
       const block_q8* xb = xs[r] + b;
       __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb->q));
       if constexpr (!W::is_unsigned) qx = _mm256_sign_epi8(qx, qw);
-      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, qx), ones);
-      acc[r][a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * xb->d), acc[r][a]);
-      if constexpr (W::has_min) offset[r][a] += W::min(wb) * xb->s;
+      const __m256i p = detail::dot_u8s8(aw, qx, ones);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * xb->d), acc[r]);
+      if constexpr (W::has_min) off[r] += W::min(wb) * xb->s;
     }
+  };
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    block(b, acc0, off0);
+    block(b + 1, acc1, off1);
   }
-  for (int r = 0; r < R; ++r) {
-    __m256 sum = acc[r][0];
-    float off = offset[r][0];
-    for (int a = 1; a < A; ++a) {
-      sum = _mm256_add_ps(sum, acc[r][a]);
-      off += offset[r][a];
-    }
-    out[r] = vhsum(vf{sum}) + off;
-  }
+  if (b < nb) block(b, acc0, off0);
+  for (int r = 0; r < R; ++r)
+    out[r] = vhsum(vf{_mm256_add_ps(acc0[r], acc1[r])}) + (off0[r] + off1[r]);
 #else
   float offset[R] = {};
   float acc[R] = {};
