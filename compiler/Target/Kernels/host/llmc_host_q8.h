@@ -187,13 +187,15 @@ LLMC_HOST_INLINE void dot_rows_q8(const uint8_t* row, int64_t k, const block_q8*
   // decoding alone; `llmc bench --verify-seqs`). Two halve the chain of
   // dependent FMAs (4 cycles each), which bounds a decode GEMV's row rate on
   // one core.
+  // The min terms (q4_1, q5_1) are one scalar chain a row, block after
+  // block: two would cost registers an R = 4 tile does not have on AVX2.
   __m256 acc0[R], acc1[R];
-  float off0[R] = {}, off1[R] = {};
+  float off[R] = {};
   for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
   // One block into one of the accumulators (named arrays, not an index that
   // changes with b, so that they stay in registers).
-  auto block = [&](int64_t b, __m256 (&acc)[R], float (&off)[R]) LLMC_HOST_LAMBDA_INLINE {
+  auto block = [&](int64_t b, __m256 (&acc)[R]) LLMC_HOST_LAMBDA_INLINE {
     const uint8_t* wb = row + b * Fmt::block_bytes;
     const __m256i qw = W::quants(wb);
     const float dw = W::scale(wb);
@@ -211,12 +213,11 @@ LLMC_HOST_INLINE void dot_rows_q8(const uint8_t* row, int64_t k, const block_q8*
   };
   int64_t b = 0;
   for (; b + 2 <= nb; b += 2) {
-    block(b, acc0, off0);
-    block(b + 1, acc1, off1);
+    block(b, acc0);
+    block(b + 1, acc1);
   }
-  if (b < nb) block(b, acc0, off0);
-  for (int r = 0; r < R; ++r)
-    out[r] = vhsum(vf{_mm256_add_ps(acc0[r], acc1[r])}) + (off0[r] + off1[r]);
+  if (b < nb) block(b, acc0);
+  for (int r = 0; r < R; ++r) out[r] = vhsum(vf{_mm256_add_ps(acc0[r], acc1[r])}) + off[r];
 #else
   float offset[R] = {};
   float acc[R] = {};
