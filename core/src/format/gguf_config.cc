@@ -129,17 +129,21 @@ absl::Status ReadGemma(const KeyReader& keys, const std::string& arch, ModelConf
   const bool big = c.num_layers == (arch == "gemma2" ? 46 : 62);
   c.query_pre_attn_scalar = big ? static_cast<double>(c.hidden_size / c.num_heads)
                                 : static_cast<double>(c.head_dim);
-  if (!keys.Has("attention.sliding_window"))
-    return keys.Error("attention.sliding_window", "is missing (Gemma's local layers need it)");
-  c.sliding_window_pattern = arch == "gemma2" ? 2 : 6;
-  if (arch == "gemma3") {
-    // Newer converters spell out what llama.cpp otherwise assumes.
-    LLMC_ASSIGN_OR_RETURN(c.sliding_window_pattern,
-                          keys.Positive("attention.sliding_window_pattern", 6));
-    LLMC_ASSIGN_OR_RETURN(c.rope_local_theta, keys.Float("rope.freq_base_swa", 10000.0));
+  const int64_t pattern = arch == "gemma2" ? 2 : 6;
+  LLMC_ASSIGN_OR_RETURN(c.sliding_window_pattern,
+                        keys.Positive("attention.sliding_window_pattern", pattern));
+  if (arch == "gemma2") {
+    // llama.cpp's defaults for the keys a converter left out: a window of
+    // 4096, caps of 50 and 30, the sliding layers on the global base.
+    if (!keys.Has("attention.sliding_window")) c.sliding_window = 4096;
+    LLMC_ASSIGN_OR_RETURN(c.attn_logit_softcap, keys.Float("attn_logit_softcapping", 50.0));
+    LLMC_ASSIGN_OR_RETURN(c.final_logit_softcap, keys.Float("final_logit_softcapping", 30.0));
+    LLMC_ASSIGN_OR_RETURN(c.rope_local_theta, keys.Float("rope.freq_base_swa", 0.0));
     return absl::OkStatus();
   }
-  LLMC_ASSIGN_OR_RETURN(c.attn_logit_softcap, keys.Float("attn_logit_softcapping", 0.0));
+  // Gemma 3: without a window (or with 0) every layer is global, as llama.cpp
+  // reads it; no cap on the scores, one on the logits where a key sets it.
+  LLMC_ASSIGN_OR_RETURN(c.rope_local_theta, keys.Float("rope.freq_base_swa", 10000.0));
   LLMC_ASSIGN_OR_RETURN(c.final_logit_softcap, keys.Float("final_logit_softcapping", 0.0));
   return absl::OkStatus();
 }

@@ -193,10 +193,20 @@ TEST(GgufConfig, Gemma2And3) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->sliding_window_pattern, 3);
   EXPECT_DOUBLE_EQ(c->rope_local_theta, 5000.0);
-  // Without a window the local layers are unknown: named, not guessed.
-  EXPECT_EQ(ConfigError(Model("gemma3")),
-            "test.gguf: key 'gemma3.attention.sliding_window' is missing (Gemma's local layers "
-            "need it)");
+  // Without a window key every Gemma 3 layer is global, as llama.cpp reads it.
+  c = Config(Model("gemma3"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sliding_window, 0);
+  EXPECT_FALSE(c->sliding_layer(0));
+  // Gemma 2 without its optional keys takes llama.cpp's defaults: a window of
+  // 4096, caps of 50 and 30.
+  auto bare = Model("gemma2");
+  c = Config(bare);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sliding_window, 4096);
+  EXPECT_DOUBLE_EQ(c->attn_logit_softcap, 50.0);
+  EXPECT_DOUBLE_EQ(c->final_logit_softcap, 30.0);
+  EXPECT_DOUBLE_EQ(c->rope_local_theta, 0);  // the sliding layers share rope_theta
 }
 
 TEST(GgufConfig, MixturesOfExperts) {
