@@ -219,6 +219,25 @@ absl::Status ReadRope(const Fields& top, const std::string& path, ModelConfig& c
 // Qwen2 slides only layers i >= max_window_layers, and only when
 // use_sliding_window is set; newer files spell the per-layer choice out in
 // `layer_types`. ModelConfig has one window for all layers, so a mix is an error.
+// `layer_types` where the file spells the layers out: per layer, whether it
+// attends globally ('full_attention') rather than on the window
+// ('sliding_attention'); empty when absent.
+absl::StatusOr<std::vector<bool>> ReadLayerTypes(const Fields& f, int64_t layers) {
+  std::vector<bool> global;
+  const json* types = f.Get("layer_types");
+  if (types == nullptr) return global;
+  if (!types->is_array() || static_cast<int64_t>(types->size()) != layers)
+    return f.Error("layer_types",
+                   absl::StrFormat("must be an array of %d strings, one per layer", layers));
+  for (const json& t : *types) {
+    if (t != "sliding_attention" && t != "full_attention")
+      return f.Error("layer_types", "may hold only 'full_attention' and 'sliding_attention', holds " +
+                                        DescribeJson(t));
+    global.push_back(t == "full_attention");
+  }
+  return global;
+}
+
 absl::Status ReadQwen2Window(const Fields& f, ModelConfig& c) {
   bool use_sliding_window = false;
   LLMC_RETURN_IF_ERROR(f.Bool("use_sliding_window", use_sliding_window));
@@ -228,19 +247,9 @@ absl::Status ReadQwen2Window(const Fields& f, ModelConfig& c) {
   int64_t window = f.Present("sliding_window") ? 0 : 4096;
   LLMC_RETURN_IF_ERROR(f.Int("sliding_window", window));
   int64_t sliding_layers = 0;
-  if (const json* types = f.Get("layer_types")) {
-    if (!types->is_array() || static_cast<int64_t>(types->size()) != c.num_layers)
-      return f.Error("layer_types", absl::StrFormat("must be an array of %d strings, one per layer",
-                                                    c.num_layers));
-    for (const json& t : *types) {
-      if (t == "sliding_attention") {
-        ++sliding_layers;
-      } else if (t != "full_attention") {
-        return f.Error(
-            "layer_types",
-            "may hold only 'full_attention' and 'sliding_attention', holds " + DescribeJson(t));
-      }
-    }
+  LLMC_ASSIGN_OR_RETURN(std::vector<bool> global, ReadLayerTypes(f, c.num_layers));
+  if (f.Get("layer_types") != nullptr) {
+    sliding_layers = std::count(global.begin(), global.end(), false);
   } else {
     int64_t max_window_layers = 28;  // transformers' default
     LLMC_RETURN_IF_ERROR(f.Int("max_window_layers", max_window_layers));
@@ -317,18 +326,8 @@ absl::Status ReadPhi3(const Fields& f, ModelConfig& c) {
 // refused.
 absl::Status ReadGemmaLayers(const Fields& f, int64_t pattern, ModelConfig& c) {
   c.sliding_window_pattern = pattern;
-  const json* types = f.Get("layer_types");
-  if (types == nullptr) return absl::OkStatus();
-  if (!types->is_array() || static_cast<int64_t>(types->size()) != c.num_layers)
-    return f.Error("layer_types",
-                   absl::StrFormat("must be an array of %d strings, one per layer", c.num_layers));
-  std::vector<bool> global;
-  for (const json& t : *types) {
-    if (t != "sliding_attention" && t != "full_attention")
-      return f.Error("layer_types", "may hold only 'full_attention' and 'sliding_attention', holds " +
-                                        DescribeJson(t));
-    global.push_back(t == "full_attention");
-  }
+  LLMC_ASSIGN_OR_RETURN(std::vector<bool> global, ReadLayerTypes(f, c.num_layers));
+  if (global.empty()) return absl::OkStatus();
   auto first = std::find(global.begin(), global.end(), true);
   if (first == global.end()) {  // every layer slides
     c.sliding_window_pattern = 0;
