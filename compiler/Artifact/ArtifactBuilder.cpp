@@ -369,6 +369,7 @@ absl::StatusOr<Manifest> buildStage(ModuleOp module, const ImportedModel *model,
     CudaArtifactOptions cudaOptions;
     cudaOptions.archs = options.cudaArchs;
     cudaOptions.emit.activationType = options.cudaActivations;
+    cudaOptions.emit.wgmma = archsHaveWgmma(options.cudaArchs);
     cudaOptions.useCache = options.useCache;
     cudaOptions.progress = options.progress;
     LLMC_RETURN_IF_ERROR(buildCudaArtifact(module, cudaOptions, files.dir, weightIndex, m.cuda));

@@ -33,13 +33,17 @@ absl::StatusOr<std::vector<std::string>> cudaArchsOf(const CompileOptions &optio
     unsigned sm = 0;
     if (t == "host")
       continue;
-    if (t.consume_front("sm_") && !t.getAsInteger(10, sm) && sm >= 80) {
-      if (!llvm::is_contained(archs, "sm_" + std::to_string(sm)))
-        archs.push_back("sm_" + std::to_string(sm));
+    // sm_90a: Hopper's arch-specific features (wgmma), for cc 9.0 only.
+    const bool archSpecific = t.consume_back("a");
+    if (t.consume_front("sm_") && !t.getAsInteger(10, sm) && sm >= 80 &&
+        (!archSpecific || sm == 90)) {
+      const std::string arch = "sm_" + std::to_string(sm) + (archSpecific ? "a" : "");
+      if (!llvm::is_contained(archs, arch))
+        archs.push_back(arch);
       continue;
     }
     return usage(absl::StrCat("unknown target '", absl::StrJoin(options.targets, ","),
-                              "' (expected host or sm_XX with XX >= 80, e.g. "
+                              "' (expected host, sm_XX with XX >= 80, or sm_90a, e.g. "
                               "--target=host,sm_80,sm_90)"));
   }
   return archs;
@@ -111,6 +115,10 @@ CompilePipelineOptions pipelineOptionsOf(const CompileOptions &o) {
   p.ppLayers = o.ppLayers;
   p.cudaActivations = o.dtype.value_or("bf16");
   p.gemv = o.gemv;
+  std::vector<std::string> archs;
+  if (absl::StatusOr<std::vector<std::string>> a = cudaArchsOf(o); a.ok())
+    archs = *a;
+  p.wgmma = archsHaveWgmma(archs);
   return p;
 }
 
@@ -246,6 +254,7 @@ absl::StatusOr<std::string> cudaText(mlir::ModuleOp module, const CompileOptions
                                      const std::vector<std::string> &cudaArchs) {
   CudaEmitOptions emit;
   emit.activationType = cudaActivationsOf(o);
+  emit.wgmma = archsHaveWgmma(cudaArchs);
   absl::StatusOr<CudaKernelPlan> plan = emitCudaSource(module, emit);
   if (!plan.ok())
     return plan.status();

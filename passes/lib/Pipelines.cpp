@@ -54,6 +54,7 @@ void buildKernelStage(mlir::OpPassManager &pm, const CompilePipelineOptions &opt
   pm.addPass(createSelectAttention(a));
   SelectGemmTilesOptions t;
   t.activationType = options.cudaActivations;
+  t.wgmma = options.wgmma;
   pm.addPass(createSelectGemmTiles(t));
   pm.addPass(createPlanMemory());
 }

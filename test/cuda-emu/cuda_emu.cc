@@ -306,6 +306,43 @@ void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
   memcpy(c, w.c[copy][lane], sizeof c);
 }
 
+// Element (row, k) of a K-major 16-bit operand whose descriptor has
+// stride byte offset `sbo` and swizzle `mode` (1: 128 B, 2: 64 B, 3: 32 B):
+// rows of the swizzle's width within groups of 8, groups sbo apart; the
+// hardware swizzles address bits [4, 4 + b) with bits [7, 7 + b).
+static float wgmma_element(const char* start, int row, int k, uint64_t sbo, int mode, bool bf16) {
+  const int bits = mode == 1 ? 3 : mode == 2 ? 2 : 1;
+  const uintptr_t width = uintptr_t(16) << bits;
+  uintptr_t at = reinterpret_cast<uintptr_t>(start) + uintptr_t(row / 8) * sbo +
+                 uintptr_t(row % 8) * width + uintptr_t(k) * 2;
+  at ^= ((at >> 7) & ((uintptr_t(1) << bits) - 1)) << 4;
+  uint16_t e;
+  memcpy(&e, reinterpret_cast<const void*>(at), 2);
+  return half_lo(e, bf16);
+}
+
+void wgmma_m64nNk16(float* d, int n, uint64_t desc_hi, const void* a, const void* b, bool bf16) {
+  const int mode = int(desc_hi >> 62);
+  const uint64_t sbo = ((desc_hi >> 32) & 0x3fff) << 4;
+  if (mode == 0 || (desc_hi >> 49 & 7) != 0 || (desc_hi & 0x3fff) != 0) {
+    fprintf(stderr, "cuda_emu: wgmma descriptor %#llx: only swizzled layouts with a zero base "
+            "offset and the start address given apart are modelled\n",
+            static_cast<unsigned long long>(desc_hi));
+    abort();
+  }
+  const int tid = int(me().ids.thread.x), lane = tid & 31, warp = (tid >> 5) & 3;
+  const auto* pa = static_cast<const char*>(a);
+  const auto* pb = static_cast<const char*>(b);
+  for (int i = 0; i < n / 2; ++i) {
+    const int row = 16 * warp + lane / 4 + 8 * ((i / 2) & 1);
+    const int col = 8 * (i / 4) + 2 * (lane & 3) + (i & 1);
+    float acc = d[i];
+    for (int k = 0; k < 16; ++k)
+      acc += wgmma_element(pa, row, k, sbo, mode, bf16) * wgmma_element(pb, col, k, sbo, mode, bf16);
+    d[i] = acc;
+  }
+}
+
 }  // namespace llmc_emu
 
 using llmc_emu::g_block;

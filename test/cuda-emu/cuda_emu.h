@@ -77,6 +77,15 @@ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row);
 // movmatrix.sync.aligned.m8n8.trans.b16: lane 4 r + c holds elements
 // (r, 2c), (r, 2c + 1) of an 8x8 matrix; it receives those of the transpose.
 uint32_t movmatrix_trans(uint32_t x);
+// wgmma.mma_async m64nNk16 with f32 accumulators, A and B K-major in
+// shared memory: the calling thread's N / 2 accumulators of the
+// warpgroup's 64 x N product (warp w % 4 of the group: rows 16 w .., the
+// m16n8 C layout repeated along N) += A[64 x 16] B[N x 16]^T, read at once.
+// `desc_hi` is the descriptors' fixed half (stride byte offset, swizzle
+// mode; llmc_cuda_wgmma.cuh), decoded as the hardware does; `a` and `b`
+// the operands' start addresses, the address bits the swizzle mixes taken
+// from them. Aborts on a layout it does not model (no swizzle).
+void wgmma_m64nNk16(float* d, int n, uint64_t desc_hi, const void* a, const void* b, bool bf16);
 
 template <class T> T shfl(T v, int src) {
   static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");

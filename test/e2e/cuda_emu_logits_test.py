@@ -180,7 +180,23 @@ CASES = {
         ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "256", "--layers", "1", "--qk-gain", "4", "--gguf-type", "f16"],
         "gguf", "f16", 200, 3),
+    # Wide gate/up rows (2 x 4,224: the 128 x 128 large tile) in the
+    # activation type, copied by cp.async: the large tile on wgmma for sm_90a.
+    "llama-wide-gemm-bf16-weights": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "4224", "--layers", "1", "--dtype", "bf16"],
+        "hf", "bf16", 140, 2),
 }
+
+# Cases run again compiled for sm_90a (`NAME@sm_90a`), where
+# llmc-select-gemm-tiles puts the large tile of weights in the activation
+# type on Hopper's warpgroup MMA: the emulation's wgmma reads the ring
+# through the descriptors as the hardware does (64-byte swizzle, its
+# stride), so a tile the descriptor does not describe fails here (an SBO of
+# 1,024, or every warpgroup reading the first's rows: error 1.6). Tiles:
+# 128 x 64 (f16), 128 x 128 (bf16). The manifest must name wgmma in a
+# launch's variant, or the case fails: it would test nothing.
+WGMMA_CASES = {"llama-peaked-attn-f16", "llama-wide-gemm-bf16-weights"}
 
 
 # Cases also run with --cuda-graphs (must match the launch-by-launch logits).
@@ -227,12 +243,24 @@ def build_emulation(art, cxx):
 
 
 def check(args, name, work):
+    name, _, target = name.partition("@")
+    target = target or "sm_90"
     opts, kind, dtype, prefill, decode = CASES[name]
     model = os.path.join(work, name + (".gguf" if kind == "gguf" else ""))
-    run([sys.executable, SYNTH, "--format", kind, "--out", model, "--seed", "9"] + opts)
-    art = os.path.join(work, name + ".llmc")
-    run([args.llmc, "compile", model, "--target=host,sm_90", f"--dtype={dtype}",
+    if not os.path.exists(model):
+        run([sys.executable, SYNTH, "--format", kind, "--out", model, "--seed", "9"] + opts)
+    art = os.path.join(work, f"{name}-{target}.llmc")
+    run([args.llmc, "compile", model, f"--target=host,{target}", f"--dtype={dtype}",
          "--host-activations=f32", "-o", art])
+    if target == "sm_90a":
+        with open(os.path.join(art, "manifest.json")) as f:
+            wgmma = f.read().count(" wgmma")
+        print(f"{'PASS' if wgmma else 'FAIL'} {name}@{target}: {wgmma} GEMM launches on wgmma",
+              flush=True)
+        if not wgmma:
+            return False
+    else:
+        target = ""
     emu = build_emulation(art, args.cxx)
     ref = rf.ReferenceModel.from_gguf(model) if kind == "gguf" else rf.ReferenceModel.from_hf_folder(model)
     rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -248,6 +276,7 @@ def check(args, name, work):
     err = np.abs(got - want).max(axis=1) / np.abs(want).max(axis=1)
     top1 = float((got.argmax(axis=1) == want.argmax(axis=1)).mean())
     ok = bool(np.isfinite(got).all()) and err.max() < TOLERANCE[dtype] and top1 >= TOP1[dtype]
+    name = f"{name}@{target}" if target else name
     print(f"{'PASS' if ok else 'FAIL'} {name}: {dtype} max rel err {err.max():.2e} (prefill "
           f"{err[:prefill].max():.2e}, decode {err[prefill:].max():.2e}; tolerance "
           f"{TOLERANCE[dtype]:.0e}), top-1 {top1:.3f}", flush=True)
@@ -418,7 +447,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     tally = Tally(args.only)
     try:
-        for name in CASES:
+        for name in list(CASES) + sorted(n + "@sm_90a" for n in WGMMA_CASES):
             if tally.wants(name):
                 tally.attempt(name, lambda: check(args, name, work))
     finally:

@@ -737,6 +737,11 @@ LogicalResult emitSamplers(func::FuncOp step, CudaKernelPlan &plan) {
 
 } // namespace
 
+bool archsHaveWgmma(const std::vector<std::string> &archs) {
+  return !archs.empty() &&
+         llvm::all_of(archs, [](const std::string &a) { return a == "sm_90a"; });
+}
+
 FailureOr<CudaKernelPlan> emitCudaKernels(ModuleOp module, const CudaEmitOptions &options) {
   FailureOr<PlannedStep> planned = getPlannedStep(module, "CUDA codegen");
   if (failed(planned))

@@ -46,7 +46,14 @@ struct CudaEmitOptions {
   // prefill kernel (half/bf16 activations, head_dim a multiple of 16 up to
   // 128); shorter ones the split (flash-decoding) kernel.
   int attnPrefillMinQuery = 16;
+  // Every CUDA target is sm_90a (Hopper's arch-specific features): GEMM
+  // tiles may run on wgmma (llmc.gemm `<tile>_mma`).
+  bool wgmma = false;
 };
+
+// Whether every arch of `archs` ("sm_80", "sm_90a", ...) has wgmma: only
+// sm_90a does (PTX for it runs on compute capability 9.0 alone).
+bool archsHaveWgmma(const std::vector<std::string> &archs);
 
 struct CudaKernelPlan {
   std::string source;                        // kernels.cu

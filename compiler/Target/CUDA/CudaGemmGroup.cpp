@@ -118,6 +118,9 @@ struct GemmTile {
   // gemm_tile's Unroll: the main loop unrolled over the ring's stages (set
   // per entry by the emitter, where ptxas fits it without spills).
   bool unroll = false;
+  // gemm_tile's Wgmma: the products on Hopper's warpgroup MMA (sm_90a),
+  // `<tile>_mma = "wgmma"` in the attribute.
+  bool wgmma = false;
   int threads() const { return int(32 * wm * wn); }
   // Trips of gemm_mma's loops per warp and block. Unrolled: whole rounds
   // of `stages` 32-element steps of the block's split of K while every
@@ -138,11 +141,13 @@ struct GemmTile {
     return unrollTail() ? 0 : steps(K) - rounds(K) * stages;
   }
   int64_t trips(int64_t K) const { return rounds(K) + tailTrips(K); }
-  std::string args() const { // gemm_tile's defaults (1 split, rolled) left out
+  std::string args() const { // gemm_tile's defaults (1 split, rolled, mma.sync) left out
     std::string a = llvm::formatv("{0}, {1}, {2}, {3}, {4}", bm, bn, wm, wn, stages).str();
-    if (splits > 1 || unroll)
+    if (splits > 1 || unroll || wgmma)
       a += ", " + std::to_string(splits);
-    if (unroll)
+    if (unroll || wgmma)
+      a += unroll ? ", true" : ", false";
+    if (wgmma)
       a += ", true";
     return a;
   }
@@ -155,7 +160,7 @@ struct GemmTiles {
 // The tiles llmc-select-gemm-tiles wrote in `llmc.gemm` (absent: its
 // defaults for 132 SMs with 64-row small tiles), checked against what
 // gemm_tile accepts so that a hand-edited attribute fails here, not in NVRTC.
-FailureOr<GemmTiles> gemmTilesOf(Operation *group, int64_t K) {
+FailureOr<GemmTiles> gemmTilesOf(Operation *group, int64_t K, bool wgmmaTarget) {
   GemmTiles t;
   auto dict = group->getAttrOfType<DictionaryAttr>("llmc.gemm");
   if (!dict)
@@ -183,6 +188,22 @@ FailureOr<GemmTiles> gemmTilesOf(Operation *group, int64_t K) {
       return group->emitError() << "CUDA codegen: llmc.gemm " << key << " splits " << out.splits
                                 << " must be 1 to 16 and divide the " << K / 32
                                 << " 32-element steps of K";
+    const std::string mmaKey = (key + "_mma").str();
+    if (auto mma = dict.getAs<StringAttr>(mmaKey)) {
+      if (mma.getValue() != "wgmma" && mma.getValue() != "mma.sync")
+        return group->emitError() << "CUDA codegen: llmc.gemm " << mmaKey << " is '"
+                                  << mma.getValue() << "', not wgmma or mma.sync";
+      out.wgmma = mma.getValue() == "wgmma";
+    }
+    if (out.wgmma && !wgmmaTarget)
+      return group->emitError() << "CUDA codegen: llmc.gemm " << mmaKey
+                                 << " = wgmma needs every CUDA target to be sm_90a";
+    if (out.wgmma && (out.wn != 1 || out.bm != 16 * out.wm || out.wm % 4 != 0 ||
+                      (out.bn != 64 && out.bn != 128)))
+      return group->emitError() << "CUDA codegen: llmc.gemm " << key << " = [" << v
+                                << "] is not a wgmma tile (warpgroups of 64 token rows: "
+                                   "warps_m = tokens / 16, a multiple of 4, warps_n 1; 64 or "
+                                   "128 rows)";
     return success();
   };
   if (failed(tile("small", t.small)) || failed(tile("large", t.large)))
@@ -551,7 +572,7 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     gemmX = "static_cast<const act *>(a.gemm_a)";
     gemmRows = "nullptr";
   }
-  FailureOr<GemmTiles> tiles = gemmTilesOf(io.group, K);
+  FailureOr<GemmTiles> tiles = gemmTilesOf(io.group, K, io.options->wgmma);
   if (failed(tiles))
     return failure();
   // Weights gemm_mma copies (the activation type) or decodes a whole step
@@ -612,6 +633,8 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     g.variant = llvm::formatv("gemm tile={0}x{1} warps={2}x{3} stages={4}", t.bm, t.bn, t.wm,
                               t.wn, t.stages)
                     .str();
+    if (t.wgmma)
+      g.variant += " wgmma";
     if (t.splits > 1) {
       g.variant += " splits=" + std::to_string(t.splits);
       g.split_floats = t.bm * t.bn;

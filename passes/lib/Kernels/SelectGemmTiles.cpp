@@ -79,9 +79,22 @@ struct SelectGemmTilesPass : llmc::impl::SelectGemmTilesBase<SelectGemmTilesPass
       // (4 warps, four stages in 48 KB) so that a 4,096-row projection at
       // 512 tokens still gives every SM two blocks.
       const bool wide = rows >= 128 * int64_t(sms) / 2;
-      fields.push_back(b.getNamedAttr(
-          "large", b.getDenseI64ArrayAttr(wide ? ArrayRef<int64_t>{128, 128, 2, 4, 3}
-                                               : ArrayRef<int64_t>{128, 64, 2, 2, 4})));
+      // On sm_90a the same tiles run on wgmma: two warpgroups of 64 token
+      // rows each (8 warps of 16 rows) over the block's weight rows, where
+      // the weights are in the activation type (copied by cp.async, the
+      // products the bound). Decoded weights keep mma.sync: their prefill
+      // is bound by the decoding's instructions, which 8 warps of 16 rows
+      // spread thinner (no step decoder for 128 x 64, two warps' overhead
+      // a row: the report's q4_K 2,048-token prefill 69.0 -> 81.0 ms).
+      const WeightFormat wf = wt.getFormat();
+      const bool raw = (wf == WeightFormat::bf16 && activationType == "bf16") ||
+                       (wf == WeightFormat::f16 && activationType == "f16");
+      SmallVector<int64_t, 5> large = {128, wide ? 128 : 64, 2, wide ? 4 : 2, wide ? 3 : 4};
+      if (wgmma && raw)
+        large = {128, wide ? 128 : 64, 8, 1, wide ? 3 : 4};
+      fields.push_back(b.getNamedAttr("large", b.getDenseI64ArrayAttr(large)));
+      if (wgmma && raw)
+        fields.push_back(b.getNamedAttr("large_mma", b.getStringAttr("wgmma")));
       // The large tile has no split of K: below 1.5 blocks an SM it leaves
       // SMs idle for the whole of a long K (a 4,096-row projection at 256
       // tokens: 128 blocks for 132 SMs, each 128 or 448 steps long), where

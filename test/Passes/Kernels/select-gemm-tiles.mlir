@@ -18,6 +18,8 @@
 // RUN: llmc-opt %s "--llmc-select-gemm-tiles=sms=64" | FileCheck %s --check-prefix=SMS64
 // RUN: llmc-opt %s --llmc-select-gemm-tiles=activation-type=f32 | FileCheck %s --check-prefix=F32
 // RUN: not llmc-opt %s "--llmc-select-gemm-tiles=sms=0" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: llmc-opt %s "--llmc-select-gemm-tiles=wgmma=true" | FileCheck %s --check-prefix=WGMMA
+// RUN: llmc-opt %s "--llmc-select-gemm-tiles=wgmma=true activation-type=f16" | FileCheck %s --check-prefix=WGF16
 
 // CHECK-LABEL: func.func @step
 // CHECK: llm.fusion "rows16896"{{.*}}llmc.gemm = {large = array<i64: 128, 128, 2, 4, 3>, large_from = 129 : i64, small = array<i64: 64, 128, 2, 2, 4, 1>}
@@ -36,6 +38,14 @@
 // F32-NOT: llmc.gemm
 // F32: return
 // BAD: llmc-select-gemm-tiles: sms must be positive, not 0
+// On sm_90a (wgmma=true) the large tile of weights in the activation type
+// (bf16 under bf16) runs on wgmma: 8 warps of 16 token rows; quantized
+// weights keep their mma.sync tiles.
+// WGMMA: llm.fusion "rows16896"{{.*}}llmc.gemm = {large = array<i64: 128, 128, 2, 4, 3>, large_from = 129 : i64, small
+// WGMMA: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 8, 1, 4>, large_from = 129 : i64, large_mma = "wgmma", small = array<i64: 64, 64, 2, 2, 4, 1>}
+// WGMMA: llm.fusion "rows256"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 2, 2, 4>, large_from = 129 : i64, small
+// bf16 weights under f16 activations are decoded: mma.sync.
+// WGF16: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 2, 2, 4>, large_from = 129 : i64, small
 func.func @step(%x: tensor<?x64xf32>, %k: tensor<?x4096xf32>) -> tensor<?x256xf32> {
   %a = llm.fusion "rows16896"(%x) : (tensor<?x64xf32>) -> tensor<?x16896xf32> {
   ^bb0(%i: tensor<?x64xf32>):

@@ -85,8 +85,11 @@ TEST(CompileOptions, TargetsAndEmitKinds) {
   CompileOptions o = tinyLlama(EmitKind::kCUDA);
   EXPECT_EQ(problem(o), "--emit=cuda and --emit=ptx need a CUDA target (--target=sm_80, sm_90, ...)");
   o.targets = {"host", "sm_70"};
-  EXPECT_EQ(problem(o), "unknown target 'host,sm_70' (expected host or sm_XX with XX >= 80, e.g. "
-                        "--target=host,sm_80,sm_90)");
+  EXPECT_EQ(problem(o), "unknown target 'host,sm_70' (expected host, sm_XX with XX >= 80, or "
+                        "sm_90a, e.g. --target=host,sm_80,sm_90)");
+  o.targets = {"sm_80a"};  // arch-specific PTX: sm_90a only
+  EXPECT_EQ(problem(o), "unknown target 'sm_80a' (expected host, sm_XX with XX >= 80, or "
+                        "sm_90a, e.g. --target=host,sm_80,sm_90)");
   o.targets = {"sm_90"};
   o.dtype = "f8";
   EXPECT_EQ(problem(o), "--dtype must be f32, f16 or bf16, got 'f8'");

@@ -39,6 +39,7 @@ typedef unsigned char u8;
 typedef unsigned short u16;
 typedef unsigned int u32;
 typedef long long i64;
+typedef unsigned long long u64;
 
 using gguf::bf16_to_float;
 using gguf::bits_to_float;

@@ -12,6 +12,7 @@
 #include "llmc_cuda_gemv.cuh"
 #include "llmc_cuda_mma.cuh"
 #include "llmc_cuda_mma_weights.cuh"
+#include "llmc_cuda_wgmma.cuh"
 
 namespace llmc {
 namespace cuda {
@@ -46,7 +47,7 @@ namespace cuda {
 // GPU; their sums meet in `split` (gemm_split).
 //===----------------------------------------------------------------------===//
 template <int BM_, int BN_, int WarpsM_, int WarpsN_, int Stages_, int KSplit_ = 1,
-          bool Unroll_ = false>
+          bool Unroll_ = false, bool Wgmma_ = false>
 struct gemm_tile {
   static constexpr int BM = BM_, BN = BN_, WarpsM = WarpsM_, WarpsN = WarpsN_, Stages = Stages_;
   static constexpr int KSplit = KSplit_; // blocks along K per output tile (grid z)
@@ -54,6 +55,13 @@ struct gemm_tile {
   // copied or decoded by steps; the emitter sets it where ptxas fits it
   // without spills.
   static constexpr bool Unroll = Unroll_;
+  // The products on Hopper's warpgroup MMA (llmc_cuda_wgmma.cuh: sm_90a)
+  // instead of mma.sync: each warpgroup of 4 warps multiplies its 64 token
+  // rows by all BN weight rows of a step straight from the ring, so the
+  // warps tile the tokens 16 rows each (WarpsM = BM / 16, WarpsN = 1: the
+  // accumulators lie as mma.sync's would in that tiling, and the epilogue
+  // and split-K sums read them unchanged).
+  static constexpr bool Wgmma = Wgmma_;
   static constexpr int BK = 32, Threads = 32 * WarpsM * WarpsN;
   static constexpr int MI = BM / WarpsM / 16, NI = BN / WarpsN / 8;
   // 16-byte slots of one stage: the activation tile, then the weight tile.
@@ -65,6 +73,9 @@ struct gemm_tile {
   static_assert(Stages >= 2, "gemm_tile: at least two stages");
   static_assert(Stages * StageSlots * 16 <= 48 * 1024, "gemm_tile: over 48 KB of shared memory");
   static_assert(KSplit >= 1 && KSplit <= 16, "gemm_tile: 1 to 16 splits of K");
+  static_assert(!Wgmma || (WarpsN == 1 && BM == 16 * WarpsM && WarpsM % 4 == 0 &&
+                           (BN == 64 || BN == 128)),
+                "gemm_tile: a wgmma tile is warpgroups of 64 token rows by 64 or 128 weight rows");
 };
 
 // Where a split-K GEMM (Tile::KSplit > 1) leaves its partial sums: `part`,
@@ -116,7 +127,10 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   constexpr bool kRaw = detail::raw_weight<Fmt, Act>::value;
   static_assert(P == 1 || P == 2 || P == 4, "gemm_mma: kRows must be 1, 2 or 4");
   static_assert(NI % 2 == 0, "gemm_mma: weight fragments come in pairs (ldmatrix x4)");
-  __shared__ __align__(128) uint4 smem[S * Tile::StageSlots];
+  static_assert(!Tile::Wgmma || LLMC_CUDA_HAS_WGMMA, "gemm_mma: wgmma tiles need sm_90a");
+  // 1,024 bytes: the wgmma operand tiles (stages of (BM + BN) x 64 bytes,
+  // multiples of 512) must sit on their swizzle's 512-byte period.
+  __shared__ __align__(1024) uint4 smem[S * Tile::StageSlots];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / Tile::WarpsN, wn = warp % Tile::WarpsN;
   const int t0 = blockIdx.x * BM, n0 = blockIdx.y * BNO;
@@ -331,6 +345,9 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     const int Wr = Rd == 0 ? S - 1 : Rd - 1, Next = Rd + 1 == S ? 0 : Rd + 1;
     const int kt = kb + s;
     cp_async_wait<S - 2>(); // this thread's copies of step kt have landed
+    // wgmma reads the ring through the async proxy: the copies and the
+    // decoded weights (generic-proxy writes) are made visible to it first.
+    if constexpr (Tile::Wgmma) fence_proxy_async_shared();
     __syncthreads();        // everyone's, and step kt - 1's readers are done
     if (!checked || s + S - 1 < KTS) copy_stage(kt + S - 1, u + S - 1, Wr);
     cp_async_commit();
@@ -340,6 +357,22 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     const int phase = kPhased && (kUnrollTail || !checked) ? (u + 1) & 3 : -1;
     if (!checked || s + 1 < KTS) load_words(kt + 1, phase);
     const int st = Rd * kStageBytes;
+    if constexpr (Tile::Wgmma) {
+      // Both k16 halves of the step in one group: the warpgroup's 64 token
+      // rows against every weight row. The products run while this thread
+      // decodes the next step's weights; they are waited for at the step's
+      // end, before the next barrier lets anyone refill this stage.
+      float(&d)[NI * 4] = reinterpret_cast<float(&)[NI * 4]>(acc);
+      const shared_addr at = s0 + st + (warp >> 2) * 64 * 64, bt = s0 + st + BM * 64;
+      wgmma_fence();
+      wgmma_m64k16<Act, BN>(d, at, bt);
+      wgmma_m64k16<Act, BN>(d, at + 32, bt + 32);
+      wgmma_commit();
+      if constexpr (!kRaw)
+        if (!checked || s + 1 < KTS) decode_stage(kt + 1, phase, smem + Next * Tile::StageSlots);
+      wgmma_wait<0>(d);
+      return;
+    }
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk) { // the two k16 halves: chunks 2 kk, 2 kk + 1
       u32 a[MI][4], b[NI][2];

@@ -491,6 +491,22 @@ def SelectGemmTiles : Pass<"llmc-select-gemm-tiles", "::mlir::ModuleOp"> {
         small = array<i64: 64, 64, 2, 2, 4, 8>}} : ...
     ```
 
+    With `wgmma` (every CUDA target sm_90a: `llmc compile --target=sm_90a`)
+    the large tile's products run on Hopper's warpgroup MMA instead of
+    mma.sync, marked `large_mma = "wgmma"`, where the weights are in the
+    activation type (bf16 under bf16, f16 under f16): two warpgroups of 64
+    token rows (warps_m 8, warps_n 1) by the same 128 or 64 weight rows, 3
+    or 4 stages of the same ring, which is already wgmma's 64-byte-swizzle
+    layout. mma.sync reaches about half to two thirds of Hopper's tensor
+    rate, wgmma all of it (docs/cuda.md). Decoded weights, whose prefill the
+    decoding's instructions bound, and the small tile stay on mma.sync (the
+    kernel runs them on wgmma too, through a hand-written attribute).
+
+    ```mlir
+    llmc.gemm = {large = array<i64: 128, 128, 8, 1, 3>, large_from = 129 : i64,
+                 large_mma = "wgmma", small = array<i64: 64, 128, 2, 2, 4, 1>}
+    ```
+
     The CUDA emitter follows the attribute (without it: these defaults for
     132 SMs); `--emit=kernels` and the kernel report show each launch's tile.
     f32 activations have no tensor-core GEMM: no attribute.
@@ -500,6 +516,8 @@ def SelectGemmTiles : Pass<"llmc-select-gemm-tiles", "::mlir::ModuleOp"> {
            "the CUDA activations: bf16, f16 or f32 (f32: no GEMM, no attribute)">,
     Option<"sms", "sms", "int64_t", /*default=*/"132",
            "streaming multiprocessors of the target GPU (H100/H200: 132)">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "every CUDA target is sm_90a: the large tile runs on Hopper's warpgroup MMA">,
   ];
   let statistics = [
     Statistic<"numGroups", "num-groups", "GEMM groups given tiles">

@@ -42,6 +42,9 @@ struct CompilePipelineOptions {
   // "fp").
   std::string cudaActivations = "bf16";
   std::string gemv = "auto";
+  // llmc-select-gemm-tiles: every CUDA target is sm_90a, so prefill tiles
+  // run on wgmma.
+  bool wgmma = false;
 };
 
 // Stage 1: clean up the imported IR and check the runtime's calling
