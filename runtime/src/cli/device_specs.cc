@@ -25,6 +25,12 @@ const std::vector<DeviceSpec>& Devices() {
           .issue_per_sm_per_clock = 4,  // 4 schedulers x 1 warp-instruction
           .fp32_flops_per_s = 132 * 128 * 2 * 1.98e9,  // 128 FP32 lanes/SM x FFMA, at clock_hz
           .tensor_flops_per_s = 790e12,                // measured: bf16 dense GEMM
+          // guess, to be calibrated (gpu-check stage 5 times both GEMMs):
+          // mma.sync is Ampere's instruction, which Hopper runs at about
+          // half to two thirds of wgmma's rate by published microbenchmarks
+          // (FlashAttention-2, on mma.sync, peaks near 350 TFLOP/s on an
+          // H100 where FlashAttention-3 on wgmma reaches 600-750).
+          .warp_mma_flops_per_s = 0.6 * 790e12,
           .fixed_s = 2.0e-6,                           // guess: launch + ramp, to be calibrated
           .mem_latency_s = 700e-9,  // guess: loaded DRAM latency, to be calibrated
           .max_warps_per_sm = 64,   // CUDA programming guide, compute capability 9.0
@@ -53,6 +59,7 @@ const std::vector<DeviceSpec>& Devices() {
           .issue_per_sm_per_clock = 4,                // 4 schedulers x 1 warp-instruction
           .fp32_flops_per_s = 108 * 64 * 2 * 1.41e9,  // 64 FP32 lanes/SM x FFMA, at clock_hz
           .tensor_flops_per_s = 312e12,               // spec: bf16 dense
+          .warp_mma_flops_per_s = 312e12,             // mma.sync is Ampere's own
           .fixed_s = 2.0e-6,                          // guess (the H200's), uncalibrated
           .mem_latency_s = 700e-9,                    // guess (the H200's), uncalibrated
           .max_warps_per_sm = 64,  // CUDA programming guide, compute capability 8.0

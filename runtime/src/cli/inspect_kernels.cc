@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -166,6 +167,7 @@ ShapeResult Evaluate(const perf::DeviceSpec& device, const LaunchView& v,
   work.bytes = r.bytes;
   work.flops = r.flops;
   work.tensor_flops = r.tensor_flops;
+  work.warpgroup_mma = absl::StrContains(v.l->variant, "wgmma");
   if (m.sass) {
     // Instructions the hot loop runs (its trips, summed over the warps,
     // are the emitter's) plus every other instruction once per warp: code

@@ -109,7 +109,8 @@ Prediction Predict(const DeviceSpec& d, const KernelResources& k, const LaunchWo
       tail * w.warp_instructions / (sms_used * issue_rate * d.clock_hz * d.issue_efficiency);
   const double sm_share = sms_used / d.sms;
   p.fp32_s = tail * w.flops / (d.fp32_flops_per_s * sm_share);
-  p.tensor_s = tail * w.tensor_flops / (d.tensor_flops_per_s * sm_share);
+  const double tensor_rate = w.warpgroup_mma ? d.tensor_flops_per_s : d.warp_mma_flops_per_s;
+  p.tensor_s = tail * w.tensor_flops / (tensor_rate * sm_share);
 
   // Ties go to the earlier term; the launch overhead must exceed them all.
   const std::pair<double, const char*> terms[] = {

@@ -44,7 +44,10 @@
 //             latency), so an SM with fewer than 16 resident warps (4 per
 //             scheduler) issues below its peak of 4 per clock.
 //    fp32:    fp32_s   = flops        / (fp32_flops_per_s   * U / sms)
-//    tensor:  tensor_s = tensor_flops / (tensor_flops_per_s * U / sms)
+//    tensor:  tensor_s = tensor_flops / (rate * U / sms), rate the
+//             warpgroup MMA's (tensor_flops_per_s) for a launch whose products
+//             are wgmma, else mma.sync's (warp_mma_flops_per_s: on Hopper
+//             mma.sync does not reach the tensor cores' full rate)
 //    tail:    when waves > 1, issue_s, fp32_s and tensor_s are multiplied by
 //             ceil(waves) / waves: the last, partial wave leaves SMs idle. Memory
 //             is not: DRAM traffic of one wave overlaps the next. With waves <= 1
@@ -77,7 +80,8 @@ struct DeviceSpec {
   double dram_bytes_per_s;        // read + write
   double issue_per_sm_per_clock;  // warp-instructions: 4 (one per scheduler)
   double fp32_flops_per_s;        // FFMA = 2 flops, all SMs
-  double tensor_flops_per_s;      // bf16 dense, all SMs
+  double tensor_flops_per_s;      // bf16 dense, all SMs (wgmma on Hopper)
+  double warp_mma_flops_per_s;    // the same through mma.sync m16n8k16
   double fixed_s;                 // launch + ramp up/down, added to every launch
   double mem_latency_s;           // DRAM load latency under load (Little's law)
   int max_warps_per_sm, max_blocks_per_sm, regs_per_sm;
@@ -117,6 +121,7 @@ struct LaunchWork {
   int64_t blocks = 0;
   double bytes = 0, flops = 0, tensor_flops = 0, warp_instructions = 0;
   double load_bytes_per_warp_trip = 0;  // bytes a warp has in flight per hot-loop trip
+  bool warpgroup_mma = false;  // its tensor flops are wgmma's (else mma.sync's)
 };
 
 struct Prediction {

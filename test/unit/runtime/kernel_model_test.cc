@@ -265,21 +265,29 @@ TEST(KernelModelPredict, WavesTail) {
 }
 
 // Tensor and fp32 terms, scaled by the SMs in use. 118 regs (4 blocks/SM):
-// 528 blocks = 1 wave, 1e12 tensor flops: 1e12 / 790e12 = 1.265823e-3,
-// tensor-bound. 66 blocks use half the SMs: 2.531646e-3. 1e12 fp32 flops on
-// 528 blocks: 1e12 / 66.90816e12 = 14.94586e-3, fp32-bound.
+// 528 blocks = 1 wave, 1e12 tensor flops on wgmma: 1e12 / 790e12 =
+// 1.265823e-3, tensor-bound; on mma.sync (Hopper's 0.6 of that rate):
+// 2.109705e-3. 66 blocks use half the SMs: 2.531646e-3. 1e12 fp32 flops
+// on 528 blocks: 1e12 / 66.90816e12 = 14.94586e-3, fp32-bound. The A100
+// runs mma.sync at its full 312e12: 1e12 / 312e12 on 432 blocks (4 an SM).
 TEST(KernelModelPredict, TensorAndFp32) {
   LaunchWork w;
   w.blocks = 528;
   w.tensor_flops = 1e12;
+  w.warpgroup_mma = true;
   Prediction p = Predict(H200(), Res(118, 128), w);
   EXPECT_EQ(p.bound, "tensor");
   ExpectNear(p.tensor_s, 1.2658227848101266e-3, "tensor_s");
   w.blocks = 66;
   ExpectNear(Predict(H200(), Res(118, 128), w).tensor_s, 2.5316455696202532e-3, "half SMs");
   w.blocks = 528;
+  w.warpgroup_mma = false;
+  ExpectNear(Predict(H200(), Res(118, 128), w).tensor_s, 1e12 / (0.6 * 790e12), "mma.sync");
+  w.blocks = 432;
+  ExpectNear(Predict(A100(), Res(118, 128), w).tensor_s, 1e12 / 312e12, "A100 mma.sync");
   w.tensor_flops = 0;
   w.flops = 1e12;
+  w.blocks = 528;
   Prediction f = Predict(H200(), Res(118, 128), w);
   EXPECT_EQ(f.bound, "fp32");
   ExpectNear(f.fp32_s, 14.945860116314661e-3, "fp32_s");
