@@ -411,7 +411,8 @@ model_check() {
 }
 
 # Each GEMM of a 512-token prefill under ncu, with its DRAM bytes: the
-# generated GEMMs of the q4_0, q4_k and bf16 artifacts, and cuBLASLt's on
+# generated GEMMs of the q4_0, q4_k and bf16 artifacts (bf16 also for
+# sm_90a: on wgmma), and cuBLASLt's on
 # the bf16 one (--gemm=cublaslt), then scripts/gemm-table.py per artifact
 # against that peer. Uses model_check's $ncu, $inspect and $env.
 gemm_tables() {
@@ -434,7 +435,9 @@ gemm_tables() {
   profile_prefill "$peer" "$out/gemm-cublaslt.csv" "$out/gemm-bf16.json" --gemm=cublaslt || {
     echo "gpu-check: ncu over the cuBLASLt prefill failed ($log)"; return 1; }
   local ok=0 art name
-  for art in "$payload/llama3-8b-shape.llmc" "$payload/llama3-8b-shape-q4_k.llmc" "$peer"; do
+  for art in "$payload/llama3-8b-shape.llmc" "$payload/llama3-8b-shape-q4_k.llmc" "$peer" \
+             "$payload/peer/llama3-8b-shape-bf16-sm90a.llmc"; do
+    [[ -d "$art" ]] || continue
     name=$(basename "$art" .llmc)
     if ! profile_prefill "$art" "$out/gemm-$name.csv" "$out/gemm-$name.json"; then
       echo "gpu-check: ncu over $name's prefill failed ($log)"

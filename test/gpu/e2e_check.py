@@ -393,6 +393,33 @@ def check_cublaslt(pl, out):
         explain_top1(got, want, prefill)
 
 
+def check_wgmma(pl, out):
+    """The bf16 8B shape compiled for sm_90a, whose prefill GEMMs run on
+    wgmma, against the same weights compiled for sm_90 (mma.sync), both on
+    this GPU: a 200-token prefill (past the large tile's 129) and 8 decode
+    steps. The first hardware run of the wgmma path; the emulated e2e tests
+    check its descriptors on the CPU."""
+    base = os.path.join(pl.path, "peer", "llama3-8b-shape-bf16.llmc")
+    art = os.path.join(pl.path, "peer", "llama3-8b-shape-bf16-sm90a.llmc")
+    if pl.backend != "cuda" or not (os.path.exists(art) and os.path.exists(base)):
+        return
+    print("--- correctness: prefill GEMMs on wgmma (sm_90a) vs mma.sync (sm_90), bf16 8B shape")
+    vocab = manifest(art)["model"]["vocab_size"]
+    tokens = np.random.default_rng(11).integers(0, vocab, 208).tolist()
+    try:
+        got, _ = logits(pl.rt, pl.env, art, tokens, 200, "cuda", vocab)
+    except RuntimeError as e:  # an sm_90a module on another GPU: say so, not fail
+        print(f"SKIP wgmma: {str(e).strip()[-300:]}")
+        return
+    want, _ = logits(pl.rt, pl.env, base, tokens, 200, "cuda", vocab)
+    err, top1, finite = compare(got, want)
+    good = finite and err < REL_TOL and top1_verdict(got, want, TOP1_MIN)
+    out.ok &= good
+    print(f"{'PASS' if good else 'FAIL'} llama3-8b-shape-bf16 sm_90a (wgmma) vs sm_90 (mma.sync): "
+          f"max rel err {err:.2e}, top-1 {top1:.3f}")
+    explain_top1(got, want, 200)
+
+
 def check_vs_host(pl, out):
     """The dummy-weight shapes and the w4a16 model: the backend under test vs
     the host backend, on seeded random tokens."""
@@ -523,14 +550,22 @@ def bench_gemm_peer(pl):
         return
     print("--- GEMMs: generated (llmc) vs cuBLASLt, llama3-8b-shape bf16 weights")
     runs = {}
-    for gemm in ("llmc", "cublaslt"):
-        r, _ = run([pl.rt, "bench", art, "--backend", "cuda", "--json", "-p", "512,2048", "-n", "64",
-                    "-B", "1,64", "-r", "3", "--no-verify", f"--gemm={gemm}"], pl.env)
+    # The same weights compiled for sm_90a: the prefill GEMMs on wgmma.
+    wgmma = os.path.join(pl.path, "peer", "llama3-8b-shape-bf16-sm90a.llmc")
+    for gemm, a in (("llmc", art), ("cublaslt", art), ("wgmma", wgmma)):
+        if not os.path.exists(a):
+            continue
+        r, _ = run([pl.rt, "bench", a, "--backend", "cuda", "--json", "-p", "512,2048", "-n", "64",
+                    "-B", "1,64", "-r", "3", "--no-verify",
+                    f"--gemm={'llmc' if gemm == 'wgmma' else gemm}"], pl.env)
         runs[gemm] = {row["test"]: float(row["avg_ts"]) for row in json.loads(r.stdout)["tests"]}
-    print(f"{'test':12} {'llmc tok/s':>11} {'cuBLASLt':>10} {'llmc/cuBLASLt':>14}")
+    print(f"{'test':12} {'llmc tok/s':>11} {'cuBLASLt':>10} {'llmc/cuBLASLt':>14} "
+          f"{'sm_90a wgmma':>13} {'wgmma/cuBLASLt':>15}")
     for test, tps in runs["llmc"].items():
         lt = runs["cublaslt"].get(test, 0)
-        print(f"{test:12} {tps:11.1f} {lt:10.1f} {tps / lt if lt else float('nan'):14.2f}")
+        wg = runs.get("wgmma", {}).get(test, 0)
+        print(f"{test:12} {tps:11.1f} {lt:10.1f} {tps / lt if lt else float('nan'):14.2f} "
+              f"{wg:13.1f} {wg / lt if lt and wg else float('nan'):15.2f}")
     # 4-bit weights' prefill, on the generated GEMMs, on cuBLASLt after
     # dequantizing each weight (lt_deq), and on the faster of the two per
     # GEMM as the kernel report predicts it (auto: the payload's tune.json of
@@ -593,6 +628,7 @@ def main():
         check_pdl(pl, out)
         check_cublaslt(pl, out)
         check_device_sampling(pl, out)
+        check_wgmma(pl, out)
     check_vs_host(pl, out)
     if not args.no_timing:
         bench_dummy_shapes(pl)
