@@ -180,23 +180,31 @@ CASES = {
         ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "256", "--layers", "1", "--qk-gain", "4", "--gguf-type", "f16"],
         "gguf", "f16", 200, 3),
-    # Wide gate/up rows (2 x 4,224: the 128 x 128 large tile) in the
-    # activation type, copied by cp.async: the large tile on wgmma for sm_90a.
+    # Wide gate/up rows (the 128 x 128 large tile) in the activation type
+    # (2 x 4,224, copied by cp.async) and in q4_K (2 x 4,352, K of whole
+    # super-blocks: decoded a step of a row at a time, the loop unrolled).
     "llama-wide-gemm-bf16-weights": (
         ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "4224", "--layers", "1", "--dtype", "bf16"],
         "hf", "bf16", 140, 2),
+    "llama-wide-gemm-q4_k-bf16": (
+        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
+         "--head-dim", "64", "--intermediate", "4352", "--layers", "1", "--gguf-type", "q4_k"],
+        "gguf", "bf16", 140, 2),
 }
 
 # Cases run again compiled for sm_90a (`NAME@sm_90a`), where
-# llmc-select-gemm-tiles puts the large tile of weights in the activation
-# type on Hopper's warpgroup MMA: the emulation's wgmma reads the ring
-# through the descriptors as the hardware does (64-byte swizzle, its
-# stride), so a tile the descriptor does not describe fails here (an SBO of
-# 1,024, or every warpgroup reading the first's rows: error 1.6). Tiles:
-# 128 x 64 (f16), 128 x 128 (bf16). The manifest must name wgmma in a
-# launch's variant, or the case fails: it would test nothing.
-WGMMA_CASES = {"llama-peaked-attn-f16", "llama-wide-gemm-bf16-weights"}
+# llmc-select-gemm-tiles puts the large tile on Hopper's warpgroup MMA for
+# weights in the activation type and for wide tiles of any format: the
+# emulation's wgmma reads the ring through the descriptors as the hardware
+# does (64-byte swizzle, its stride), so a tile the descriptor does not
+# describe fails here (an SBO of 1,024, or every warpgroup reading the
+# first's rows: error 1.6). Tiles: 128 x 64 (f16 copied), 128 x 128 (bf16
+# copied; q8_0 decoded by groups, q4_K by steps, while the products run).
+# The manifest must name wgmma in a launch's variant, or the case fails:
+# it would test nothing.
+WGMMA_CASES = {"llama-peaked-attn-f16", "llama-wide-gemm-bf16-weights",
+               "llama-wide-gemm-q8_0-bf16", "llama-wide-gemm-q4_k-bf16"}
 
 
 # Cases also run with --cuda-graphs (must match the launch-by-launch logits).

@@ -611,7 +611,8 @@ LogicalResult GemmGroupEmitter::entries(StringRef fmt, WeightType wt, int64_t co
     const int64_t chunksPerThread = t.bn * 4 / t.threads();
     const bool stepDecoded = raw || chunksPerThread == 2 || chunksPerThread == 4;
     t.unroll = leanDecode && stepDecoded &&
-               (wf != WeightFormat::q4_k || accumulators < 64 || (t.threads() == 128 && var == "T"));
+               (wf != WeightFormat::q4_k || accumulators < 64 || t.wgmma ||
+                (t.threads() == 128 && var == "T"));
     // A split-K tile's partials go to the step scratch past its header
     // (kScratchHeaderFloats), its tickets to args.tickets.
     const std::string split =

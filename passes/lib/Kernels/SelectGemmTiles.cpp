@@ -80,20 +80,25 @@ struct SelectGemmTilesPass : llmc::impl::SelectGemmTilesBase<SelectGemmTilesPass
       // 512 tokens still gives every SM two blocks.
       const bool wide = rows >= 128 * int64_t(sms) / 2;
       // On sm_90a the same tiles run on wgmma: two warpgroups of 64 token
-      // rows each (8 warps of 16 rows) over the block's weight rows, where
-      // the weights are in the activation type (copied by cp.async, the
-      // products the bound). Decoded weights keep mma.sync: their prefill
-      // is bound by the decoding's instructions, which 8 warps of 16 rows
-      // spread thinner (no step decoder for 128 x 64, two warps' overhead
-      // a row: the report's q4_K 2,048-token prefill 69.0 -> 81.0 ms).
+      // rows each (8 warps of 16 rows) over the block's weight rows. Where
+      // the weights are in the activation type (copied by cp.async) the
+      // products are the bound, and wgmma's rate is what counts. Decoded
+      // weights are bound by the decoding's instructions: the wide tile
+      // (8 warps either way, two threads a row for the step decoders)
+      // gains wgmma's issue slots (no ldmatrix, one instruction a
+      // 64 x 128 x 16 product; the report's q4_K gate/up at 2,048 tokens
+      // 1.05 -> 0.78 ms), while the 128 x 64 tile would go from 4 warps to
+      // 8 and lose q4_K's step decoder (one chunk a thread): 0.23 ->
+      // 0.40 ms for its QKV. Those keep mma.sync.
       const WeightFormat wf = wt.getFormat();
       const bool raw = (wf == WeightFormat::bf16 && activationType == "bf16") ||
                        (wf == WeightFormat::f16 && activationType == "f16");
+      const bool onWgmma = wgmma && (raw || wide);
       SmallVector<int64_t, 5> large = {128, wide ? 128 : 64, 2, wide ? 4 : 2, wide ? 3 : 4};
-      if (wgmma && raw)
+      if (onWgmma)
         large = {128, wide ? 128 : 64, 8, 1, wide ? 3 : 4};
       fields.push_back(b.getNamedAttr("large", b.getDenseI64ArrayAttr(large)));
-      if (wgmma && raw)
+      if (onWgmma)
         fields.push_back(b.getNamedAttr("large_mma", b.getStringAttr("wgmma")));
       // The large tile has no split of K: below 1.5 blocks an SM it leaves
       // SMs idle for the whole of a long K (a 4,096-row projection at 256

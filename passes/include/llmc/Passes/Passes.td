@@ -493,14 +493,15 @@ def SelectGemmTiles : Pass<"llmc-select-gemm-tiles", "::mlir::ModuleOp"> {
 
     With `wgmma` (every CUDA target sm_90a: `llmc compile --target=sm_90a`)
     the large tile's products run on Hopper's warpgroup MMA instead of
-    mma.sync, marked `large_mma = "wgmma"`, where the weights are in the
-    activation type (bf16 under bf16, f16 under f16): two warpgroups of 64
-    token rows (warps_m 8, warps_n 1) by the same 128 or 64 weight rows, 3
-    or 4 stages of the same ring, which is already wgmma's 64-byte-swizzle
+    mma.sync, marked `large_mma = "wgmma"`: two warpgroups of 64 token rows
+    (warps_m 8, warps_n 1) by the same 128 or 64 weight rows, 3 or 4
+    stages of the same ring, which is already wgmma's 64-byte-swizzle
     layout. mma.sync reaches about half to two thirds of Hopper's tensor
-    rate, wgmma all of it (docs/cuda.md). Decoded weights, whose prefill the
-    decoding's instructions bound, and the small tile stay on mma.sync (the
-    kernel runs them on wgmma too, through a hand-written attribute).
+    rate, wgmma all of it (docs/cuda.md). It does so where the weights are
+    in the activation type (bf16 under bf16, f16 under f16) and for the
+    wide 128 x 128 tile of any format (8 warps either way); the 128 x 64
+    tile of decoded weights keeps its 4 warps on mma.sync (8 warps of 16
+    rows would lose q4_K's step decoder), and so does the small tile.
 
     ```mlir
     llmc.gemm = {large = array<i64: 128, 128, 8, 1, 3>, large_from = 129 : i64,
