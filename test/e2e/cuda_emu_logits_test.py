@@ -199,12 +199,15 @@ CASES = {
 # emulation's wgmma reads the ring through the descriptors as the hardware
 # does (64-byte swizzle, its stride), so a tile the descriptor does not
 # describe fails here (an SBO of 1,024, or every warpgroup reading the
-# first's rows: error 1.6). Tiles: 128 x 64 (f16 copied), 128 x 128 (bf16
-# copied; q8_0 decoded by groups, q4_K by steps, while the products run).
-# The manifest must name wgmma in a launch's variant, or the case fails:
-# it would test nothing.
-WGMMA_CASES = {"llama-peaked-attn-f16", "llama-wide-gemm-bf16-weights",
-               "llama-wide-gemm-q8_0-bf16", "llama-wide-gemm-q4_k-bf16"}
+# first's rows: error 1.6). Tiles: 128 x 64 on two warpgroups (f16
+# copied), 128 x 128 (bf16 copied; q8_0 decoded by groups, q4_K by steps,
+# while the products run), and 128 x 64 of decoded weights on one
+# warpgroup, two 64-row blocks of tokens each (f16 under bf16, and the wide
+# cases' other projections). The manifest must name wgmma in a launch's
+# variant, or the case fails: it would test nothing.
+WGMMA_CASES = {"llama-peaked-attn-f16", "mistral-window56-prefill-bf16",
+               "llama-wide-gemm-bf16-weights", "llama-wide-gemm-q8_0-bf16",
+               "llama-wide-gemm-q4_k-bf16"}
 
 
 # Cases also run with --cuda-graphs (must match the launch-by-launch logits).

@@ -198,12 +198,13 @@ FailureOr<GemmTiles> gemmTilesOf(Operation *group, int64_t K, bool wgmmaTarget) 
     if (out.wgmma && !wgmmaTarget)
       return group->emitError() << "CUDA codegen: llmc.gemm " << mmaKey
                                  << " = wgmma needs every CUDA target to be sm_90a";
-    if (out.wgmma && (out.wn != 1 || out.bm != 16 * out.wm || out.wm % 4 != 0 ||
+    if (out.wgmma && (out.wn != 1 || out.wm % 4 != 0 ||
+                      (out.bm != 16 * out.wm && out.bm != 32 * out.wm) ||
                       (out.bn != 64 && out.bn != 128)))
       return group->emitError() << "CUDA codegen: llmc.gemm " << key << " = [" << v
-                                << "] is not a wgmma tile (warpgroups of 64 token rows: "
-                                   "warps_m = tokens / 16, a multiple of 4, warps_n 1; 64 or "
-                                   "128 rows)";
+                                << "] is not a wgmma tile (warpgroups of one or two 64-row "
+                                   "token blocks: warps_m a multiple of 4, tokens 16 or 32 "
+                                   "per warp, warps_n 1; 64 or 128 rows)";
     return success();
   };
   if (failed(tile("small", t.small)) || failed(tile("large", t.large)))

@@ -87,18 +87,18 @@ struct SelectGemmTilesPass : llmc::impl::SelectGemmTilesBase<SelectGemmTilesPass
       // (8 warps either way, two threads a row for the step decoders)
       // gains wgmma's issue slots (no ldmatrix, one instruction a
       // 64 x 128 x 16 product; the report's q4_K gate/up at 2,048 tokens
-      // 1.05 -> 0.78 ms), while the 128 x 64 tile would go from 4 warps to
-      // 8 and lose q4_K's step decoder (one chunk a thread): 0.23 ->
-      // 0.40 ms for its QKV. Those keep mma.sync.
+      // 1.05 -> 0.78 ms). Their 128 x 64 tile keeps its 4 warps, one
+      // warpgroup over both 64-row token blocks, so that q4_K keeps its
+      // step decoder (two threads a row; with 8 warps, one chunk a thread,
+      // it had none: its QKV 0.23 -> 0.40 ms).
       const WeightFormat wf = wt.getFormat();
       const bool raw = (wf == WeightFormat::bf16 && activationType == "bf16") ||
                        (wf == WeightFormat::f16 && activationType == "f16");
-      const bool onWgmma = wgmma && (raw || wide);
       SmallVector<int64_t, 5> large = {128, wide ? 128 : 64, 2, wide ? 4 : 2, wide ? 3 : 4};
-      if (onWgmma)
-        large = {128, wide ? 128 : 64, 8, 1, wide ? 3 : 4};
+      if (wgmma)
+        large = {128, wide ? 128 : 64, wide || raw ? 8 : 4, 1, wide ? 3 : 4};
       fields.push_back(b.getNamedAttr("large", b.getDenseI64ArrayAttr(large)));
-      if (onWgmma)
+      if (wgmma)
         fields.push_back(b.getNamedAttr("large_mma", b.getStringAttr("wgmma")));
       // The large tile has no split of K: below 1.5 blocks an SM it leaves
       // SMs idle for the whole of a long K (a 4,096-row projection at 256

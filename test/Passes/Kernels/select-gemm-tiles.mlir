@@ -38,15 +38,15 @@
 // F32-NOT: llmc.gemm
 // F32: return
 // BAD: llmc-select-gemm-tiles: sms must be positive, not 0
-// On sm_90a (wgmma=true) the large tile runs on wgmma (8 warps of 16 token
-// rows) where the weights are in the activation type (bf16 under bf16) or
-// the tile is the wide one (8 warps either way); quantized weights' 128 x 64
-// tiles keep mma.sync.
+// On sm_90a (wgmma=true) every large tile runs on wgmma: 8 warps of 16 token
+// rows where the weights are in the activation type (bf16 under bf16) or
+// the tile is the wide one; decoded weights' 128 x 64 tile keeps 4 warps,
+// one warpgroup over both 64-row token blocks.
 // WGMMA: llm.fusion "rows16896"{{.*}}llmc.gemm = {large = array<i64: 128, 128, 8, 1, 3>, large_from = 129 : i64, large_mma = "wgmma", small
 // WGMMA: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 8, 1, 4>, large_from = 129 : i64, large_mma = "wgmma", small = array<i64: 64, 64, 2, 2, 4, 1>}
-// WGMMA: llm.fusion "rows256"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 2, 2, 4>, large_from = 129 : i64, small
-// bf16 weights under f16 activations are decoded: mma.sync in a 128 x 64 tile.
-// WGF16: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 2, 2, 4>, large_from = 129 : i64, small
+// WGMMA: llm.fusion "rows256"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 4, 1, 4>, large_from = 129 : i64, large_mma = "wgmma", small
+// bf16 weights under f16 activations are decoded: one warpgroup.
+// WGF16: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 4, 1, 4>, large_from = 129 : i64, large_mma = "wgmma", small
 func.func @step(%x: tensor<?x64xf32>, %k: tensor<?x4096xf32>) -> tensor<?x256xf32> {
   %a = llm.fusion "rows16896"(%x) : (tensor<?x64xf32>) -> tensor<?x16896xf32> {
   ^bb0(%i: tensor<?x64xf32>):

@@ -56,11 +56,12 @@ struct gemm_tile {
   // without spills.
   static constexpr bool Unroll = Unroll_;
   // The products on Hopper's warpgroup MMA (llmc_cuda_wgmma.cuh: sm_90a)
-  // instead of mma.sync: each warpgroup of 4 warps multiplies its 64 token
-  // rows by all BN weight rows of a step straight from the ring, so the
-  // warps tile the tokens 16 rows each (WarpsM = BM / 16, WarpsN = 1: the
-  // accumulators lie as mma.sync's would in that tiling, and the epilogue
-  // and split-K sums read them unchanged).
+  // instead of mma.sync: each warpgroup of 4 warps (WarpsM / 4 of them,
+  // WarpsN = 1) multiplies MI blocks of 64 token rows by all BN weight rows
+  // of a step straight from the ring. Warp w of warpgroup g holds, of
+  // block mi, token rows 64 (g MI + mi) + 16 (w % 4) .. + 15, as mma.sync's
+  // m16n8 fragments (acc[mi]); the split-K sums read them unchanged and the
+  // epilogue places their rows (gemm_mma's row_of).
   static constexpr bool Wgmma = Wgmma_;
   static constexpr int BK = 32, Threads = 32 * WarpsM * WarpsN;
   static constexpr int MI = BM / WarpsM / 16, NI = BN / WarpsN / 8;
@@ -73,9 +74,10 @@ struct gemm_tile {
   static_assert(Stages >= 2, "gemm_tile: at least two stages");
   static_assert(Stages * StageSlots * 16 <= 48 * 1024, "gemm_tile: over 48 KB of shared memory");
   static_assert(KSplit >= 1 && KSplit <= 16, "gemm_tile: 1 to 16 splits of K");
-  static_assert(!Wgmma || (WarpsN == 1 && BM == 16 * WarpsM && WarpsM % 4 == 0 &&
+  static_assert(!Wgmma || (WarpsN == 1 && WarpsM % 4 == 0 && (MI == 1 || MI == 2) &&
                            (BN == 64 || BN == 128)),
-                "gemm_tile: a wgmma tile is warpgroups of 64 token rows by 64 or 128 weight rows");
+                "gemm_tile: a wgmma tile is warpgroups of one or two 64-row token blocks by 64 "
+                "or 128 weight rows");
 };
 
 // Where a split-K GEMM (Tile::KSplit > 1) leaves its partial sums: `part`,
@@ -362,15 +364,18 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
       // rows against every weight row. The products run while this thread
       // decodes the next step's weights; they are waited for at the step's
       // end, before the next barrier lets anyone refill this stage.
-      float(&d)[NI * 4] = reinterpret_cast<float(&)[NI * 4]>(acc);
-      const shared_addr at = s0 + st + (warp >> 2) * 64 * 64, bt = s0 + st + BM * 64;
+      const shared_addr at = s0 + st + (warp >> 2) * MI * 64 * 64, bt = s0 + st + BM * 64;
       wgmma_fence();
-      wgmma_m64k16<Act, BN>(d, at, bt);
-      wgmma_m64k16<Act, BN>(d, at + 32, bt + 32);
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) {
+        float(&d)[NI * 4] = reinterpret_cast<float(&)[NI * 4]>(acc[mi]);
+        wgmma_m64k16<Act, BN>(d, at + mi * 64 * 64, bt);
+        wgmma_m64k16<Act, BN>(d, at + mi * 64 * 64 + 32, bt + 32);
+      }
       wgmma_commit();
       if constexpr (!kRaw)
         if (!checked || s + 1 < KTS) decode_stage(kt + 1, phase, smem + Next * Tile::StageSlots);
-      wgmma_wait<0>(d);
+      wgmma_wait<0>(reinterpret_cast<float(&)[MI * NI * 4]>(acc));
       return;
     }
 #pragma unroll
@@ -454,13 +459,19 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   }
 
   // Epilogue from the accumulators: c[2h], c[2h + 1] are token row
-  // gid + 8h of the fragment and tile rows 2 t4, 2 t4 + 1.
+  // gid + 8h of the fragment and tile rows 2 t4, 2 t4 + 1. The fragment's
+  // first token row: a warp's MI blocks of 16 rows lie together under
+  // mma.sync, 64 rows apart under wgmma (gemm_tile).
   const int gid = lane >> 2, t4 = lane & 3;
+  auto row_of = [&](int mi) {
+    return Tile::Wgmma ? 64 * ((warp >> 2) * MI + mi) + 16 * (warp & 3)
+                       : wm * (BM / Tile::WarpsM) + mi * 16;
+  };
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni) {
-      const int r = t0 + wm * (BM / Tile::WarpsM) + mi * 16 + gid;
+      const int r = t0 + row_of(mi) + gid;
       const int c = wn * (BN / Tile::WarpsN) + ni * 8 + 2 * t4; // tile row, even
       const float* v = acc[mi][ni];
       if constexpr (P == 1) {

@@ -497,11 +497,11 @@ def SelectGemmTiles : Pass<"llmc-select-gemm-tiles", "::mlir::ModuleOp"> {
     (warps_m 8, warps_n 1) by the same 128 or 64 weight rows, 3 or 4
     stages of the same ring, which is already wgmma's 64-byte-swizzle
     layout. mma.sync reaches about half to two thirds of Hopper's tensor
-    rate, wgmma all of it (docs/cuda.md). It does so where the weights are
-    in the activation type (bf16 under bf16, f16 under f16) and for the
-    wide 128 x 128 tile of any format (8 warps either way); the 128 x 64
-    tile of decoded weights keeps its 4 warps on mma.sync (8 warps of 16
-    rows would lose q4_K's step decoder), and so does the small tile.
+    rate, wgmma all of it (docs/cuda.md). Decoded weights' 128 x 64 tile
+    keeps 4 warps, `[128, 64, 4, 1, 4]`: one warpgroup over both 64-row
+    token blocks, so that q4_K keeps its step decoder (two threads a tile
+    row; with 8 warps it would have one chunk a thread and none). The small
+    tile stays on mma.sync.
 
     ```mlir
     llmc.gemm = {large = array<i64: 128, 128, 8, 1, 3>, large_from = 129 : i64,
