@@ -73,6 +73,13 @@ for a in "$@"; do
   esac
 done
 payload=${LLMC_GPU_PAYLOAD:-build-gpu-payload}
+# The payload's sm_90a artifacts share the q4_0 8B artifact's tokenizer
+# (gpu-payload.sh left their copies out, to stay under the carry limit).
+if [[ -f "$payload/peer/shared-tokenizer.txt" ]]; then
+  while read -r a; do
+    cp -n "$payload/llama3-8b-shape.llmc/tokenizer/tokenizer.json" "$payload/peer/$a/tokenizer/"
+  done <"$payload/peer/shared-tokenizer.txt"
+fi
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 cxx=${CXX:-g++}
 out=${LLMC_GPU_CHECK_BUILD:-build-gpu-check}
@@ -436,8 +443,9 @@ gemm_tables() {
     echo "gpu-check: ncu over the cuBLASLt prefill failed ($log)"; return 1; }
   local ok=0 art name
   for art in "$payload/llama3-8b-shape.llmc" "$payload/llama3-8b-shape-q4_k.llmc" "$peer" \
-             "$payload/peer/llama3-8b-shape-bf16-sm90a.llmc"; do
+             "$payload"/peer/llama3-8b-shape-*-sm90a.llmc; do
     [[ -d "$art" ]] || continue
+    [[ "$art" != *sm90a.llmc || "$arch" == sm_90 ]] || continue  # sm_90a runs on cc 9.0 only
     name=$(basename "$art" .llmc)
     if ! profile_prefill "$art" "$out/gemm-$name.csv" "$out/gemm-$name.json"; then
       echo "gpu-check: ncu over $name's prefill failed ($log)"
