@@ -203,11 +203,13 @@ CASES = {
 # copied), 128 x 128 (bf16 copied; q8_0 decoded by groups, q4_K by steps,
 # while the products run), and 128 x 64 of decoded weights on one
 # warpgroup, two 64-row blocks of tokens each (f16 under bf16, and the wide
-# cases' other projections). The manifest must name wgmma in a launch's
-# variant, or the case fails: it would test nothing.
+# cases' other projections); and the small tile, one warpgroup over 64
+# tokens, with K split over blocks (llama-splitk-q4_k-bf16) and the LM
+# head's rows gathered. The manifest must name wgmma in a launch's variant,
+# or the case fails: it would test nothing.
 WGMMA_CASES = {"llama-peaked-attn-f16", "mistral-window56-prefill-bf16",
                "llama-wide-gemm-bf16-weights", "llama-wide-gemm-q8_0-bf16",
-               "llama-wide-gemm-q4_k-bf16"}
+               "llama-wide-gemm-q4_k-bf16", "llama-splitk-q4_k-bf16", "llama-q4_0-bf16"}
 
 
 # Cases also run with --cuda-graphs (must match the launch-by-launch logits).

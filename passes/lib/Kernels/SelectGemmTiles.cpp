@@ -71,8 +71,11 @@ struct SelectGemmTilesPass : llmc::impl::SelectGemmTilesBase<SelectGemmTilesPass
         splits *= 2;
       Builder b(group.getContext());
       SmallVector<NamedAttribute> fields;
-      fields.push_back(
-          b.getNamedAttr("small", b.getDenseI64ArrayAttr({64, bn, 2, 2, 4, splits})));
+      // On sm_90a one warpgroup takes the small tile's 64 tokens on wgmma.
+      fields.push_back(b.getNamedAttr(
+          "small", b.getDenseI64ArrayAttr({64, bn, wgmma ? 4 : 2, wgmma ? 1 : 2, 4, splits})));
+      if (wgmma)
+        fields.push_back(b.getNamedAttr("small_mma", b.getStringAttr("wgmma")));
       // Prefill: 128 tokens a tile, warp tiles of 64 x 32; 128 weight rows
       // (8 warps, three stages in 48 KB) where there are enough weight
       // tiles for half a wave of blocks at 2 per SM by themselves, else 64

@@ -38,12 +38,13 @@
 // F32-NOT: llmc.gemm
 // F32: return
 // BAD: llmc-select-gemm-tiles: sms must be positive, not 0
-// On sm_90a (wgmma=true) every large tile runs on wgmma: 8 warps of 16 token
-// rows where the weights are in the activation type (bf16 under bf16) or
-// the tile is the wide one; decoded weights' 128 x 64 tile keeps 4 warps,
-// one warpgroup over both 64-row token blocks.
-// WGMMA: llm.fusion "rows16896"{{.*}}llmc.gemm = {large = array<i64: 128, 128, 8, 1, 3>, large_from = 129 : i64, large_mma = "wgmma", small
-// WGMMA: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 8, 1, 4>, large_from = 129 : i64, large_mma = "wgmma", small = array<i64: 64, 64, 2, 2, 4, 1>}
+// On sm_90a (wgmma=true) every tile runs on wgmma: the large one on 8 warps
+// of 16 token rows where the weights are in the activation type (bf16 under
+// bf16) or the tile is the wide one, decoded weights' 128 x 64 tile on 4
+// warps, one warpgroup over both 64-row token blocks; the small one on one
+// warpgroup over its 64 tokens.
+// WGMMA: llm.fusion "rows16896"{{.*}}llmc.gemm = {large = array<i64: 128, 128, 8, 1, 3>, large_from = 129 : i64, large_mma = "wgmma", small = array<i64: 64, 128, 4, 1, 4, 1>, small_mma = "wgmma"}
+// WGMMA: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 8, 1, 4>, large_from = 129 : i64, large_mma = "wgmma", small = array<i64: 64, 64, 4, 1, 4, 1>, small_mma = "wgmma"}
 // WGMMA: llm.fusion "rows256"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 4, 1, 4>, large_from = 129 : i64, large_mma = "wgmma", small
 // bf16 weights under f16 activations are decoded: one warpgroup.
 // WGF16: llm.fusion "rows8192"{{.*}}llmc.gemm = {large = array<i64: 128, 64, 4, 1, 4>, large_from = 129 : i64, large_mma = "wgmma", small

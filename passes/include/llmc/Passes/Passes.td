@@ -501,11 +501,13 @@ def SelectGemmTiles : Pass<"llmc-select-gemm-tiles", "::mlir::ModuleOp"> {
     keeps 4 warps, `[128, 64, 4, 1, 4]`: one warpgroup over both 64-row
     token blocks, so that q4_K keeps its step decoder (two threads a tile
     row; with 8 warps it would have one chunk a thread and none). The small
-    tile stays on mma.sync.
+    tile runs on wgmma too, one warpgroup over its 64 tokens (`[64, N, 4,
+    1, 4, splits]`, `small_mma = "wgmma"`).
 
     ```mlir
     llmc.gemm = {large = array<i64: 128, 128, 8, 1, 3>, large_from = 129 : i64,
-                 large_mma = "wgmma", small = array<i64: 64, 128, 2, 2, 4, 1>}
+                 large_mma = "wgmma", small = array<i64: 64, 128, 4, 1, 4, 1>,
+                 small_mma = "wgmma"}
     ```
 
     The CUDA emitter follows the attribute (without it: these defaults for
