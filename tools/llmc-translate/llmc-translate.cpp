@@ -25,6 +25,10 @@ llvm::cl::opt<std::string> cudaDType("cuda-dtype",
                                      llvm::cl::desc("activation type of --llmc-to-cuda: bf16 "
                                                     "(default), f16 or f32"),
                                      llvm::cl::init("bf16"));
+llvm::cl::opt<bool> cudaWgmma("cuda-wgmma",
+                              llvm::cl::desc("--llmc-to-cuda: every target is sm_90a, so GEMM "
+                                             "tiles may run on wgmma (llmc.gemm <tile>_mma)"),
+                              llvm::cl::init(false));
 llvm::cl::opt<bool> hostQ8("host-q8",
                            llvm::cl::desc("--llmc-to-host-cpp: q8 activations for GEMMs over "
                                           "32-element block formats (default on)"),
@@ -54,6 +58,7 @@ int main(int argc, char **argv) {
       [](mlir::ModuleOp module, llvm::raw_ostream &os) -> mlir::LogicalResult {
         llmc::CudaEmitOptions options;
         options.activationType = cudaDType;
+        options.wgmma = cudaWgmma;
         mlir::FailureOr<llmc::CudaKernelPlan> plan = llmc::emitCudaKernels(module, options);
         if (mlir::failed(plan))
           return mlir::failure();

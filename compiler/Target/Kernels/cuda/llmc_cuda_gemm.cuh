@@ -360,10 +360,11 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     if (!checked || s + 1 < KTS) load_words(kt + 1, phase);
     const int st = Rd * kStageBytes;
     if constexpr (Tile::Wgmma) {
-      // Both k16 halves of the step in one group: the warpgroup's 64 token
-      // rows against every weight row. The products run while this thread
-      // decodes the next step's weights; they are waited for at the step's
-      // end, before the next barrier lets anyone refill this stage.
+      // Both k16 halves of the step in one group: each of the warpgroup's
+      // MI blocks of 64 token rows against every weight row. The products
+      // run while this thread decodes the next step's weights; they are
+      // waited for at the step's end, before the next barrier lets anyone
+      // refill this stage.
       const shared_addr at = s0 + st + (warp >> 2) * MI * 64 * 64, bt = s0 + st + BM * 64;
       wgmma_fence();
 #pragma unroll
