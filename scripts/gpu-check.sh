@@ -8,7 +8,8 @@
 #            then the decode GEMV timed against cudaMemcpy bandwidth, the
 #            flash-attention prefill kernel in TFLOP/s and decode attention
 #            over 64 sequences of 4,096 tokens (FFMA and tensor-core
-#            kernels) in GB/s of K/V;
+#            kernels) in GB/s of K/V; on Hopper (sm_90) the GEMM checks
+#            again built for sm_90a with the tiles on wgmma;
 #   stage 2  compiled artifacts end to end (test/gpu/e2e_check.py) over the
 #            payload scripts/gpu-payload.sh built on a machine without a GPU
 #            (build-gpu-payload/: llmc-rt, synthetic models with float64
@@ -169,6 +170,25 @@ for pid in "${pids[@]}"; do wait "$pid"; done
 echo "--- run"
 rc=0
 "$out/kernel_check" "${timing[@]}" || rc=$?
+# On Hopper, the GEMM checks again with the tiles on wgmma (sm_90a, the
+# tiles llmc-select-gemm-tiles picks for --target=sm_90a).
+if [[ "$arch" == sm_90 ]]; then
+  echo "--- build (sm_90a, the GEMM tiles on wgmma)"
+  # -arch=sm_90a would also build compute_90 PTX, without wgmma.
+  sm90a=(-gencode arch=compute_90a,code=sm_90a)
+  pids=() wobjs=()
+  for part in kernel_check kernel_check_harness kernel_check_linear kernel_check_norm_rope \
+              kernel_check_attention kernel_check_gemm_halves; do
+    "$nvcc" -std=c++17 -O3 "${sm90a[@]}" -DLLMC_CHECK_WGMMA -Icompiler/Target/Kernels/cuda \
+      -Icore/include/llmc/core/format -Xcompiler -fopenmp,-O3 -c "test/gpu/$part.cu" \
+      -o "$out/$part-wgmma.o" &
+    pids+=($!) wobjs+=("$out/$part-wgmma.o")
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  "$nvcc" "${sm90a[@]}" "${wobjs[@]}" "$out/host_ref.o" -o "$out/kernel_check_wgmma" -Xcompiler -fopenmp
+  echo "--- run (GEMM tiles on wgmma)"
+  "$out/kernel_check_wgmma" --only-linear --no-timing || rc=$?
+fi
 stage_result "stage 1, kernel templates" "$rc"
 fi
 

@@ -45,9 +45,12 @@ template <class A> static void prefill_and_gemm_half_checks(std::mt19937& rng) {
 }
 
 int main(int argc, char** argv) {
-  bool timing = true;
-  for (int i = 1; i < argc; ++i)
+  bool timing = true, only_linear = false;
+  for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--no-timing") timing = false;
+    // The GEMV/GEMM checks alone (the wgmma build of gpu-check.sh).
+    if (std::string(argv[i]) == "--only-linear") only_linear = true;
+  }
   int dev = 0;
   CK(cudaSetDevice(dev));
   cudaDeviceProp p;
@@ -80,13 +83,15 @@ int main(int argc, char** argv) {
   linear_checks<lc::fmt::q8_0, __half>(w80, rng);
   linear_checks<lc::fmt::q4_1, __nv_bfloat16>(w41, rng);
   linear_checks<lc::fmt::q8_0, __nv_bfloat16>(w80, rng);
-  other_checks<__half>(dinv.p, inv, rng);
-  other_checks<__nv_bfloat16>(dinv.p, inv, rng);
-  prefill_and_gemm_half_checks<__half>(rng);
-  prefill_and_gemm_half_checks<__nv_bfloat16>(rng);
+  if (!only_linear) {
+    other_checks<__half>(dinv.p, inv, rng);
+    other_checks<__nv_bfloat16>(dinv.p, inv, rng);
+    prefill_and_gemm_half_checks<__half>(rng);
+    prefill_and_gemm_half_checks<__nv_bfloat16>(rng);
+  }
   print_table();
 
-  if (timing) {
+  if (timing && !only_linear) {
     std::printf("\ntiming (decode, T = 1, f16 activations; bytes = weight bytes read once):\n");
     time_decode_gemv(w41, w80);
     std::printf("\ntiming (prefill attention, one sequence, bf16):\n");

@@ -63,12 +63,23 @@ __global__ void LB gemv_t8_gate_up_silu(int T, const A* x, const void* w, A* y) 
 // tiles up to 128 tokens, 128-token tiles past it (128 weight rows for the
 // wide gate/up and LM head, 64 for the others). A fused norm runs first,
 // into an A operand, as the emitter's `operand` launch does.
+// Built with -DLLMC_CHECK_WGMMA for sm_90a (gpu-check.sh's second stage-1
+// binary on a Hopper GPU), the same tiles on wgmma, as llmc-select-gemm-tiles
+// picks them for sm_90a: warpgroups of 64 token rows, the narrow tile of
+// decoded weights on one warpgroup over two token blocks.
+#ifdef LLMC_CHECK_WGMMA
+using SmallTile = lc::gemm_tile<64, 64, 4, 1, 4, 1, false, true>;
+using WideTile = lc::gemm_tile<128, 128, 8, 1, 3, 1, false, true>;
+using NarrowTile = lc::gemm_tile<128, 64, 4, 1, 4, 1, false, true>;
+using SplitTile = lc::gemm_tile<64, 64, 4, 1, 4, 3, false, true>;
+#else
 using SmallTile = lc::gemm_tile<64, 64, 2, 2, 4>;
 using WideTile = lc::gemm_tile<128, 128, 2, 4, 3>;
 using NarrowTile = lc::gemm_tile<128, 64, 2, 2, 4>;
 // Split K: down's K (1,536, 48 steps of 32) over 3 blocks of 16 steps per
 // output tile, meeting in the ticketed reduction (gemm_split).
 using SplitTile = lc::gemm_tile<64, 64, 2, 2, 4, 3>;
+#endif
 #define TILE_LB __launch_bounds__(Tile::Threads, Tile::Threads == 256 ? 2 : 3)
 template <class A>
 __global__ void LB gemm_norm_operand(int T, const A* x, const void* nw, A* a) {

@@ -129,7 +129,12 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   constexpr bool kRaw = detail::raw_weight<Fmt, Act>::value;
   static_assert(P == 1 || P == 2 || P == 4, "gemm_mma: kRows must be 1, 2 or 4");
   static_assert(NI % 2 == 0, "gemm_mma: weight fragments come in pairs (ldmatrix x4)");
-  static_assert(!Tile::Wgmma || LLMC_CUDA_HAS_WGMMA, "gemm_mma: wgmma tiles need sm_90a");
+  // NVRTC compiles device code alone; nvcc also runs front-end passes with
+  // __CUDA_ARCH__ but not the feature macro (wgmma_m64k16 fails its
+  // real codegen for another arch instead).
+#if defined(__CUDACC_RTC__) && !LLMC_CUDA_HAS_WGMMA
+  static_assert(!Tile::Wgmma, "gemm_mma: wgmma tiles need sm_90a");
+#endif
   // 1,024 bytes: the wgmma operand tiles (stages of (BM + BN) x 64 bytes,
   // multiples of 512) must sit on their swizzle's 512-byte period.
   __shared__ __align__(1024) uint4 smem[S * Tile::StageSlots];
@@ -377,29 +382,29 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
       if constexpr (!kRaw)
         if (!checked || s + 1 < KTS) decode_stage(kt + 1, phase, smem + Next * Tile::StageSlots);
       wgmma_wait<0>(reinterpret_cast<float(&)[MI * NI * 4]>(acc));
-      return;
-    }
+    } else {
 #pragma unroll
-    for (int kk = 0; kk < 2; ++kk) { // the two k16 halves: chunks 2 kk, 2 kk + 1
-      u32 a[MI][4], b[NI][2];
+      for (int kk = 0; kk < 2; ++kk) { // the two k16 halves: chunks 2 kk, 2 kk + 1
+        u32 a[MI][4], b[NI][2];
 #pragma unroll
-      for (int mi = 0; mi < MI; ++mi) ldmatrix_x4(a[mi], afrag[kk] + st + mi * 16 * 64);
+        for (int mi = 0; mi < MI; ++mi) ldmatrix_x4(a[mi], afrag[kk] + st + mi * 16 * 64);
 #pragma unroll
-      for (int nj = 0; nj < NI / 2; ++nj) {
-        u32 r[4];
-        ldmatrix_x4(r, bfrag[kk] + st + nj * 16 * 64);
-        b[2 * nj][0] = r[0], b[2 * nj][1] = r[1], b[2 * nj + 1][0] = r[2], b[2 * nj + 1][1] = r[3];
+        for (int nj = 0; nj < NI / 2; ++nj) {
+          u32 r[4];
+          ldmatrix_x4(r, bfrag[kk] + st + nj * 16 * 64);
+          b[2 * nj][0] = r[0], b[2 * nj][1] = r[1], b[2 * nj + 1][0] = r[2], b[2 * nj + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+          for (int ni = 0; ni < NI; ++ni) detail::mma_op<Act>::run(acc[mi][ni], a[mi], b[ni]);
       }
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < NI; ++ni) detail::mma_op<Act>::run(acc[mi][ni], a[mi], b[ni]);
+      // Step kt + 1's decoded weights, into the stage it reads (filled with
+      // activations by cp.async; its readers passed this step's barrier),
+      // while other warps multiply.
+      if constexpr (!kRaw)
+        if (!checked || s + 1 < KTS) decode_stage(kt + 1, phase, smem + Next * Tile::StageSlots);
     }
-    // Step kt + 1's decoded weights, into the stage it reads (filled with
-    // activations by cp.async; its readers passed this step's barrier),
-    // while other warps multiply.
-    if constexpr (!kRaw)
-      if (!checked || s + 1 < KTS) decode_stage(kt + 1, phase, smem + Next * Tile::StageSlots);
   };
 #pragma unroll 1
   for (int first = 0; first < kRoundSteps; first += S) { // a round's first step

@@ -120,6 +120,10 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], shared_addr a, s
 #elif LLMC_CUDA_HAS_WGMMA
   detail::wgmma_op<Act, N>::run(d, kWgmmaDescSw64 | ((a & 0x3FFFFu) >> 4),
                                 kWgmmaDescSw64 | ((b & 0x3FFFFu) >> 4));
+#elif defined(__CUDA_ARCH__)
+  // Code generated for an arch without wgmma: ptxas stops on this line,
+  // which says why (nvcc's front-end passes never generate it).
+  asm volatile("llmc_wgmma_tiles_need_sm_90a;");
 #endif
 }
 
