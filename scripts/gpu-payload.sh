@@ -133,7 +133,10 @@ for w in q4_0 q4_k bf16; do
   "$llmc" compile --builtin=llama3-8b-shape --dummy-weights=$w --target=sm_90a \
     -o "$out/peer/$name.llmc" 2>/dev/null
   cmp -s "$out/peer/$name.llmc/tokenizer/tokenizer.json" \
-    "$out/llama3-8b-shape.llmc/tokenizer/tokenizer.json"
+    "$out/llama3-8b-shape.llmc/tokenizer/tokenizer.json" || {
+    echo "gpu-payload: $name's tokenizer is not llama3-8b-shape.llmc's: it cannot be shared" >&2
+    exit 1
+  }
   rm "$out/peer/$name.llmc/tokenizer/tokenizer.json"
   echo "$name.llmc" >>"$out/peer/shared-tokenizer.txt"
 done
