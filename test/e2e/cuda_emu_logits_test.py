@@ -58,12 +58,12 @@ TOLERANCE = {"bf16": 2e-2, "f16": 1e-2, "f32": 1e-4}
 TOP1 = {"bf16": 0.98, "f16": 0.98, "f32": 1.0}
 
 
-def kquant_case(gguf_type, dtype, layers=1, decode=3):
+def kquant_case(gguf_type, dtype, layers=1, decode=3, intermediate=512, prefill=20):
     """A Llama whose every matrix is in 256-element k-quant blocks."""
     return (["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4",
-             "--kv-heads", "2", "--head-dim", "64", "--intermediate", "512", "--layers",
-             str(layers), "--gguf-type", gguf_type],
-            "gguf", dtype, 20, decode)
+             "--kv-heads", "2", "--head-dim", "64", "--intermediate", str(intermediate),
+             "--layers", str(layers), "--gguf-type", gguf_type],
+            "gguf", dtype, prefill, decode)
 
 
 # name -> (synth options, model kind, --dtype, prefill tokens, decode tokens)
@@ -187,10 +187,8 @@ CASES = {
         ["--arch", "llama", "--vocab", "300", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
          "--intermediate", "4224", "--layers", "1", "--dtype", "bf16"],
         "hf", "bf16", 140, 2),
-    "llama-wide-gemm-q4_k-bf16": (
-        ["--arch", "llama", "--vocab", "300", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
-         "--head-dim", "64", "--intermediate", "4352", "--layers", "1", "--gguf-type", "q4_k"],
-        "gguf", "bf16", 140, 2),
+    "llama-wide-gemm-q4_k-bf16": kquant_case("q4_k", "bf16", decode=2, intermediate=4352,
+                                             prefill=140),
 }
 
 # Cases run again compiled for sm_90a (`NAME@sm_90a`), where
