@@ -253,11 +253,35 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
   constexpr bool kPhased = kUnroll && S % 4 == 0 && KTS % 4 == 0 && BL == 2;
   // A tile row past NOut decodes weight row 0 (wrow0): its products land in
   // columns the epilogue does not store, so it needs no branch.
-  auto load_words = [&](int kt, int phase) {
+  // Where a format's step loads may start from any whole number of its
+  // rebase_steps into the row (q4_0: two steps, 36 bytes, keep the words
+  // 4-byte aligned), the unrolled loop reads a round's steps from `w_at`,
+  // the row at the round's first step (advanced a round at a time, as
+  // a_at), plus a step offset that is a constant in every unrolled step:
+  // no address arithmetic a step, where the row and step cost five
+  // instructions and the L2 prefetch's address nine more (q4_0's 64 x 128
+  // wgmma tile: 127 -> 119 a step, SASS sm_90a). Rounds, splits and the
+  // fill start at multiples of S and KTS, so of rebase_steps.
+  constexpr bool kRebase = [] {
+    if constexpr (kRowDecode && kUnroll) {
+      constexpr int g = mmaw::step_decoder<Fmt>::rebase_steps;
+      return g > 0 && S % g == 0 && KTS % g == 0;
+    }
+    return false;
+  }();
+  const u8* w_at = kRebase ? wrow0 + Fmt::row_bytes(32 * kb) : nullptr;
+  // Step kt's words (u steps past the round's first, w_at), and an L2
+  // prefetch of the row 2 S steps on while that is in this split.
+  auto load_words = [&](int kt, int u, int phase) {
     if constexpr (kRowDecode) {
-      mmaw::step_decoder<Fmt>::template step_load<BL>(wrow0, kt, my_first, phase, words);
+      using D = mmaw::step_decoder<Fmt>;
+      if constexpr (kRebase)
+        D::template step_load<BL>(w_at, u, my_first, phase, words);
+      else
+        D::template step_load<BL>(wrow0, kt, my_first, phase, words);
       if (my_first == 0 && kt + 2 * S < kb + KTS)
-        prefetch_l2(wrow0 + Fmt::row_bytes(32 * (kt + 2 * S)));
+        prefetch_l2(kRebase ? w_at + Fmt::row_bytes(32 * (u + 2 * S))
+                            : wrow0 + Fmt::row_bytes(32 * (kt + 2 * S)));
     }
   };
   auto decode_stage = [&](int kt, int phase, uint4* sa) { // a decoded weight's half of step kt
@@ -325,6 +349,16 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     }
   }
 
+  // wgmma's operand descriptors in stage 0: this warpgroup's first block of
+  // 64 token rows, and the weight rows. A step adds its stage's offset, a
+  // constant in unrolled steps. The warpgroup's index is broadcast from
+  // lane 0 so that ptxas sees it is the same across the warp and keeps the
+  // descriptors in uniform registers (from threadIdx it moved them there
+  // every step: 12 R2UR a round of the 8-warp tile).
+  const int wgroup = Tile::Wgmma && Tile::Threads > 128 ? __shfl_sync(0xffffffffu, warp >> 2, 0) : 0;
+  const wgmma_desc a_desc = make_wgmma_desc(s0 + wgroup * MI * 64 * 64);
+  const wgmma_desc b_desc = make_wgmma_desc(s0 + BM * 64);
+
   // Fill the pipeline: steps 0 .. S-2 of this split in flight (decoded
   // weights: only step 0, the loop decodes one step ahead).
 #pragma unroll
@@ -333,7 +367,7 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     cp_async_commit();
   }
   if constexpr (!kRaw) {
-    load_words(kb, kPhased ? 0 : -1);
+    load_words(kb, 0, kPhased ? 0 : -1);
     decode_stage(kb, kPhased ? 0 : -1, smem);
   }
 
@@ -362,7 +396,7 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
     // kPhased) where u is a constant, in the rounds and the unrolled last
     // steps; unknown in rolled ones.
     const int phase = kPhased && (kUnrollTail || !checked) ? (u + 1) & 3 : -1;
-    if (!checked || s + 1 < KTS) load_words(kt + 1, phase);
+    if (!checked || s + 1 < KTS) load_words(kt + 1, u + 1, phase);
     const int st = Rd * kStageBytes;
     if constexpr (Tile::Wgmma) {
       // Both k16 halves of the step in one group: each of the warpgroup's
@@ -370,13 +404,12 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
       // run while this thread decodes the next step's weights; they are
       // waited for at the step's end, before the next barrier lets anyone
       // refill this stage.
-      const shared_addr at = s0 + st + (warp >> 2) * MI * 64 * 64, bt = s0 + st + BM * 64;
       wgmma_fence();
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi) {
         float(&d)[NI * 4] = reinterpret_cast<float(&)[NI * 4]>(acc[mi]);
-        wgmma_m64k16<Act, BN>(d, at + mi * 64 * 64, bt);
-        wgmma_m64k16<Act, BN>(d, at + mi * 64 * 64 + 32, bt + 32);
+        wgmma_m64k16<Act, BN>(d, a_desc + (st + mi * 64 * 64), b_desc + st);
+        wgmma_m64k16<Act, BN>(d, a_desc + (st + mi * 64 * 64 + 32), b_desc + (st + 32));
       }
       wgmma_commit();
       if constexpr (!kRaw)
@@ -417,6 +450,7 @@ __device__ void gemm_mma(int T, const int* x_rows, const Act* __restrict__ x,
 #pragma unroll
       for (int j = 0; j < AL; ++j) a_at[j] = opaque(a_at[j] + S * 32);
     if constexpr (kRaw) b_at = opaque(b_at + S * 64);
+    if constexpr (kRebase) w_at += Fmt::row_bytes(32 * S);
   }
   if constexpr (kUnrollTail) { // stages and checks are constants
 #pragma unroll

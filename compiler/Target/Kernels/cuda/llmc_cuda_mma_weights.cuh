@@ -185,6 +185,10 @@ template <> struct of<fmt::q4_0> {
   // 4-byte aligned, so block kt of every row starts at the same offset, 0
   // or 2, past a 4-byte word: decode_step reads it in whole words.
   LLMC_HD static constexpr bool step_rows(int k) { return k % 64 == 0; }
+  // step_load(row + row_bytes(32 n), kt - n, ...) loads what
+  // step_load(row, kt, ...) does for n a multiple of this (the words' offset
+  // past 4-byte alignment depends on kt % 2 only); 0: for no n but 0.
+  static constexpr int rebase_steps = 2;
 
   // Step kt (elements 32 kt .. 32 kt + 31: block kt) of a row whose start is
   // 4-byte aligned, Count of its four 8-element groups: all four (Count 4,
@@ -285,6 +289,8 @@ template <> struct step_decoder<fmt::q4_0> : of<fmt::q4_0> {};
 template <> struct step_decoder<fmt::q4_K> {
   static constexpr bool value = true;
   LLMC_HD static constexpr bool step_rows(int k) { return k % 256 == 0; }
+  // A super-block a rebase (see q4_0's), longer than the GEMM's rounds.
+  static constexpr int rebase_steps = 8;
   template <int Count> struct step_words {
     static_assert(Count == 2 || Count == 4, "q4_K decode_step: 2 or 4 groups");
     uint4 head;                   // d, dmin, scales[12] (phase 0 or unknown)

@@ -108,21 +108,54 @@ template <> struct wgmma_op<__nv_bfloat16, 128> {
 #endif
 } // namespace detail
 
+// An operand tile's descriptor: on the device the low word of the 64-bit
+// descriptor, whose high word is kWgmmaDescSw64's (a constant); under the
+// emulation the tile's address. Made once from the ring's base
+// (make_wgmma_desc) and moved by byte offsets (operator+) that are
+// compile-time constants in the GEMM's unrolled steps: so a step's
+// descriptors cost an immediate add each, where building one from its
+// address (mask, shift, or) took four uniform instructions and the A
+// operand's were held in registers and moved to uniform ones every step
+// (SASS sm_90a, 8B q4_0 64 x 128 tile: 22 of a step's 141 instructions).
+// The start address is the shared-window offset >> 4 in bits 0-13, so an
+// offset of a multiple of 16 bytes adds to it without a carry out of the
+// field while the tile stays in the 256 KB it spans (shared memory is at
+// most 228 KB).
+struct wgmma_desc {
+#ifdef LLMC_CUDA_EMULATE
+  shared_addr at;
+  wgmma_desc operator+(int bytes) const { return {at + bytes}; }
+#else
+  u32 lo;
+  __device__ __forceinline__ wgmma_desc operator+(int bytes) const {
+    return {lo + static_cast<u32>(bytes >> 4)};
+  }
+#endif
+};
+__device__ __forceinline__ wgmma_desc make_wgmma_desc(shared_addr a) {
+#ifdef LLMC_CUDA_EMULATE
+  return {a};
+#else
+  return {static_cast<u32>(kWgmmaDescSw64) | ((a & 0x3FFFFu) >> 4)};
+#endif
+}
+
 // One 64 x N x 16 product into `d` (N / 2 accumulators a thread): A's 64
-// rows and B's N rows start at shared addresses `a` and `b`, tiles of the
-// layout above. Issued asynchronously: `d` is not to be touched before
+// rows and B's N rows are the tiles (of the layout above) that `a` and `b`
+// describe. Issued asynchronously: `d` is not to be touched before
 // wgmma_wait, and the tiles not rewritten.
 template <class Act, int N>
-__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], shared_addr a, shared_addr b) {
+__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], wgmma_desc a, wgmma_desc b) {
   static_assert(N == 64 || N == 128, "wgmma_m64k16: N of 64 or 128");
 #ifdef LLMC_CUDA_EMULATE
-  llmc_emu::wgmma_m64nNk16(d, N, kWgmmaDescSw64, a, b, is_same<Act, __nv_bfloat16>::value);
+  llmc_emu::wgmma_m64nNk16(d, N, kWgmmaDescSw64, a.at, b.at, is_same<Act, __nv_bfloat16>::value);
 #elif LLMC_CUDA_HAS_WGMMA
-  detail::wgmma_op<Act, N>::run(d, kWgmmaDescSw64 | ((a & 0x3FFFFu) >> 4),
-                                kWgmmaDescSw64 | ((b & 0x3FFFFu) >> 4));
+  constexpr u64 hi = kWgmmaDescSw64 & ~u64{0xffffffffu};
+  detail::wgmma_op<Act, N>::run(d, hi | a.lo, hi | b.lo);
 #elif defined(__CUDA_ARCH__)
   // Code generated for an arch without wgmma: ptxas stops on this line,
   // which says why (nvcc's front-end passes never generate it).
+  (void)d, (void)a, (void)b;
   asm volatile("llmc_wgmma_tiles_need_sm_90a;");
 #endif
 }
