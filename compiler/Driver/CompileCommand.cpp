@@ -52,8 +52,9 @@ int parseFlags(int argc, char **argv, CompileOptions &options) {
       cl::init("f32"), cl::cat(category));
   static cl::opt<std::string> target(
       "target",
-      cl::desc("comma-separated targets: host, sm_80, sm_90, ... (artifacts always hold the host "
-               "kernels, the fallback where no GPU is)"),
+      cl::desc("comma-separated targets: host, sm_80, sm_90, ..., or sm_90a (H100/H200: the "
+               "GEMMs on wgmma); artifacts always hold the host kernels, the fallback where no "
+               "GPU is"),
       cl::init("host"), cl::cat(category));
   static cl::opt<std::string> hostCpu(
       "host-cpu", cl::desc("-march for the host kernels: x86-64-v3 (AVX2/FMA), native, ..."),
