@@ -37,9 +37,11 @@ a GPU machine, over the payload scripts/gpu-payload.sh built without one).
    but for at most one last-bit boundary case, logprobs within 1e-5.
 2. Speed. `llmc-rt bench --json` on the GPU for the dummy-weight artifacts:
    prefill at 512 and 2048 tokens, decode of 1, 8, 64 and 256 sequences
-   together (--seqs); decode bandwidth = bytes of weights read per step
-   (all but an untied embedding table) over the step time, against a
-   measured device-to-device copy (PyTorch if present). Then the bf16
+   together (--seqs; on Hopper the q4_0 and q4_k 8B shapes compiled for
+   sm_90a too, decode of 1, 64 and 256); decode bandwidth = bytes of
+   weights read per step (all but an untied embedding table) over the
+   step time, against a measured device-to-device copy (PyTorch if
+   present). Then the bf16
    Llama-3-8B shape with the generated GEMMs and with cuBLASLt's, as ratios,
    and the q4_0 and q4_k shapes' prefill on both paths (cuBLASLt after
    dequantizing each weight) as ratios to cuBLASLt on bf16 weights.
@@ -533,17 +535,24 @@ def bench_dummy_shapes(pl):
     print(f"--- speed (llmc-rt bench --backend={pl.backend}; tgN@bB: B sequences decoding together)")
     bw = copy_bandwidth()
     print(f"device-to-device copy: {bw:.0f} GB/s" if bw else "copy bandwidth: no PyTorch, not measured")
-    print(f"{'model':22} {'test':12} {'tok/s':>10} {'GB/s':>8} {'of copy':>8}")
-    for name in ("smollm2-shape", "llama3-8b-shape", "llama3-8b-shape-q4_k"):
+    print(f"{'model':32} {'test':12} {'tok/s':>10} {'GB/s':>8} {'of copy':>8}")
+    shapes = [(name, "512,2048", "1,8,64,256")
+              for name in ("smollm2-shape", "llama3-8b-shape", "llama3-8b-shape-q4_k")]
+    # On Hopper the 4-bit 8B shapes again for sm_90a, decode only (their
+    # prefill is in the GEMM tables): issue 26's 64 sequences at most 2x
+    # the batch-1 step, 256 at 20,000 tok/s or more, on the wgmma tiles.
+    if pl.backend == "cuda" and runs_sm90a():
+        shapes += [(f"peer/llama3-8b-shape-{w}-sm90a", "0", "1,64,256") for w in ("q4_0", "q4_k")]
+    for name, prompts, seqs in shapes:
         art = os.path.join(pl.path, name + ".llmc")
         if not os.path.exists(art):
             continue
         weight_bytes = decode_weight_bytes(manifest(art))
-        r, _ = run([pl.rt, "bench", art, "--backend", pl.backend, "--json", "-p", "512,2048", "-n",
-                    "128", "-B", "1,8,64,256", "-r", "3", "--no-verify"], pl.env)
+        r, _ = run([pl.rt, "bench", art, "--backend", pl.backend, "--json", "-p", prompts, "-n",
+                    "128", "-B", seqs, "-r", "3", "--no-verify"], pl.env)
         for row in json.loads(r.stdout)["tests"]:
             test, tps = row["test"], float(row["avg_ts"])
-            line = f"{name:22} {test:12} {tps:10.1f}"
+            line = f"{os.path.basename(name):32} {test:12} {tps:10.1f}"
             if test.startswith("tg") and tps > 0:
                 # One step reads every weight once, for all n_seqs tokens.
                 gbs = weight_bytes * tps / row.get("n_seqs", 1) / 1e9
