@@ -766,6 +766,7 @@ void EvaluateSampler(Report& r) {
     for (auto [name, passes] : {std::pair<const char*, int>{"greedy", 1},
                                 {"temperature, min-p", 2},
                                 {"top-k (+ top-p, min-p)", 7},
+                                {"top-p alone (+ min-p)", 8},
                                 {"greedy + top-N logprobs", 10}}) {
       Report::SamplerMode mode{name, passes};
       mode.bytes = double(picks) * row * (l2_holds ? 1 : passes);

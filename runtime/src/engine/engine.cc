@@ -130,7 +130,7 @@ absl::StatusOr<RequestId> Engine::AddRequest(std::vector<int32_t> prompt,
   // a pick takes samples here: BuildBatch).
   const bool runner_picks =
       options_.runner_picks && params.logprobs <= kMaxPickLogprobs &&
-      PickSupports(params.temperature, params.top_k, params.top_p, vocab) &&
+      PickSupports(params.temperature, params.top_k, vocab) &&
       (!params.ignore_eos || int64_t(model_.eos_ids.size()) <= kMaxPickMaskedIds);
   const bool penalized = params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f ||
                          params.frequency_penalty != 0.0f;

@@ -91,11 +91,11 @@ absl::Status ValidateStepBatch(const StepBatch& b, const StepLimits& limits) {
                                  p.frequency_penalty));
     if (p.forced < -1 || p.forced >= limits.vocab_size)
       return bad(absl::StrFormat("pick %d: forced token %d outside the vocabulary", j, p.forced));
-    if (!PickSupports(p.temperature, p.top_k, p.top_p, limits.vocab_size))
+    if (!PickSupports(p.temperature, p.top_k, limits.vocab_size))
       return bad(absl::StrFormat(
-          "pick %d: top_k %d with top_p %g is not a pick a runner makes (top-p needs a top-k "
-          "of 1 to %d)",
-          j, p.top_k, p.top_p, kMaxPickTopK));
+          "pick %d: top_k %d is not a pick a runner makes (1 to %d, or the vocabulary's %d and "
+          "up: none)",
+          j, p.top_k, kMaxPickTopK, limits.vocab_size));
   }
   for (size_t j = 0; j < b.feeds.size(); ++j) {
     const TokenFeed& f = b.feeds[j];
@@ -149,10 +149,8 @@ void StepBatchBuilder::PickLastRow(absl::Span<const int32_t> masked, RowPick pic
   b.picks.push_back(pick);
 }
 
-bool PickSupports(float temperature, int32_t top_k, float top_p, int64_t vocab) {
-  if (!(temperature > 0)) return true;
-  if (top_k > 0 && top_k < vocab) return top_k <= kMaxPickTopK;
-  return !(top_p < 1.0f);
+bool PickSupports(float temperature, int32_t top_k, int64_t vocab) {
+  return !(temperature > 0) || !(top_k > 0 && top_k < vocab) || top_k <= kMaxPickTopK;
 }
 
 int32_t StepBatchBuilder::AddSequence(absl::Span<const int32_t> tokens, int32_t first,

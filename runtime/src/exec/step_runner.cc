@@ -12,6 +12,11 @@
 
 namespace llmc {
 
+// A runner's pick of top-p without top-k looks among as many best tokens as
+// the host sampler does, so that both give the same token.
+static_assert(sample_internal::kTopPCandidates == size_t(kMaxPickTopK),
+              "the host's top-p candidates and the device's top-k limit differ");
+
 namespace {
 
 // A pick's logprob entries (StepOutput::logprobs) from the sampler's result:

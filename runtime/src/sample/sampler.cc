@@ -23,12 +23,6 @@ constexpr float kMaxFloat = std::numeric_limits<float>::max();
 // Up to this k, top-k keeps a k-entry heap while scanning the logits; above
 // it, all candidates are gathered and the k-th value found by nth_element.
 constexpr size_t kHeapMaxK = 1024;
-// Top-p without top-k: candidates are split into this many buckets of logit
-// per round; a round's first bucket range is this wide (nats below the
-// best); rounds stop when this few candidates are left to sort.
-constexpr size_t kBuckets = 1024;
-constexpr float kFirstBucketSpan = 32.0f;
-constexpr size_t kSortSmall = 64;
 
 // NaN counts as masked; +inf as the largest float, so that differences to the
 // maximum stay finite.
@@ -193,11 +187,10 @@ int32_t Sampler::Greedy(std::span<const float> logits) const {
   return best_id;
 }
 
-void Sampler::SelectTopK(std::span<const float> logits, bool* sorted) {
+void Sampler::SelectTopK(std::span<const float> logits, size_t k, bool* sorted) {
   std::vector<Candidate>& cand = scratch_->candidates;
   cand.clear();
   const size_t vocab = logits.size();
-  const size_t k = params_.top_k > 0 ? static_cast<size_t>(params_.top_k) : vocab;
   if (k < vocab && k <= kHeapMaxK) {
     // Ids come in ascending order, so a later token must beat the worst kept
     // one strictly; `floor` is that logit once the heap is full.
@@ -243,8 +236,15 @@ void Sampler::SelectTopK(std::span<const float> logits, bool* sorted) {
 }
 
 double Sampler::Prepare(std::span<const float> logits) {
+  const size_t vocab = logits.size();
+  const bool top_k = params_.top_k > 0 && static_cast<size_t>(params_.top_k) < vocab;
+  const bool top_p = params_.top_p < 1.0f;
+  // Top-p alone looks for its prefix among the kTopPCandidates best.
+  const size_t k = top_k   ? static_cast<size_t>(params_.top_k)
+                   : top_p ? std::min(sample_internal::kTopPCandidates, vocab)
+                           : vocab;
   bool sorted = false;
-  SelectTopK(logits, &sorted);
+  SelectTopK(logits, k, &sorted);
   std::vector<Candidate>& cand = scratch_->candidates;
   std::vector<double>& weights = scratch_->weights;
   weights.clear();
@@ -255,14 +255,21 @@ double Sampler::Prepare(std::span<const float> logits) {
     for (const Candidate& c : cand) max_logit = std::max(max_logit, c.logit);
   }
 
-  // top-p: the shortest descending prefix of the top-k distribution whose
-  // mass reaches top_p; the token that crosses the line is kept.
-  if (params_.top_p < 1.0f && cand.size() > 1) {
-    if (!sorted && cand.size() <= kSortSmall) {
+  // top-p: the shortest descending prefix whose mass reaches top_p of the
+  // top-k survivors' (without top-k: of the whole vocabulary's); the token
+  // that crosses the line is kept.
+  if (top_p && cand.size() > 1) {
+    if (!sorted) {
       std::sort(cand.begin(), cand.end(), Better);
       sorted = true;
     }
-    cand.resize(sorted ? TopPSorted(max_logit) : TopPUnsorted(max_logit));
+    double mass = 0;
+    if (top_k) {
+      for (const Candidate& c : cand) mass += std::exp(c.logit - max_logit);
+    } else {
+      mass = VocabMass(logits, max_logit);
+    }
+    cand.resize(TopPSorted(max_logit, mass));
   }
 
   // min-p: p >= min_p * p_max, i.e. logit >= max + log(min_p) (llama.cpp's
@@ -281,19 +288,17 @@ double Sampler::Prepare(std::span<const float> logits) {
   weights.resize(cand.size());
   for (size_t i = 0; i < cand.size(); ++i)
     weights[i] = std::exp((cand[i].logit - max_logit) / temperature);
-  // Survivors in id order (no top-p reordered them) are summed and walked
-  // by chunks of the vocabulary, as the device sampler does.
-  scratch_->id_order = !sorted && !(params_.top_p < 1.0f && cand.size() > 1);
-  if (scratch_->id_order) return ChunkSums(cand, weights, logits.size(), &scratch_->chunk_sums);
+  // Survivors in id order (no top-k or top-p sorted them) are summed and
+  // walked by chunks of the vocabulary, as the device sampler does.
+  scratch_->id_order = !sorted;
+  if (scratch_->id_order) return ChunkSums(cand, weights, vocab, &scratch_->chunk_sums);
   double sum = 0;
   for (double w : weights) sum += w;
   return sum;
 }
 
-size_t Sampler::TopPSorted(float max_logit) const {
+size_t Sampler::TopPSorted(float max_logit, double mass) const {
   const std::vector<Candidate>& cand = scratch_->candidates;
-  double mass = 0;
-  for (const Candidate& c : cand) mass += std::exp(c.logit - max_logit);
   const double target = static_cast<double>(params_.top_p) * mass;
   double cum = 0;
   for (size_t i = 0; i < cand.size(); ++i) {
@@ -303,98 +308,16 @@ size_t Sampler::TopPSorted(float max_logit) const {
   return cand.size();
 }
 
-// Without top-k the candidates are the whole vocabulary, in id order, and a
-// sort would cost O(V log V). Instead: bucket the unresolved candidates by
-// logit (the first round also sums the mass), accept every bucket above the
-// one where the mass crosses top_p, drop those below, and repeat inside the
-// crossing bucket, bucketed over its own range, until few enough remain to
-// sort. Survivors end up at the front: each round's accepted buckets in id
-// order, then the sorted rest.
-size_t Sampler::TopPUnsorted(float max_logit) {
-  std::vector<Candidate>& cand = scratch_->candidates;
-  std::vector<Candidate>& crossing = scratch_->crossing;
-  std::vector<uint32_t>& counts = scratch_->bucket_counts;
-  std::vector<double>& masses = scratch_->bucket_masses;
-  size_t begin = 0;          // cand[0, begin): accepted
-  size_t end = cand.size();  // cand[begin, end): undecided
-  double accepted = 0;       // mass of cand[0, begin)
-  double target = 0;
-  // Round 0 spans [max - kFirstBucketSpan, max] (lower logits share the last
-  // bucket); later rounds span their candidates' own range.
-  float hi = max_logit;
-  float lo = max_logit - kFirstBucketSpan;
-  bool all_equal = false;
-  for (bool first = true; end - begin > kSortSmall; first = false) {
-    if (!first) {
-      hi = lo = cand[begin].logit;
-      for (size_t i = begin; i < end; ++i) {
-        hi = std::max(hi, cand[i].logit);
-        lo = std::min(lo, cand[i].logit);
-      }
-      if (hi == lo) {  // all equal: id order is the descending order
-        all_equal = true;
-        break;
-      }
-    }
-    const double scale = static_cast<double>(kBuckets) / (static_cast<double>(hi) - lo);
-    auto bucket_of = [&](float logit) {
-      const double b = (static_cast<double>(hi) - logit) * scale;
-      return b < static_cast<double>(kBuckets - 1) ? static_cast<size_t>(b) : kBuckets - 1;
-    };
-    counts.assign(kBuckets, 0);
-    masses.assign(kBuckets, 0.0);
-    for (size_t i = begin; i < end; ++i) {
-      const size_t b = bucket_of(cand[i].logit);
-      ++counts[b];
-      masses[b] += std::exp(cand[i].logit - max_logit);
-    }
-    if (first) {
-      double mass = 0;
-      for (double m : masses) mass += m;
-      target = static_cast<double>(params_.top_p) * mass;
-    }
-    size_t cross = kBuckets;
-    double above = accepted;
-    for (size_t b = 0; b < kBuckets; ++b) {
-      if (counts[b] == 0) continue;
-      if (above + masses[b] >= target) {
-        cross = b;
-        break;
-      }
-      above += masses[b];
-    }
-    if (cross == kBuckets) return end;  // rounding: the mass never got there
-    // Stable partition: accepted buckets stay in place, the crossing bucket
-    // goes after them, lower buckets are dropped.
-    crossing.clear();
-    size_t out = begin;
-    for (size_t i = begin; i < end; ++i) {
-      const size_t b = bucket_of(cand[i].logit);
-      if (b < cross) {
-        cand[out++] = cand[i];
-      } else if (b == cross) {
-        crossing.push_back(cand[i]);
-      }
-    }
-    std::copy(crossing.begin(), crossing.end(), cand.begin() + static_cast<ptrdiff_t>(out));
-    // Round 0's fixed range can hold everything in one bucket; later rounds
-    // have a candidate at each end of their range, so they always shrink.
-    const bool stuck = !first && out == begin && crossing.size() == end - begin;
-    begin = out;
-    end = out + crossing.size();
-    accepted = above;
-    if (stuck) break;
-  }
-  if (!all_equal) {
-    std::sort(cand.begin() + static_cast<ptrdiff_t>(begin),
-              cand.begin() + static_cast<ptrdiff_t>(end), Better);
-  }
-  double cum = accepted;
-  for (size_t i = begin; i < end; ++i) {
-    cum += std::exp(cand[i].logit - max_logit);
-    if (cum >= target) return i + 1;
-  }
-  return end;
+double Sampler::VocabMass(std::span<const float> logits, float max_logit) const {
+  const size_t chunk = sample_internal::DrawChunkSize(logits.size());
+  std::vector<double>& chunk_sums = scratch_->chunk_sums;
+  chunk_sums.assign(sample_internal::kDrawChunks, 0.0);
+  ForEachLogit(logits, scratch_->penalized, [&](int32_t id, float v) {
+    if (v != kNegInf) chunk_sums[static_cast<size_t>(id) / chunk] += std::exp(v - max_logit);
+  });
+  double mass = 0;
+  for (double c : chunk_sums) mass += c;
+  return mass;
 }
 
 int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> previous_tokens,

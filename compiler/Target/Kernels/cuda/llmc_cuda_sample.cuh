@@ -145,14 +145,20 @@ __device__ __forceinline__ bool sample_cand_better(const sample_cand& a, const s
 // The host's draw over top-k survivors sorted best first (Sampler::Prepare
 // and Sample with `sorted`), one thread: top-p's prefix, min-p's prefix,
 // then the weights' running sum against u times their total. Every float
-// op and double sum in the host's order.
+// op and double sum in the host's order. top-p's mass is the survivors'
+// (vocab_mass < 0), or the whole vocabulary's (top-p without top-k, the
+// survivors its kTopPCandidates best: sample_vocab_mass).
 template <class Pick>
-__device__ int sample_sorted_draw(const sample_cand* cand, int n, const Pick& p, double u) {
+__device__ int sample_sorted_draw(const sample_cand* cand, int n, const Pick& p, double u,
+                                  double vocab_mass = -1.0) {
   if (n == 0) return 0;
   const float max_logit = cand[0].v;
   if (p.top_p < 1.0f && n > 1) {
-    double mass = 0;
-    for (int i = 0; i < n; ++i) mass += (double)expf(cand[i].v - max_logit);
+    double mass = vocab_mass;
+    if (mass < 0) {
+      mass = 0;
+      for (int i = 0; i < n; ++i) mass += (double)expf(cand[i].v - max_logit);
+    }
     const double target = (double)p.top_p * mass;
     double cum = 0;
     for (int i = 0; i < n; ++i) {
@@ -284,6 +290,33 @@ __device__ int sample_select_top(const float* x, int vocab, const int* masked, i
   return n;
 }
 
+// exp(v - max_logit) over the whole vocabulary (masked ids and -inf left
+// out), summed by the host's chunks (Sampler::VocabMass): one thread a
+// chunk in id order, then thread 0 over the chunks in order. The result in
+// thread 0.
+template <int Threads>
+__device__ double sample_vocab_mass(const float* x, int vocab, const int* masked, int num_masked,
+                                    float max_logit) {
+  __shared__ double part[kSampleChunks];
+  const int chunk = (vocab + kSampleChunks - 1) / kSampleChunks;
+  for (int c = threadIdx.x; c < kSampleChunks; c += Threads) {
+    double s = 0;
+    const int end = (c + 1) * chunk < vocab ? (c + 1) * chunk : vocab;
+    for (int i = c * chunk; i < end; ++i) {
+      const float v = sample_value(x, i, masked, num_masked);
+      if (v != -__int_as_float(0x7f800000)) s += (double)expf(v - max_logit);
+    }
+    part[c] = s;
+  }
+  __syncthreads();
+  double mass = 0;
+  if (threadIdx.x == 0) {
+#pragma unroll 1
+    for (int c = 0; c < kSampleChunks; ++c) mass += part[c];
+  }
+  return mass;
+}
+
 // Temperature and min-p over the whole vocabulary (no top-k, no top-p): the
 // survivors in id order, summed and walked by 256 chunks of the vocabulary
 // as the host sampler does (sampler.h's kDrawChunks), one thread a chunk;
@@ -396,8 +429,9 @@ __device__ void sample_logprobs(const float* x, int vocab, const int* masked, in
 // penalties of penalties[penalty_begin, + penalty_count) (at most
 // MaxPenalties distinct tokens; the row keeps them): greedy at
 // temperature 0, else a seeded draw (Philox at (seed, draw)) with top-k up
-// to MaxTopK (and top-p, min-p over its survivors) or, without top-k,
-// temperature and min-p (top-p without top-k is left to the host); then,
+// to MaxTopK (and top-p, min-p over its survivors), top-p without top-k
+// over the MaxTopK best (the host's kTopPCandidates) with the whole
+// vocabulary's mass, or temperature and min-p alone; then,
 // when the pick asks (at most MaxLogprobs), its logprobs into
 // lps[picks[p].logprob_begin ...]. Every choice and logprob is the host
 // sampler's (sampler.h) from the same logits. Launch: grid (picks), Threads
@@ -440,6 +474,13 @@ __device__ void sample_picks(float* logits, int vocab, const Pick* __restrict__ 
     if (p.top_k > 0 && p.top_k < vocab) {
       const int n = detail::sample_select_top<Threads, MaxTopK>(x, vocab, mask, num_masked, p.top_k, cand);
       id = threadIdx.x == 0 ? detail::sample_sorted_draw(cand, n, p, u) : 0;
+    } else if (p.top_p < 1.0f) {
+      const int k = vocab < MaxTopK ? vocab : MaxTopK;
+      const int n = detail::sample_select_top<Threads, MaxTopK>(x, vocab, mask, num_masked, k, cand);
+      // The best logit (the select's first) for the mass; none above -inf: token 0.
+      const double mass =
+          n > 0 ? detail::sample_vocab_mass<Threads>(x, vocab, mask, num_masked, cand[0].v) : 0.0;
+      id = threadIdx.x == 0 ? detail::sample_sorted_draw(cand, n, p, u, mass) : 0;
     } else {
       id = detail::sample_chunked<Threads>(x, vocab, mask, num_masked, p, u);
     }

@@ -239,6 +239,9 @@ TEST(CudaEmuSample, SeededDrawsAreTheHostSamplersTokens) {
       {1.0f, 1.0f, 0.0f, 0},    {0.7f, 1.0f, 0.05f, 0},  {1.3f, 1.0f, 0.0f, 0},
       {0.8f, 0.95f, 0.05f, 40}, {1.0f, 0.9f, 0.0f, 1},   {1.0f, 0.5f, 0.2f, 1024},
       {1.1f, 1.0f, 0.0f, 7},    {0.9f, 0.99f, 0.0f, 999},
+      // top-p alone: among the 1,024 best by the whole vocabulary's mass
+      // (rows 5 and 6, nearly flat, past them: cut there, ties by id).
+      {1.0f, 0.9f, 0.0f, 0},    {0.8f, 0.95f, 0.05f, 0}, {1.2f, 0.5f, 0.0f, 0},
   };
   for (int vocab : {1000, 128256}) {
     const int rows = 8;
@@ -550,6 +553,7 @@ TEST(CudaEmuSample, DrawsPassAChiSquareTestOnHostAndDevice) {
   const Draw cases[] = {
       {1.0f, 1.0f, 0.0f, 0},   {0.6f, 1.0f, 0.0f, 0},  {1.0f, 1.0f, 0.0f, 5},
       {1.0f, 0.8f, 0.0f, 7},   {1.0f, 1.0f, 0.4f, 0},  {1.4f, 0.9f, 0.3f, 6},
+      {1.0f, 0.7f, 0.0f, 0},   {0.8f, 0.9f, 0.1f, 0},
   };
   for (const Draw& d : cases) {
     std::vector<llmc_cuda_pick> picks(static_cast<size_t>(draws), NewPick());

@@ -453,10 +453,7 @@ TEST_F(CudaRunnerTest, BadBatchIsRefusedBeforeAnyLaunch) {
   b.masked_ids = {64};
   ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: masked token id 64 outside the vocabulary"});
   b.masked_ids = {5};
-  b.picks[0].temperature = 0.7f, b.picks[0].top_p = 0.9f;
-  ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: pick 0: top_k 0 with top_p 0.9 is not a pick a "
-                                 "runner makes (top-p needs a top-k of 1 to 1024)"});
-  b.picks[0].top_p = 1.5f;
+  b.picks[0].temperature = 0.7f, b.picks[0].top_p = 1.5f;
   ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: pick 0: temperature 0.7, top_p 1.5, min_p 0 out of range"});
   b.picks[0].top_p = 1.0f, b.picks[0].logprobs = 21;
   ExpectError(runner_->Step(StepRunnerTestAccess::Key(), b), {"step batch: pick 0: 21 logprobs from entry 0; a pick asks 0 to 20"});
@@ -564,7 +561,8 @@ TEST_F(CudaRunnerTest, PicksRunOnTheDeviceAndOnlyTheirIdsComeBack) {
 
 TEST_F(CudaRunnerTest, ADecodeStepOf256PicksCopiesOnlyIdsAndTheLogprobsAskedFor) {
   // Issue 27's bound: a decode step of 256 sequences, every token picked on
-  // the device, half of them with 2 logprobs: down come 256 ids and 128 x 3
+  // the device (greedy, top-k, temperature alone, top-p alone, as OpenAI
+  // clients send it), half of them with 2 logprobs: down come 256 ids and 128 x 3
   // logprob entries, nothing else, and nothing from pageable memory.
   ASSERT_TRUE(Open([](Manifest& m) { m.cuda.samplers = {{"sample", "llmc_sample", 256}}; },
                    "sm_90", false, "llmc", false, 256)
@@ -578,6 +576,7 @@ TEST_F(CudaRunnerTest, ADecodeStepOf256PicksCopiesOnlyIdsAndTheLogprobsAskedFor)
     RowPick pick;
     pick.temperature = s % 3 == 0 ? 0.0f : 0.8f;
     pick.top_k = s % 3 == 1 ? 40 : 0;
+    pick.top_p = s % 6 == 2 ? 0.9f : 1.0f;
     pick.seed = uint64_t(s);
     pick.logprobs = s % 2 ? 2 : 0;
     builder.PickLastRow({}, pick);

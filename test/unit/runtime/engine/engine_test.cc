@@ -126,8 +126,8 @@ TEST(EngineTest, BatchedChunkedPreemptedRequestsGetTheirAloneTokens) {
 }
 
 // Requests have their tokens (and logprobs) picked by the runner
-// (StepBatch::picks: greedy, and seeded draws whose top-p comes with a
-// top-k; penalties over their window too; the fake leaves NaN in those
+// (StepBatch::picks: greedy, and seeded draws with top-k, top-p, both or
+// neither; penalties over their window too; the fake leaves NaN in those
 // rows' logits, as a GPU copies none back): the same tokens, text and
 // logprobs as sampling every row here, one pick per token of exactly those
 // requests.
@@ -139,7 +139,7 @@ TEST(EngineTest, RunnerPicksGiveTheHostSamplersTokens) {
     if (i % 8 == 3) p.repetition_penalty = 1.3f, p.presence_penalty = 0.5f;  // penalties: picked
     if (i % 8 == 5) p.frequency_penalty = 0.7f, p.repeat_last_n = -1;       // the whole context
     if (i % 8 == 4) p.top_k = 5, p.top_p = 0.8f, p.min_p = 0.1f;  // top-k, top-p, min-p: picked
-    if (i % 8 == 6) p.top_p = 0.8f;               // top-p without top-k: sampled here
+    if (i % 8 == 6) p.top_p = 0.8f;               // top-p without top-k: picked
   }
   FakeModelOptions small;
   small.num_blocks = 40;
@@ -158,8 +158,7 @@ TEST(EngineTest, RunnerPicksGiveTheHostSamplersTokens) {
     EXPECT_EQ(picked[i].tokens, on_host[i].tokens) << "request " << i;
     EXPECT_EQ(picked[i].text, on_host[i].text) << "request " << i;
     const SamplingParams& p = reqs[i].params;
-    const bool top_p_alone = p.top_p < 1 && p.top_k <= 0;
-    if (!top_p_alone) {
+    if (PickSupports(p.temperature, p.top_k, testing::kFakeVocab)) {
       eligible += int64_t(picked[i].tokens.size());
       if (p.temperature > 0) sampled_picks += int64_t(picked[i].tokens.size());
     }

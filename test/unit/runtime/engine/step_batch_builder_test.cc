@@ -11,6 +11,17 @@
 namespace llmc {
 namespace {
 
+// A runner picks greedy tokens and draws with top-k up to kMaxPickTopK or
+// none (top-p alone included); a top-k between that and the vocabulary is
+// sampled on the host.
+TEST(StepBatchBuilderTest, PickSupportsTopKUpToTheDeviceLimitOrNone) {
+  EXPECT_TRUE(PickSupports(0.0f, 5000, 128256));   // greedy ignores top-k
+  EXPECT_TRUE(PickSupports(0.7f, 0, 128256));      // top-p alone
+  EXPECT_TRUE(PickSupports(0.7f, kMaxPickTopK, 128256));
+  EXPECT_FALSE(PickSupports(0.7f, kMaxPickTopK + 1, 128256));
+  EXPECT_TRUE(PickSupports(0.7f, 128256, 128256));  // the whole vocabulary: none
+}
+
 TEST(StepBatchBuilderTest, PicksShareTheRangeOfEqualMasks) {
   StepBatchBuilder b;
   b.Clear();

@@ -187,7 +187,8 @@ TEST(Sampler, TopPOnALargeVocabularyWithoutTopK) {
   for (int i = 0; i < 200; ++i) EXPECT_TRUE(expected.count(sampler.Sample(logits, {})));
 }
 
-// The set llama.cpp's chain keeps (no penalty), by a full sort in double.
+// The set llama.cpp's chain keeps (no penalty), by a full sort in double,
+// with top-p alone cut at the kTopPCandidates best (sampler.h).
 // `close` is set when a cut came near enough to flip a token between float
 // and double arithmetic: top-p within 1e-6 of probability, min-p within
 // 1e-5 of logit.
@@ -198,8 +199,8 @@ std::set<int32_t> ReferenceSupport(const std::vector<float>& logits, const Sampl
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
     return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
   });
-  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < order.size())
-    order.resize(static_cast<size_t>(p.top_k));
+  const bool top_k = p.top_k > 0 && static_cast<size_t>(p.top_k) < order.size();
+  if (top_k) order.resize(static_cast<size_t>(p.top_k));
   const double max = logits[static_cast<size_t>(order[0])];
   double mass = 0;
   for (int32_t id : order) mass += std::exp(logits[static_cast<size_t>(id)] - max);
@@ -215,6 +216,8 @@ std::set<int32_t> ReferenceSupport(const std::vector<float>& logits, const Sampl
         break;
       }
     }
+    if (!top_k && order.size() > sample_internal::kTopPCandidates)
+      order.resize(sample_internal::kTopPCandidates);
   }
   std::set<int32_t> keep;
   for (int32_t id : order) {
@@ -227,7 +230,8 @@ std::set<int32_t> ReferenceSupport(const std::vector<float>& logits, const Sampl
 
 TEST(Sampler, TruncationMatchesAFullSortReference) {
   // Big and small vocabularies, spread and narrow logits, top-k on both
-  // sides of the heap limit, top-p needing one or several bucket rounds.
+  // sides of the heap limit, top-p alone within and past its 1,024
+  // candidates (scale 0.01, 3: nearly flat, its prefix cut there).
   struct Case {
     size_t vocab;
     float scale;

@@ -29,8 +29,10 @@ extern "C" {
  * logprobs it asks for (a.buffers[4]) and its penalties (a.buffers[5]). 10:
  * a pick's `forced` token (a scored prompt's next token: no choice, its
  * logprob). 11: the token feed's entry (manifest cuda.samplers, kind
- * "feed"), for a step scheduled before the one before it has run. */
-#define LLMC_CUDA_ABI_VERSION 11
+ * "feed"), for a step scheduled before the one before it has run. 12: a
+ * pick may ask for top-p without top-k (an older sampler would ignore its
+ * top_p). */
+#define LLMC_CUDA_ABI_VERSION 12
 
 /* Most bindings of one kind a launch may have. */
 #define LLMC_CUDA_MAX_BUFFERS 12
@@ -101,8 +103,9 @@ typedef struct llmc_cuda_pick {
   int mask_count; /* a.buffers[2] never win */
   /* The host sampler's parameters (sampling_params.h): temperature 0 is
    * greedy; top_k in [1, LLMC_CUDA_MAX_PICK_TOP_K] and below the vocabulary
-   * keeps the k best, which top_p and min_p then cut; without top-k only
-   * min_p may cut (top_p 1). */
+   * keeps the k best, which top_p and min_p then cut; without top-k,
+   * top_p cuts the LLMC_CUDA_MAX_PICK_TOP_K best by the whole vocabulary's
+   * mass (the host sampler's kTopPCandidates), then min_p. */
   int top_k;
   float temperature;
   float top_p;

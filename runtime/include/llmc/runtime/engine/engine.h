@@ -56,7 +56,7 @@ struct EngineOptions {
   // overlap gains).
   int32_t max_steps_in_flight = 0;
   // The runner picks the tokens of requests itself (StepBatch::picks,
-  // PickSupports: greedy, or a draw whose top-p comes with a top-k; their
+  // PickSupports: greedy, or a draw with a top-k up to 1,024 or none; their
   // penalties and logprobs too; a GPU on the device), so only their ids
   // and logprobs leave it;
   // false samples every row here from its logits (tests compare the two).

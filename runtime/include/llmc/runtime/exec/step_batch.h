@@ -17,9 +17,9 @@ namespace llmc {
 // The pick is the host Sampler's choice (sampler.h), penalties included:
 // greedy at temperature 0 (the argmax, ties to the lowest id, NaN masked
 // and +inf the largest float), else a draw of Philox-4x32-10 at (seed,
-// draw) after top-k, top-p and min-p. Top-p needs a top-k of at most
-// kMaxPickTopK (below the vocabulary): PickSupports says what a runner
-// picks.
+// draw) after top-k, top-p and min-p. A top-k below the vocabulary must
+// be at most kMaxPickTopK (PickSupports); top-p without one looks among
+// the kMaxPickTopK best (the host sampler's kTopPCandidates).
 struct RowPick {
   int32_t row = 0;  // an index into logits_rows
   // masked_ids[mask_begin, mask_begin + mask_count) never win (-inf), as
@@ -84,9 +84,9 @@ inline int32_t PickLogprobEntries(const RowPick& p) {
 }
 
 // Whether a pick with these parameters is one a runner makes, over a
-// vocabulary of `vocab`: greedy, top-k up to kMaxPickTopK (with any top-p
-// and min-p), or no top-p without a top-k.
-bool PickSupports(float temperature, int32_t top_k, float top_p, int64_t vocab);
+// vocabulary of `vocab`: greedy, or a draw with top-k up to kMaxPickTopK
+// or none (with any top-p and min-p).
+bool PickSupports(float temperature, int32_t top_k, int64_t vocab);
 
 struct StepBatch {
   std::vector<int32_t> tokens;        // [T]

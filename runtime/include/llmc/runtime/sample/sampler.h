@@ -21,7 +21,12 @@
 //   vLLM applies temperature first, so a high temperature widens its top-p
 //   set).
 // - top-p renormalizes over the top-k survivors before accumulating mass
-//   (as llama.cpp does). min-p compares against the most likely token, which
+//   (as llama.cpp does). Without top-k its mass is the whole vocabulary's,
+//   and the shortest prefix reaching top_p of it is looked for among the
+//   kTopPCandidates best tokens: a prefix longer than that (a nearly flat
+//   distribution) is cut there. That is what lets the device sampler run
+//   top-p alone in one block (its top-k select), as vLLM users send it,
+//   with the same tokens as here. min-p compares against the most likely token, which
 //   every step keeps, so it does not care about normalization; top-p then
 //   min-p keeps exactly the intersection of the two sets.
 // - Greedy (temperature 0) is the argmax of the penalized logits, ties to the
@@ -34,9 +39,9 @@
 // function of the request's seed and the token's index in its output,
 // never of its batch-mates or of the order rows are sampled in. The draw
 // walks the survivors in an order that depends only on logits and ids
-// (with top-k: descending logit, then id; without: id order, summed and
-// walked by chunks of the vocabulary as the device sampler does
-// (kDrawChunks), or for top-p, groups of descending logit ranges), and
+// (with top-k or top-p: descending logit, then id; without: id order,
+// summed and walked by chunks of the vocabulary as the device sampler does,
+// kDrawChunks; so is top-p's whole-vocabulary mass), and
 // every selection uses a strict total order, so the same seed gives the
 // same tokens everywhere, up to last-bit differences of exp between C
 // libraries.
@@ -44,9 +49,8 @@
 // Cost, vocabulary V: one pass over the logits for top-k with k <= 1024 (a
 // k-entry heap; the logits are not copied), plus O(k log k); a larger k
 // gathers all candidates and finds the k-th by nth_element. Without top-k,
-// top-p needs no sort: a pass of expf over V sorting candidates into buckets
-// of logit, then rounds over the bucket where the mass crosses top_p. The
-// final softmax is over the survivors only. Logprobs add one pass of expf
+// top-p is the heap's selection of kTopPCandidates and a pass of expf over
+// V for the mass. The final softmax is over the survivors only. Logprobs add one pass of expf
 // over V. Scratch buffers live in a SamplerScratch and are reused: once they
 // have grown to what the rows need, Sample() allocates nothing
 // (top_logprobs reuses the capacity of the caller's SampleResult).
@@ -104,6 +108,10 @@ struct Candidate {
 // DrawChunkSize(vocab) ids: the device sampler's order, one thread a chunk,
 // so both give the same token from the same weights.
 inline constexpr size_t kDrawChunks = 256;
+// Top-p without top-k looks for its prefix among this many best tokens
+// (the device sampler's top-k limit, kMaxPickTopK: static_assert in
+// cuda_step_plan.cc).
+inline constexpr size_t kTopPCandidates = 1024;
 inline size_t DrawChunkSize(size_t vocab) { return (vocab + kDrawChunks - 1) / kDrawChunks; }
 
 // [0, 1) from the top 53 bits: exact in a double, the same on every machine.
@@ -128,9 +136,6 @@ class SamplerScratch {
   std::vector<sample_internal::Candidate> candidates;  // survivors
   std::vector<sample_internal::Candidate> penalized;   // distinct window tokens, by id
   std::vector<sample_internal::Candidate> top;         // top-N logprobs heap
-  std::vector<sample_internal::Candidate> crossing;    // top-p bucket rounds
-  std::vector<uint32_t> bucket_counts;
-  std::vector<double> bucket_masses;
   std::vector<float> values;    // large top-k threshold
   std::vector<double> weights;  // final draw weights
   std::vector<double> chunk_sums;  // the weights by chunk (id order)
@@ -182,10 +187,13 @@ class Sampler {
   // Leaves the survivors in scratch_->candidates and their unnormalized
   // final weights in scratch_->weights; returns the weights' sum.
   double Prepare(std::span<const float> logits);
-  void SelectTopK(std::span<const float> logits, bool* sorted);
-  // top-p over scratch_->candidates; return how many of them survive.
-  size_t TopPSorted(float max_logit) const;
-  size_t TopPUnsorted(float max_logit);
+  // The k best (the whole vocabulary for k >= V) into scratch_->candidates.
+  void SelectTopK(std::span<const float> logits, size_t k, bool* sorted);
+  // top-p over scratch_->candidates, sorted best first, of total weight
+  // `mass` (exp(logit - max_logit) summed); returns how many survive.
+  size_t TopPSorted(float max_logit, double mass) const;
+  // The whole vocabulary's exp(logit - max_logit), summed by kDrawChunks.
+  double VocabMass(std::span<const float> logits, float max_logit) const;
   void ComputeLogprobs(std::span<const float> logits, int32_t token, SampleResult* out);
 
   SamplingParams params_;
