@@ -290,31 +290,40 @@ __device__ int sample_select_top(const float* x, int vocab, const int* masked, i
   return n;
 }
 
-// exp(v - max_logit) over the whole vocabulary (masked ids and -inf left
-// out), summed by the host's chunks (Sampler::VocabMass): one thread a
-// chunk in id order, then thread 0 over the chunks in order. The result in
+// The host's chunked order of a sum over the vocabulary (sampler.h's
+// kDrawChunks): part[c] = weight(i) summed over chunk c's ids in order, one
+// thread a chunk (no barrier: the caller's hands part[] on), and the
+// chunks' total in order, by one thread. Rolled: unrolled, ptxas for sm_80
+// keeps all 256 partials in registers and spills them.
+template <int Threads, class Weight>
+__device__ void sample_chunk_parts(int vocab, const Weight& weight, double* part) {
+  const int chunk = (vocab + kSampleChunks - 1) / kSampleChunks;
+  for (int c = threadIdx.x; c < kSampleChunks; c += Threads) {
+    double s = 0;
+    const int end = (c + 1) * chunk < vocab ? (c + 1) * chunk : vocab;
+    for (int i = c * chunk; i < end; ++i) s += weight(i);
+    part[c] = s;
+  }
+}
+__device__ inline double sample_parts_total(const double* part) {
+  double sum = 0;
+#pragma unroll 1
+  for (int c = 0; c < kSampleChunks; ++c) sum += part[c];
+  return sum;
+}
+
+// exp(v - max_logit) over the whole vocabulary (masked ids and -inf add
+// 0), summed by the host's chunks (Sampler::VocabMass). The result in
 // thread 0.
 template <int Threads>
 __device__ double sample_vocab_mass(const float* x, int vocab, const int* masked, int num_masked,
                                     float max_logit) {
   __shared__ double part[kSampleChunks];
-  const int chunk = (vocab + kSampleChunks - 1) / kSampleChunks;
-  for (int c = threadIdx.x; c < kSampleChunks; c += Threads) {
-    double s = 0;
-    const int end = (c + 1) * chunk < vocab ? (c + 1) * chunk : vocab;
-    for (int i = c * chunk; i < end; ++i) {
-      const float v = sample_value(x, i, masked, num_masked);
-      if (v != -__int_as_float(0x7f800000)) s += (double)expf(v - max_logit);
-    }
-    part[c] = s;
-  }
+  sample_chunk_parts<Threads>(
+      vocab, [&](int i) { return (double)expf(sample_value(x, i, masked, num_masked) - max_logit); },
+      part);
   __syncthreads();
-  double mass = 0;
-  if (threadIdx.x == 0) {
-#pragma unroll 1
-    for (int c = 0; c < kSampleChunks; ++c) mass += part[c];
-  }
-  return mass;
+  return threadIdx.x == 0 ? sample_parts_total(part) : 0.0;
 }
 
 // Temperature and min-p over the whole vocabulary (no top-k, no top-p): the
@@ -336,19 +345,10 @@ __device__ int sample_chunked(const float* x, int vocab, const int* masked, int 
     if (v == -__int_as_float(0x7f800000) || (min_p && v < threshold)) return 0.0;
     return (double)expf((v - max_logit) / p.temperature);
   };
-  for (int c = threadIdx.x; c < kSampleChunks; c += Threads) {
-    double s = 0;
-    const int end = (c + 1) * chunk < vocab ? (c + 1) * chunk : vocab;
-    for (int i = c * chunk; i < end; ++i) s += weight(i);
-    part[c] = s;
-  }
+  sample_chunk_parts<Threads>(vocab, weight, part);
   __syncthreads();
   if (threadIdx.x != 0) return 0;
-  double sum = 0;
-  // Rolled: unrolled, ptxas for sm_80 keeps all 256 partials in
-  // registers and spills them.
-#pragma unroll 1
-  for (int c = 0; c < kSampleChunks; ++c) sum += part[c];
+  const double sum = sample_parts_total(part);
   if (!(sum > 0)) return 0;
   const double target = u * sum;
   // The chunk the target falls in (past every chunk by rounding: the last
@@ -393,13 +393,9 @@ __device__ void sample_logprobs(const float* x, int vocab, const int* masked, in
     }
     return;
   }
-  const int chunk = (vocab + kSampleChunks - 1) / kSampleChunks;
-  for (int c = threadIdx.x; c < kSampleChunks; c += Threads) {
-    double s = 0;
-    const int end = (c + 1) * chunk < vocab ? (c + 1) * chunk : vocab;
-    for (int i = c * chunk; i < end; ++i) s += (double)expf(sample_value(x, i, masked, num_masked) - max_logit);
-    part[c] = s;
-  }
+  sample_chunk_parts<Threads>(
+      vocab, [&](int i) { return (double)expf(sample_value(x, i, masked, num_masked) - max_logit); },
+      part);
   // The select's barriers also hand part[] to thread 0; without a select (a
   // forced pick's lone logprob) a barrier of its own does.
   int best = 0;
@@ -408,11 +404,7 @@ __device__ void sample_logprobs(const float* x, int vocab, const int* masked, in
   else
     __syncthreads();
   if (threadIdx.x != 0) return;
-  double sum = 0;
-  // Rolled: unrolled, ptxas for sm_80 keeps all 256 partials in
-  // registers and spills them.
-#pragma unroll 1
-  for (int c = 0; c < kSampleChunks; ++c) sum += part[c];
+  const double sum = sample_parts_total(part);
   const double log_z = (double)max_logit + log(sum);
   out[0].token = token;
   out[0].logprob = (float)((double)sample_value(x, token, masked, num_masked) - log_z);

@@ -25,10 +25,11 @@
 //   and the shortest prefix reaching top_p of it is looked for among the
 //   kTopPCandidates best tokens: a prefix longer than that (a nearly flat
 //   distribution) is cut there. That is what lets the device sampler run
-//   top-p alone in one block (its top-k select), as vLLM users send it,
-//   with the same tokens as here. min-p compares against the most likely token, which
-//   every step keeps, so it does not care about normalization; top-p then
-//   min-p keeps exactly the intersection of the two sets.
+//   top-p alone in one block (its top-k select), as OpenAI clients send
+//   it, with the same tokens as here. min-p compares against the most
+//   likely token, which every step keeps, so it does not care about
+//   normalization; top-p then min-p keeps exactly the intersection of the
+//   two sets.
 // - Greedy (temperature 0) is the argmax of the penalized logits, ties to the
 //   lowest id; the truncations cannot change it, so they are skipped.
 //
@@ -50,10 +51,11 @@
 // k-entry heap; the logits are not copied), plus O(k log k); a larger k
 // gathers all candidates and finds the k-th by nth_element. Without top-k,
 // top-p is the heap's selection of kTopPCandidates and a pass of expf over
-// V for the mass. The final softmax is over the survivors only. Logprobs add one pass of expf
-// over V. Scratch buffers live in a SamplerScratch and are reused: once they
-// have grown to what the rows need, Sample() allocates nothing
-// (top_logprobs reuses the capacity of the caller's SampleResult).
+// V for the mass. The final softmax is over the survivors only. Logprobs
+// add one pass of expf over V. Scratch buffers live in a SamplerScratch
+// and are reused: once they have grown to what the rows need, Sample()
+// allocates nothing (top_logprobs reuses the capacity of the caller's
+// SampleResult).
 //
 // NaN logits count as -inf (masked), +inf as the largest float.
 #ifndef LLMC_RUNTIME_SAMPLE_SAMPLER_H_
@@ -110,7 +112,7 @@ struct Candidate {
 inline constexpr size_t kDrawChunks = 256;
 // Top-p without top-k looks for its prefix among this many best tokens
 // (the device sampler's top-k limit, kMaxPickTopK: static_assert in
-// cuda_step_plan.cc).
+// step_runner.cc).
 inline constexpr size_t kTopPCandidates = 1024;
 inline size_t DrawChunkSize(size_t vocab) { return (vocab + kDrawChunks - 1) / kDrawChunks; }
 
